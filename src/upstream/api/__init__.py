@@ -1,0 +1,1 @@
+"""HTTP adapters: parse, call one service function, render. No lineage logic here."""

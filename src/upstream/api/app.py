@@ -1,0 +1,50 @@
+"""The application object: settings, the store, the routers (DESIGN §1, §5)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from upstream import __version__
+from upstream.api.errors import install_error_handlers
+from upstream.api.routes import health, openlineage
+from upstream.settings import Settings, load_settings
+from upstream.store.engine import Store
+from upstream.store.migrate import upgrade
+
+log = logging.getLogger("upstream")
+
+ROUTERS = [health.router, openlineage.router]
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
+    """Build the API; with no settings given they come from the environment."""
+    settings = settings or load_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = Store(settings.db_url, pool_size=settings.db_pool_size)
+        if migrate:
+            upgrade(store)
+        app.state.store = store
+        log.info("upstream %s serving %s", __version__, store.display_url)
+        try:
+            yield
+        finally:
+            store.dispose()
+
+    app = FastAPI(
+        title="Upstream",
+        version=__version__,
+        description="Data lineage: OpenLineage ingestion with exact edges, dataset and "
+        "field-level lineage, a Marquez-compatible read API.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

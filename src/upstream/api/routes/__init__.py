@@ -1,0 +1,1 @@
+"""One module per resource; `upstream.api.app` includes each module's `router`."""

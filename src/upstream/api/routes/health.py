@@ -1,0 +1,42 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from upstream import __version__
+from upstream.api.deps import StoreDep
+from upstream.store.migrate import is_current
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+def health(store: StoreDep) -> dict[str, Any]:
+    """Liveness: the process answers; says which version and which store it runs."""
+    return {
+        "status": "ok",
+        "version": __version__,
+        "store": store.dialect,
+        "database": store.display_url,
+    }
+
+
+@router.get("/ready", response_model=None)
+def ready(store: StoreDep) -> dict[str, Any] | JSONResponse:
+    """Readiness: the database answers and its schema is at the newest migration."""
+    try:
+        with store.read() as conn:
+            conn.execute(text("SELECT 1"))
+        current = is_current(store)
+    except Exception as exc:  # any database failure means not ready
+        return JSONResponse({"status": "unavailable", "reason": str(exc)[:200]}, status_code=503)
+    if not current:
+        return JSONResponse(
+            {"status": "unavailable", "reason": "migrations pending"}, status_code=503
+        )
+    return {"status": "ready"}

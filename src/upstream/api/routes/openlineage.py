@@ -1,0 +1,41 @@
+"""`POST /api/v1/lineage`: OpenLineage events in, one at a time or as a JSON array (§3.1)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from upstream.api.body import read_json
+from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import ApiError
+from upstream.ingest.service import ingest_documents
+
+router = APIRouter(tags=["openlineage"])
+
+
+@router.post(
+    "/api/v1/lineage",
+    status_code=201,
+    response_class=Response,
+    summary="Post OpenLineage events",
+    responses={
+        201: {"description": "Stored (or already stored); empty body, as Marquez."},
+        400: {"description": "Malformed body"},
+        413: {"description": "Body too large"},
+        422: {"description": "An event is invalid; nothing was stored"},
+    },
+)
+async def post_lineage(request: Request, store: StoreDep, settings: SettingsDep) -> Response:
+    """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them all-or-nothing."""
+    document = await read_json(request, settings.max_body_bytes)
+    batch = isinstance(document, list)
+    documents = document if batch else [document]
+    if batch and not documents:
+        raise ApiError(400, "body: an empty array holds no events")
+    if len(documents) > settings.max_batch_events:
+        raise ApiError(
+            413,
+            f"a batch may hold at most {settings.max_batch_events} events, not {len(documents)}",
+        )
+    await run_in_threadpool(ingest_documents, store, documents, batch=batch)
+    return Response(status_code=201)

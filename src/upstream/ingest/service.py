@@ -1,0 +1,67 @@
+"""The one ingestion path (DESIGN §3): validate every event, translate it to facts, store the
+batch in one transaction. A batch is all-or-nothing; re-posting an event changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from upstream.ingest.translate import facts_for
+from upstream.model.errors import InvalidInput, Problem
+from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
+from upstream.model.facts import EventFacts, EventRecord
+from upstream.model.identity import DatasetRef, JobRef
+from upstream.store.engine import Store
+from upstream.store.writer import WriteResult, write_facts
+
+
+def ingest_documents(store: Store, documents: Sequence[Any], *, batch: bool) -> WriteResult:
+    """Store `documents` (parsed JSON events) atomically.
+
+    `batch` says the client posted a JSON array, so problems are located as `[i].path`.
+    Raises InvalidInput, and stores nothing, when any event is invalid.
+    """
+    facts = prepare(documents, batch=batch)
+    now = datetime.now(UTC)
+    return store.write(lambda conn: write_facts(conn, facts, now))
+
+
+def prepare(documents: Sequence[Any], *, batch: bool) -> list[EventFacts]:
+    """Validate and translate every document; collect the problems of all of them."""
+    prepared: list[EventFacts] = []
+    problems: list[Problem] = []
+    for index, document in enumerate(documents):
+        try:
+            prepared.append(translate_document(document))
+        except InvalidInput as exc:
+            problems.extend((exc.within(f"[{index}]") if batch else exc).problems)
+    if problems:
+        raise InvalidInput(problems[:50])
+    return prepared
+
+
+def translate_document(document: Any) -> EventFacts:
+    event = parse_event(document)
+    return facts_for(event, event_record(event, document))
+
+
+def event_record(event: OpenLineageEvent, document: dict[str, Any]) -> EventRecord:
+    """The event as it will be kept: its content verbatim, keyed by a hash of that content."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    record = EventRecord(
+        key=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        payload=json.dumps(document, separators=(",", ":"), ensure_ascii=False),
+        event_type=type(event).__name__,
+        event_kind=getattr(event, "eventType", None),
+        event_time=event.eventTime,
+    )
+    if isinstance(event, RunEvent):
+        record.run_id = event.run.runId
+    if isinstance(event, RunEvent | JobEvent):
+        record.job = JobRef(event.job.namespace, event.job.name)
+    if isinstance(event, DatasetEvent):
+        record.dataset = DatasetRef(event.dataset.namespace, event.dataset.name)
+    return record

@@ -1,0 +1,315 @@
+"""One accepted OpenLineage event -> the facts it contributes (DESIGN §3).
+
+Pure: no database. The store applies the facts, including the rules that need what is already
+stored (precedence across a run's events, the latest declaration winning).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from upstream.ingest.column_lineage import column_lineage_edges
+from upstream.ingest.context import Owner
+from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
+from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
+from upstream.model.facets import (
+    COMPONENT_FACET,
+    TEMPORARY_FACET,
+    ColumnLineageFacet,
+    ComponentFacet,
+    JobTypeFacet,
+    LifecycleStateChangeFacet,
+    LineageDatasetFacet,
+    LineageJobFacet,
+    ParentRunFacet,
+    SchemaFacet,
+    SchemaField,
+    SymlinksFacet,
+    TemporaryFacet,
+    description_of,
+    lenient_time,
+    parse_facet,
+)
+from upstream.model.facts import (
+    DatasetFact,
+    DatasetNode,
+    Declaration,
+    EventFacts,
+    EventRecord,
+    JobFact,
+    RelationFact,
+    RunFact,
+    SymlinkFact,
+    VersionFact,
+)
+from upstream.model.identity import DatasetRef, JobRef
+
+
+def facts_for(event: OpenLineageEvent, record: EventRecord) -> EventFacts:
+    """Everything `event` contributes; raises InvalidInput for interpreted facets that are
+    malformed."""
+    facts = EventFacts(record=record)
+    if isinstance(event, RunEvent):
+        _run_event(event, facts)
+    elif isinstance(event, JobEvent):
+        _job_event(event, facts)
+    else:
+        _dataset_event(event, facts)
+    facts.namespaces.update(d.ref.namespace for d in facts.datasets)
+    facts.namespaces.update(j.ref.namespace for j in facts.jobs)
+    return facts
+
+
+def _run_event(event: RunEvent, facts: EventFacts) -> None:
+    job = JobRef(event.job.namespace, event.job.name)
+    run_id = event.run.runId
+    owner = Owner(job=job, run_id=run_id, scope="run", event_time=event.eventTime)
+    facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
+    run = RunFact(
+        run_id=run_id,
+        job=job,
+        event_time=event.eventTime,
+        event_type=event.eventType,
+        facets=dict(event.run.facets),
+    )
+    _nominal_time(run, event.run.facets)
+    facts.runs.append(run)
+    _parent(event, run, facts)
+    lineage = _job_lineage(event.job.facets, owner)
+    run.has_lineage_facet = lineage is not None
+    _inputs_outputs(event, owner, lineage, facts)
+
+
+def _job_event(event: JobEvent, facts: EventFacts) -> None:
+    job = JobRef(event.job.namespace, event.job.name)
+    owner = Owner(job=job, run_id=None, scope="job", event_time=event.eventTime)
+    facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
+    lineage = _job_lineage(event.job.facets, owner)
+    facts.declaration = Declaration("job", job, event.eventTime, lineage is not None)
+    _inputs_outputs(event, owner, lineage, facts)
+
+
+def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
+    target = DatasetRef(event.dataset.namespace, event.dataset.name)
+    facts.datasets.append(_dataset_fact(event.dataset, "dataset", facts))
+    owner = Owner(job=None, run_id=None, scope="dataset", event_time=event.eventTime)
+    raw = event.dataset.facets.get("lineage")
+    lineage: FacetLineage | None = None
+    if raw is not None:
+        facet = parse_facet(LineageDatasetFacet, raw, "dataset.facets.lineage")
+        lineage = dataset_facet_edges(target, facet, owner)
+        facts.edges.extend(lineage.edges)
+    elif "columnLineage" in event.dataset.facets:
+        column = parse_facet(
+            ColumnLineageFacet,
+            event.dataset.facets["columnLineage"],
+            "dataset.facets.columnLineage",
+        )
+        facts.edges.extend(column_lineage_edges(target, column, owner)[0])
+    facts.declaration = Declaration("dataset", target, event.eventTime, raw is not None)
+    _register_edge_entities(facts)
+
+
+def _job_lineage(job_facets: dict[str, Any], owner: Owner) -> FacetLineage | None:
+    raw = job_facets.get("lineage")
+    if raw is None:
+        return None
+    return job_facet_edges(parse_facet(LineageJobFacet, raw, "job.facets.lineage"), owner)
+
+
+def _inputs_outputs(
+    event: RunEvent | JobEvent, owner: Owner, lineage: FacetLineage | None, facts: EventFacts
+) -> None:
+    """Relations for the event's inputs and outputs, and the edges of its facets, with the
+    lineage facet taking precedence over columnLineage per output (DESIGN §3.2)."""
+    assert owner.job is not None
+    time = event.eventTime
+    for index, dataset in enumerate(event.inputs):
+        path = f"inputs[{index}]"
+        facts.datasets.append(_dataset_fact(dataset, path, facts))
+        facts.relations.append(
+            RelationFact(
+                dataset=DatasetRef(dataset.namespace, dataset.name),
+                job=owner.job,
+                run_id=owner.run_id,
+                access="read",
+                event_time=time,
+                component=_component(dataset.inputFacets, f"{path}.inputFacets"),
+                facets=dict(dataset.inputFacets),
+            )
+        )
+    described = lineage.targets if lineage else set()
+    for index, output in enumerate(event.outputs):
+        path = f"outputs[{index}]"
+        ref = DatasetRef(output.namespace, output.name)
+        fact = _dataset_fact(output, path, facts)
+        facts.datasets.append(fact)
+        all_facets = {**output.facets, **output.outputFacets}
+        lifecycle = _lifecycle(all_facets, path)
+        facts.relations.append(
+            RelationFact(
+                dataset=ref,
+                job=owner.job,
+                run_id=owner.run_id,
+                access="write",
+                event_time=time,
+                component=_component(output.outputFacets, f"{path}.outputFacets"),
+                lifecycle=lifecycle,
+                temporary=_temporary(all_facets, path),
+                facets=dict(output.outputFacets),
+            )
+        )
+        if owner.run_id is not None:
+            facts.versions.append(
+                VersionFact(ref, owner.run_id, time, fact.fields, dict(output.facets), lifecycle)
+            )
+        if "columnLineage" in output.facets and ref not in described:
+            column = parse_facet(
+                ColumnLineageFacet,
+                output.facets["columnLineage"],
+                f"{path}.facets.columnLineage",
+            )
+            edges, sources = column_lineage_edges(ref, column, owner)
+            facts.edges.extend(edges)
+            facts.relations.extend(_edge_relations(sources, "read", owner))
+    if lineage is not None:
+        facts.edges.extend(lineage.edges)
+        facts.relations.extend(_edge_relations(lineage.reads, "read", owner))
+        facts.relations.extend(_edge_relations(lineage.writes, "write", owner))
+    _register_edge_entities(facts)
+
+
+def _edge_relations(datasets: set[DatasetRef], access: str, owner: Owner) -> list[RelationFact]:
+    """Datasets the own job touches according to its edges, though not listed as inputs or
+    outputs (dbt's columnLineage names sources its `inputs` omit)."""
+    assert owner.job is not None
+    return [
+        RelationFact(
+            dataset=ref,
+            job=owner.job,
+            run_id=owner.run_id,
+            access="read" if access == "read" else "write",
+            event_time=owner.event_time,
+            origin="edge",
+        )
+        for ref in sorted(datasets)
+    ]
+
+
+def _register_edge_entities(facts: EventFacts) -> None:
+    """Datasets and jobs named only by edges still become entities; runs named by JOB
+    references become (event-less) runs of their job."""
+    known_datasets = {d.ref for d in facts.datasets}
+    known_jobs = {j.ref for j in facts.jobs}
+    known_runs = {r.run_id for r in facts.runs}
+    refs: set[DatasetRef] = {r.dataset for r in facts.relations}
+    for edge in facts.edges:
+        for node in (edge.source, edge.target):
+            if isinstance(node, DatasetNode):
+                refs.add(node.dataset)
+            else:
+                if node.job not in known_jobs:
+                    known_jobs.add(node.job)
+                    facts.jobs.append(JobFact(node.job))
+                if node.run_id is not None and node.run_id not in known_runs:
+                    known_runs.add(node.run_id)
+                    facts.runs.append(
+                        RunFact(node.run_id, node.job, facts.record.event_time, has_events=False)
+                    )
+    for ref in sorted(refs - known_datasets):
+        facts.datasets.append(DatasetFact(ref))
+
+
+def _parent(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
+    """The parent facet: the run's place in a workflow (DESIGN §3.4). A run naming itself or
+    its own job as parent is not its own workflow, so such a link is not stored."""
+    raw = event.run.facets.get("parent")
+    if raw is None:
+        return
+    parent = parse_facet(ParentRunFacet, raw, "run.facets.parent")
+    parent_job = JobRef(parent.job.namespace, parent.job.name)
+    if parent.run.runId == run.run_id or parent_job == run.job:
+        return
+    run.parent_run_id = parent.run.runId
+    facts.jobs.append(JobFact(parent_job, seen_as_parent=True))
+    parent_run = RunFact(parent.run.runId, parent_job, event.eventTime, has_events=False)
+    facts.runs.append(parent_run)
+    if parent.root is None:
+        return
+    root_job = JobRef(parent.root.job.namespace, parent.root.job.name)
+    root_id = parent.root.run.runId
+    if root_id in (parent.run.runId, run.run_id) or root_job == run.job:
+        return
+    run.root_run_id = root_id
+    if root_job != parent_job:
+        parent_run.parent_run_id = root_id
+        parent_run.root_run_id = root_id
+        facts.jobs.append(JobFact(root_job, seen_as_parent=True))
+        facts.runs.append(RunFact(root_id, root_job, event.eventTime, has_events=False))
+
+
+def _nominal_time(run: RunFact, facets: dict[str, Any]) -> None:
+    nominal = facets.get("nominalTime")
+    if isinstance(nominal, dict):
+        run.nominal_start = lenient_time(nominal.get("nominalStartTime"))
+        run.nominal_end = lenient_time(nominal.get("nominalEndTime"))
+
+
+def _job_fact(namespace: str, name: str, facets: dict[str, Any]) -> JobFact:
+    fact = JobFact(JobRef(namespace, name), facets=dict(facets), description=description_of(facets))
+    if "jobType" in facets:
+        job_type = parse_facet(JobTypeFacet, facets["jobType"], "job.facets.jobType")
+        fact.job_type = job_type.jobType
+        fact.integration = job_type.integration
+        fact.processing_type = job_type.processingType
+    return fact
+
+
+def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> DatasetFact:
+    ref = DatasetRef(dataset.namespace, dataset.name)
+    fact = DatasetFact(ref, facets=dict(dataset.facets), description=description_of(dataset.facets))
+    if "schema" in dataset.facets:
+        schema = parse_facet(SchemaFacet, dataset.facets["schema"], f"{path}.facets.schema")
+        fact.fields = [_field_dict(f) for f in schema.fields]
+    if "symlinks" in dataset.facets:
+        symlinks = parse_facet(SymlinksFacet, dataset.facets["symlinks"], f"{path}.facets.symlinks")
+        facts.symlinks.extend(
+            SymlinkFact(ref, s.namespace, s.name, s.type) for s in symlinks.identifiers
+        )
+    source = dataset.facets.get("dataSource")
+    if isinstance(source, dict) and isinstance(source.get("name"), str):
+        fact.source_name = source["name"]
+    return fact
+
+
+def _field_dict(schema_field: SchemaField) -> dict[str, Any]:
+    result: dict[str, Any] = {"name": schema_field.name}
+    if schema_field.type is not None:
+        result["type"] = schema_field.type
+    if schema_field.description is not None:
+        result["description"] = schema_field.description
+    if schema_field.fields:
+        result["fields"] = [_field_dict(f) for f in schema_field.fields]
+    return result
+
+
+def _lifecycle(facets: dict[str, Any], path: str) -> str | None:
+    raw = facets.get("lifecycleStateChange")
+    if raw is None:
+        return None
+    facet = parse_facet(LifecycleStateChangeFacet, raw, f"{path}.facets.lifecycleStateChange")
+    return facet.lifecycleStateChange
+
+
+def _temporary(facets: dict[str, Any], path: str) -> bool:
+    raw = facets.get(TEMPORARY_FACET)
+    if raw is None:
+        return False
+    return parse_facet(TemporaryFacet, raw, f"{path}.facets.{TEMPORARY_FACET}").temporary
+
+
+def _component(facets: dict[str, Any], path: str) -> str:
+    raw = facets.get(COMPONENT_FACET)
+    if raw is None:
+        return ""
+    return parse_facet(ComponentFacet, raw, f"{path}.{COMPONENT_FACET}").name

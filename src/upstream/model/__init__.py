@@ -1,0 +1,4 @@
+"""Pure types and rules: identities, OpenLineage events, facets, field operations, time.
+
+Nothing here does I/O.
+"""

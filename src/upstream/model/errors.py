@@ -1,0 +1,70 @@
+"""Validation problems, each located by a path into the posted document."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason to reject input: where (`job.facets.lineage.entries[1]`) and why."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class InvalidInput(ValueError):
+    """Input that must be rejected whole; nothing of it may be stored."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+    @classmethod
+    def at(cls, path: str, message: str) -> InvalidInput:
+        return cls([Problem(path, message)])
+
+    def within(self, prefix: str) -> InvalidInput:
+        """The same problems, located inside `prefix` (e.g. the batch index `[3]`)."""
+        return InvalidInput([Problem(join_path(prefix, p.path), p.message) for p in self.problems])
+
+
+def join_path(prefix: str, path: str) -> str:
+    """Join two path pieces: `job` + `facets` -> `job.facets`, `entries` + `[1]` -> `entries[1]`."""
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def path_of(loc: Iterable[int | str]) -> str:
+    """Render a pydantic location tuple as `a.b[2].c`."""
+    path = ""
+    for part in loc:
+        path = join_path(path, f"[{part}]" if isinstance(part, int) else str(part))
+    return path
+
+
+_UNION_TAGS = frozenset({"DATASET", "JOB"})
+
+
+def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInput:
+    """Turn pydantic's errors into located problems, skipping union-branch noise."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for err in exc.errors(include_url=False):
+        # Discriminated unions add their tag (DATASET, JOB) to the location; it is no path.
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
+        message = str(err["msg"]).removeprefix("Value error, ")
+        key = (path_of(loc), message)
+        if key not in seen:
+            seen.add(key)
+            problems.append(Problem(join_path(prefix, key[0]), message))
+    return InvalidInput(problems)

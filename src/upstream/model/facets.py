@@ -1,0 +1,232 @@
+"""The facets whose content Upstream interprets, parsed strictly with located errors.
+
+Every other facet is stored as sent. Facet names of our own carry the `upstream_` prefix, as
+the OpenLineage spec asks of custom facets.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from upstream.model.errors import from_validation_error
+from upstream.model.events import Name, RunId, parse_time
+
+#: Output dataset facet: the producer marks the dataset temporary to its workflow run (§3.4).
+TEMPORARY_FACET = "upstream_temporary"
+#: Output dataset facet: the ordered field operations that made the dataset's fields (§3.5).
+FIELD_OPERATIONS_FACET = "upstream_fieldOperations"
+#: Output/input dataset facet: the part of the job (mapper, stage…) that touched the dataset.
+COMPONENT_FACET = "upstream_component"
+
+
+def _none_to_empty_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+class _Facet(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Transformation(_Facet):
+    type: str
+    subtype: str | None = None
+    description: str | None = None
+    masking: bool | None = None
+
+
+Transformations = Annotated[list[Transformation], BeforeValidator(_none_to_empty_list)]
+
+
+class _JobIdentity(_Facet):
+    """A JOB reference: both namespace and name (another job) or neither (the event's job)."""
+
+    type: Literal["JOB"]
+    namespace: Name | None = None
+    name: Name | None = None
+    runId: RunId | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> _JobIdentity:
+        if (self.namespace is None) != (self.name is None):
+            given, missing = ("namespace", "name") if self.name is None else ("name", "namespace")
+            raise ValueError(
+                f"a JOB reference with {given} must also have {missing} "
+                "(omit both to mean the event's own job)"
+            )
+        return self
+
+    @property
+    def is_own_job(self) -> bool:
+        return self.namespace is None
+
+
+class LineageDatasetInput(_Facet):
+    type: Literal["DATASET"]
+    namespace: Name
+    name: Name
+    field: Name | None = None
+    transformations: Transformations = []
+
+
+class LineageJobInput(_JobIdentity):
+    transformations: Transformations = []
+
+
+#: A lineage input, told apart by its `type` (DATASET or JOB).
+LineageInput = Annotated[LineageDatasetInput | LineageJobInput, Field(discriminator="type")]
+LineageInputs = Annotated[list[LineageInput], BeforeValidator(_none_to_empty_list)]
+
+
+class LineageFieldEntry(_Facet):
+    inputs: LineageInputs
+
+
+class LineageDatasetEntry(_Facet):
+    type: Literal["DATASET"]
+    namespace: Name
+    name: Name
+    # None: not stated; []: explicitly no upstream.
+    inputs: list[LineageInput] | None = None
+    fields: dict[str, LineageFieldEntry] | None = None
+
+
+class LineageJobEntry(_JobIdentity):
+    inputs: LineageInputs = []
+
+
+LineageEntry = Annotated[LineageDatasetEntry | LineageJobEntry, Field(discriminator="type")]
+
+
+class LineageJobFacet(_Facet):
+    """`job.facets.lineage`: explicit edges owned by the job (DESIGN §3.2)."""
+
+    entries: list[LineageEntry]
+
+
+class LineageDatasetFacet(_Facet):
+    """`dataset.facets.lineage`: explicit lineage of one target dataset."""
+
+    inputs: list[LineageInput] | None = None
+    fields: dict[str, LineageFieldEntry] | None = None
+
+
+class ColumnInputField(_Facet):
+    namespace: Name
+    name: Name
+    field: Name
+    transformations: Transformations = []
+
+
+class ColumnField(_Facet):
+    inputFields: Annotated[list[ColumnInputField], BeforeValidator(_none_to_empty_list)]
+    transformationDescription: str | None = None
+    transformationType: str | None = None
+
+
+class ColumnLineageFacet(_Facet):
+    """`columnLineage`: output fields from input fields; `dataset` holds dataset-wide inputs."""
+
+    fields: Annotated[dict[str, ColumnField], BeforeValidator(lambda v: {} if v is None else v)]
+    dataset: Annotated[list[ColumnInputField], BeforeValidator(_none_to_empty_list)] = []
+
+
+class SchemaField(_Facet):
+    name: Name
+    type: str | None = None
+    description: str | None = None
+    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = []
+
+
+class SchemaFacet(_Facet):
+    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = []
+
+
+class SymlinkIdentifier(_Facet):
+    namespace: Name
+    name: Name
+    type: str | None = None
+
+
+class SymlinksFacet(_Facet):
+    identifiers: Annotated[list[SymlinkIdentifier], BeforeValidator(_none_to_empty_list)] = []
+
+
+class LifecycleStateChangeFacet(_Facet):
+    lifecycleStateChange: str
+
+
+class ParentRef(_Facet):
+    runId: RunId
+
+
+class ParentJobRef(_Facet):
+    namespace: Name
+    name: Name
+
+
+class ParentRoot(_Facet):
+    run: ParentRef
+    job: ParentJobRef
+
+
+class ParentRunFacet(_Facet):
+    """`run.facets.parent`: the run that started this one, and the root of the chain."""
+
+    run: ParentRef
+    job: ParentJobRef
+    root: ParentRoot | None = None
+
+
+class JobTypeFacet(_Facet):
+    jobType: str | None = None
+    integration: str | None = None
+    processingType: str | None = None
+
+
+class TemporaryFacet(_Facet):
+    temporary: bool = True
+
+
+class ComponentFacet(_Facet):
+    name: Name
+
+
+FacetT = TypeVar("FacetT", bound=BaseModel)
+
+
+def parse_facet(model: type[FacetT], value: Any, path: str) -> FacetT:
+    """Parse an interpreted facet; raise InvalidInput located at `path`."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise from_validation_error(exc, path) from None
+
+
+def lenient_time(value: Any) -> Any:
+    """A facet timestamp we only display: parsed when it parses, else ignored."""
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def description_of(facets: dict[str, Any]) -> str | None:
+    """The `documentation` facet's description, when it is a string."""
+    doc = facets.get("documentation")
+    if isinstance(doc, dict) and isinstance(doc.get("description"), str):
+        return str(doc["description"])
+    return None
+
+
+def same_uuid(a: uuid.UUID | None, b: uuid.UUID | None) -> bool:
+    return a is not None and a == b

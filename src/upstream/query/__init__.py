@@ -1,0 +1,1 @@
+"""Lineage algorithms over the store: dataset graph, field lineage, Marquez-shaped graphs."""

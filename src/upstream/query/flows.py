@@ -1,0 +1,141 @@
+"""Dataset-to-dataset data flow, the one place where precedence becomes a graph (§3.2).
+
+A flow S -> T exists in run r of job J when r stored an explicit dataset-level edge S -> T (a
+lineage facet entry, field operations, columnLineage, or one implied by field edges), or, when
+nothing explicit describes T for that run, when r read S and wrote T (the inputs x outputs
+inference). The inference is never made for a run that carried a lineage facet, nor for a job
+whose declaration carried one. It is computed here rather than stored, so a run whose inputs
+and outputs arrive in separate events gets the product of all of them.
+
+Each call is one round of set-based queries for a whole frontier of datasets, never one per
+dataset, so graph walks cost a constant number of queries per level.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.window import Window
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+from upstream.store.window import run_in_window
+
+Direction = Literal["upstream", "downstream"]
+
+
+@dataclass(frozen=True, order=True)
+class Flow:
+    """Data of `source` flowed into `target`, made by `job_id` in `run_id` (None: declared)."""
+
+    source: uuid.UUID
+    target: uuid.UUID
+    job_id: uuid.UUID | None
+    run_id: uuid.UUID | None
+    inferred: bool
+
+
+def flows(
+    conn: Connection,
+    datasets: Collection[uuid.UUID],
+    direction: Direction,
+    window: Window | None = None,
+) -> list[Flow]:
+    """Every flow into (`upstream`) or out of (`downstream`) any of `datasets`."""
+    found: set[Flow] = set()
+    for part in chunks(sorted(set(datasets))):
+        found.update(_explicit(conn, part, direction, window))
+        found.update(_inferred(conn, part, direction, window))
+    return sorted(found)
+
+
+def _explicit(
+    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+) -> set[Flow]:
+    e = t.edges
+    anchor = e.c.target_dataset_id if direction == "upstream" else e.c.source_dataset_id
+    query = sa.select(e.c.source_dataset_id, e.c.target_dataset_id, e.c.job_id, e.c.run_id).where(
+        anchor.in_(datasets),
+        e.c.source_type == "dataset",
+        e.c.target_type == "dataset",
+        e.c.source_field.is_(None),
+        e.c.target_field.is_(None),
+        run_in_window(e.c.run_id, window),
+    )
+    return {
+        Flow(r.source_dataset_id, r.target_dataset_id, r.job_id, r.run_id, False)
+        for r in conn.execute(query)
+    }
+
+
+def _inferred(
+    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+) -> set[Flow]:
+    """inputs x outputs per run (or per job declaration), where nothing explicit applies."""
+    reads = t.relations.alias("reads")
+    writes = t.relations.alias("writes")
+    anchor = writes.c.dataset_id if direction == "upstream" else reads.c.dataset_id
+    same_run = sa.or_(
+        reads.c.run_id == writes.c.run_id,
+        sa.and_(reads.c.run_id.is_(None), writes.c.run_id.is_(None)),
+    )
+    explicit_for_output = (
+        sa.select(sa.literal(1))
+        .select_from(t.edges)
+        .where(
+            t.edges.c.target_dataset_id == writes.c.dataset_id,
+            sa.or_(
+                sa.and_(
+                    writes.c.run_id.is_not(None),
+                    t.edges.c.scope == "run",
+                    t.edges.c.run_id == writes.c.run_id,
+                ),
+                sa.and_(
+                    writes.c.run_id.is_(None),
+                    t.edges.c.scope == "job",
+                    t.edges.c.job_id == writes.c.job_id,
+                ),
+            ),
+        )
+        .exists()
+    )
+    run_has_facet = (
+        sa.select(sa.literal(1))
+        .select_from(t.runs)
+        .where(t.runs.c.id == writes.c.run_id, t.runs.c.has_lineage_facet)
+        .exists()
+    )
+    job_declared_facet = (
+        sa.select(sa.literal(1))
+        .select_from(t.jobs)
+        .where(t.jobs.c.id == writes.c.job_id, t.jobs.c.declared_lineage_facet)
+        .exists()
+    )
+    query = (
+        sa.select(
+            reads.c.dataset_id.label("source"),
+            writes.c.dataset_id.label("target"),
+            writes.c.job_id,
+            writes.c.run_id,
+        )
+        .select_from(reads.join(writes, sa.and_(reads.c.job_id == writes.c.job_id, same_run)))
+        .where(
+            anchor.in_(datasets),
+            reads.c.access == "read",
+            writes.c.access == "write",
+            reads.c.origin == "io",
+            writes.c.origin == "io",
+            reads.c.dataset_id != writes.c.dataset_id,
+            run_in_window(writes.c.run_id, window),
+            ~explicit_for_output,
+            ~sa.and_(writes.c.run_id.is_not(None), run_has_facet),
+            ~sa.and_(writes.c.run_id.is_(None), job_declared_facet),
+        )
+        .distinct()
+    )
+    return {Flow(r.source, r.target, r.job_id, r.run_id, True) for r in conn.execute(query)}

@@ -1,0 +1,85 @@
+"""One settings object for the whole server (DESIGN §5).
+
+Read from environment variables with the `UPSTREAM_` prefix, or from a TOML config file named
+by `UPSTREAM_CONFIG`; the environment wins over the file. Invalid values stop the start with a
+message naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_DB_URL = "sqlite:///./upstream.db"
+
+
+class SettingsError(ValueError):
+    """A setting is invalid; the message names it."""
+
+
+class Settings(BaseSettings):
+    """Every knob of the server. Each field's description is its documentation."""
+
+    model_config = SettingsConfigDict(env_prefix="UPSTREAM_", extra="forbid", frozen=True)
+
+    db_url: str = Field(
+        DEFAULT_DB_URL,
+        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://…",
+    )
+    host: str = Field("127.0.0.1", description="Address `upstream serve` listens on.")
+    port: int = Field(5000, ge=0, le=65535, description="Port `upstream serve` listens on.")
+    workers: int = Field(1, ge=1, le=64, description="Number of server worker processes.")
+    max_levels: int = Field(
+        100, ge=1, description="Largest `levels`/`depth` a lineage query may ask for."
+    )
+    max_body_bytes: int = Field(
+        10_000_000, ge=1024, description="Largest request body, after gzip inflation, in bytes."
+    )
+    max_batch_events: int = Field(
+        5_000, ge=1, description="Most events accepted in one JSON array posted to the API."
+    )
+    db_pool_size: int = Field(
+        5, ge=1, description="Connections each server process keeps open to PostgreSQL."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Explicit values, then the environment, then the TOML file named by UPSTREAM_CONFIG."""
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_path = os.environ.get("UPSTREAM_CONFIG")
+        if config_path:
+            if not Path(config_path).is_file():
+                raise SettingsError(f"invalid setting: UPSTREAM_CONFIG: no file at {config_path}")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_path))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings from file, environment and explicit overrides (strongest last)."""
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"UPSTREAM_{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"invalid setting: {problems}") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"invalid setting: config file: {exc}") from None

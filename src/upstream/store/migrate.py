@@ -1,0 +1,56 @@
+"""Schema migrations with Alembic, applied on start or by `upstream db upgrade`.
+
+On PostgreSQL an advisory lock makes concurrent starts (several hosts, several workers) take
+turns, so exactly one of them migrates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from upstream.store.engine import Store
+
+_LOCK_KEY = 0x55505354  # "UPST"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def upgrade(store: Store, revision: str = "head") -> None:
+    """Bring the schema to `revision`."""
+    with store.engine.connect() as conn:
+        if store.dialect == "postgresql":
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_KEY})
+            conn.commit()
+        try:
+            command.upgrade(alembic_config(conn), revision)
+            conn.commit()
+        finally:
+            if store.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
+                conn.commit()
+
+
+def current_revision(store: Store) -> str | None:
+    with store.engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def is_current(store: Store) -> bool:
+    """The schema is at the newest migration this code knows."""
+    return current_revision(store) == head_revision()

@@ -1,0 +1,232 @@
+"""The relational schema of DESIGN §2, in SQLAlchemy Core.
+
+Entity ids are deterministic UUIDs computed from natural keys (see `upstream.model.identity`),
+so every API process derives the same id without a round trip and batch writes need no
+lookups. The id is the uniqueness of a name, so no index holds the names themselves: names
+of any length are accepted (a B-tree entry on PostgreSQL is limited to about 2.7 kB).
+Timestamps are timezone-aware and stored in UTC.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+#: JSON documents: JSONB on PostgreSQL (indexable, compact), JSON text on SQLite.
+Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+Timestamp = sa.DateTime(timezone=True)
+
+namespaces = sa.Table(
+    "namespaces",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+datasets = sa.Table(
+    "datasets",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("namespace_id", sa.Uuid, sa.ForeignKey("namespaces.id"), nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text),
+    sa.Column("source_name", sa.Text),
+    # Current fields: [{"name", "type", "description", "fields": [...]}] from the schema facet
+    # or from recorded field operations.
+    sa.Column("fields", Json, nullable=False),
+    # Current facets by name; a facet re-sent under the same name replaces the old one.
+    sa.Column("facets", Json, nullable=False),
+    # eventTime of the DatasetEvent whose lineage facet is the dataset's declared lineage.
+    sa.Column("declared_at", Timestamp),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("namespace_id", sa.Uuid, sa.ForeignKey("namespaces.id"), nullable=False),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text),
+    # jobType facet: jobType (DAG, TASK, JOB, QUERY, MODEL…), integration, processingType.
+    sa.Column("job_type", sa.Text),
+    sa.Column("integration", sa.Text),
+    sa.Column("processing_type", sa.Text),
+    # Named as the parent of another job's run: a workflow unless its jobType says it is a leaf.
+    sa.Column("seen_as_parent", sa.Boolean, nullable=False),
+    sa.Column("facets", Json, nullable=False),
+    # eventTime of the JobEvent that set the job's declared lineage (the latest one wins), and
+    # whether that declaration carried a lineage facet (then no inputs x outputs is inferred).
+    sa.Column("declared_at", Timestamp),
+    sa.Column("declared_lineage_facet", sa.Boolean, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    # Parent run (the workflow run, or an intermediate task) and the root of the chain.
+    sa.Column("parent_run_id", sa.Uuid, index=True),
+    sa.Column("root_run_id", sa.Uuid),
+    # Latest eventType by eventTime: START, RUNNING, COMPLETE, FAIL, ABORT, OTHER.
+    sa.Column("state", sa.Text),
+    sa.Column("state_time", Timestamp),
+    sa.Column("started_at", Timestamp),
+    sa.Column("ended_at", Timestamp),
+    sa.Column("nominal_start", Timestamp),
+    sa.Column("nominal_end", Timestamp),
+    sa.Column("facets", Json, nullable=False),
+    # False for a run known only as someone's parent: its own events have not arrived.
+    sa.Column("has_events", sa.Boolean, nullable=False),
+    # Any event of this run carried job.facets.lineage: never infer inputs x outputs for it.
+    sa.Column("has_lineage_facet", sa.Boolean, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Index("ix_runs_window", "started_at", "ended_at"),
+)
+
+relations = sa.Table(
+    "relations",
+    metadata,
+    # CDAP's access relation (dataset, job, run, access, component). run_id is NULL for the
+    # inputs/outputs a JobEvent declares.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("access", sa.Text, nullable=False),
+    sa.Column("component", sa.Text, nullable=False),
+    # lifecycleStateChange of an output in this run (CREATE, DROP, OVERWRITE…).
+    sa.Column("lifecycle", sa.Text),
+    # The producer marked the dataset temporary to the run's workflow run (DESIGN §3.4).
+    sa.Column("temporary", sa.Boolean, nullable=False),
+    # Why the relation exists: "io" (event inputs/outputs) or "edge" (implied by an edge).
+    sa.Column("origin", sa.Text, nullable=False),
+    # inputFacets / outputFacets seen with the dataset in this run.
+    sa.Column("facets", Json, nullable=False),
+    sa.Column("event_time", Timestamp, nullable=False),
+)
+
+edges = sa.Table(
+    "edges",
+    metadata,
+    # Explicit data flow, source -> target, where either end is a dataset, a dataset field or
+    # a job (DESIGN §2, §3.2). The id hashes scope + ends, so re-sent edges are no-ops.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    # "run": observed in run_id; "job": declared by a JobEvent of job_id; "dataset": declared
+    # by a DatasetEvent for target_dataset_id.
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("job_id", sa.Uuid, index=True),
+    # "lineage_facet", "column_lineage" or "field_operations"; rank orders precedence per output.
+    sa.Column("origin", sa.Text, nullable=False),
+    sa.Column("rank", sa.SmallInteger, nullable=False),
+    # A dataset->dataset edge that exists because field edges connect the two datasets.
+    sa.Column("implied", sa.Boolean, nullable=False),
+    sa.Column("source_type", sa.Text, nullable=False),
+    sa.Column("source_dataset_id", sa.Uuid, index=True),
+    sa.Column("source_field", sa.Text),
+    sa.Column("source_job_id", sa.Uuid, index=True),
+    sa.Column("source_run_id", sa.Uuid),
+    sa.Column("target_type", sa.Text, nullable=False),
+    sa.Column("target_dataset_id", sa.Uuid, index=True),
+    sa.Column("target_field", sa.Text),
+    sa.Column("target_job_id", sa.Uuid, index=True),
+    sa.Column("target_run_id", sa.Uuid),
+    sa.Column("transformations", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+dataset_versions = sa.Table(
+    "dataset_versions",
+    metadata,
+    # One version per (dataset, writing run), as Marquez versions datasets.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("fields", Json, nullable=False),
+    sa.Column("facets", Json, nullable=False),
+    sa.Column("lifecycle", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+dataset_symlinks = sa.Table(
+    "dataset_symlinks",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("type", sa.Text),
+)
+
+operation_sets = sa.Table(
+    "operation_sets",
+    metadata,
+    # The ordered field operations recorded for one destination, once per checksum.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("checksum", sa.Text, nullable=False),
+    sa.Column("operations", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("dataset_id", "checksum"),
+)
+
+run_operation_sets = sa.Table(
+    "run_operation_sets",
+    metadata,
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column(
+        "operation_set_id",
+        sa.Uuid,
+        sa.ForeignKey("operation_sets.id"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False),
+    sa.Column("component", sa.Text, nullable=False),
+    sa.Column("event_time", Timestamp, nullable=False),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    # Every accepted event, verbatim, in arrival order (seq). The key is the SHA-256 of its
+    # canonical JSON, which makes re-posting an event a no-op.
+    sa.Column(
+        "seq",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    sa.Column("event_key", sa.String(64), nullable=False, unique=True),
+    sa.Column("event_type", sa.Text, nullable=False),
+    sa.Column("event_kind", sa.Text),
+    sa.Column("event_time", Timestamp, nullable=False, index=True),
+    sa.Column("received_at", Timestamp, nullable=False),
+    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("job_namespace", sa.Text),
+    sa.Column("job_name", sa.Text),
+    sa.Column("dataset_namespace", sa.Text),
+    sa.Column("dataset_name", sa.Text),
+    sa.Column("payload", sa.Text, nullable=False),
+)

@@ -1,0 +1,623 @@
+"""Apply a batch of event facts in one transaction, with set-based statements.
+
+Each table gets at most: one INSERT of the rows that are new (ON CONFLICT DO NOTHING), one
+SELECT of the rows that already exist (locked FOR UPDATE on PostgreSQL, in id order so
+concurrent writers never deadlock), and one UPDATE of the rows whose merged value changed.
+The merge rules are plain Python below, the same on both databases.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.errors import InvalidInput
+from upstream.model.facts import (
+    DatasetNode,
+    EdgeFact,
+    EventFacts,
+    JobNode,
+    RelationFact,
+    RunFact,
+)
+from upstream.model.identity import DatasetRef, namespace_id
+from upstream.store import schema as t
+from upstream.store.dialect import chunks, for_update, insert_ignoring_conflicts
+
+Row = dict[str, Any]
+TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """How many events of the batch were new, and how many were already stored."""
+
+    stored: int
+    duplicates: int
+
+
+def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) -> WriteResult:
+    """Store every fact of `batch`; events already stored (same content) change nothing."""
+    unique: dict[str, EventFacts] = {}
+    for facts in batch:
+        unique.setdefault(facts.record.key, facts)
+    new_keys = _insert_events(conn, list(unique.values()), now)
+    fresh = [f for key, f in unique.items() if key in new_keys]
+    if fresh:
+        _apply(conn, fresh, now)
+    return WriteResult(stored=len(fresh), duplicates=len(batch) - len(fresh))
+
+
+def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+    _namespaces(conn, batch, now)
+    _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
+    _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
+    _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
+    _break_parent_loops(conn, batch)
+    edges, relations = _resolve_declarations(conn, batch)
+    _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
+    _insert_edges(conn, _resolve_precedence(conn, edges), now)
+    _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
+    _insert_ignoring(
+        conn,
+        t.dataset_symlinks,
+        {
+            s.id: {
+                "id": s.id,
+                "dataset_id": s.dataset.id,
+                "namespace": s.namespace,
+                "name": s.name,
+                "type": s.type,
+            }
+            for f in batch
+            for s in f.symlinks
+        },
+    )
+    _operation_sets(conn, batch, now)
+
+
+# -- events ---------------------------------------------------------------------------------
+
+
+def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> set[str]:
+    if not batch:
+        return set()
+    rows = [
+        {
+            "event_key": f.record.key,
+            "event_type": f.record.event_type,
+            "event_kind": f.record.event_kind,
+            "event_time": f.record.event_time,
+            "received_at": now,
+            "run_id": f.record.run_id,
+            "job_namespace": f.record.job.namespace if f.record.job else None,
+            "job_name": f.record.job.name if f.record.job else None,
+            "dataset_namespace": f.record.dataset.namespace if f.record.dataset else None,
+            "dataset_name": f.record.dataset.name if f.record.dataset else None,
+            "payload": f.record.payload,
+        }
+        for f in sorted(batch, key=lambda f: f.record.key)
+    ]
+    stmt = insert_ignoring_conflicts(conn, t.events, "event_key").returning(t.events.c.event_key)
+    inserted: set[str] = set()
+    for part in chunks(rows, 500):
+        inserted.update(conn.execute(stmt, part).scalars().all())
+    return inserted
+
+
+# -- generic merge --------------------------------------------------------------------------
+
+
+def _merge(
+    conn: Connection,
+    table: sa.Table,
+    rows: dict[uuid.UUID, Row],
+    merge: Callable[[Row, Row], Row],
+) -> None:
+    """Insert rows that are new; merge the rest into what is stored, updating what changed."""
+    if not rows:
+        return
+    inserted = _insert_ignoring(conn, table, rows)
+    existing = sorted(set(rows) - inserted)
+    updates: list[Row] = []
+    for part in chunks(existing):
+        query = for_update(conn, sa.select(table).where(table.c.id.in_(part)).order_by(table.c.id))
+        for stored in conn.execute(query).mappings():
+            current = dict(stored)
+            merged = merge(current, rows[current["id"]])
+            if merged != current:
+                updates.append(merged)
+    if updates:
+        columns = [c.name for c in table.columns if c.name != "id"]
+        stmt = (
+            table.update()
+            .where(table.c.id == sa.bindparam("b_id"))
+            .values({c: sa.bindparam(f"b_{c}") for c in columns})
+        )
+        conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
+
+
+def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Row]) -> set[Any]:
+    """Insert in id order (a stable lock order); return the ids that were new."""
+    if not rows:
+        return set()
+    stmt = insert_ignoring_conflicts(conn, table, "id").returning(table.c.id)
+    inserted: set[Any] = set()
+    for part in chunks([rows[k] for k in sorted(rows)], 500):
+        inserted.update(conn.execute(stmt, part).scalars().all())
+    return inserted
+
+
+def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]) -> None:
+    """Combine facts about one entity from several events of the batch, in batch order."""
+    previous = rows.get(row["id"])
+    rows[row["id"]] = row if previous is None else merge(previous, row)
+
+
+# -- namespaces, jobs, datasets -------------------------------------------------------------
+
+
+def _namespaces(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+    names = {n for f in batch for n in f.namespaces}
+    _insert_ignoring(
+        conn,
+        t.namespaces,
+        {
+            namespace_id(n): {
+                "id": namespace_id(n),
+                "name": n,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for n in names
+        },
+    )
+
+
+def _job_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+    rows: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for job in facts.jobs:
+            _fold(
+                rows,
+                {
+                    "id": job.ref.id,
+                    "namespace_id": namespace_id(job.ref.namespace),
+                    "namespace": job.ref.namespace,
+                    "name": job.ref.name,
+                    "description": job.description,
+                    "job_type": job.job_type,
+                    "integration": job.integration,
+                    "processing_type": job.processing_type,
+                    "seen_as_parent": job.seen_as_parent,
+                    "facets": job.facets,
+                    "declared_at": None,
+                    "declared_lineage_facet": False,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+                _merge_job,
+            )
+    return rows
+
+
+def _merge_job(stored: Row, new: Row) -> Row:
+    merged = dict(stored)
+    merged["facets"] = {**stored["facets"], **new["facets"]}
+    for key in ("description", "job_type", "integration", "processing_type"):
+        if new[key] is not None:
+            merged[key] = new[key]
+    merged["seen_as_parent"] = stored["seen_as_parent"] or new["seen_as_parent"]
+    return _touched(stored, merged, new)
+
+
+def _dataset_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+    rows: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for dataset in facts.datasets:
+            _fold(
+                rows,
+                {
+                    "id": dataset.ref.id,
+                    "namespace_id": namespace_id(dataset.ref.namespace),
+                    "namespace": dataset.ref.namespace,
+                    "name": dataset.ref.name,
+                    "description": dataset.description,
+                    "source_name": dataset.source_name,
+                    "fields": dataset.fields if dataset.fields is not None else [],
+                    "facets": dataset.facets,
+                    "declared_at": None,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+                _merge_dataset,
+            )
+    return rows
+
+
+def _merge_dataset(stored: Row, new: Row) -> Row:
+    merged = dict(stored)
+    merged["facets"] = {**stored["facets"], **new["facets"]}
+    # Fields change only when the event states them (a schema facet, or recorded operations).
+    if new["fields"] or "schema" in new["facets"]:
+        merged["fields"] = new["fields"]
+    for key in ("description", "source_name"):
+        if new[key] is not None:
+            merged[key] = new[key]
+    return _touched(stored, merged, new)
+
+
+def _touched(stored: Row, merged: Row, new: Row) -> Row:
+    """Move updated_at only when something really changed."""
+    if any(merged[k] != stored[k] for k in merged if k != "updated_at"):
+        merged["updated_at"] = new["updated_at"]
+    return merged
+
+
+# -- runs -----------------------------------------------------------------------------------
+
+
+def _run_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+    rows: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for run in facts.runs:
+            _fold(rows, _run_row(run, now), _merge_run)
+    return rows
+
+
+def _run_row(run: RunFact, now: datetime) -> Row:
+    active = run.has_events
+    return {
+        "id": run.run_id,
+        "job_id": run.job.id,
+        "parent_run_id": run.parent_run_id,
+        "root_run_id": run.root_run_id,
+        "state": run.event_type if active else None,
+        "state_time": run.event_time if active and run.event_type else None,
+        "started_at": run.event_time if active else None,
+        "ended_at": run.event_time if active and run.event_type in TERMINAL else None,
+        "nominal_start": run.nominal_start,
+        "nominal_end": run.nominal_end,
+        "facets": run.facets,
+        "has_events": active,
+        "has_lineage_facet": run.has_lineage_facet,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _merge_run(stored: Row, new: Row) -> Row:
+    """A run accumulates across its events (DESIGN §3.1): facets by name, the earliest
+    start, the latest end, and the state of the latest event (a terminal state wins a tie)."""
+    merged = dict(stored)
+    if new["has_events"]:
+        if stored["has_events"] and stored["job_id"] != new["job_id"]:
+            raise InvalidInput.at(
+                "run.runId", f"run {new['id']} was already reported for a different job"
+            )
+        merged["job_id"] = new["job_id"]
+        merged["has_events"] = True
+        merged["started_at"] = _earliest(stored["started_at"], new["started_at"])
+        merged["ended_at"] = _latest(stored["ended_at"], new["ended_at"])
+        if new["state"] is not None and _later_state(stored, new):
+            merged["state"], merged["state_time"] = new["state"], new["state_time"]
+    merged["facets"] = {**stored["facets"], **new["facets"]}
+    for key in ("parent_run_id", "root_run_id", "nominal_start", "nominal_end"):
+        if new[key] is not None:
+            merged[key] = new[key]
+    merged["has_lineage_facet"] = stored["has_lineage_facet"] or new["has_lineage_facet"]
+    return _touched(stored, merged, new)
+
+
+def _later_state(stored: Row, new: Row) -> bool:
+    if stored["state_time"] is None:
+        return True
+    if new["state_time"] != stored["state_time"]:
+        return bool(_aware(new["state_time"]) > _aware(stored["state_time"]))
+    return new["state"] in TERMINAL or stored["state"] not in TERMINAL
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return a if _aware(a) <= _aware(b) else b
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return a if _aware(a) >= _aware(b) else b
+
+
+def _aware(value: datetime) -> datetime:
+    """SQLite hands timestamps back naive; they were stored in UTC."""
+    from datetime import UTC
+
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
+    """Parent chains never loop (DESIGN §3.4): a link that would close a cycle is dropped.
+
+    All chains of the batch climb together, one query per level of nesting."""
+    climbing = {r.run_id: r.parent_run_id for f in batch for r in f.runs if r.parent_run_id}
+    looped: set[uuid.UUID] = set()
+    seen: dict[uuid.UUID, set[uuid.UUID]] = {child: {child} for child in climbing}
+    frontier: dict[uuid.UUID, uuid.UUID] = {c: p for c, p in climbing.items() if p is not None}
+    while frontier:
+        parents: dict[uuid.UUID, uuid.UUID | None] = {}
+        for part in chunks(sorted(set(frontier.values()))):
+            query = sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(t.runs.c.id.in_(part))
+            parents.update({row.id: row.parent_run_id for row in conn.execute(query)})
+        next_frontier: dict[uuid.UUID, uuid.UUID] = {}
+        for child, ancestor in frontier.items():
+            if ancestor in seen[child]:
+                looped.add(child)
+                continue
+            seen[child].add(ancestor)
+            above = parents.get(ancestor)
+            if above is not None:
+                next_frontier[child] = above
+        frontier = next_frontier
+    for child in sorted(looped):
+        conn.execute(t.runs.update().where(t.runs.c.id == child).values(parent_run_id=None))
+
+
+# -- declarations, relations, edges ---------------------------------------------------------
+
+
+def _resolve_declarations(
+    conn: Connection, batch: list[EventFacts]
+) -> tuple[list[EdgeFact], list[RelationFact]]:
+    """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
+    latest declaration by event time (DESIGN §3.2). Returns the edges and relations to keep."""
+    edges: list[EdgeFact] = []
+    relations: list[RelationFact] = []
+    winners: dict[tuple[str, uuid.UUID], EventFacts] = {}
+    for facts in batch:
+        decl = facts.declaration
+        if decl is None:
+            edges.extend(facts.edges)
+            relations.extend(facts.relations)
+            continue
+        key = (decl.scope, decl.owner.id)
+        best = winners.get(key)
+        if (
+            best is None
+            or best.declaration is None
+            or (_aware(decl.event_time) >= _aware(best.declaration.event_time))
+        ):
+            winners[key] = facts
+    for (scope, owner), facts in sorted(winners.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        decl = facts.declaration
+        assert decl is not None
+        table = t.jobs if scope == "job" else t.datasets
+        stored = conn.execute(
+            for_update(conn, sa.select(table.c.declared_at).where(table.c.id == owner))
+        ).scalar()
+        if stored is not None and _aware(stored) > _aware(decl.event_time):
+            continue  # an older declaration arrived late: the newer one stands
+        if scope == "job":
+            conn.execute(
+                t.edges.delete().where(t.edges.c.scope == "job", t.edges.c.job_id == owner)
+            )
+            conn.execute(
+                t.relations.delete().where(
+                    t.relations.c.job_id == owner, t.relations.c.run_id.is_(None)
+                )
+            )
+            conn.execute(
+                t.jobs.update()
+                .where(t.jobs.c.id == owner)
+                .values(declared_at=decl.event_time, declared_lineage_facet=decl.has_lineage_facet)
+            )
+        else:
+            conn.execute(
+                t.edges.delete().where(
+                    t.edges.c.scope == "dataset", t.edges.c.target_dataset_id == owner
+                )
+            )
+            conn.execute(
+                t.datasets.update()
+                .where(t.datasets.c.id == owner)
+                .values(declared_at=decl.event_time)
+            )
+        edges.extend(facts.edges)
+        relations.extend(facts.relations)
+    return edges, relations
+
+
+def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, Row]:
+    rows: dict[uuid.UUID, Row] = {}
+    for rel in relations:
+        _fold(
+            rows,
+            {
+                "id": rel.id,
+                "dataset_id": rel.dataset.id,
+                "job_id": rel.job.id,
+                "run_id": rel.run_id,
+                "access": rel.access,
+                "component": rel.component,
+                "lifecycle": rel.lifecycle,
+                "temporary": rel.temporary,
+                "origin": rel.origin,
+                "facets": rel.facets,
+                "event_time": rel.event_time,
+            },
+            _merge_relation,
+        )
+    return rows
+
+
+def _merge_relation(stored: Row, new: Row) -> Row:
+    merged = dict(stored)
+    merged["facets"] = {**stored["facets"], **new["facets"]}
+    merged["lifecycle"] = new["lifecycle"] or stored["lifecycle"]
+    merged["temporary"] = stored["temporary"] or new["temporary"]
+    merged["origin"] = "io" if "io" in (stored["origin"], new["origin"]) else "edge"
+    merged["event_time"] = _earliest(stored["event_time"], new["event_time"])
+    return merged
+
+
+def _resolve_precedence(conn: Connection, edges: list[EdgeFact]) -> list[EdgeFact]:
+    """Per run and output dataset, only the highest-ranked kind of edge stands: the lineage
+    facet (or field operations) over columnLineage (DESIGN §3.2), across all the run's
+    events. Lower-ranked stored edges are deleted; lower-ranked new ones are not stored."""
+    best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
+    for edge in edges:
+        key = _precedence_key(edge)
+        if key is not None:
+            best[key] = max(best.get(key, 0), edge.rank)
+    runs = sorted({run for run, _ in best})
+    stored_best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
+    for part in chunks(runs):
+        query = (
+            sa.select(t.edges.c.run_id, t.edges.c.target_dataset_id, sa.func.max(t.edges.c.rank))
+            .where(
+                t.edges.c.scope == "run",
+                t.edges.c.run_id.in_(part),
+                t.edges.c.target_dataset_id.is_not(None),
+            )
+            .group_by(t.edges.c.run_id, t.edges.c.target_dataset_id)
+        )
+        for run_id, dataset_id, rank in conn.execute(query):
+            stored_best[(run_id, dataset_id)] = rank
+    stale = [
+        {"b_run": run, "b_dataset": dataset, "b_rank": rank}
+        for (run, dataset), rank in sorted(best.items())
+        if stored_best.get((run, dataset), rank) < rank
+    ]
+    if stale:
+        conn.execute(
+            t.edges.delete().where(
+                t.edges.c.scope == "run",
+                t.edges.c.run_id == sa.bindparam("b_run"),
+                t.edges.c.target_dataset_id == sa.bindparam("b_dataset"),
+                t.edges.c.rank < sa.bindparam("b_rank"),
+            ),
+            stale,
+        )
+    final = {k: max(v, stored_best.get(k, 0)) for k, v in best.items()}
+    return [e for e in edges if (k := _precedence_key(e)) is None or e.rank >= final[k]]
+
+
+def _precedence_key(edge: EdgeFact) -> tuple[uuid.UUID, uuid.UUID] | None:
+    if edge.scope != "run" or edge.run_id is None or edge.target_dataset is None:
+        return None
+    return edge.run_id, edge.target_dataset.id
+
+
+def _insert_edges(conn: Connection, edges: list[EdgeFact], now: datetime) -> None:
+    rows: dict[uuid.UUID, Row] = {}
+    for edge in edges:
+        rows.setdefault(edge.id, _edge_row(edge, now))
+    _insert_ignoring(conn, t.edges, rows)
+
+
+def _edge_row(edge: EdgeFact, now: datetime) -> Row:
+    row: Row = {
+        "id": edge.id,
+        "scope": edge.scope,
+        "run_id": edge.run_id,
+        "job_id": edge.job.id if edge.job else None,
+        "origin": edge.origin,
+        "rank": edge.rank,
+        "implied": edge.implied,
+        "transformations": edge.transformations,
+        "created_at": now,
+    }
+    for end, node in (("source", edge.source), ("target", edge.target)):
+        if isinstance(node, DatasetNode):
+            row.update(
+                {
+                    f"{end}_type": "dataset",
+                    f"{end}_dataset_id": node.dataset.id,
+                    f"{end}_field": node.field,
+                    f"{end}_job_id": None,
+                    f"{end}_run_id": None,
+                }
+            )
+        else:
+            assert isinstance(node, JobNode)
+            row.update(
+                {
+                    f"{end}_type": "job",
+                    f"{end}_dataset_id": None,
+                    f"{end}_field": None,
+                    f"{end}_job_id": node.job.id,
+                    f"{end}_run_id": node.run_id,
+                }
+            )
+    return row
+
+
+# -- versions and operation sets ------------------------------------------------------------
+
+
+def _version_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+    rows: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for version in facts.versions:
+            _fold(
+                rows,
+                {
+                    "id": version.id,
+                    "dataset_id": version.dataset.id,
+                    "run_id": version.run_id,
+                    "fields": version.fields or [],
+                    "facets": version.facets,
+                    "lifecycle": version.lifecycle,
+                    "created_at": version.event_time,
+                },
+                _merge_version,
+            )
+    return rows
+
+
+def _merge_version(stored: Row, new: Row) -> Row:
+    merged = dict(stored)
+    merged["facets"] = {**stored["facets"], **new["facets"]}
+    merged["fields"] = new["fields"] or stored["fields"]
+    merged["lifecycle"] = new["lifecycle"] or stored["lifecycle"]
+    return merged
+
+
+def _operation_sets(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+    sets: dict[uuid.UUID, Row] = {}
+    links: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for op in facts.operation_sets:
+            sets.setdefault(
+                op.id,
+                {
+                    "id": op.id,
+                    "dataset_id": op.dataset.id,
+                    "checksum": op.checksum,
+                    "operations": op.operations,
+                    "created_at": now,
+                },
+            )
+            links.setdefault(
+                op.link_id,
+                {
+                    "id": op.link_id,
+                    "operation_set_id": op.id,
+                    "run_id": op.run_id,
+                    "job_id": op.job.id,
+                    "component": op.component,
+                    "event_time": op.event_time,
+                },
+            )
+    _insert_ignoring(conn, t.operation_sets, sets)
+    _insert_ignoring(conn, t.run_operation_sets, links)
+
+
+def dataset_ref_of(row: Row) -> DatasetRef:
+    return DatasetRef(row["namespace"], row["name"])

@@ -1,0 +1,189 @@
+"""Shared fixtures: a clean store on SQLite and on PostgreSQL, an app client, a live server.
+
+Every store test runs on both databases. PostgreSQL is expected at 127.0.0.1:5432 (user
+postgres, trust auth) or at UPSTREAM_TEST_PG_URL. Without it the PostgreSQL runs skip with the
+reason, except under CI=true, where a missing PostgreSQL fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from upstream.api.app import create_app
+from upstream.settings import Settings
+from upstream.store import schema
+from upstream.store.engine import Store
+from upstream.store.migrate import upgrade
+
+PG_ADMIN_URL = os.environ.get(
+    "UPSTREAM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+FIXTURES = SHARED / "fixtures" / "openlineage"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _postgres_problem() -> str | None:
+    engine = sa.create_engine(PG_ADMIN_URL)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except Exception as exc:
+        return f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
+    finally:
+        engine.dispose()
+    return None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A database of our own on the PostgreSQL server, dropped at the end of the session."""
+    problem = _postgres_problem()
+    if problem:
+        if IN_CI:
+            pytest.fail(f"CI must run the PostgreSQL tests: {problem}")
+        pytest.skip(problem)
+    name = f"upstream_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}"
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    store = Store(url)
+    upgrade(store)
+    store.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file that each test copies, so tests do not migrate again."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    store = Store(f"sqlite:///{path}")
+    upgrade(store)
+    store.dispose()
+    return path
+
+
+def _truncate(url: str) -> None:
+    engine = sa.create_engine(url)
+    tables = ", ".join(t.name for t in schema.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+    """The URL of an empty, migrated database: once SQLite, once PostgreSQL."""
+    if request.param == "sqlite":
+        path = tmp_path / "upstream.db"
+        shutil.copy(sqlite_template, path)
+        return f"sqlite:///{path}"
+    url: str = request.getfixturevalue("postgres_server")
+    _truncate(url)
+    return url
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    store = Store(db_url)
+    yield store
+    store.dispose()
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(db_url=db_url)
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    """The API in-process, on the parametrised database."""
+    with TestClient(create_app(settings, migrate=False)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    """The real producers' events in ../shared; tests that replay them skip without it."""
+    if not FIXTURES.is_dir():
+        pytest.skip(f"the shared OpenLineage fixtures are not at {FIXTURES}")
+    return FIXTURES
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """`upstream serve` in its own process, on a free loopback port."""
+
+    def __init__(self, db_url: str, log_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.log_path = log_dir / f"server-{self.port}.log"
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.db_url = db_url
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *extra: str) -> LiveServer:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "upstream", "serve", "--db", self.db_url,
+                 "--port", str(self.port), *extra],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start within 30 s")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+@pytest.fixture
+def live_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
+    server = LiveServer(db_url, tmp_path).start()
+    yield server
+    server.stop()
+
+
+def new_run_id() -> str:
+    return str(uuid.uuid4())
