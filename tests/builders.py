@@ -93,8 +93,9 @@ def dataset_event(
 
 def lineage_facet(*entries: dict[str, Any]) -> dict[str, Any]:
     """`job.facets.lineage` with the given entries."""
-    return {"lineage": {"_producer": PRODUCER, "_schemaURL": LINEAGE_SCHEMA,
-                        "entries": list(entries)}}
+    return {
+        "lineage": {"_producer": PRODUCER, "_schemaURL": LINEAGE_SCHEMA, "entries": list(entries)}
+    }
 
 
 def dataset_entry(
@@ -112,7 +113,9 @@ def dataset_entry(
 
 
 def job_entry(
-    namespace: str | None = None, name: str | None = None, inputs: list[dict[str, Any]] | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+    inputs: list[dict[str, Any]] | None = None,
     run_id: str | None = None,
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": "JOB", "inputs": inputs or []}
@@ -125,8 +128,9 @@ def job_entry(
     return entry
 
 
-def dataset_input(namespace: str, name: str, field: str | None = None,
-                  **transformation: Any) -> dict[str, Any]:
+def dataset_input(
+    namespace: str, name: str, field: str | None = None, **transformation: Any
+) -> dict[str, Any]:
     source: dict[str, Any] = {"type": "DATASET", "namespace": namespace, "name": name}
     if field is not None:
         source["field"] = field
@@ -135,8 +139,9 @@ def dataset_input(namespace: str, name: str, field: str | None = None,
     return source
 
 
-def job_input(namespace: str | None = None, name: str | None = None,
-              run_id: str | None = None) -> dict[str, Any]:
+def job_input(
+    namespace: str | None = None, name: str | None = None, run_id: str | None = None
+) -> dict[str, Any]:
     source: dict[str, Any] = {"type": "JOB"}
     if namespace is not None:
         source["namespace"] = namespace
@@ -147,8 +152,9 @@ def job_input(namespace: str | None = None, name: str | None = None,
     return source
 
 
-def column_lineage(fields: dict[str, list[tuple[str, str, str]]],
-                   dataset: list[tuple[str, str, str]] | None = None) -> dict[str, Any]:
+def column_lineage(
+    fields: dict[str, list[tuple[str, str, str]]], dataset: list[tuple[str, str, str]] | None = None
+) -> dict[str, Any]:
     """A columnLineage facet: output field -> [(namespace, name, field)] of inputs."""
     facet: dict[str, Any] = {
         "_producer": PRODUCER,

@@ -148,8 +148,17 @@ class LiveServer:
     def start(self, *extra: str) -> LiveServer:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "upstream", "serve", "--db", self.db_url,
-                 "--port", str(self.port), *extra],
+                [
+                    sys.executable,
+                    "-m",
+                    "upstream",
+                    "serve",
+                    "--db",
+                    self.db_url,
+                    "--port",
+                    str(self.port),
+                    *extra,
+                ],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
