@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     max_batch_events: int = Field(
         5_000, ge=1, description="Most events accepted in one JSON array posted to the API."
     )
+    max_lineage_nodes: int = Field(
+        5_000,
+        ge=1,
+        description="Most nodes a lineage response holds; a larger result is cut and says "
+        '"truncated": true.',
+    )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
     )
