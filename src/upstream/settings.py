@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import (
@@ -56,6 +56,14 @@ class Settings(BaseSettings):
     )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
+    )
+    log_format: Literal["json", "text"] = Field(
+        "json",
+        description="Log lines as JSON objects (one per line, for log collectors) or as plain "
+        "text for people reading a terminal.",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Least severe log level written."
     )
 
     @classmethod

@@ -9,20 +9,24 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from upstream import __version__
+from upstream.api import metrics
 from upstream.api.errors import install_error_handlers
 from upstream.api.routes import health, openlineage
+from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 
 log = logging.getLogger("upstream")
 
-ROUTERS = [health.router, openlineage.router]
+ROUTERS = [health.router, openlineage.router, metrics.router]
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     """Build the API; with no settings given they come from the environment."""
     settings = settings or load_settings()
+    configure_logging(settings)
+    app_metrics = metrics.Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -30,6 +34,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         if migrate:
             upgrade(store)
         app.state.store = store
+        app_metrics.watch_pool(store)
         log.info("upstream %s serving %s", __version__, store.display_url)
         try:
             yield
@@ -47,4 +52,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.state.metrics = app_metrics
+    # Added last, so outermost: they see every answer, a refused token's included.
+    app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
+    app.add_middleware(RequestContextMiddleware)
     return app

@@ -8,6 +8,7 @@ from starlette.concurrency import run_in_threadpool
 from upstream.api.body import read_json
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
+from upstream.api.metrics import metrics_of
 from upstream.ingest.service import ingest_documents
 
 router = APIRouter(tags=["openlineage"])
@@ -37,5 +38,6 @@ async def post_lineage(request: Request, store: StoreDep, settings: SettingsDep)
             413,
             f"a batch may hold at most {settings.max_batch_events} events, not {len(documents)}",
         )
-    await run_in_threadpool(ingest_documents, store, documents, batch=batch)
+    result = await run_in_threadpool(ingest_documents, store, documents, batch=batch)
+    metrics_of(request).count_ingested(result)
     return Response(status_code=201)

@@ -1,0 +1,114 @@
+"""`GET /metrics`: Prometheus text with ingestion counts, per-route latency, pool gauges."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.builders import ds, run_event
+
+
+def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a scrape, keyed by (name, sorted labels)."""
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def value(
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
+) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_ingested_events_are_counted_new_and_duplicate(client: TestClient) -> None:
+    first = run_event(("ns", "job"), outputs=[ds("ns", "out")])
+    second = run_event(("ns", "job2"), inputs=[ds("ns", "out")])
+    assert client.post("/api/v1/lineage", json=[first, second]).status_code == 201
+    assert client.post("/api/v1/lineage", json=first).status_code == 201  # already stored
+    samples = scrape(client)
+    assert value(samples, "upstream_events_ingested_total", result="stored") == 2
+    assert value(samples, "upstream_events_ingested_total", result="duplicate") == 1
+    assert value(samples, "upstream_ingest_rejected_total", reason="invalid") == 0
+
+
+def test_rejections_are_counted_by_reason(client: TestClient) -> None:
+    bad_run_id = run_event(("ns", "job"), run_id="not-a-uuid")
+    assert client.post("/api/v1/lineage", json=bad_run_id).status_code == 422
+    assert client.post("/api/v1/lineage", json=[bad_run_id, bad_run_id]).status_code == 422
+    malformed = client.post(
+        "/api/v1/lineage", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert malformed.status_code == 400
+    plain = client.post("/api/v1/lineage", content=b"x", headers={"content-type": "text/plain"})
+    assert plain.status_code == 415
+    bomb = gzip.compress(json.dumps([run_event(("ns", "j"))] * 20_000).encode())
+    too_large = client.post(
+        "/api/v1/lineage",
+        content=bomb,
+        headers={"content-type": "application/json", "content-encoding": "gzip"},
+    )
+    assert too_large.status_code == 413
+    samples = scrape(client)
+    assert value(samples, "upstream_ingest_rejected_total", reason="invalid") == 2
+    assert value(samples, "upstream_ingest_rejected_total", reason="malformed") == 1
+    assert value(samples, "upstream_ingest_rejected_total", reason="unsupported_media_type") == 1
+    assert value(samples, "upstream_ingest_rejected_total", reason="too_large") == 1
+    assert value(samples, "upstream_events_ingested_total", result="stored") == 0
+
+
+def test_latency_is_recorded_per_route_template_not_per_path(client: TestClient) -> None:
+    client.get("/health")
+    client.get("/health")
+    client.get("/no/such/page")
+    client.get("/another/missing/page")
+    samples = scrape(client)
+    histogram = "upstream_http_request_duration_seconds"
+    assert value(samples, f"{histogram}_count", method="GET", route="/health") == 2
+    assert value(samples, f"{histogram}_count", method="GET", route="unmatched") == 2
+    assert value(samples, f"{histogram}_bucket", method="GET", route="/health", le="+Inf") == 2
+    requests = "upstream_http_requests_total"
+    assert value(samples, requests, method="GET", route="/health", status="200") == 2
+    assert value(samples, requests, method="GET", route="unmatched", status="404") == 2
+    # No series is ever labelled with a raw path.
+    assert not any(
+        dict(labels).get("route", "").startswith(("/no/", "/another/")) for _, labels in samples
+    )
+    # A GET that fails is not an ingestion rejection.
+    assert value(samples, "upstream_ingest_rejected_total", reason="client_error") == 0
+
+
+def test_pool_gauges_describe_the_store(client: TestClient) -> None:
+    """One request used one connection and gave it back: one idle, none in use."""
+    assert client.post("/api/v1/lineage", json=run_event(("ns", "job"))).status_code == 201
+    samples = scrape(client)
+    assert value(samples, "upstream_db_pool_size") == 5
+    assert value(samples, "upstream_db_pool_connections", state="in_use") == 0
+    assert value(samples, "upstream_db_pool_connections", state="idle") == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        (400, "malformed"),
+        (401, "unauthenticated"),
+        (403, "forbidden"),
+        (413, "too_large"),
+        (422, "invalid"),
+        (404, "client_error"),
+        (503, "server_error"),
+    ],
+)
+def test_rejection_reason_names(status: int, reason: str) -> None:
+    from upstream.api.metrics import rejection_reason
+
+    assert rejection_reason(status) == reason
