@@ -7,30 +7,74 @@ message naming the setting.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
 DEFAULT_DB_URL = "sqlite:///./upstream.db"
+#: Token roles, weakest first; each implies the ones before it (DESIGN §5).
+TOKEN_ROLES = ("read", "write", "admin")
+HASHED = "sha256:"
 
 
 class SettingsError(ValueError):
     """A setting is invalid; the message names it."""
 
 
+def _token_entries(value: Any) -> Any:
+    """`role:token` pairs, comma-separated in UPSTREAM_TOKENS or a list in the config file."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+def _hash_tokens(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """Check each `role:token` pair and keep only `role:sha256:<hex>`, so the settings object
+    (which may be printed or logged) never holds a usable secret. A token already given as
+    `sha256:<64 hex digits>` is kept as it is. Messages name the entry, never the token."""
+    hashed: dict[str, str] = {}
+    for number, entry in enumerate(entries, start=1):
+        role, sep, secret = entry.partition(":")
+        role, secret = role.strip().lower(), secret.strip()
+        if not sep or not secret:
+            raise ValueError(f"entry {number} is not a role:token pair")
+        if role not in TOKEN_ROLES:
+            raise ValueError(
+                f"entry {number} has the unknown role {role!r} (use {', '.join(TOKEN_ROLES)})"
+            )
+        digest = secret.removeprefix(HASHED).lower()
+        if not secret.startswith(HASHED):
+            digest = hashlib.sha256(secret.encode("utf-8")).hexdigest()
+        elif len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"entry {number}: a hashed token is sha256: and 64 hex digits")
+        if digest in hashed:
+            raise ValueError(f"entry {number} repeats the token of an earlier entry")
+        hashed[digest] = role
+    return tuple(f"{role}:{HASHED}{digest}" for digest, role in hashed.items())
+
+
+Tokens = Annotated[
+    tuple[str, ...], NoDecode, BeforeValidator(_token_entries), AfterValidator(_hash_tokens)
+]
+
+
 class Settings(BaseSettings):
     """Every knob of the server. Each field's description is its documentation."""
 
-    model_config = SettingsConfigDict(env_prefix="UPSTREAM_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="UPSTREAM_", extra="forbid", frozen=True, hide_input_in_errors=True
+    )
 
     db_url: str = Field(
         DEFAULT_DB_URL,
@@ -56,6 +100,12 @@ class Settings(BaseSettings):
     )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
+    )
+    tokens: Tokens = Field(
+        (),
+        description="Access tokens as role:token pairs, comma-separated (write:s3cret,read:l00k)"
+        "; roles read, write (implies read) and admin (implies both). A token may be given "
+        "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
     )
     log_format: Literal["json", "text"] = Field(
         "json",

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from upstream import __version__
 from upstream.api import metrics
+from upstream.api.auth import AuthMiddleware, TokenTable
 from upstream.api.errors import install_error_handlers
 from upstream.api.routes import health, openlineage
 from upstream.logs import RequestContextMiddleware, configure_logging
@@ -27,6 +28,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     settings = settings or load_settings()
     configure_logging(settings)
     app_metrics = metrics.Metrics()
+    tokens = TokenTable.from_settings(settings.tokens)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -36,6 +38,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.store = store
         app_metrics.watch_pool(store)
         log.info("upstream %s serving %s", __version__, store.display_url)
+        if not tokens.enabled:
+            log.warning(
+                "open: no tokens configured, so anyone who reaches this server may read and "
+                "write lineage (set UPSTREAM_TOKENS)"
+            )
         try:
             yield
         finally:
@@ -50,6 +57,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     install_error_handlers(app)
+    app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)
     app.state.metrics = app_metrics
