@@ -64,8 +64,12 @@ def relations(store: Store) -> set[tuple[str, str, str, str | None]]:
         datasets, jobs = _names(conn)
         rows = conn.execute(sa.select(t.relations)).mappings().all()
     return {
-        (datasets[r["dataset_id"]], jobs[r["job_id"]], r["access"],
-         str(r["run_id"]) if r["run_id"] else None)
+        (
+            datasets[r["dataset_id"]],
+            jobs[r["job_id"]],
+            r["access"],
+            str(r["run_id"]) if r["run_id"] else None,
+        )
         for r in rows
     }
 
