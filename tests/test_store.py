@@ -1,0 +1,74 @@
+"""The store: migrations on start, SQLite pragmas, health, the CLI's database commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from tests.builders import run_event
+from tests.readback import counts
+from upstream.cli import app as cli_app
+from upstream.ingest.service import ingest_documents
+from upstream.store.engine import Store
+from upstream.store.migrate import current_revision, head_revision, is_current, upgrade
+
+
+def test_migrations_are_at_head_and_idempotent(store: Store) -> None:
+    assert is_current(store)
+    upgrade(store)  # again: nothing to do, nothing breaks
+    assert current_revision(store) == head_revision()
+
+
+def test_sqlite_pragmas(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'x.db'}")
+    with store.read() as conn:
+        pragmas = {
+            name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+            for name in ("journal_mode", "foreign_keys", "synchronous")
+        }
+    store.dispose()
+    assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "synchronous": 2}
+
+
+def test_write_transactions_roll_back_on_error(store: Store) -> None:
+    ingest_documents(store, [run_event(("ns", "job"))], batch=False)
+    before = counts(store)
+
+    def failing(conn: sa.Connection) -> None:
+        conn.execute(sa.text("DELETE FROM relations"))
+        conn.execute(sa.text("DELETE FROM events"))
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        store.write(failing)
+    assert counts(store) == before
+    assert before["events"] == 1
+
+
+def test_health_names_version_and_store(client: TestClient, db_url: str) -> None:
+    body = client.get("/health").json()
+    assert body["status"] == "ok"
+    assert body["version"]
+    assert body["store"] == ("sqlite" if db_url.startswith("sqlite") else "postgresql")
+
+
+def test_db_upgrade_command_creates_a_fresh_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    result = CliRunner().invoke(cli_app, ["db", "upgrade", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert head_revision() in result.output
+    store = Store(url)
+    assert is_current(store)
+    store.dispose()
+
+
+def test_serve_refuses_invalid_settings(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli_app, ["serve", "--port", "99999", "--db", f"sqlite:///{tmp_path / 'x.db'}"]
+    )
+    assert result.exit_code == 1
+    assert "UPSTREAM_PORT" in result.output
