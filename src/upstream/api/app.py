@@ -17,10 +17,11 @@ from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
+from upstream.web import routes as web_routes
 
 log = logging.getLogger("upstream")
 
-ROUTERS = [health.router, openlineage.router, metrics.router]
+ROUTERS = [health.router, openlineage.router, metrics.router, web_routes.router]
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:

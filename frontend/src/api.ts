@@ -1,0 +1,244 @@
+// The server's HTTP API, as the UI uses it. Every path segment is percent-encoded on its own,
+// since names may hold '/', ':', spaces and unicode (DESIGN §2).
+
+const TOKEN_KEY = "upstream.token";
+
+/** A failed request, with the server's `{code, message}` when it sent one. */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function savedToken(): string | null {
+  return localStorage.getItem(TOKEN_KEY);
+}
+
+export function saveToken(token: string): void {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
+/** `/a/b/c` from raw segments, each percent-encoded once. */
+export function path(...segments: string[]): string {
+  return "/" + segments.map(encodeURIComponent).join("/");
+}
+
+type Query = Record<string, string | number | string[] | null | undefined>;
+
+function withQuery(url: string, query: Query): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === null || value === undefined || value === "") continue;
+    for (const item of Array.isArray(value) ? value : [value]) params.append(key, String(item));
+  }
+  const text = params.toString();
+  return text ? `${url}?${text}` : url;
+}
+
+/** GET a JSON document; throws ApiFailure with the server's message on any non-2xx. */
+export async function getJson<T>(url: string, query: Query = {}): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  const token = savedToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let response: Response;
+  try {
+    response = await fetch(withQuery(url, query), { headers });
+  } catch (error) {
+    throw new ApiFailure(0, `the server did not answer: ${String(error)}`);
+  }
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      const body = (await response.json()) as { message?: unknown; detail?: unknown };
+      if (typeof body.message === "string") message = body.message;
+      else if (typeof body.detail === "string") message = body.detail;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiFailure(response.status, message);
+  }
+  return (await response.json()) as T;
+}
+
+// ---- shapes (DESIGN §4.2–4.4) ----
+
+export interface EntityId {
+  type: string;
+  namespace: string;
+  name: string;
+}
+
+export interface SearchResult {
+  type: "DATASET" | "JOB";
+  name: string;
+  namespace: string;
+  nodeId: string;
+  updatedAt?: string | null;
+}
+
+export interface SearchResponse {
+  totalCount: number;
+  results: SearchResult[];
+}
+
+export interface SchemaField {
+  name: string;
+  type?: string | null;
+  description?: string | null;
+}
+
+export interface Dataset {
+  name: string;
+  namespace: string;
+  type?: string;
+  description?: string | null;
+  createdAt?: string | null;
+  updatedAt?: string | null;
+  lastModifiedAt?: string | null;
+  sourceName?: string | null;
+  fields?: SchemaField[];
+  facets?: Record<string, unknown>;
+}
+
+export interface DatasetRef {
+  namespace: string;
+  name: string;
+}
+
+export interface Run {
+  id: string;
+  state?: string | null;
+  createdAt?: string | null;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  durationMs?: number | null;
+}
+
+export interface Job {
+  name: string;
+  namespace: string;
+  type?: string;
+  description?: string | null;
+  createdAt?: string | null;
+  updatedAt?: string | null;
+  inputs?: DatasetRef[];
+  outputs?: DatasetRef[];
+  parentJobName?: string | null;
+  latestRun?: Run | null;
+  facets?: Record<string, unknown>;
+}
+
+export interface RunsResponse {
+  runs: Run[];
+  totalCount?: number;
+}
+
+export interface Relation {
+  data: string;
+  program: string;
+  accesses: string[];
+  runs: string[];
+  components: string[];
+}
+
+export interface DataEntry {
+  entityId: EntityId;
+  temporary?: boolean;
+}
+
+export interface LineageResponse {
+  start: number | string;
+  end: number | string;
+  relations: Relation[];
+  data: Record<string, DataEntry>;
+  programs: Record<string, { entityId: EntityId }>;
+  truncated?: boolean;
+}
+
+export interface MarquezEdge {
+  origin: string;
+  destination: string;
+}
+
+export interface MarquezNode {
+  id: string;
+  type: "DATASET" | "JOB";
+  data?: { namespace?: string; name?: string; id?: { namespace: string; name: string } } | null;
+  inEdges: MarquezEdge[];
+  outEdges: MarquezEdge[];
+}
+
+export interface MarquezGraph {
+  graph: MarquezNode[];
+  truncated?: boolean;
+}
+
+export type OperationInput =
+  | { type: "source"; namespace: string; name: string }
+  | { type: "field"; name: string; origin?: string | number | null };
+
+export interface Operation {
+  name: string;
+  description?: string | null;
+  inputs: OperationInput[];
+  outputs: string[];
+}
+
+export interface FieldPath {
+  operations: Operation[];
+  runs: (string | { runId?: string; id?: string })[];
+}
+
+export interface FieldPaths {
+  fieldName: string;
+  paths: FieldPath[];
+}
+
+export interface FieldSummarySide {
+  dataset: DatasetRef;
+  fields: string[];
+}
+
+export interface FieldSummary {
+  incoming?: FieldSummarySide[];
+  outgoing?: FieldSummarySide[];
+}
+
+export interface FieldWithLineage {
+  name: string;
+  lineage: boolean;
+}
+
+// ---- calls ----
+
+export const api = {
+  search: (q: string, limit = 50) => getJson<SearchResponse>("/api/v1/search", { q, limit }),
+  dataset: (ns: string, name: string) =>
+    getJson<Dataset>(path("api", "v1", "namespaces", ns, "datasets", name)),
+  job: (ns: string, name: string) => getJson<Job>(path("api", "v1", "namespaces", ns, "jobs", name)),
+  jobRuns: (ns: string, name: string, limit = 20) =>
+    getJson<RunsResponse>(path("api", "v1", "namespaces", ns, "jobs", name, "runs"), { limit }),
+  datasetLineage: (ns: string, name: string, query: Query) =>
+    getJson<LineageResponse>(path("v3", "namespaces", ns, "datasets", name, "lineage"), query),
+  nodeLineage: (nodeId: string, depth: number) =>
+    getJson<MarquezGraph>("/api/v1/lineage", { nodeId, depth }),
+  fieldsWithLineage: (ns: string, name: string, query: Query) =>
+    getJson<(FieldWithLineage | string)[]>(
+      path("v3", "namespaces", ns, "datasets", name, "lineage", "fields"),
+      { ...query, includeCurrent: "true" },
+    ),
+  fieldPaths: (ns: string, name: string, field: string, query: Query) =>
+    getJson<FieldPaths>(
+      path("v3", "namespaces", ns, "datasets", name, "fields", field, "lineage"),
+      query,
+    ),
+  fieldSummary: (ns: string, name: string, field: string, query: Query) =>
+    getJson<FieldSummary>(
+      path("v3", "namespaces", ns, "datasets", name, "lineage", "fields", field),
+      { ...query, direction: "both" },
+    ),
+};

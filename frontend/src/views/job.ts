@@ -1,0 +1,91 @@
+// A job's page: its runs with states and times, its inputs and outputs, its parent workflow.
+
+import { api, type DatasetRef, type Job } from "../api";
+import { h, notice, replace, table, time } from "../dom";
+import { links } from "../route";
+import { badge, datasetLink, errorText, jobLink, section } from "./common";
+import { facetList } from "./facets";
+
+const RUNS_SHOWN = 50;
+
+/** The parent (workflow) job: Marquez's `parentJobName`, else the latest run's parent facet. */
+function parentOf(job: Job): { namespace: string; name: string } | null {
+  const facet = (job.latestRun as { facets?: Record<string, unknown> } | null | undefined)?.facets?.parent as
+    | { job?: { namespace?: string; name?: string } }
+    | undefined;
+  if (facet?.job?.namespace && facet.job.name) return { namespace: facet.job.namespace, name: facet.job.name };
+  if (job.parentJobName) return { namespace: job.namespace, name: job.parentJobName };
+  return null;
+}
+
+function datasets(refs: DatasetRef[] | undefined, empty: string): HTMLElement {
+  if (!refs?.length) return notice(empty);
+  return table(
+    ["Dataset", "Namespace"],
+    refs.map((ref) => [datasetLink(ref.namespace, ref.name), h("span", { class: "wrap muted" }, ref.namespace)]),
+  );
+}
+
+function duration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "";
+  if (ms < 1000) return `${ms} ms`;
+  const seconds = ms / 1000;
+  return seconds < 120 ? `${seconds.toFixed(1)} s` : `${(seconds / 60).toFixed(1)} min`;
+}
+
+export async function renderJob(root: HTMLElement, params: URLSearchParams): Promise<void> {
+  const namespace = params.get("ns") ?? "";
+  const name = params.get("name") ?? "";
+  const body = h("div", { class: "page" }, notice("Loading…"));
+  replace(root, body);
+  try {
+    const [job, runs] = await Promise.all([api.job(namespace, name), api.jobRuns(namespace, name, RUNS_SHOWN)]);
+    const parent = parentOf(job);
+    const kind = (job.type ?? "job").toLowerCase() === "workflow" ? "workflow" : "job";
+    replace(
+      body,
+      h(
+        "header",
+        { class: "page-head" },
+        h("h1", {}, badge(kind), " ", h("span", { class: "entity-name" }, job.name)),
+        h("p", { class: "muted wrap" }, job.namespace),
+        job.description ? h("p", {}, job.description) : null,
+        h(
+          "p",
+          { class: "actions" },
+          h("a", { class: "button", href: links.graph("job", namespace, name) }, "Lineage graph"),
+        ),
+        h(
+          "p",
+          { id: "parent-workflow" },
+          "Parent workflow: ",
+          parent ? jobLink(parent.namespace, parent.name) : h("span", { class: "muted" }, "none"),
+        ),
+      ),
+      section(
+        "Runs",
+        runs.runs.length
+          ? table(
+              ["State", "Started", "Ended", "Duration", "Run"],
+              runs.runs.map((run) => [
+                h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
+                time(run.startedAt),
+                time(run.endedAt),
+                duration(run.durationMs),
+                h("code", {}, run.id),
+              ]),
+              { class: "runs" },
+            )
+          : notice("No runs recorded."),
+        runs.totalCount && runs.totalCount > runs.runs.length
+          ? h("p", { class: "muted" }, `The newest ${runs.runs.length} of ${runs.totalCount} runs.`)
+          : null,
+      ),
+      section("Inputs", datasets(job.inputs, "No inputs.")),
+      section("Outputs", datasets(job.outputs, "No outputs.")),
+      section("Facets", facetList(job.facets)),
+    );
+  } catch (error) {
+    replace(body, h("p", { class: "notice notice-error", role: "alert" }, errorText(error)));
+  }
+}
