@@ -439,3 +439,24 @@ def test_gzip_body(client: TestClient, store: Store) -> None:
     )
     assert response.status_code == 201
     assert counts(store)["events"] == 2
+
+
+def test_metadata_only_events_keep_declared_lineage(client: TestClient, store: Store) -> None:
+    post(
+        client,
+        dataset_event(N, "summary", lineage={"inputs": [dataset_input(N, "orders")]}),
+        job_event(JOB, inputs=[ds(N, "a")], outputs=[ds(N, "x")]),
+    )
+    later = BASE_TIME + hours(1)
+    post(
+        client,
+        dataset_event(N, "summary", time=later, schema={"fields": [{"name": "id"}]}),
+        job_event(JOB, time=later, job_facets={"documentation": {"description": "loads x"}}),
+    )
+    assert edges(store) == {(f"{N}/orders", f"{N}/summary")}
+    assert relations(store) == {
+        (f"{N}/a", "etl/load", "read", None),
+        (f"{N}/x", "etl/load", "write", None),
+    }
+    assert dataset_row(store, N, "summary")["fields"] == [{"name": "id"}]
+    assert job_row(store, *JOB)["description"] == "loads x"

@@ -10,10 +10,12 @@ from typing import Any
 
 from upstream.ingest.column_lineage import column_lineage_edges
 from upstream.ingest.context import Owner
+from upstream.ingest.field_operations import record_field_operations
 from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
     COMPONENT_FACET,
+    FIELD_OPERATIONS_FACET,
     TEMPORARY_FACET,
     ColumnLineageFacet,
     ComponentFacet,
@@ -85,7 +87,10 @@ def _job_event(event: JobEvent, facts: EventFacts) -> None:
     owner = Owner(job=job, run_id=None, scope="job", event_time=event.eventTime)
     facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
     lineage = _job_lineage(event.job.facets, owner)
-    facts.declaration = Declaration("job", job, event.eventTime, lineage is not None)
+    if lineage is not None or event.inputs or event.outputs:
+        # Only a JobEvent that states lineage replaces the declared one; a JobEvent carrying
+        # just documentation or ownership leaves it alone.
+        facts.declaration = Declaration("job", job, event.eventTime, lineage is not None)
     _inputs_outputs(event, owner, lineage, facts)
 
 
@@ -94,11 +99,9 @@ def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
     facts.datasets.append(_dataset_fact(event.dataset, "dataset", facts))
     owner = Owner(job=None, run_id=None, scope="dataset", event_time=event.eventTime)
     raw = event.dataset.facets.get("lineage")
-    lineage: FacetLineage | None = None
     if raw is not None:
         facet = parse_facet(LineageDatasetFacet, raw, "dataset.facets.lineage")
-        lineage = dataset_facet_edges(target, facet, owner)
-        facts.edges.extend(lineage.edges)
+        facts.edges.extend(dataset_facet_edges(target, facet, owner).edges)
     elif "columnLineage" in event.dataset.facets:
         column = parse_facet(
             ColumnLineageFacet,
@@ -106,6 +109,8 @@ def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
             "dataset.facets.columnLineage",
         )
         facts.edges.extend(column_lineage_edges(target, column, owner)[0])
+    else:
+        return  # metadata only: the dataset's declared lineage stays as it was
     facts.declaration = Declaration("dataset", target, event.eventTime, raw is not None)
     _register_edge_entities(facts)
 
@@ -143,6 +148,9 @@ def _inputs_outputs(
         path = f"outputs[{index}]"
         ref = DatasetRef(output.namespace, output.name)
         fact = _dataset_fact(output, path, facts)
+        if FIELD_OPERATIONS_FACET in output.outputFacets:
+            unlisted = record_field_operations(output, fact, path, owner, event.inputs, facts)
+            facts.relations.extend(_edge_relations(unlisted, "read", owner))
         facts.datasets.append(fact)
         all_facets = {**output.facets, **output.outputFacets}
         lifecycle = _lifecycle(all_facets, path)
