@@ -12,7 +12,7 @@ from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
 from upstream.api.errors import install_error_handlers
-from upstream.api.routes import health, openlineage
+from upstream.api.routes import dataset_lineage, health, openlineage
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
@@ -21,7 +21,13 @@ from upstream.web import routes as web_routes
 
 log = logging.getLogger("upstream")
 
-ROUTERS = [health.router, openlineage.router, metrics.router, web_routes.router]
+ROUTERS = [
+    health.router,
+    openlineage.router,
+    metrics.router,
+    web_routes.router,
+    dataset_lineage.router,
+]
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:

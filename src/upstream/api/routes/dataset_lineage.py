@@ -1,0 +1,92 @@
+"""`GET /v3/namespaces/{ns}/datasets/{ds}/lineage`: CDAP's dataset lineage (DESIGN §4.2)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import unquote_to_bytes
+
+from fastapi import APIRouter, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import ApiError
+from upstream.model.errors import InvalidInput
+from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+
+router = APIRouter(tags=["dataset lineage"])
+
+_PATH = "/v3/namespaces/{namespace:path}/datasets/{dataset:path}/lineage"
+
+
+@router.get(
+    _PATH,
+    summary="Lineage of a dataset (CDAP style)",
+    responses={
+        400: {"description": "A bad parameter; the message names it"},
+        404: {"description": "Unknown namespace or dataset"},
+    },
+)
+async def get_dataset_lineage(
+    request: Request,
+    namespace: str,
+    dataset: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    start: Annotated[
+        str | None, Query(description="Window start (inclusive); default now-7d")
+    ] = None,
+    end: Annotated[str | None, Query(description="Window end (exclusive); default now")] = None,
+    levels: Annotated[str | None, Query(description="Levels to walk; default 10")] = None,
+    collapse: Annotated[
+        list[str] | None, Query(description="access, run and/or component (repeatable)")
+    ] = None,
+    rollup: Annotated[str | None, Query(description="workflow")] = None,
+    direction: Annotated[
+        str | None, Query(description="both (default), upstream or downstream")
+    ] = None,
+) -> dict[str, Any]:
+    """Relations (dataset, program, accesses, runs, components) around one dataset."""
+    namespace, dataset = _names(request, namespace, dataset)
+    try:
+        params = LineageParams.parse(
+            max_levels=settings.max_levels,
+            start=start,
+            end=end,
+            levels=levels,
+            collapse=collapse or (),
+            rollup=rollup,
+            direction=direction,
+        )
+    except InvalidInput as exc:
+        problems = [{"path": p.path, "message": p.message} for p in exc.problems]
+        raise ApiError(400, str(exc), errors=problems) from None
+    try:
+        return await run_in_threadpool(
+            dataset_lineage,
+            store,
+            namespace,
+            dataset,
+            params,
+            max_nodes=settings.max_lineage_nodes,
+        )
+    except UnknownEntity as exc:
+        raise ApiError(404, str(exc)) from None
+
+
+def _names(request: Request, namespace: str, dataset: str) -> tuple[str, str]:
+    """Namespace and name from the raw path, each segment decoded once, so `%2F` inside a
+    name is a slash of the name, not a separator. Paths whose names were sent with bare
+    slashes fall back to the router's split."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes):
+        segments = raw.split(b"?")[0].split(b"/")
+        if len(segments) == 7 and segments[4] == b"datasets" and segments[6] == b"lineage":
+            try:
+                return _decoded(segments[3]), _decoded(segments[5])
+            except UnicodeDecodeError:
+                pass
+    return namespace, dataset
+
+
+def _decoded(segment: bytes) -> str:
+    return unquote_to_bytes(segment).decode("utf-8")

@@ -1,0 +1,69 @@
+"""Time expressions of lineage queries (DESIGN §4.1).
+
+A time is epoch seconds (`1476321533`, fractions allowed), an ISO-8601 instant
+(`2026-11-01T12:00:00Z`; without an offset it is UTC; a bare date is its midnight UTC), `now`,
+or `now` followed by signed terms with a unit `ms`, `s`, `m`, `h` or `d` (`now-7d`,
+`now-1d+4h`, `now-500ms`). A space between terms counts as `+`, because a literal `+` in a
+query string arrives decoded as a space (`?end=now+4h`). Times before the epoch are rejected
+as negative.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+_UNITS: dict[str, timedelta] = {
+    "ms": timedelta(milliseconds=1),
+    "s": timedelta(seconds=1),
+    "m": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+}
+_EPOCH_SECONDS = re.compile(r"-?\d+(\.\d+)?")
+_TERM = re.compile(r"([+\- ])(\d+)(ms|s|m|h|d)")
+_FORMS = "epoch seconds, ISO-8601, now, or now with terms like -7d, +4h, -30m, -15s, -500ms"
+
+
+def parse_time_expression(text: str, now: datetime) -> datetime:
+    """The instant `text` names, relative to `now` (timezone-aware); ValueError if none."""
+    value = text.strip()
+    if not value:
+        raise ValueError(f"an empty value is not a time; use {_FORMS}")
+    try:
+        if value.lower().startswith("now"):
+            moment = now + _offset(value[3:], text)
+        elif _EPOCH_SECONDS.fullmatch(value):
+            moment = EPOCH + timedelta(seconds=float(value))
+        else:
+            moment = _iso(value, text)
+    except OverflowError:
+        raise ValueError(f"{text!r} is out of range") from None
+    if moment < EPOCH:
+        raise ValueError(f"{text!r} is negative (before 1970-01-01T00:00:00Z)")
+    return moment
+
+
+def _offset(terms: str, text: str) -> timedelta:
+    """The sum of `now`'s terms: `-1d+4h` is -20 hours."""
+    total = timedelta()
+    position = 0
+    for match in _TERM.finditer(terms):
+        if match.start() != position:
+            break
+        sign = -1 if match.group(1) == "-" else 1
+        total += sign * int(match.group(2)) * _UNITS[match.group(3)]
+        position = match.end()
+    if position != len(terms):
+        raise ValueError(f"{text!r} is not a time; use {_FORMS}")
+    return total
+
+
+def _iso(value: str, text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time; use {_FORMS}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

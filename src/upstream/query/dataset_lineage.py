@@ -1,0 +1,588 @@
+"""Dataset lineage, CDAP style (DESIGN §4.1, §4.2): the service behind
+`GET /v3/namespaces/{ns}/datasets/{ds}/lineage`, the CLI's `lineage` and the web UI's graph.
+
+The walk is breadth-first and set-based: each level costs a constant number of statements for
+the whole frontier (one per chunk of ids), never one per dataset or job; docs/dataset-lineage.md
+says why and what each direction follows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.errors import InvalidInput, Problem
+from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.timeexpr import parse_time_expression
+from upstream.model.window import Window
+from upstream.model.workflow import is_workflow
+from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
+from upstream.query.flows import flows
+from upstream.query.relations import (
+    Relation,
+    relations_of_datasets,
+    relations_of_jobs,
+    relations_of_runs,
+)
+from upstream.query.rollup import roll_up, workflow_pairs
+from upstream.query.workflows import WorkflowIndex
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+from upstream.store.engine import Store
+from upstream.store.window import run_in_window
+
+Direction = Literal["both", "upstream", "downstream"]
+Rollup = Literal["workflow"]
+DEFAULT_START = "now-7d"
+DEFAULT_END = "now"
+DEFAULT_LEVELS = 10
+_DIRECTIONS: dict[str, Direction] = {d: d for d in get_args(Direction)}
+_DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
+
+
+class UnknownEntity(LookupError):
+    """The namespace or dataset asked about is not in the store (HTTP 404)."""
+
+
+@dataclass(frozen=True)
+class LineageParams:
+    """What a dataset-lineage query asks for; `parse` turns query-string values into it."""
+
+    start: datetime
+    end: datetime
+    levels: int = DEFAULT_LEVELS
+    collapse: frozenset[Dimension] = frozenset()
+    rollup: Rollup | None = None
+    direction: Direction = "both"
+
+    @property
+    def window(self) -> Window:
+        return Window(self.start, self.end)
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        max_levels: int,
+        start: str | None = None,
+        end: str | None = None,
+        levels: str | int | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+        direction: str | None = None,
+        now: datetime | None = None,
+    ) -> LineageParams:
+        """Validate every parameter; InvalidInput lists each bad one by its name."""
+        moment = now or datetime.now(UTC)
+        problems: list[Problem] = []
+        start_at = _time("start", start or DEFAULT_START, moment, problems)
+        end_at = _time("end", end or DEFAULT_END, moment, problems)
+        if start_at and end_at and start_at > end_at:
+            problems.append(
+                Problem(
+                    "start", f"start ({start_at.isoformat()}) is after end ({end_at.isoformat()})"
+                )
+            )
+        depth = _levels(levels, max_levels, problems)
+        dimensions = _dimensions(collapse, problems)
+        if rollup not in (None, "", "workflow"):
+            problems.append(Problem("rollup", f"{rollup!r} is not supported; use 'workflow'"))
+        if direction not in (None, "", *_DIRECTIONS):
+            problems.append(
+                Problem("direction", f"{direction!r} is not one of both, upstream, downstream")
+            )
+        if problems or start_at is None or end_at is None:
+            raise InvalidInput(problems)
+        return cls(
+            start=start_at,
+            end=end_at,
+            levels=depth,
+            collapse=dimensions,
+            rollup="workflow" if rollup == "workflow" else None,
+            direction=_DIRECTIONS.get(direction or "", "both"),
+        )
+
+
+def _time(name: str, text: str, now: datetime, problems: list[Problem]) -> datetime | None:
+    try:
+        return parse_time_expression(text, now)
+    except ValueError as exc:
+        problems.append(Problem(name, str(exc)))
+        return None
+
+
+def _levels(value: str | int | None, max_levels: int, problems: list[Problem]) -> int:
+    if value is None or value == "":
+        return min(DEFAULT_LEVELS, max_levels)
+    try:
+        depth = int(value)
+    except ValueError:
+        problems.append(Problem("levels", f"{value!r} is not a whole number"))
+        return DEFAULT_LEVELS
+    if depth < 1:
+        problems.append(Problem("levels", f"must be at least 1, not {depth}"))
+    elif depth > max_levels:
+        problems.append(
+            Problem(
+                "levels", f"must be at most {max_levels} (the server's max_levels), not {depth}"
+            )
+        )
+    return depth
+
+
+def _dimensions(values: Iterable[str], problems: list[Problem]) -> frozenset[Dimension]:
+    """Repeated `collapse` parameters, each possibly a comma-separated list."""
+    found: set[Dimension] = set()
+    for value in values:
+        for part in value.split(","):
+            name = part.strip()
+            if name in _DIMENSIONS:
+                found.add(_DIMENSIONS[name])
+            elif name:
+                problems.append(
+                    Problem("collapse", f"{name!r} is not one of access, run, component")
+                )
+    return frozenset(found)
+
+
+# -- the service ----------------------------------------------------------------------------
+
+
+def dataset_lineage(
+    store: Store | Connection,
+    namespace: str,
+    name: str,
+    params: LineageParams,
+    *,
+    max_nodes: int,
+) -> dict[str, Any]:
+    """The lineage of one dataset in the response shape of DESIGN §4.2; raises UnknownEntity
+    for an unknown namespace or dataset. At most `max_nodes` datasets and programs are
+    returned; a larger result is cut (deepest levels first) and says `"truncated": true`."""
+    if isinstance(store, Store):
+        with store.read() as conn:
+            return dataset_lineage(conn, namespace, name, params, max_nodes=max_nodes)
+    conn = store
+    seed = _existing_dataset(conn, namespace, name)
+    walk = _Walk(conn, params, seed, max_nodes)
+    if params.direction == "both":
+        walk.both()
+    else:
+        walk.directed()
+    relations, truncated = walk.result()
+    return _render(walk, relations, truncated)
+
+
+def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    if conn.execute(known).first() is None:
+        raise UnknownEntity(f"namespace {namespace!r} not found")
+    dataset_id = DatasetRef(namespace, name).id
+    exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)
+    if conn.execute(exists).first() is None:
+        raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")
+    return dataset_id
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One step of a directed walk: the relations it shows, the run that made it, where it
+    started (a dataset, or None from a job) and where it leads."""
+
+    relations: tuple[tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str], ...]
+    run_id: uuid.UUID | None
+    anchor: uuid.UUID | None = None
+    next_dataset: uuid.UUID | None = None
+    next_job: uuid.UUID | None = None
+
+
+@dataclass
+class _Walk:
+    """One query's walk: what it found, at which level, and the workflow knowledge it read."""
+
+    conn: Connection
+    params: LineageParams
+    seed: uuid.UUID
+    max_nodes: int
+    found: dict[Relation, int] = field(default_factory=dict)
+    nodes: set[tuple[str, uuid.UUID]] = field(default_factory=set)
+    #: Jobs standing for the runs inside their runs after the rollup (`workflow.` keys).
+    workflows: set[uuid.UUID] = field(default_factory=set)
+    #: (dataset, workflow run) pairs found temporary so far.
+    temporary: set[tuple[uuid.UUID, uuid.UUID]] = field(default_factory=set)
+    datasets: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
+    index: WorkflowIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = WorkflowIndex(self.conn)
+        self.nodes.add(("dataset", self.seed))
+
+    @property
+    def window(self) -> Window:
+        return self.params.window
+
+    def full(self) -> bool:
+        return len(self.nodes) > self.max_nodes
+
+    def add(self, relations: Iterable[Relation], level: int) -> None:
+        for relation in relations:
+            if relation not in self.found:
+                self.found[relation] = level
+                self.nodes.add(("dataset", relation.dataset_id))
+                self.nodes.add(("program", relation.job_id))
+
+    # -- rollup ---------------------------------------------------------------------------
+
+    def view(self, relations: set[Relation]) -> set[Relation]:
+        """`relations` as the query shows them: rolled up to workflows when asked."""
+        if self.params.rollup is None:
+            return relations
+        self.index.load(r.run_id for r in relations)
+        pairs = workflow_pairs(relations, self.index.workflow_of)
+        self.temporary |= self.temporaries(pairs)
+        rolled = roll_up(relations, self.index.workflow_of, self.temporary)
+        self.workflows |= rolled.workflows
+        return rolled.relations
+
+    def temporaries(
+        self, pairs: set[tuple[uuid.UUID, uuid.UUID]]
+    ) -> set[tuple[uuid.UUID, uuid.UUID]]:
+        self.load_datasets(d for d, _ in pairs)
+        names = {d: self.datasets[d][1] for d, _ in pairs if d in self.datasets}
+        return self.index.temporaries(pairs, names)
+
+    def load_datasets(self, ids: Iterable[uuid.UUID]) -> None:
+        wanted = set(ids) - set(self.datasets)
+        d = t.datasets.c
+        for part in chunks(sorted(wanted)):
+            query = sa.select(d.id, d.namespace, d.name).where(d.id.in_(part))
+            self.datasets.update(
+                {row.id: (row.namespace, row.name) for row in self.conn.execute(query)}
+            )
+
+    # -- direction=both: CDAP's walk over relations ----------------------------------------
+
+    def both(self) -> None:
+        """Breadth-first over the dataset-program graph, ignoring read/write: one level is
+        datasets -> the programs touching them -> every dataset those programs touch."""
+        seen_datasets = {self.seed}
+        seen_programs: set[uuid.UUID] = set()
+        frontier = {self.seed}
+        for level in range(1, self.params.levels + 1):
+            if not frontier or self.full():
+                return
+            touching = self.view(relations_of_datasets(self.conn, frontier, self.window))
+            self.add(touching, level)
+            programs = {r.job_id for r in touching} - seen_programs
+            seen_programs |= programs
+            theirs = self.relations_of_programs(programs)
+            self.add(theirs, level)
+            frontier = {r.dataset_id for r in theirs} - seen_datasets
+            seen_datasets |= frontier
+
+    def relations_of_programs(self, programs: set[uuid.UUID]) -> set[Relation]:
+        """Every relation of `programs` in the window; after a rollup a workflow's relations
+        are those of the runs inside its runs, and a job's only those outside workflows."""
+        if not programs:
+            return set()
+        found = self.view(relations_of_jobs(self.conn, programs, self.window))
+        if self.params.rollup is not None:
+            members = self.index.members(programs & self.workflows, self.window)
+            found |= self.view(relations_of_runs(self.conn, members, self.window))
+            found = {r for r in found if r.job_id in programs}
+        return found
+
+    # -- direction=upstream|downstream: data flow -----------------------------------------
+
+    def directed(self) -> None:
+        """Breadth-first along data flow: one level is datasets -> the jobs that wrote them
+        (read them, downstream) -> the datasets that flowed in (out). A job -> job edge
+        carries the walk to the other job at the next level."""
+        seen_datasets = {self.seed}
+        seen_jobs: set[uuid.UUID] = set()
+        frontier = {self.seed}
+        job_frontier: set[uuid.UUID] = set()
+        for level in range(1, self.params.levels + 1):
+            if not (frontier or job_frontier) or self.full():
+                return
+            next_datasets, next_jobs = self.directed_level(frontier, job_frontier, level)
+            frontier = next_datasets - seen_datasets
+            seen_datasets |= frontier
+            job_frontier = next_jobs - seen_jobs
+            seen_jobs |= job_frontier
+
+    def directed_level(
+        self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], level: int
+    ) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+        """One level. With rollup=workflow a dataset temporary to the workflow run that made
+        the hop is not shown and not a next dataset; the walk passes through it within the
+        same level, following only flows of that workflow run, so the workflow's real
+        inputs (outputs) stand where its temporaries were."""
+        next_datasets: set[uuid.UUID] = set()
+        next_jobs: set[uuid.UUID] = set()
+        open_datasets = set(datasets)
+        only_in: dict[uuid.UUID, set[uuid.UUID]] = {}
+        passed: set[tuple[uuid.UUID, uuid.UUID]] = set()
+        first = True
+        while open_datasets or only_in or (first and jobs):
+            hops = self.hops(open_datasets | set(only_in), jobs if first else set(), first)
+            if self.params.rollup is not None:
+                self.index.load(h.run_id for h in hops)
+            hops = [h for h in hops if self.allowed(h, open_datasets, only_in)]
+            shown = self.view(self.with_components(hops))
+            self.add(shown, level)
+            further: dict[uuid.UUID, set[uuid.UUID]] = {}
+            for hop in hops:
+                if hop.next_job is not None:
+                    next_jobs.add(hop.next_job)
+                if hop.next_dataset is None:
+                    continue
+                link = self.index.workflow_of(hop.run_id) if self.params.rollup else None
+                pair = (hop.next_dataset, link.run_id) if link else None
+                if pair is not None and pair in self.temporary:
+                    if pair not in passed:
+                        passed.add(pair)
+                        further.setdefault(pair[0], set()).add(pair[1])
+                else:
+                    next_datasets.add(hop.next_dataset)
+            open_datasets, only_in, first = set(), further, False
+        return next_datasets, next_jobs
+
+    def allowed(
+        self, hop: _Hop, open_datasets: set[uuid.UUID], only_in: dict[uuid.UUID, set[uuid.UUID]]
+    ) -> bool:
+        """A hop from a temporary dataset counts only inside that dataset's workflow run."""
+        if hop.anchor is None or hop.anchor in open_datasets or hop.anchor not in only_in:
+            return True
+        link = self.index.workflow_of(hop.run_id)
+        return link is not None and link.run_id in only_in[hop.anchor]
+
+    def hops(self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], job_edges: bool) -> list[_Hop]:
+        upstream = self.params.direction == "upstream"
+        found: list[_Hop] = []
+        for flow in flows(
+            self.conn, datasets, "upstream" if upstream else "downstream", self.window
+        ):
+            if flow.job_id is None:
+                continue  # a DatasetEvent's job-less declaration: no program to show
+            found.append(
+                _Hop(
+                    relations=(
+                        (flow.source, flow.job_id, flow.run_id, "read"),
+                        (flow.target, flow.job_id, flow.run_id, "write"),
+                    ),
+                    run_id=flow.run_id,
+                    anchor=flow.target if upstream else flow.source,
+                    next_dataset=flow.source if upstream else flow.target,
+                )
+            )
+        if job_edges:
+            found.extend(self.job_edge_hops(datasets, jobs, upstream))
+        return found
+
+    def job_edge_hops(
+        self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], upstream: bool
+    ) -> list[_Hop]:
+        """Edges with a job end (lineage facet JOB entries and inputs). Upstream: a job K
+        that feeds a frontier dataset T writes T; then whatever feeds K (a dataset S that
+        K reads, or a job whose turn comes at the next level). Downstream mirrors it."""
+        e = t.edges.c
+        near, far = ("target", "source") if upstream else ("source", "target")
+        col = {
+            name: getattr(e, name)
+            for name in (
+                "source_type",
+                "source_dataset_id",
+                "source_job_id",
+                "source_run_id",
+                "target_type",
+                "target_dataset_id",
+                "target_job_id",
+                "target_run_id",
+            )
+        }
+        hops: list[_Hop] = []
+        reached = set(jobs)
+        for part in chunks(sorted(datasets)):
+            query = (
+                sa.select(col[f"{far}_job_id"], col[f"{far}_run_id"], col[f"{near}_dataset_id"])
+                .where(
+                    col[f"{near}_type"] == "dataset",
+                    col[f"{near}_dataset_id"].in_(part),
+                    col[f"{far}_type"] == "job",
+                    run_in_window(e.run_id, self.window),
+                )
+                .distinct()
+            )
+            for job_id, run_id, dataset_id in self.conn.execute(query):
+                access = "write" if upstream else "read"
+                hops.append(_Hop(((dataset_id, job_id, run_id, access),), run_id, dataset_id))
+                reached.add(job_id)
+        for part in chunks(sorted(reached)):
+            query = (
+                sa.select(
+                    col[f"{far}_type"],
+                    col[f"{far}_dataset_id"],
+                    col[f"{far}_job_id"],
+                    col[f"{near}_job_id"],
+                    col[f"{near}_run_id"],
+                )
+                .where(
+                    col[f"{near}_type"] == "job",
+                    col[f"{near}_job_id"].in_(part),
+                    run_in_window(e.run_id, self.window),
+                )
+                .distinct()
+            )
+            for far_type, far_dataset, far_job, job_id, run_id in self.conn.execute(query):
+                if far_type == "job":
+                    hops.append(_Hop((), run_id, next_job=far_job))
+                else:
+                    access = "read" if upstream else "write"
+                    hops.append(
+                        _Hop(
+                            ((far_dataset, job_id, run_id, access),),
+                            run_id,
+                            next_dataset=far_dataset,
+                        )
+                    )
+        return hops
+
+    def with_components(self, hops: list[_Hop]) -> set[Relation]:
+        """The hops' relations with the components stored on them ("" when none is)."""
+        keys = {key for hop in hops for key in hop.relations}
+        components: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str], set[str]] = {}
+        stored = relations_of_datasets(self.conn, {k[0] for k in keys}, self.window)
+        for rel in stored:
+            key = (rel.dataset_id, rel.job_id, rel.run_id, rel.access)
+            if key in keys:
+                components.setdefault(key, set()).add(rel.component)
+        return {Relation(*key, c) for key in keys for c in components.get(key) or {""}}
+
+    # -- result ---------------------------------------------------------------------------
+
+    def result(self) -> tuple[list[Relation], bool]:
+        """The relations found, cut to `max_nodes` nodes: nearer levels first, then a
+        stable order, so a cut result is the same on every call."""
+        ordered = sorted(self.found, key=lambda r: (self.found[r], r.sort_key))
+        nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
+        kept: list[Relation] = []
+        truncated = False
+        for relation in ordered:
+            new = {("dataset", relation.dataset_id), ("program", relation.job_id)} - nodes
+            if len(nodes) + len(new) > self.max_nodes:
+                truncated = True
+                continue
+            nodes |= new
+            kept.append(relation)
+        return kept, truncated
+
+    def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
+        """Datasets temporary to the workflow run of one of their relations' runs."""
+        self.index.load(r.run_id for r in relations)
+        pairs = workflow_pairs(relations, self.index.workflow_of)
+        return {dataset for dataset, _ in self.temporaries(pairs)}
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Program:
+    namespace: str
+    name: str
+    workflow: bool
+
+    @property
+    def key(self) -> str:
+        return f"{'workflow' if self.workflow else 'job'}.{self.namespace}.{self.name}"
+
+
+def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str, Any]:
+    conn = walk.conn
+    walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
+    programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
+    run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+    temporary = walk.temporary_datasets(relations) if walk.params.rollup is None else set()
+
+    def data_key(dataset_id: uuid.UUID) -> str:
+        namespace, name = walk.datasets[dataset_id]
+        return f"dataset.{namespace}.{name}"
+
+    keyed = [
+        KeyedRelation(
+            data=data_key(r.dataset_id),
+            program=programs[r.job_id].key,
+            access=r.access,
+            run=str(r.run_id) if r.run_id is not None else None,
+            component=r.component,
+        )
+        for r in relations
+    ]
+    data: dict[str, dict[str, Any]] = {}
+    for dataset_id in {walk.seed} | {r.dataset_id for r in relations}:
+        namespace, name = walk.datasets[dataset_id]
+        entry: dict[str, Any] = {
+            "entityId": {"type": "dataset", "namespace": namespace, "name": name}
+        }
+        if dataset_id in temporary:
+            entry["temporary"] = True
+        data[data_key(dataset_id)] = entry
+    program_entries = {
+        p.key: {
+            "entityId": {
+                "type": "workflow" if p.workflow else "job",
+                "namespace": p.namespace,
+                "name": p.name,
+            }
+        }
+        for p in programs.values()
+    }
+    response: dict[str, Any] = {
+        "start": int(walk.params.start.timestamp()),
+        "end": int(walk.params.end.timestamp()),
+        "relations": collapse(keyed, walk.params.collapse, run_order),
+        "data": dict(sorted(data.items())),
+        "programs": dict(sorted(program_entries.items())),
+    }
+    if truncated:
+        response["truncated"] = True
+    return response
+
+
+def _programs(
+    conn: Connection, job_ids: set[uuid.UUID], rolled_up: set[uuid.UUID]
+) -> dict[uuid.UUID, _Program]:
+    j = t.jobs.c
+    found: dict[uuid.UUID, _Program] = {}
+    for part in chunks(sorted(job_ids)):
+        query = sa.select(j.id, j.namespace, j.name, j.job_type, j.seen_as_parent).where(
+            j.id.in_(part)
+        )
+        for row in conn.execute(query):
+            workflow = row.id in rolled_up or is_workflow(row.job_type, row.seen_as_parent)
+            found[row.id] = _Program(row.namespace, row.name, workflow)
+    return found
+
+
+def _newest_first(conn: Connection, run_ids: set[uuid.UUID]) -> Any:
+    """A sort key for run ids: newest start first, runs without a start time last, ties by
+    id, so the order is the same on every call and on both databases."""
+    started: dict[str, float] = {}
+    r = t.runs.c
+    for part in chunks(sorted(run_ids)):
+        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(r.id.in_(part))):
+            if at is not None:
+                started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+    def key(run_id: str) -> tuple[bool, float, str]:
+        moment = started.get(run_id)
+        return (moment is None, -(moment or 0.0), run_id)
+
+    return key

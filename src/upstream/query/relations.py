@@ -1,0 +1,105 @@
+"""CDAP's access relations (dataset, job, run, access, component), read for whole frontiers.
+
+Every function takes a set of ids and answers with one statement per chunk of ids (see
+`upstream.store.dialect.chunks`), so a graph walk costs a constant number of queries per
+level however wide the level is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.window import Window
+from upstream.model.workflow import TemporaryMark
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+from upstream.store.window import run_in_window
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Job `job_id` read or wrote dataset `dataset_id` in run `run_id` (None: declared by a
+    JobEvent), through `component` ("" when the producer named none)."""
+
+    dataset_id: uuid.UUID
+    job_id: uuid.UUID
+    run_id: uuid.UUID | None
+    access: str
+    component: str = ""
+
+    @property
+    def sort_key(self) -> tuple[str, str, str, str, str]:
+        return (
+            str(self.dataset_id),
+            str(self.job_id),
+            str(self.run_id or ""),
+            self.access,
+            self.component,
+        )
+
+
+def relations_of_datasets(
+    conn: Connection, dataset_ids: Collection[uuid.UUID], window: Window | None
+) -> set[Relation]:
+    """Every relation of any of `dataset_ids` whose run overlaps `window`."""
+    return _relations(conn, t.relations.c.dataset_id, dataset_ids, window)
+
+
+def relations_of_jobs(
+    conn: Connection, job_ids: Collection[uuid.UUID], window: Window | None
+) -> set[Relation]:
+    """Every relation of any of `job_ids` whose run overlaps `window`."""
+    return _relations(conn, t.relations.c.job_id, job_ids, window)
+
+
+def relations_of_runs(
+    conn: Connection, run_ids: Collection[uuid.UUID], window: Window | None
+) -> set[Relation]:
+    """Every relation made in any of `run_ids` that overlaps `window`."""
+    return _relations(conn, t.relations.c.run_id, run_ids, window)
+
+
+def _relations(
+    conn: Connection,
+    column: sa.Column[uuid.UUID],
+    ids: Collection[uuid.UUID],
+    window: Window | None,
+) -> set[Relation]:
+    r = t.relations.c
+    found: set[Relation] = set()
+    for part in chunks(sorted(set(ids))):
+        query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
+            column.in_(part), run_in_window(r.run_id, window)
+        )
+        found.update(Relation(*row) for row in conn.execute(query))
+    return found
+
+
+@dataclass(frozen=True)
+class RunMark:
+    """A relation that may make its dataset temporary to its run's workflow run (§3.4)."""
+
+    dataset_id: uuid.UUID
+    run_id: uuid.UUID
+    mark: TemporaryMark
+
+
+def temporary_marks(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> Iterator[RunMark]:
+    """Relations of runs that mark one of `dataset_ids` temporary, or CREATE or DROP it.
+
+    Not limited to the query's window: a workflow run's temporaries are a fact about the
+    whole workflow run, even where some of its runs fall outside the window."""
+    r = t.relations.c
+    for part in chunks(sorted(set(dataset_ids))):
+        query = sa.select(r.dataset_id, r.run_id, r.temporary, r.lifecycle).where(
+            r.dataset_id.in_(part),
+            r.run_id.is_not(None),
+            sa.or_(r.temporary, sa.func.upper(r.lifecycle).in_(["CREATE", "DROP"])),
+        )
+        for row in conn.execute(query):
+            yield RunMark(row.dataset_id, row.run_id, TemporaryMark(row.temporary, row.lifecycle))

@@ -1,0 +1,138 @@
+"""Which workflow run each run belongs to, and which datasets are temporary to it (§3.4).
+
+Parent chains are read a level of nesting at a time for every run asked about at once (one
+query per level of nesting, never one per run) and kept for the rest of the query, so a walk
+that meets the same runs again asks the store nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.window import Window
+from upstream.model.workflow import (
+    ChainLink,
+    TemporaryMark,
+    is_temporary_to,
+    is_workflow,
+    workflow_run,
+)
+from upstream.query.relations import temporary_marks
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+from upstream.store.window import run_in_window
+
+
+@dataclass(frozen=True)
+class _Run:
+    job_id: uuid.UUID
+    parent_run_id: uuid.UUID | None
+    job_is_workflow: bool
+
+
+class WorkflowIndex:
+    """Runs' parent chains, loaded on demand within one read transaction."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._runs: dict[uuid.UUID, _Run] = {}
+        self._marks: dict[uuid.UUID, list[tuple[uuid.UUID, TemporaryMark]]] = {}
+
+    def _columns(self) -> sa.Select[Any]:
+        return sa.select(
+            t.runs.c.id,
+            t.runs.c.job_id,
+            t.runs.c.parent_run_id,
+            t.jobs.c.job_type,
+            t.jobs.c.seen_as_parent,
+        ).select_from(t.runs.join(t.jobs, t.jobs.c.id == t.runs.c.job_id))
+
+    def _remember(self, rows: Iterable[Any]) -> set[uuid.UUID]:
+        """Keep the chain links of `rows` (from `_columns`); return their run ids."""
+        loaded: set[uuid.UUID] = set()
+        for run_id, job_id, parent, job_type, seen_as_parent in rows:
+            self._runs[run_id] = _Run(job_id, parent, is_workflow(job_type, seen_as_parent))
+            loaded.add(run_id)
+        return loaded
+
+    def load(self, run_ids: Iterable[uuid.UUID | None]) -> None:
+        """Read the chains of `run_ids` up to their roots, one query per level of nesting."""
+        wanted = {r for r in run_ids if r is not None and r not in self._runs}
+        while wanted:
+            for part in chunks(sorted(wanted)):
+                self._remember(self._conn.execute(self._columns().where(t.runs.c.id.in_(part))))
+            parents = {self._runs[r].parent_run_id for r in wanted if r in self._runs}
+            wanted = {p for p in parents if p is not None and p not in self._runs}
+
+    def workflow_of(self, run_id: uuid.UUID | None) -> ChainLink | None:
+        """The workflow run of a loaded run (None: in no workflow, or declared lineage)."""
+        if run_id is None:
+            return None
+        chain: list[ChainLink] = []
+        seen: set[uuid.UUID] = set()
+        current: uuid.UUID | None = run_id
+        while current is not None and current in self._runs and current not in seen:
+            seen.add(current)
+            run = self._runs[current]
+            chain.append(ChainLink(current, run.job_id, run.job_is_workflow))
+            current = run.parent_run_id
+        return workflow_run(chain) if chain else None
+
+    def members(self, workflow_jobs: Collection[uuid.UUID], window: Window) -> set[uuid.UUID]:
+        """The runs whose workflow run is a run of one of `workflow_jobs` (those runs
+        included when they are their own workflow run). Workflow runs are read when they
+        overlap `window` or are known only as parents (no times); their descendants are read
+        one level of nesting at a time."""
+        roots: set[uuid.UUID] = set()
+        runs = t.runs.c
+        for part in chunks(sorted(set(workflow_jobs))):
+            query = self._columns().where(
+                runs.job_id.in_(part), sa.or_(~runs.has_events, run_in_window(runs.id, window))
+            )
+            roots |= self._remember(self._conn.execute(query))
+        self.load(roots)
+        found = set(roots)
+        frontier = set(roots)
+        while frontier:
+            children: set[uuid.UUID] = set()
+            for part in chunks(sorted(frontier)):
+                query = self._columns().where(runs.parent_run_id.in_(part))
+                children |= self._remember(self._conn.execute(query))
+            frontier = children - found
+            found |= frontier
+        wanted = set(workflow_jobs)
+        return {
+            run
+            for run in found
+            if (link := self.workflow_of(run)) is not None and link.job_id in wanted
+        }
+
+    def temporaries(
+        self, pairs: Collection[tuple[uuid.UUID, uuid.UUID]], names: dict[uuid.UUID, str]
+    ) -> set[tuple[uuid.UUID, uuid.UUID]]:
+        """Which (dataset, workflow run) `pairs` are temporary: `names` maps dataset ids to
+        names (for CDAP's run-id suffix); the marks are read once per dataset."""
+        unread = {dataset for dataset, _ in pairs} - set(self._marks)
+        for dataset in unread:
+            self._marks[dataset] = []
+        marks = list(temporary_marks(self._conn, unread))
+        self.load(m.run_id for m in marks)
+        for m in marks:
+            link = self.workflow_of(m.run_id)
+            if link is not None:
+                self._marks[m.dataset_id].append((link.run_id, m.mark))
+        return {
+            (dataset, wf_run)
+            for dataset, wf_run in pairs
+            if is_temporary_to(
+                names.get(dataset, ""),
+                wf_run,
+                (mark for run, mark in self._marks[dataset] if run == wf_run),
+            )
+        }
