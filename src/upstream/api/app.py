@@ -12,7 +12,7 @@ from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
 from upstream.api.errors import install_error_handlers
-from upstream.api.routes import dataset_lineage, health, openlineage
+from upstream.api.routes import dataset_lineage, health, marquez, marquez_lineage, openlineage
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
@@ -27,6 +27,8 @@ ROUTERS = [
     metrics.router,
     web_routes.router,
     dataset_lineage.router,
+    marquez.router,
+    marquez_lineage.router,
 ]
 
 

@@ -1,0 +1,105 @@
+"""Marquez's read API for namespaces, sources, datasets, jobs and runs (DESIGN §4.4)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+
+from upstream.api.deps import StoreDep
+from upstream.api.routes.marquez_common import EncodedSegmentsRoute, page, read
+from upstream.query.marquez import datasets, jobs, namespaces, runs
+from upstream.query.marquez.common import Page
+
+router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
+PageDep = Annotated[Page, Depends(page)]
+Doc = dict[str, Any]
+
+
+@router.get("/namespaces")
+def list_namespaces(store: StoreDep, paging: PageDep) -> Doc:
+    """Every namespace, by name."""
+    return read(store, namespaces.list_namespaces, paging)
+
+
+@router.get("/namespaces/{namespace}")
+def get_namespace(namespace: str, store: StoreDep) -> Doc:
+    return read(store, namespaces.get_namespace, namespace)
+
+
+@router.get("/sources")
+def list_sources(store: StoreDep, paging: PageDep) -> Doc:
+    """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
+    return read(store, namespaces.list_sources, paging)
+
+
+@router.get("/sources/{source}")
+def get_source(source: str, store: StoreDep) -> Doc:
+    return read(store, namespaces.get_source, source)
+
+
+@router.get("/namespaces/{namespace}/datasets")
+def list_datasets(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The namespace's datasets, by name."""
+    return read(store, datasets.list_datasets, namespace, paging)
+
+
+@router.get("/namespaces/{namespace}/datasets/{dataset}")
+def get_dataset(namespace: str, dataset: str, store: StoreDep) -> Doc:
+    return read(store, datasets.get_dataset, namespace, dataset)
+
+
+@router.get("/namespaces/{namespace}/datasets/{dataset}/versions")
+def list_dataset_versions(namespace: str, dataset: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The dataset as each run wrote it, newest first."""
+    return read(store, datasets.list_dataset_versions, namespace, dataset, paging)
+
+
+@router.get("/namespaces/{namespace}/datasets/{dataset}/versions/{version}")
+def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store: StoreDep) -> Doc:
+    return read(store, datasets.get_dataset_version, namespace, dataset, version)
+
+
+@router.get("/namespaces/{namespace}/jobs")
+def list_jobs(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The namespace's jobs, by name."""
+    return read(store, jobs.list_jobs, namespace, paging)
+
+
+@router.get("/namespaces/{namespace}/jobs/{job}")
+def get_job(namespace: str, job: str, store: StoreDep) -> Doc:
+    return read(store, jobs.get_job, namespace, job)
+
+
+@router.get("/namespaces/{namespace}/jobs/{job}/versions")
+def list_job_versions(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The job's versions (distinct inputs and outputs of its runs), newest first."""
+    return read(store, jobs.list_job_versions, namespace, job, paging)
+
+
+@router.get("/namespaces/{namespace}/jobs/{job}/versions/{version}")
+def get_job_version(namespace: str, job: str, version: uuid.UUID, store: StoreDep) -> Doc:
+    return read(store, jobs.get_job_version, namespace, job, version)
+
+
+@router.get("/namespaces/{namespace}/jobs/{job}/runs")
+def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The job's runs, newest first."""
+    return read(store, runs.list_job_runs, namespace, job, paging)
+
+
+@router.get("/jobs/runs/{run_id}")
+def get_run(run_id: uuid.UUID, store: StoreDep) -> Doc:
+    return read(store, runs.get_run, run_id)
+
+
+@router.get("/jobs/runs/{run_id}/facets")
+def get_run_facets(
+    run_id: uuid.UUID,
+    store: StoreDep,
+    kind: Annotated[
+        Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
+    ] = "run",
+) -> Doc:
+    return read(store, runs.run_facets, run_id, kind)

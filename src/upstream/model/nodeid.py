@@ -1,0 +1,112 @@
+"""Marquez node ids: `dataset:<ns>:<name>`, `datasetField:<ns>:<name>:<field>`, `job:<ns>:<name>`.
+
+The format joins its parts with `:`, which OpenLineage namespaces themselves contain
+(`postgres://db.example.com:5432`), so an id cannot be split by syntax alone (DESIGN §4.4).
+`parse_node_id` therefore splits against the namespaces the store knows and returns every
+reading that fits, best first; the caller keeps the first that names a stored entity. An id may
+end in `#<uuid>`, the version the marquez-python client appends.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+NodeKind = Literal["dataset", "datasetField", "job"]
+KINDS: tuple[NodeKind, ...] = ("datasetField", "dataset", "job")
+_VERSION = re.compile(
+    r"#([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
+)
+
+
+class InvalidNodeId(ValueError):
+    """A node id that no reading can make sense of; the message says why."""
+
+
+@dataclass(frozen=True, order=True)
+class NodeId:
+    """One reading of a node id."""
+
+    kind: NodeKind
+    namespace: str
+    name: str
+    field: str | None = None
+    version: uuid.UUID | None = None
+
+    def render(self) -> str:
+        """The id as Marquez writes it (without the version)."""
+        if self.kind == "datasetField":
+            return field_node_id(self.namespace, self.name, self.field or "")
+        return f"{self.kind}:{self.namespace}:{self.name}"
+
+
+def dataset_node_id(namespace: str, name: str) -> str:
+    return f"dataset:{namespace}:{name}"
+
+
+def job_node_id(namespace: str, name: str) -> str:
+    return f"job:{namespace}:{name}"
+
+
+def field_node_id(namespace: str, name: str, field: str) -> str:
+    return f"datasetField:{namespace}:{name}:{field}"
+
+
+def parse_node_id(value: str, namespaces: Iterable[str]) -> list[NodeId]:
+    """Every reading of `value` whose namespace is one of `namespaces`, best first.
+
+    Longer namespaces come first (`a:b` before `a` for `dataset:a:b:c`); for a field id the
+    longer dataset name comes first, since field names rarely hold `:`. An empty list means
+    the id is well formed but names no known namespace. Raises InvalidNodeId when the id is
+    malformed: no known kind, or too few parts.
+    """
+    kind, rest, version = _split_kind(value)
+    readings: list[NodeId] = []
+    for namespace in sorted(set(namespaces), key=lambda ns: (-len(ns), ns)):
+        if not namespace or not rest.startswith(namespace + ":"):
+            continue
+        remainder = rest[len(namespace) + 1 :]
+        if kind != "datasetField":
+            if remainder:
+                readings.append(NodeId(kind, namespace, remainder, None, version))
+            continue
+        for cut in _colons_right_to_left(remainder):
+            name, field = remainder[:cut], remainder[cut + 1 :]
+            if name and field:
+                readings.append(NodeId(kind, namespace, name, field, version))
+    return readings
+
+
+def possible_namespaces(value: str) -> list[str]:
+    """Every prefix of the id's body that ends before a `:`: the namespaces worth looking up,
+    so resolving an id never needs the list of all namespaces."""
+    _, rest, _ = _split_kind(value)
+    return [rest[:cut] for cut in _colons_right_to_left(rest) if cut > 0]
+
+
+def _split_kind(value: str) -> tuple[NodeKind, str, uuid.UUID | None]:
+    if not value:
+        raise InvalidNodeId("nodeId: must not be empty")
+    kind = next((k for k in KINDS if value.startswith(k + ":")), None)
+    if kind is None:
+        raise InvalidNodeId(
+            f"nodeId: {value!r} must start with 'dataset:', 'datasetField:' or 'job:'"
+        )
+    rest = value[len(kind) + 1 :]
+    version = None
+    found = _VERSION.search(rest)
+    if found:
+        version = uuid.UUID(found.group(1))
+        rest = rest[: found.start()]
+    needed = 2 if kind == "datasetField" else 1
+    if rest.count(":") < needed or rest.startswith(":"):
+        shape = "<namespace>:<name>:<field>" if kind == "datasetField" else "<namespace>:<name>"
+        raise InvalidNodeId(f"nodeId: {value!r} must have the form {kind}:{shape}")
+    return kind, rest, version
+
+
+def _colons_right_to_left(text: str) -> list[int]:
+    return [i for i in range(len(text) - 1, -1, -1) if text[i] == ":"]

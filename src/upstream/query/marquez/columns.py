@@ -1,0 +1,218 @@
+"""`GET /api/v1/column-lineage`: Marquez's field graph, from every kind of field edge.
+
+Field edges come from the lineage facet's `fields` maps, from `columnLineage` and from recorded
+field operations, over all runs. Marquez builds this graph from the schema's fields only, so an
+edge whose column the schema facet does not list disappears there; here every stored edge
+counts, and such a field simply has no `fieldType`.
+
+The walk goes upstream from the seed's fields, `depth` edges deep, and downstream too when
+`withDownstream` is true. A dataset seed starts from all its fields (schema and edges); a job
+seed from the fields of every dataset it wrote. Edges point the way data flows: `origin` is the
+source field in both `inEdges` and `outEdges` (Marquez writes `inEdges` the other way round).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.nodeid import field_node_id
+from upstream.query.marquez.common import Json, NotFound, resolve_node
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+
+FieldKey = tuple[uuid.UUID, str]
+
+
+@dataclass
+class _FieldEdges:
+    """Field -> field edges found so far, each with the union of its transformations."""
+
+    transformations: dict[tuple[FieldKey, FieldKey], list[Json]] = field(default_factory=dict)
+
+    def add(self, source: FieldKey, target: FieldKey, transformations: list[Json]) -> None:
+        known = self.transformations.setdefault((source, target), [])
+        for item in transformations:
+            if item not in known:
+                known.append(item)
+
+
+def column_lineage(
+    conn: Connection, node_id: str, depth: int, with_downstream: bool, max_nodes: int
+) -> Json:
+    """The field graph around `node_id` (a dataset, a dataset field or a job)."""
+    seeds = _seed_fields(conn, node_id)
+    nodes: set[FieldKey] = set()
+    truncated = False
+    for key in sorted(seeds):
+        if len(nodes) >= max_nodes:
+            truncated = True
+            break
+        nodes.add(key)
+    found = _FieldEdges()
+    directions = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    for direction in directions:
+        frontier = set(nodes)
+        for _ in range(depth):
+            following: set[FieldKey] = set()
+            for source, target, transformations in _field_edges(conn, frontier, direction):
+                other = source if direction == "upstream" else target
+                if other not in nodes:
+                    if len(nodes) >= max_nodes:
+                        truncated = True
+                        continue
+                    nodes.add(other)
+                    following.add(other)
+                found.add(source, target, transformations)
+            if not following:
+                break
+            frontier = following
+    return {"graph": _render(conn, nodes, found), "truncated": truncated}
+
+
+def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
+    node = resolve_node(conn, node_id)
+    if node.kind == "job":
+        written = sa.select(t.relations.c.dataset_id).where(
+            t.relations.c.job_id == JobRef(node.namespace, node.name).id,
+            t.relations.c.access == "write",
+        )
+        datasets = set(conn.execute(written.distinct()).scalars())
+    else:
+        datasets = {DatasetRef(node.namespace, node.name).id}
+    fields = _known_fields(conn, datasets)
+    if node.kind != "datasetField":
+        return fields
+    key = (DatasetRef(node.namespace, node.name).id, node.field or "")
+    if key not in fields:
+        raise NotFound(
+            f"nodeId: dataset {node.name!r} in namespace {node.namespace!r} has no field "
+            f"{node.field!r}"
+        )
+    return {key}
+
+
+def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
+    """Schema fields of `datasets` and every field an edge names on them."""
+    found: set[FieldKey] = set()
+    e = t.edges
+    for part in chunks(sorted(datasets)):
+        rows = conn.execute(
+            sa.select(t.datasets.c.id, t.datasets.c.fields).where(t.datasets.c.id.in_(part))
+        )
+        for row in rows:
+            found.update((row.id, name) for name in _names(row.fields))
+        for end in ("source", "target"):
+            dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
+            query = sa.select(dataset, name).where(dataset.in_(part), name.is_not(None)).distinct()
+            found.update((row[0], row[1]) for row in conn.execute(query))
+    return found
+
+
+def _names(fields: list[Json] | None) -> Iterable[str]:
+    for f in fields or []:
+        if isinstance(f.get("name"), str):
+            yield f["name"]
+
+
+def _field_edges(
+    conn: Connection, frontier: set[FieldKey], direction: str
+) -> list[tuple[FieldKey, FieldKey, list[Json]]]:
+    """Field -> field edges into (upstream) or out of (downstream) the frontier's fields."""
+    e = t.edges
+    near = "target" if direction == "upstream" else "source"
+    result = []
+    by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
+    for dataset, name in frontier:
+        by_dataset[dataset].add(name)
+    for part in chunks(sorted(by_dataset)):
+        query = sa.select(
+            e.c.source_dataset_id,
+            e.c.source_field,
+            e.c.target_dataset_id,
+            e.c.target_field,
+            e.c.transformations,
+        ).where(
+            e.c[f"{near}_dataset_id"].in_(part),
+            e.c.source_type == "dataset",
+            e.c.target_type == "dataset",
+            e.c.source_field.is_not(None),
+            e.c.target_field.is_not(None),
+        )
+        for row in conn.execute(query):
+            source = (row.source_dataset_id, row.source_field)
+            target = (row.target_dataset_id, row.target_field)
+            anchor = target if direction == "upstream" else source
+            if anchor[1] in by_dataset[anchor[0]]:
+                result.append((source, target, list(row.transformations or [])))
+    return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
+
+
+def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:
+    datasets: dict[uuid.UUID, Any] = {}
+    for part in chunks(sorted({d for d, _ in nodes})):
+        query = sa.select(
+            t.datasets.c.id, t.datasets.c.namespace, t.datasets.c.name, t.datasets.c.fields
+        )
+        datasets.update(
+            {row.id: row for row in conn.execute(query.where(t.datasets.c.id.in_(part)))}
+        )
+
+    def node_id(key: FieldKey) -> str:
+        row = datasets[key[0]]
+        return field_node_id(row.namespace, row.name, key[1])
+
+    inputs: dict[FieldKey, list[Json]] = defaultdict(list)
+    incoming: dict[FieldKey, list[Json]] = defaultdict(list)
+    outgoing: dict[FieldKey, list[Json]] = defaultdict(list)
+    for (source, target), transformations in sorted(found.transformations.items(), key=str):
+        if source not in nodes or target not in nodes:
+            continue
+        first = transformations[0] if transformations else {}
+        row = datasets[source[0]]
+        inputs[target].append(
+            {
+                "namespace": row.namespace,
+                "dataset": row.name,
+                "datasetVersion": None,
+                "field": source[1],
+                "transformationDescription": first.get("description"),
+                "transformationType": first.get("type"),
+                "transformations": transformations,
+            }
+        )
+        edge = {"origin": node_id(source), "destination": node_id(target)}
+        incoming[target].append(edge)
+        outgoing[source].append(edge)
+    graph: list[Json] = []
+    for key in nodes:
+        row = datasets[key[0]]
+        types = {f.get("name"): f.get("type") for f in row.fields or []}
+        field_inputs = sorted(inputs[key], key=lambda i: (i["namespace"], i["dataset"], i["field"]))
+        first = field_inputs[0] if field_inputs else {}
+        graph.append(
+            {
+                "id": node_id(key),
+                "type": "DATASET_FIELD",
+                "data": {
+                    "namespace": row.namespace,
+                    "dataset": row.name,
+                    "datasetVersion": None,
+                    "field": key[1],
+                    "fieldType": types.get(key[1]),
+                    "transformationDescription": first.get("transformationDescription"),
+                    "transformationType": first.get("transformationType"),
+                    "inputFields": field_inputs,
+                },
+                "inEdges": sorted(incoming[key], key=lambda x: (x["origin"], x["destination"])),
+                "outEdges": sorted(outgoing[key], key=lambda x: (x["origin"], x["destination"])),
+            }
+        )
+    return sorted(graph, key=lambda n: str(n["id"]))

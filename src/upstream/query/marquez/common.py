@@ -1,0 +1,104 @@
+"""What every Marquez endpoint shares: pages, timestamps, not-found, node-id resolution."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import DatasetRef, JobRef, namespace_id
+from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
+from upstream.store import schema as t
+
+Json = dict[str, Any]
+
+
+class NotFound(LookupError):
+    """The namespace, dataset, job, run or node asked for is not stored; `message` says which."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Page:
+    """Marquez pagination: `limit` rows from `offset`."""
+
+    limit: int = 100
+    offset: int = 0
+
+    def apply(self, query: sa.Select[Any]) -> sa.Select[Any]:
+        return query.limit(self.limit).offset(self.offset)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a `Z`, as Marquez writes instants (SQLite hands back naive UTC)."""
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def total(conn: Connection, query: sa.Select[Any]) -> int:
+    """How many rows `query` selects, for `totalCount`."""
+    return int(conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one())
+
+
+def resolve_node(conn: Connection, value: str) -> NodeId:
+    """The reading of node id `value` that names a stored dataset or job (DESIGN §4.4).
+
+    Raises InvalidNodeId when `value` is malformed and NotFound when no reading matches."""
+    candidates = possible_namespaces(value)
+    by_id = {namespace_id(name): name for name in candidates}
+    known = conn.execute(
+        sa.select(t.namespaces.c.id).where(t.namespaces.c.id.in_(list(by_id)))
+    ).scalars()
+    readings = parse_node_id(value, [by_id[i] for i in known])
+    if readings:
+        datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
+        jobs = {JobRef(r.namespace, r.name).id for r in readings if r.kind == "job"}
+        stored = set(
+            conn.execute(sa.select(t.datasets.c.id).where(t.datasets.c.id.in_(datasets))).scalars()
+        )
+        stored |= set(conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id.in_(jobs))).scalars())
+        for reading in readings:
+            if _entity_id(reading) in stored:
+                return reading
+    raise NotFound(f"nodeId: no dataset or job matches {value!r}")
+
+
+def _entity_id(node: NodeId) -> uuid.UUID:
+    if node.kind == "job":
+        return JobRef(node.namespace, node.name).id
+    return DatasetRef(node.namespace, node.name).id
+
+
+def require_namespace(conn: Connection, namespace: str) -> None:
+    found = conn.execute(
+        sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    ).first()
+    if found is None:
+        raise NotFound(f"namespace {namespace!r} not found")
+
+
+def require_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+    """The id of a stored dataset; NotFound names the namespace or the dataset missing."""
+    require_namespace(conn, namespace)
+    dataset_id = DatasetRef(namespace, name).id
+    if conn.execute(sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)).first():
+        return dataset_id
+    raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
+
+
+def require_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+    """The id of a stored job; NotFound names the namespace or the job missing."""
+    require_namespace(conn, namespace)
+    job_id = JobRef(namespace, name).id
+    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first():
+        return job_id
+    raise NotFound(f"job {name!r} not found in namespace {namespace!r}")

@@ -1,0 +1,193 @@
+"""Datasets and dataset versions in Marquez's shapes.
+
+A version is a dataset as one run wrote it (Marquez versions datasets the same way). A dataset's
+`currentVersion` is its newest version, `lastModifiedAt` the newest version written by a run
+that completed, and `sourceName` the `dataSource` facet's name, else the namespace (OpenLineage
+names a dataset's data source by its namespace).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import namespace_id
+from upstream.query.marquez.common import (
+    Json,
+    NotFound,
+    Page,
+    iso,
+    require_dataset,
+    require_namespace,
+    total,
+)
+from upstream.query.marquez.runs import run_docs
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+
+
+def render_fields(fields: list[Json] | None) -> list[Json]:
+    """Schema fields as Marquez lists them (`tags` always present); nested fields are kept."""
+    rendered = []
+    for f in fields or []:
+        doc: Json = {
+            "name": f.get("name"),
+            "type": f.get("type"),
+            "tags": [],
+            "description": f.get("description"),
+        }
+        if f.get("fields"):
+            doc["fields"] = render_fields(f["fields"])
+        rendered.append(doc)
+    return rendered
+
+
+def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
+    """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries."""
+    rows: list[Any] = []
+    for part in chunks(sorted(set(dataset_ids))):
+        rows.extend(conn.execute(sa.select(t.datasets).where(t.datasets.c.id.in_(part))).mappings())
+    ids = [row["id"] for row in rows]
+    current = _current_versions(conn, ids)
+    modified = _last_modified(conn, ids)
+    docs: dict[uuid.UUID, Json] = {}
+    for row in rows:
+        version = current.get(row["id"])
+        docs[row["id"]] = {
+            "id": {"namespace": row["namespace"], "name": row["name"]},
+            "type": "DB_TABLE",
+            "name": row["name"],
+            "physicalName": row["name"],
+            "createdAt": iso(row["created_at"]),
+            "updatedAt": iso(row["updated_at"]),
+            "namespace": row["namespace"],
+            "sourceName": row["source_name"] or row["namespace"],
+            "fields": render_fields(row["fields"]),
+            "tags": [],
+            "lastModifiedAt": iso(modified.get(row["id"])),
+            "lastLifecycleState": version[1] if version else None,
+            "description": row["description"],
+            "facets": row["facets"] or {},
+            "currentVersion": str(version[0]) if version else None,
+            "deleted": False,
+        }
+    return docs
+
+
+def _current_versions(
+    conn: Connection, dataset_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, tuple[uuid.UUID, str | None]]:
+    v = t.dataset_versions
+    result: dict[uuid.UUID, tuple[uuid.UUID, str | None]] = {}
+    for part in chunks(dataset_ids):
+        ranked = (
+            sa.select(
+                v.c.id,
+                v.c.dataset_id,
+                v.c.lifecycle,
+                sa.func.row_number()
+                .over(partition_by=v.c.dataset_id, order_by=(v.c.created_at.desc(), v.c.id.desc()))
+                .label("position"),
+            )
+            .where(v.c.dataset_id.in_(part))
+            .subquery()
+        )
+        query = sa.select(ranked.c.id, ranked.c.dataset_id, ranked.c.lifecycle).where(
+            ranked.c.position == 1
+        )
+        result.update({row.dataset_id: (row.id, row.lifecycle) for row in conn.execute(query)})
+    return result
+
+
+def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    v = t.dataset_versions
+    result: dict[uuid.UUID, Any] = {}
+    for part in chunks(dataset_ids):
+        query = (
+            sa.select(v.c.dataset_id, sa.func.max(v.c.created_at))
+            .join(t.runs, t.runs.c.id == v.c.run_id)
+            .where(v.c.dataset_id.in_(part), t.runs.c.state == "COMPLETE")
+            .group_by(v.c.dataset_id)
+        )
+        result.update(dict(conn.execute(query).tuples().all()))
+    return result
+
+
+def list_datasets(conn: Connection, namespace: str, page: Page) -> Json:
+    """`GET /namespaces/{ns}/datasets`, by name."""
+    require_namespace(conn, namespace)
+    query = sa.select(t.datasets.c.id).where(t.datasets.c.namespace_id == namespace_id(namespace))
+    ordered = query.order_by(t.datasets.c.name, t.datasets.c.id)
+    ids = list(conn.execute(page.apply(ordered)).scalars())
+    docs = dataset_docs(conn, ids)
+    return {"datasets": [docs[i] for i in ids], "totalCount": total(conn, query)}
+
+
+def get_dataset(conn: Connection, namespace: str, name: str) -> Json:
+    """`GET /namespaces/{ns}/datasets/{ds}`."""
+    dataset_id = require_dataset(conn, namespace, name)
+    return dataset_docs(conn, [dataset_id])[dataset_id]
+
+
+def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+    """`GET /namespaces/{ns}/datasets/{ds}/versions`, newest first."""
+    dataset_id = require_dataset(conn, namespace, name)
+    v = t.dataset_versions
+    query = sa.select(v.c.id).where(v.c.dataset_id == dataset_id)
+    ordered = query.order_by(v.c.created_at.desc(), v.c.id.desc())
+    ids = list(conn.execute(page.apply(ordered)).scalars())
+    docs = _version_docs(conn, dataset_id, ids)
+    return {"versions": [docs[i] for i in ids], "totalCount": total(conn, query)}
+
+
+def get_dataset_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+    """`GET /namespaces/{ns}/datasets/{ds}/versions/{version}`."""
+    dataset_id = require_dataset(conn, namespace, name)
+    doc = _version_docs(conn, dataset_id, [version]).get(version)
+    if doc is None:
+        raise NotFound(
+            f"version {version} of dataset {name!r} not found in namespace {namespace!r}"
+        )
+    return doc
+
+
+def _version_docs(
+    conn: Connection, dataset_id: uuid.UUID, version_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Json]:
+    dataset = (
+        conn.execute(sa.select(t.datasets).where(t.datasets.c.id == dataset_id)).mappings().one()
+    )
+    v = t.dataset_versions
+    rows = (
+        conn.execute(sa.select(v).where(v.c.dataset_id == dataset_id, v.c.id.in_(version_ids)))
+        .mappings()
+        .all()
+    )
+    runs = run_docs(conn, [row["run_id"] for row in rows])
+    return {
+        row["id"]: {
+            "id": {
+                "namespace": dataset["namespace"],
+                "name": dataset["name"],
+                "version": str(row["id"]),
+            },
+            "type": "DB_TABLE",
+            "name": dataset["name"],
+            "physicalName": dataset["name"],
+            "createdAt": iso(row["created_at"]),
+            "version": str(row["id"]),
+            "namespace": dataset["namespace"],
+            "sourceName": dataset["source_name"] or dataset["namespace"],
+            "fields": render_fields(row["fields"]),
+            "tags": [],
+            "lifecycleState": row["lifecycle"],
+            "description": dataset["description"],
+            "createdByRun": runs.get(row["run_id"]),
+            "facets": row["facets"] or {},
+        }
+        for row in rows
+    }

@@ -1,0 +1,216 @@
+"""Jobs and job versions in Marquez's shapes.
+
+A job's `inputs` and `outputs` are cumulative: every dataset any run of it (or its declaration)
+read or wrote, not only the latest version's, so a job whose runs wrote different outputs shows
+all of them. `parentJobName` is the job of the latest run's parent run (its workflow).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import namespace_id
+from upstream.query.marquez.common import (
+    Json,
+    NotFound,
+    Page,
+    iso,
+    require_job,
+    require_namespace,
+    total,
+)
+from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+
+#: How many recent runs a job document lists in `latestRuns`, as Marquez does.
+LATEST_RUNS = 10
+
+
+def job_docs(conn: Connection, job_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
+    """Marquez `Job` documents for `job_ids`, built with a fixed number of queries."""
+    rows: list[Any] = []
+    for part in chunks(sorted(set(job_ids))):
+        rows.extend(conn.execute(sa.select(t.jobs).where(t.jobs.c.id.in_(part))).mappings())
+    ids = [row["id"] for row in rows]
+    io = _job_io(conn, ids)
+    latest = _latest_runs(conn, ids)
+    runs = run_docs(conn, [r for runs in latest.values() for r in runs])
+    parents = _parent_jobs(conn, [runs_[0] for runs_ in latest.values() if runs_])
+    docs: dict[uuid.UUID, Json] = {}
+    for row in rows:
+        recent = [runs[r] for r in latest.get(row["id"], []) if r in runs]
+        parent = parents.get(latest[row["id"]][0]) if latest.get(row["id"]) else None
+        inputs, outputs = io.get(row["id"], ([], []))
+        docs[row["id"]] = {
+            "id": {"namespace": row["namespace"], "name": row["name"]},
+            "type": "STREAM" if (row["processing_type"] or "").upper() == "STREAMING" else "BATCH",
+            "name": row["name"],
+            "simpleName": row["name"],
+            "parentJobName": parent[1] if parent else None,
+            "parentJobUuid": str(parent[0]) if parent else None,
+            "createdAt": iso(row["created_at"]),
+            "updatedAt": iso(row["updated_at"]),
+            "namespace": row["namespace"],
+            "inputs": inputs,
+            "outputs": outputs,
+            "location": _location(row["facets"]),
+            "context": {},
+            "description": row["description"],
+            "latestRun": recent[0] if recent else None,
+            "latestRuns": recent,
+            "facets": row["facets"] or {},
+            "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
+            "labels": [],
+            "tags": [],
+        }
+    return docs
+
+
+def _location(facets: Json | None) -> str | None:
+    source = (facets or {}).get("sourceCodeLocation")
+    if isinstance(source, dict) and isinstance(source.get("url"), str):
+        return str(source["url"])
+    return None
+
+
+def _job_io(
+    conn: Connection, job_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, tuple[list[Json], list[Json]]]:
+    """Every dataset each job read or wrote, over all its runs and its declaration."""
+    found: dict[uuid.UUID, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = defaultdict(
+        lambda: (set(), set())
+    )
+    r, d = t.relations, t.datasets
+    for part in chunks(job_ids):
+        query = (
+            sa.select(r.c.job_id, r.c.access, d.c.namespace, d.c.name)
+            .join(d, d.c.id == r.c.dataset_id)
+            .where(r.c.job_id.in_(part))
+            .distinct()
+        )
+        for row in conn.execute(query):
+            found[row.job_id][0 if row.access == "read" else 1].add((row.namespace, row.name))
+    return {
+        job: (
+            [{"namespace": n, "name": m} for n, m in sorted(reads)],
+            [{"namespace": n, "name": m} for n, m in sorted(writes)],
+        )
+        for job, (reads, writes) in found.items()
+    }
+
+
+def _latest_runs(conn: Connection, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """The newest LATEST_RUNS runs of each job, newest first."""
+    moment = sa.func.coalesce(t.runs.c.started_at, t.runs.c.created_at)
+    result: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    for part in chunks(job_ids):
+        ranked = (
+            sa.select(
+                t.runs.c.id,
+                t.runs.c.job_id,
+                sa.func.row_number()
+                .over(partition_by=t.runs.c.job_id, order_by=(moment.desc(), t.runs.c.id.desc()))
+                .label("position"),
+            )
+            .where(t.runs.c.job_id.in_(part))
+            .subquery()
+        )
+        query = (
+            sa.select(ranked.c.id, ranked.c.job_id)
+            .where(ranked.c.position <= LATEST_RUNS)
+            .order_by(ranked.c.job_id, ranked.c.position)
+        )
+        for row in conn.execute(query):
+            result[row.job_id].append(row.id)
+    return result
+
+
+def _parent_jobs(
+    conn: Connection, run_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, tuple[uuid.UUID, str]]:
+    """For each run with a parent run: the parent run's job (id, name)."""
+    child, parent = t.runs.alias("child"), t.runs.alias("parent")
+    result: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
+    for part in chunks(run_ids):
+        query = (
+            sa.select(child.c.id, t.jobs.c.id.label("job_id"), t.jobs.c.name)
+            .join(parent, parent.c.id == child.c.parent_run_id)
+            .join(t.jobs, t.jobs.c.id == parent.c.job_id)
+            .where(child.c.id.in_(part))
+        )
+        result.update({row.id: (row.job_id, row.name) for row in conn.execute(query)})
+    return result
+
+
+def list_jobs(conn: Connection, namespace: str, page: Page) -> Json:
+    """`GET /namespaces/{ns}/jobs`, by name."""
+    require_namespace(conn, namespace)
+    query = sa.select(t.jobs.c.id).where(t.jobs.c.namespace_id == namespace_id(namespace))
+    ids = list(conn.execute(page.apply(query.order_by(t.jobs.c.name, t.jobs.c.id))).scalars())
+    docs = job_docs(conn, ids)
+    return {"jobs": [docs[i] for i in ids], "totalCount": total(conn, query)}
+
+
+def get_job(conn: Connection, namespace: str, name: str) -> Json:
+    """`GET /namespaces/{ns}/jobs/{job}`."""
+    job_id = require_job(conn, namespace, name)
+    return job_docs(conn, [job_id])[job_id]
+
+
+def _versions(conn: Connection, namespace: str, name: str) -> list[Json]:
+    """The job's versions, newest first: runs grouped by the datasets they touched."""
+    job_id = require_job(conn, namespace, name)
+    job = job_docs(conn, [job_id])[job_id]
+    run_ids = list(conn.execute(runs_newest_first(job_id)).scalars())
+    io = run_io(conn, run_ids)
+    groups: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for run_id in run_ids:
+        if run_id in io:
+            groups.setdefault(io[run_id].job_version(job_id), []).append(run_id)
+    latest = run_docs(conn, [runs[0] for runs in groups.values()])
+    versions = []
+    for version, runs in groups.items():
+        first, newest = io[runs[-1]], latest[runs[0]]  # runs are newest first
+        versions.append(
+            {
+                "id": {"namespace": namespace, "name": name, "version": str(version)},
+                "name": name,
+                "version": str(version),
+                "createdAt": _created(conn, runs[-1]),
+                "namespace": namespace,
+                "inputs": [{"namespace": n, "name": m} for n, m, *_ in first.inputs],
+                "outputs": [{"namespace": n, "name": m} for n, m, *_ in first.outputs],
+                "location": job["location"],
+                "context": {},
+                "latestRun": newest,
+                "facets": job["facets"],
+            }
+        )
+    return versions
+
+
+def _created(conn: Connection, run_id: uuid.UUID) -> str | None:
+    return iso(conn.execute(sa.select(t.runs.c.created_at).where(t.runs.c.id == run_id)).scalar())
+
+
+def list_job_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+    """`GET /namespaces/{ns}/jobs/{job}/versions`, newest first."""
+    versions = _versions(conn, namespace, name)
+    return {
+        "versions": versions[page.offset : page.offset + page.limit],
+        "totalCount": len(versions),
+    }
+
+
+def get_job_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+    for doc in _versions(conn, namespace, name):
+        if doc["version"] == str(version):
+            return doc
+    raise NotFound(f"version {version} of job {name!r} not found in namespace {namespace!r}")

@@ -1,0 +1,235 @@
+"""`GET /api/v1/lineage`: Marquez's job<->dataset graph, cumulative and exact (DESIGN §4.4).
+
+Marquez draws a job's latest inputs and outputs, so a job that reads `customers` and `orders`
+and writes `customer_summary` and `order_summary` looks as if each output came from both
+inputs, and outputs of earlier runs vanish. Here:
+
+- The walk follows real data flow (`upstream.query.flows`: explicit edges, then columnLineage,
+  then inputs x outputs where nothing explicit exists) over every run and declaration.
+  Upstream of a dataset are the jobs that wrote it and, through each, only the datasets that
+  really fed it; downstream are the jobs that read it and only the outputs it really fed. A job
+  seed contributes everything it read and wrote. Job->job edges (lineage facet JOB entries) are
+  walked too. One level crosses one job, so `depth` counts jobs, as in Marquez.
+- Edges are Marquez's `{origin, destination}`: dataset->job for a read, job->dataset for a
+  write (over all runs), dataset->dataset for flows no job carried (a DatasetEvent's declared
+  lineage) and job->job. Because a job node alone cannot say which input fed which output,
+  each job->dataset edge also lists `sources`, the datasets whose data the job carried into
+  that destination, and each dataset->job edge lists `targets`, where the origin's data went
+  through the job. Clients that know only `origin`/`destination` see Marquez's graph.
+- At most `max_nodes` nodes; a cut graph says `"truncated": true`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
+from upstream.query.flows import Direction, Flow, flows
+from upstream.query.marquez.common import Json, resolve_node
+from upstream.query.marquez.datasets import dataset_docs
+from upstream.query.marquez.jobs import job_docs
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+
+Kind = Literal["dataset", "job"]
+
+
+@dataclass
+class _Frontier:
+    """What one direction of the walk expands next: datasets, and whole jobs (every dataset
+    such a job touched in that direction counts)."""
+
+    datasets: set[uuid.UUID] = field(default_factory=set)
+    jobs: set[uuid.UUID] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.datasets or self.jobs)
+
+
+@dataclass
+class _Graph:
+    max_nodes: int
+    datasets: set[uuid.UUID] = field(default_factory=set)
+    jobs: set[uuid.UUID] = field(default_factory=set)
+    truncated: bool = False
+
+    def add(self, kind: Kind, node: uuid.UUID) -> bool:
+        """Add a node; False when it is already in or the cap is reached (then truncated)."""
+        members = self.datasets if kind == "dataset" else self.jobs
+        if node in members:
+            return False
+        if len(self.datasets) + len(self.jobs) >= self.max_nodes:
+            self.truncated = True
+            return False
+        members.add(node)
+        return True
+
+
+def lineage_graph(conn: Connection, node_id: str, depth: int, max_nodes: int) -> Json:
+    """The graph around `node_id` (a dataset or job), `depth` jobs deep each way."""
+    seed = resolve_node(conn, node_id)
+    if seed.kind == "datasetField":
+        raise InvalidNodeId("nodeId: lineage takes a dataset or job node id; use /column-lineage")
+    graph = _Graph(max_nodes)
+    down, up = _Frontier(), _Frontier()
+    if seed.kind == "dataset":
+        seed_id = DatasetRef(seed.namespace, seed.name).id
+        graph.add("dataset", seed_id)
+        down.datasets.add(seed_id)
+        up.datasets.add(seed_id)
+    else:
+        seed_id = JobRef(seed.namespace, seed.name).id
+        graph.add("job", seed_id)
+        down.jobs.add(seed_id)
+        up.jobs.add(seed_id)
+    for _ in range(depth):
+        if not (down or up):
+            break
+        down = _step(conn, graph, down, "downstream")
+        up = _step(conn, graph, up, "upstream")
+    return {"graph": _render(conn, graph), "truncated": graph.truncated}
+
+
+def _step(conn: Connection, graph: _Graph, frontier: _Frontier, direction: Direction) -> _Frontier:
+    """Cross one job level in `direction`; returns the next frontier."""
+    following = _Frontier()
+    if not frontier:
+        return following
+    # From datasets: the jobs that read (downstream) or wrote (upstream) them, and through
+    # each job only the datasets the flow really reaches.
+    near_access = "read" if direction == "downstream" else "write"
+    reached_jobs: set[uuid.UUID] = set()
+    for _, job, _ in sorted(_relations(conn, frontier.datasets, access=near_access)):
+        graph.add("job", job)
+        reached_jobs.add(job)
+    for flow in flows(conn, frontier.datasets, direction):
+        far = flow.target if direction == "downstream" else flow.source
+        if flow.job_id is not None:
+            graph.add("job", flow.job_id)
+            reached_jobs.add(flow.job_id)
+        if graph.add("dataset", far):
+            following.datasets.add(far)
+    # From whole jobs: everything they wrote (downstream) or read (upstream).
+    far_access = "write" if direction == "downstream" else "read"
+    for dataset, _, _ in sorted(_relations(conn, None, jobs=frontier.jobs, access=far_access)):
+        if graph.add("dataset", dataset):
+            following.datasets.add(dataset)
+    # Job -> job edges carry data between jobs with no dataset in between.
+    for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction)):
+        other = target if direction == "downstream" else source
+        if graph.add("job", other):
+            following.jobs.add(other)
+    return following
+
+
+def _relations(
+    conn: Connection,
+    datasets: Iterable[uuid.UUID] | None,
+    *,
+    jobs: Iterable[uuid.UUID] | None = None,
+    access: str | None = None,
+) -> set[tuple[uuid.UUID, uuid.UUID, str]]:
+    """Distinct (dataset, job, access) relations over all runs, anchored on datasets or jobs."""
+    r = t.relations
+    anchor, anchored = (r.c.dataset_id, datasets) if datasets is not None else (r.c.job_id, jobs)
+    found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
+    for part in chunks(sorted(set(anchored or ()))):
+        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(anchor.in_(part))
+        if access is not None:
+            query = query.where(r.c.access == access)
+        found.update(tuple(row) for row in conn.execute(query.distinct()))
+    return found
+
+
+def _job_edges(
+    conn: Connection, jobs: Iterable[uuid.UUID], direction: Direction
+) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """(source job, target job) of job->job edges leaving (downstream) or entering `jobs`."""
+    e = t.edges
+    anchor = e.c.source_job_id if direction == "downstream" else e.c.target_job_id
+    found: set[tuple[uuid.UUID, uuid.UUID]] = set()
+    for part in chunks(sorted(set(jobs))):
+        query = (
+            sa.select(e.c.source_job_id, e.c.target_job_id)
+            .where(anchor.in_(part), e.c.source_type == "job", e.c.target_type == "job")
+            .distinct()
+        )
+        found.update((row.source_job_id, row.target_job_id) for row in conn.execute(query))
+    return found
+
+
+def _render(conn: Connection, graph: _Graph) -> list[Json]:
+    datasets = dataset_docs(conn, graph.datasets)
+    jobs = job_docs(conn, graph.jobs)
+    ids = {i: dataset_node_id(d["namespace"], d["name"]) for i, d in datasets.items()}
+    ids.update({i: job_node_id(j["namespace"], j["name"]) for i, j in jobs.items()})
+    edges: dict[tuple[str, str], Json] = {}
+
+    def edge(origin: uuid.UUID, destination: uuid.UUID) -> Json:
+        key = (ids[origin], ids[destination])
+        if key not in edges:
+            edges[key] = {"origin": key[0], "destination": key[1]}
+            if origin in jobs and destination in datasets:
+                edges[key]["sources"] = []
+            elif origin in datasets and destination in jobs:
+                edges[key]["targets"] = []
+        return edges[key]
+
+    for dataset, job, access in sorted(_relations(conn, graph.datasets)):
+        if job in graph.jobs:
+            if access == "read":
+                edge(dataset, job)
+            else:
+                edge(job, dataset)
+    for flow in _flows_within(conn, graph):
+        if flow.job_id is None:
+            edge(flow.source, flow.target)
+            continue
+        carried = edge(flow.job_id, flow.target)["sources"]
+        fed = edge(flow.source, flow.job_id)["targets"]
+        if ids[flow.source] not in carried:
+            carried.append(ids[flow.source])
+        if ids[flow.target] not in fed:
+            fed.append(ids[flow.target])
+    for source, target in _job_edges(conn, graph.jobs, "downstream"):
+        if target in graph.jobs:
+            edge(source, target)
+    incoming: dict[str, list[Json]] = defaultdict(list)
+    outgoing: dict[str, list[Json]] = defaultdict(list)
+    for key in sorted(edges):
+        doc = edges[key]
+        for names in ("sources", "targets"):
+            if names in doc:
+                doc[names].sort()
+        outgoing[key[0]].append(doc)
+        incoming[key[1]].append(doc)
+    typed = [(i, "DATASET", doc) for i, doc in datasets.items()]
+    typed += [(i, "JOB", doc) for i, doc in jobs.items()]
+    nodes = [
+        {
+            "id": ids[i],
+            "type": kind,
+            "data": doc,
+            "inEdges": incoming.get(ids[i], []),
+            "outEdges": outgoing.get(ids[i], []),
+        }
+        for i, kind, doc in typed
+    ]
+    return sorted(nodes, key=lambda n: str(n["id"]))
+
+
+def _flows_within(conn: Connection, graph: _Graph) -> list[Flow]:
+    """Every flow whose datasets (and job) are all in the graph."""
+    return [
+        f
+        for f in flows(conn, graph.datasets, "downstream")
+        if f.target in graph.datasets and (f.job_id is None or f.job_id in graph.jobs)
+    ]

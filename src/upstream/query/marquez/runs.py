@@ -1,0 +1,194 @@
+"""Runs in Marquez's `Run` shape, with the dataset versions each run read and wrote.
+
+A run's job version is derived, as Marquez derives it, from what the run touched: the same
+job reading and writing the same datasets is the same version. Marquez keeps a table of job
+versions; here the id is a UUIDv5 of the job and its sorted inputs and outputs, so any process
+computes the same id from the stored relations.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import stable_id
+from upstream.query.marquez.common import (
+    Json,
+    NotFound,
+    Page,
+    iso,
+    require_job,
+    total,
+)
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+
+#: OpenLineage eventType -> Marquez RunState.
+RUN_STATES = {
+    "START": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETE": "COMPLETED",
+    "FAIL": "FAILED",
+    "ABORT": "ABORTED",
+    "OTHER": "OTHER",
+}
+
+
+@dataclass
+class RunIO:
+    """What one run read and wrote: (namespace, name, dataset id, version id, facets)."""
+
+    inputs: list[tuple[str, str, uuid.UUID, uuid.UUID | None, Json]] = field(default_factory=list)
+    outputs: list[tuple[str, str, uuid.UUID, uuid.UUID | None, Json]] = field(default_factory=list)
+
+    def job_version(self, job_id: uuid.UUID) -> uuid.UUID:
+        reads = sorted({str(d) for _, _, d, _, _ in self.inputs})
+        writes = sorted({str(d) for _, _, d, _, _ in self.outputs})
+        return stable_id("job_version", job_id, *reads, "->", *writes)
+
+
+def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, RunIO]:
+    """Inputs and outputs of each run. An output's version is the one its run wrote; an
+    input's is the newest version written before the run read it (None if never written)."""
+    result: dict[uuid.UUID, RunIO] = defaultdict(RunIO)
+    r, d, v = t.relations, t.datasets, t.dataset_versions
+    read_version = (
+        sa.select(v.c.id)
+        .where(v.c.dataset_id == r.c.dataset_id, v.c.created_at <= r.c.event_time)
+        .order_by(v.c.created_at.desc(), v.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    written_version = (
+        sa.select(v.c.id)
+        .where(v.c.dataset_id == r.c.dataset_id, v.c.run_id == r.c.run_id)
+        .scalar_subquery()
+    )
+    for part in chunks(sorted(set(run_ids))):
+        query = (
+            sa.select(
+                r.c.run_id,
+                r.c.access,
+                r.c.facets,
+                d.c.id,
+                d.c.namespace,
+                d.c.name,
+                sa.case((r.c.access == "write", written_version), else_=read_version).label(
+                    "version"
+                ),
+            )
+            .join(d, d.c.id == r.c.dataset_id)
+            .where(r.c.run_id.in_(part))
+        )
+        for row in conn.execute(query):
+            io = result[row.run_id]
+            side = io.inputs if row.access == "read" else io.outputs
+            side.append((row.namespace, row.name, row.id, row.version, row.facets or {}))
+    for io in result.values():
+        io.inputs.sort(key=lambda x: (x[0], x[1]))
+        io.outputs.sort(key=lambda x: (x[0], x[1]))
+    return result
+
+
+def run_docs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
+    """Marquez `Run` documents for `run_ids` (unknown ids are left out)."""
+    rows: list[Any] = []
+    for part in chunks(sorted(set(run_ids))):
+        query = (
+            sa.select(t.runs, t.jobs.c.namespace, t.jobs.c.name)
+            .join(t.jobs, t.jobs.c.id == t.runs.c.job_id)
+            .where(t.runs.c.id.in_(part))
+        )
+        rows.extend(conn.execute(query).mappings())
+    io = run_io(conn, [row["id"] for row in rows])
+    return {row["id"]: _run_doc(row, io.get(row["id"], RunIO())) for row in rows}
+
+
+def _run_doc(row: Any, io: RunIO) -> Json:
+    started, ended = row["started_at"], row["ended_at"]
+    duration = None
+    if started is not None and ended is not None:
+        duration = int((_aware(ended) - _aware(started)).total_seconds() * 1000)
+    return {
+        "id": str(row["id"]),
+        "createdAt": iso(row["created_at"]),
+        "updatedAt": iso(row["updated_at"]),
+        "nominalStartTime": iso(row["nominal_start"]),
+        "nominalEndTime": iso(row["nominal_end"]),
+        "state": RUN_STATES.get(row["state"] or "", "NEW"),
+        "startedAt": iso(started),
+        "endedAt": iso(ended),
+        "durationMs": duration,
+        "args": {},
+        "jobVersion": {
+            "namespace": row["namespace"],
+            "name": row["name"],
+            "version": str(io.job_version(row["job_id"])),
+        },
+        "inputDatasetVersions": [_version_ref(x) for x in io.inputs],
+        "outputDatasetVersions": [_version_ref(x) for x in io.outputs],
+        "context": {},
+        "facets": row["facets"] or {},
+        "parentRunId": str(row["parent_run_id"]) if row["parent_run_id"] else None,
+    }
+
+
+def _version_ref(entry: tuple[str, str, uuid.UUID, uuid.UUID | None, Json]) -> Json:
+    namespace, name, _, version, facets = entry
+    return {
+        "datasetVersionId": {
+            "namespace": namespace,
+            "name": name,
+            "version": str(version) if version else None,
+        },
+        "facets": facets,
+    }
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def get_run(conn: Connection, run_id: uuid.UUID) -> Json:
+    doc = run_docs(conn, [run_id]).get(run_id)
+    if doc is None:
+        raise NotFound(f"run {run_id} not found")
+    return doc
+
+
+def run_facets(conn: Connection, run_id: uuid.UUID, kind: str) -> Json:
+    """`GET /jobs/runs/{id}/facets?type=run|job`: the run's facets, or its job's."""
+    row = conn.execute(
+        sa.select(t.runs.c.facets, t.jobs.c.facets.label("job_facets"))
+        .join(t.jobs, t.jobs.c.id == t.runs.c.job_id)
+        .where(t.runs.c.id == run_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"run {run_id} not found")
+    return {"runId": str(run_id), "facets": (row.job_facets if kind == "job" else row.facets) or {}}
+
+
+def runs_newest_first(job_id: uuid.UUID) -> sa.Select[Any]:
+    """The runs of a job, newest first (by start, then by first sight), ties by id."""
+    moment = sa.func.coalesce(t.runs.c.started_at, t.runs.c.created_at)
+    return (
+        sa.select(t.runs.c.id)
+        .where(t.runs.c.job_id == job_id)
+        .order_by(moment.desc(), t.runs.c.id.desc())
+    )
+
+
+def list_job_runs(conn: Connection, namespace: str, job: str, page: Page) -> Json:
+    """`GET /namespaces/{ns}/jobs/{job}/runs`, newest first."""
+    job_id = require_job(conn, namespace, job)
+    query = runs_newest_first(job_id)
+    ids = list(conn.execute(page.apply(query)).scalars())
+    docs = run_docs(conn, ids)
+    return {"runs": [docs[i] for i in ids], "totalCount": total(conn, query)}
