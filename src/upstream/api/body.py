@@ -1,17 +1,29 @@
 """Reading a JSON request body safely: size limits before and after gzip inflation, clear 4xx
-answers for bad encodings, bad JSON and absurd nesting."""
+answers for bad encodings, bad JSON, absurd nesting and values no database can store."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import zlib
 from typing import Any
 
 from fastapi import Request
 
 from upstream.api.errors import ApiError
+from upstream.model.errors import join_path
 
 _JSON_TYPES = ("application/json", "application/x-ndjson", "text/json")
+
+#: Deepest nesting of arrays and objects accepted. Real events nest under 20 levels (a deep
+#: `schema` facet); the ceiling keeps every later step (validation, hashing, the database's
+#: JSON parser) far from recursion limits. A 10,000-deep document is refused, not a crash.
+MAX_JSON_DEPTH = 100
+
+#: Escapes that decode to text PostgreSQL cannot store: NUL, and UTF-16 surrogate halves
+#: (a lone half is no character at all). Only bodies that contain one are walked in full.
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 async def read_json(request: Request, max_bytes: int) -> Any:
@@ -47,20 +59,31 @@ async def _read_limited(request: Request, max_bytes: int) -> bytes:
 
 
 def inflate(raw: bytes, max_bytes: int) -> bytes:
-    """Gunzip with a ceiling, so a gzip bomb is refused before it fills memory."""
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    """Gunzip with a ceiling, so a gzip bomb is refused before it fills memory. A body of
+    several gzip members (as `cat a.gz b.gz` makes) inflates to their concatenation."""
+    parts: list[bytes] = []
+    size = 0
+    rest = raw
     try:
-        data = inflater.decompress(raw, max_bytes + 1)
-        if len(data) > max_bytes or inflater.unconsumed_tail:
-            raise ApiError(413, f"request body inflates to more than {max_bytes} bytes")
-        if not inflater.eof:
-            raise ApiError(400, "body: gzip stream is truncated")
+        while True:
+            inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            part = inflater.decompress(rest, max_bytes - size + 1)
+            size += len(part)
+            if size > max_bytes or inflater.unconsumed_tail:
+                raise ApiError(413, f"request body inflates to more than {max_bytes} bytes")
+            if not inflater.eof:
+                raise ApiError(400, "body: gzip stream is truncated")
+            parts.append(part)
+            rest = inflater.unused_data
+            if not rest.strip(b"\0"):  # some writers pad the last member with zeros
+                return b"".join(parts)
     except zlib.error as exc:
         raise ApiError(400, f"body: not valid gzip ({exc})") from None
-    return data
 
 
 def parse_json(raw: bytes) -> Any:
+    """Strict JSON: UTF-8, no NaN or Infinity, numbers a database can hold, bounded nesting,
+    and no string a database would refuse."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -68,10 +91,75 @@ def parse_json(raw: bytes) -> Any:
     if not text.strip():
         raise ApiError(400, "body: empty; expected a JSON event or array of events")
     try:
-        return json.loads(text)
+        document = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ApiError(
             400, f"body: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
     except RecursionError:
-        raise ApiError(400, "body: JSON is nested too deeply") from None
+        raise ApiError(400, f"body: JSON is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as exc:  # a number too long to convert, or a constant refused above
+        raise ApiError(400, f"body: {str(exc).split(';')[0]}") from None
+    check_document(document, strings=_SUSPECT_ESCAPE.search(text) is not None)
+    return document
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {literal[:40]} is too large")
+    return value
+
+
+def check_document(document: Any, *, strings: bool) -> None:
+    """Refuse nesting deeper than MAX_JSON_DEPTH and, when `strings`, keys or values holding
+    NUL or a lone surrogate; the message names the path. Walks with a stack, not recursion,
+    and spells a path out only for the value it complains about."""
+    stack: list[tuple[Any, int, _Trail]] = [(document, 1, None)]
+    while stack:
+        value, depth, trail = stack.pop()
+        if isinstance(value, dict | list) and depth > MAX_JSON_DEPTH:
+            raise ApiError(
+                400, f"body: {_path(trail)}: nested deeper than {MAX_JSON_DEPTH} levels"
+            )
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if strings:
+                    _check_text(key, (trail, key))
+                stack.append((item, depth + 1, (trail, key)))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, (trail, i)) for i, item in enumerate(value))
+        elif strings and isinstance(value, str):
+            _check_text(value, trail)
+
+
+#: Where a value sits: (the parent's trail, key or index), None for the whole document.
+_Trail = tuple[Any, str | int] | None
+
+
+def _path(trail: _Trail) -> str:
+    steps: list[str | int] = []
+    while trail is not None:
+        trail, step = trail
+        steps.append(step)
+    path = ""
+    for step in reversed(steps):
+        text = f"[{step}]" if isinstance(step, int) else step.encode("utf-8", "replace").decode()
+        path = join_path(path, text)
+    path = path or "document"
+    return path if len(path) <= 120 else f"{path[:120]}…"
+
+
+def _check_text(text: str, trail: _Trail) -> None:
+    if "\0" in text:
+        raise ApiError(400, f"body: {_path(trail)}: contains the NUL character (\\u0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(
+            400, f"body: {_path(trail)}: contains a lone UTF-16 surrogate escape"
+        ) from None

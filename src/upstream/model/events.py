@@ -59,7 +59,10 @@ def parse_time(value: Any) -> datetime:
         raise ValueError(f"must be an ISO-8601 string, not {type(value).__name__}")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00-05:00 is past the last representable instant
+        raise ValueError(f"{value!s:.80} is out of the supported range of years") from None
 
 
 def _none_to_empty_dict(value: Any) -> Any:
