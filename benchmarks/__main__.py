@@ -1,0 +1,124 @@
+"""`python -m benchmarks`: generate workloads, measure ingest and queries, check exactness.
+
+Results go to benchmarks/out/results-<size>.json (git-ignored) and are printed as tables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from benchmarks import report
+from benchmarks.databases import KINDS, postgres_available
+from benchmarks.generator import SIZES, generate, load_truth
+from benchmarks.ingest import MODES, run_ingest
+
+OUT = Path(__file__).resolve().parent / "out"
+
+app = typer.Typer(
+    help="Upstream benchmarks: ingest throughput and lineage latency against same-run "
+    "baselines, and exactness against the generator's ground truth.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+SizeOption = Annotated[str, typer.Option(help=f"Workload size: {', '.join(SIZES)}.")]
+SeedOption = Annotated[int, typer.Option(help="Generator seed.")]
+DbOption = Annotated[
+    list[str] | None, typer.Option("--db", help="sqlite and/or postgresql (default: both).")
+]
+OutOption = Annotated[Path, typer.Option(help="Where workloads and results go.")]
+
+
+def _size(name: str) -> None:
+    if name not in SIZES:
+        raise typer.BadParameter(f"unknown size {name!r}; choose one of {', '.join(SIZES)}")
+
+
+def _kinds(db: list[str] | None) -> list[str]:
+    kinds = db or list(KINDS)
+    for kind in kinds:
+        if kind not in KINDS:
+            raise typer.BadParameter(f"unknown database {kind!r}; choose from {KINDS}")
+    if "postgresql" in kinds and (problem := postgres_available()):
+        typer.echo(f"skipping PostgreSQL: {problem}", err=True)
+        kinds = [k for k in kinds if k != "postgresql"]
+    return kinds
+
+
+def _workload(size: str, seed: int, out: Path) -> Path:
+    """The workload directory, generated when missing (or generated with another seed)."""
+    data_dir = out / size
+    truth = data_dir / "truth.json"
+    if not truth.exists() or load_truth(data_dir)["seed"] != seed:
+        workload = generate(SIZES[size], seed, data_dir)
+        typer.echo(f"generated {size}: {workload.events} events, {len(workload.jobs)} jobs")
+    return data_dir
+
+
+@app.command("generate")
+def generate_command(
+    size: SizeOption = "small", seed: SeedOption = 7, out: OutOption = OUT
+) -> None:
+    """Write <out>/<size>/events.ndjson and truth.json (the ground-truth edges)."""
+    _size(size)
+    workload = generate(SIZES[size], seed, out / size)
+    typer.echo(
+        f"{size}: {workload.events} events, {len(workload.jobs)} jobs, "
+        f"{len(workload.workflows)} workflows, {len(workload.truth.dataset_edges)} dataset "
+        f"edges, {len(workload.truth.field_edges)} field edges -> {out / size}"
+    )
+
+
+@app.command("ingest")
+def ingest_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    mode: Annotated[
+        list[str] | None, typer.Option(help=f"Ingest paths: {', '.join(MODES)} (default: all).")
+    ] = None,
+    batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
+    concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
+    workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    limit: Annotated[
+        int | None, typer.Option(help="Ingest only the first N events (no exactness).")
+    ] = None,
+    out: OutOption = OUT,
+) -> None:
+    """Events/s by each ingest path, with the ceiling (bare COPY/executemany) and exactness."""
+    _size(size)
+    data_dir = _workload(size, seed, out)
+    results = report.load_results(out, size)
+    results["events"] = load_truth(data_dir)["events"]
+    rows = []
+    for kind in _kinds(db):
+        for name in mode or list(MODES):
+            result = run_ingest(
+                name, kind, data_dir, out,
+                batch=batch, concurrency=concurrency, workers=workers, limit=limit,
+            )  # fmt: skip
+            row = result.as_dict()
+            rows.append(row)
+            results["ingest"][f"{kind} {name}"] = row
+            report.print_ingest([row], f"{size}: {kind} {name}")
+            report.save_results(out, size, results)
+    report.print_ingest(rows, f"Ingest, {size} workload")
+
+
+@app.command("growth")
+def growth_command(
+    sizes: Annotated[
+        list[str] | None, typer.Option("--size", help="Sizes, small to large.")
+    ] = None,
+    out: OutOption = OUT,
+) -> None:
+    """How time grows with data between the sizes measured so far."""
+    report.print_growth(report.growth(out, sizes or ["small", "medium", "large"]))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,144 @@
+"""Results: kept as JSON per size under the output directory, printed as Rich tables, and
+compared across sizes (growth: 10x data -> how many times the time)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(width=150)
+
+
+def results_path(out_dir: Path, size: str) -> Path:
+    return out_dir / f"results-{size}.json"
+
+
+def load_results(out_dir: Path, size: str) -> dict[str, Any]:
+    path = results_path(out_dir, size)
+    if path.exists():
+        loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return loaded
+    return {"size": size, "ingest": {}, "queries": {}, "exactness": {}}
+
+
+def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
+    path = results_path(out_dir, size)
+    path.write_text(json.dumps(results, indent=2, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    columns = ("db", "mode", "events", "s", "events/s", "ceiling ev/s", "ratio", "P/R ds, fields")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("db", "mode") else "right")
+    for row in rows:
+        exact = row.get("exactness") or []
+        verdict = (
+            "n/a"
+            if not exact
+            else " ".join(f"{e['precision']:.3f}/{e['recall']:.3f}" for e in exact)
+        )
+        table.add_row(
+            row["db"],
+            row["mode"],
+            str(row["events"]),
+            f"{row['seconds']:.2f}",
+            f"{row['events_per_s']:,.0f}",
+            f"{row['ceiling_events_per_s']:,.0f}",
+            f"{row['ratio_to_ceiling']:.3f}",
+            verdict,
+        )
+    console.print(table)
+
+
+def print_queries(rows: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    for column in ("db", "query", "nodes", "median ms", "p95 ms", "walk ms", "ratio"):
+        table.add_column(column, justify="left" if column in ("db", "query") else "right")
+    for row in rows:
+        table.add_row(
+            row["db"],
+            row["query"],
+            str(row.get("size", "")),
+            f"{row['median_ms']:.1f}",
+            f"{row['p95_ms']:.1f}",
+            f"{row['baseline_median_ms']:.2f}",
+            f"{row['ratio']:.1f}x",
+        )
+    console.print(table)
+
+
+def print_exactness(rows: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    for column in ("db", "edges", "stored", "expected", "precision", "recall"):
+        table.add_column(column, justify="left" if column in ("db", "edges") else "right")
+    for row in rows:
+        table.add_row(
+            row["db"],
+            row["name"],
+            str(row["stored"]),
+            str(row["expected"]),
+            f"{row['precision']:.4f}",
+            f"{row['recall']:.4f}",
+        )
+    console.print(table)
+
+
+def growth(out_dir: Path, sizes: list[str]) -> list[dict[str, Any]]:
+    """For each measurement present in consecutive sizes: how the time grew with the data."""
+    loaded = [(s, load_results(out_dir, s)) for s in sizes]
+    rows: list[dict[str, Any]] = []
+    for (small_name, small), (big_name, big) in itertools.pairwise(loaded):
+        for key, before in small["ingest"].items():
+            after = big["ingest"].get(key)
+            if after:
+                rows.append(
+                    _growth_row(
+                        f"ingest {key}", small_name, big_name,
+                        before["events"], after["events"],
+                        before["seconds"], after["seconds"],
+                    )
+                )  # fmt: skip
+        for key, before in small["queries"].items():
+            after = big["queries"].get(key)
+            if after:
+                rows.append(
+                    _growth_row(
+                        f"query {key}", small_name, big_name,
+                        small["events"], big["events"],
+                        before["median_ms"], after["median_ms"],
+                    )
+                )  # fmt: skip
+    return rows
+
+
+def _growth_row(
+    name: str, small: str, big: str, n_small: int, n_big: int, t_small: float, t_big: float
+) -> dict[str, Any]:
+    return {
+        "measurement": name,
+        "from": small,
+        "to": big,
+        "data_factor": n_big / n_small if n_small else 0.0,
+        "time_factor": t_big / t_small if t_small else 0.0,
+    }
+
+
+def print_growth(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="Growth: data x -> time x (ingest: total seconds; queries: median)")
+    for column in ("measurement", "from -> to", "data x", "time x"):
+        table.add_column(column, justify="left" if column != "data x" else "right")
+    for row in rows:
+        table.add_row(
+            row["measurement"],
+            f"{row['from']} -> {row['to']}",
+            f"{row['data_factor']:.1f}",
+            f"{row['time_factor']:.2f}",
+        )
+    console.print(table)

@@ -1,0 +1,127 @@
+"""A live `upstream serve` in its own process, and a lean HTTP/1.1 client to load it.
+
+The client speaks raw HTTP/1.1 over keep-alive asyncio connections with request bytes built
+before the clock starts, so on a 2-core machine it takes as little CPU from the server as a
+Python client can (httpx costs several times more per request)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """`upstream serve --db URL --workers N` on a free loopback port, stopped on exit."""
+
+    def __init__(self, db_url: str, log_dir: Path, workers: int = 2) -> None:
+        self.db_url = db_url
+        self.workers = workers
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / f"server-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Server:
+        command = [sys.executable, "-m", "upstream", "serve", "--db", self.db_url]
+        command += ["--port", str(self.port), "--workers", str(self.workers)]
+        env = {**os.environ, "UPSTREAM_MAX_BATCH_EVENTS": "5000"}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited; see {self.log_path}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError(f"server did not start within 60 s; see {self.log_path}")
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+def post_request(path: str, body: bytes) -> bytes:
+    """The bytes of one keep-alive POST of a JSON body."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+async def _exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, bytes]:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    length = 0
+    chunked = False
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.lower() == "content-length":
+            length = int(value.strip())
+        elif name.lower() == "transfer-encoding" and "chunked" in value.lower():
+            chunked = True
+    if not chunked:
+        return status, await reader.readexactly(length)
+    body = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+        chunk = await reader.readexactly(size + 2)
+        if size == 0:
+            return status, body
+        body += chunk[:-2]
+
+
+async def _send_all(port: int, requests: Sequence[bytes], concurrency: int, expect: int) -> None:
+    position = 0
+
+    async def worker() -> None:
+        nonlocal position
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while position < len(requests):
+                request = requests[position]
+                position += 1
+                status, body = await _exchange(reader, writer, request)
+                if status != expect:
+                    raise RuntimeError(f"HTTP {status}: {body[:500]!r}")
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(requests)))))
+
+
+def send_all(port: int, requests: Sequence[bytes], concurrency: int, expect: int = 201) -> None:
+    """Send every prepared request over `concurrency` keep-alive connections."""
+    asyncio.run(_send_all(port, requests, concurrency, expect))
