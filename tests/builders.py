@@ -171,3 +171,12 @@ def column_lineage(
 
 def hours(n: float) -> timedelta:
     return timedelta(hours=n)
+
+
+def schema_facet(*fields: tuple[str, str]) -> dict[str, Any]:
+    """A schema dataset facet with (name, type) fields."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json",
+        "fields": [{"name": name, "type": kind} for name, kind in fields],
+    }
