@@ -252,6 +252,23 @@ class OperationSet:
         mask = self._dependencies[0][producer.index]
         return [s for s in self.steps if mask >> s.index & 1]
 
+    def trim_from_source(self, source: SourceRef, name: str) -> list[Step]:
+        """The operations source field `name` of `source` flows through, in recorded order:
+        those reading `source` with an output `name`, then every one taking a field they
+        made, directly or not (drops included: that is where a field ends)."""
+        reached: set[tuple[int, str]] = set()
+        steps: list[Step] = []
+        for step in self.steps:
+            reads = source in step.sources and name in step.outputs
+            takes = any((ref.origin, ref.name) in reached for ref in step.field_inputs)
+            if takes:
+                reached.update((step.index, output) for output in step.outputs)
+            elif reads:
+                reached.add((step.index, name))
+            if reads or takes:
+                steps.append(step)
+        return steps
+
     def origins_of(self, name: str) -> list[FieldOrigin]:
         """The source fields destination field `name` was made from: IDENTITY when the
         operation that made it read the source directly, else TRANSFORMATION."""
@@ -287,13 +304,14 @@ class OperationSet:
 
 
 def step_json(step: Step, origins: Mapping[int, int] | None = None) -> dict[str, Any]:
-    """One operation as JSON; `origins` renumbers field origins (for a trimmed path)."""
+    """One operation as JSON; `origins` renumbers field origins for a trimmed path (null
+    for an operation outside it)."""
     inputs: list[dict[str, Any]] = []
     for item in step.inputs:
         if isinstance(item, SourceRef):
             inputs.append({"type": "source", "namespace": item.namespace, "name": item.name})
         else:
-            origin = origins[item.origin] if origins is not None else item.origin
+            origin = origins.get(item.origin) if origins is not None else item.origin
             inputs.append({"type": "field", "name": item.name, "origin": origin})
     return {
         "name": step.name,

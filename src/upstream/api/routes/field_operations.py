@@ -1,0 +1,42 @@
+"""`POST /v3/namespaces/{ns}/lineage/field-operations`: the seed's field-operations document,
+for programs that do not use the Python recorder (DESIGN §3.5)."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from upstream.api.body import read_json
+from upstream.api.deps import SettingsDep, StoreDep
+from upstream.ingest.operations_document import ingest_operations_document
+
+router = APIRouter(tags=["field lineage"])
+
+_SUFFIX = "/lineage/field-operations"
+
+
+@router.post(
+    "/v3/namespaces/{namespace:path}" + _SUFFIX,
+    status_code=201,
+    response_class=Response,
+    summary="Record field operations (seed 000's JSON form)",
+    responses={
+        201: {"description": "Stored (or already stored); empty body"},
+        400: {"description": "Malformed body"},
+        422: {"description": "Invalid document; the message names the path; nothing stored"},
+    },
+)
+async def post_field_operations(
+    request: Request, namespace: str, store: StoreDep, settings: SettingsDep
+) -> Response:
+    """Validate the document, convert it to the recorder's RunEvent and ingest it."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes):
+        segments = raw.decode("latin-1").split("?")[0].removesuffix(_SUFFIX).split("/")
+        if len(segments) == 4:
+            namespace = unquote(segments[3])
+    document = await read_json(request, settings.max_body_bytes)
+    await run_in_threadpool(ingest_operations_document, store, namespace, document)
+    return Response(status_code=201)

@@ -1,0 +1,293 @@
+"""Field lineage from recorded operations (DESIGN §4.3, seed 000): how a field was made, which
+fields have lineage, and the operations a field went through.
+
+A path is the operations a destination field depends on, trimmed from one stored operation
+set and renumbered: a field input's `origin` is the position, in the path's own `operations`,
+of the operation that output it. Identical trimmed paths — from different runs, operation sets
+or jobs — are one path listing every run in the window, newest first.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.errors import InvalidInput, Problem
+from upstream.model.field_operations import SourceRef, Step, step_json
+from upstream.model.identity import DatasetRef
+from upstream.model.window import Window
+from upstream.query.dataset_lineage import LineageParams
+from upstream.query.field_operation_sets import (
+    Recorded,
+    RunOf,
+    UnknownField,
+    dataset_names,
+    existing_dataset,
+    known_fields,
+    operation_sets,
+    require_field,
+)
+from upstream.store import schema as t
+from upstream.store.engine import Store
+from upstream.store.window import run_in_window
+
+Direction = Literal["incoming", "outgoing", "both"]
+DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "both")
+
+__all__ = [
+    "FieldQuery",
+    "UnknownField",
+    "field_operations",
+    "field_paths",
+    "fields_with_lineage",
+    "render_path",
+]
+
+
+@dataclass(frozen=True)
+class FieldQuery:
+    """The window, depth and direction of a field-lineage query."""
+
+    window: Window
+    levels: int = 1
+    direction: Direction = "both"
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        max_levels: int,
+        start: str | None = None,
+        end: str | None = None,
+        levels: str | None = None,
+        direction: str | None = None,
+        now: datetime | None = None,
+    ) -> FieldQuery:
+        """Times and levels as the dataset lineage reads them (DESIGN §4.1), `levels`
+        defaulting to 1 (CDAP's summaries); InvalidInput names each bad parameter."""
+        problems: list[Problem] = []
+        base: LineageParams | None = None
+        try:
+            base = LineageParams.parse(
+                max_levels=max_levels, start=start, end=end, levels=levels or "1", now=now
+            )
+        except InvalidInput as exc:
+            problems.extend(exc.problems)
+        if direction not in (None, "", *DIRECTIONS):
+            problems.append(
+                Problem("direction", f"{direction!r} is not one of incoming, outgoing, both")
+            )
+        if problems or base is None:
+            raise InvalidInput(problems)
+        chosen: Direction = "both"
+        for known in DIRECTIONS:
+            if direction == known:
+                chosen = known
+        return cls(base.window, base.levels, chosen)
+
+
+def render_path(steps: Sequence[Step]) -> list[dict[str, Any]]:
+    """Operations of a path as JSON, field origins renumbered to positions in the path."""
+    positions = {step.index: position for position, step in enumerate(steps)}
+    return [step_json(step, positions) for step in steps]
+
+
+@dataclass
+class _Group:
+    """Identical trimmed paths, with the runs that recorded them."""
+
+    operations: list[dict[str, Any]]
+    runs: dict[uuid.UUID, RunOf] = field(default_factory=dict)
+
+    def newest_first(self) -> list[RunOf]:
+        return sorted(self.runs.values(), key=lambda r: r.recency, reverse=True)
+
+
+def _grouped(pairs: Iterable[tuple[Sequence[Step], RunOf]], **extra: Any) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    for steps, run in pairs:
+        if not steps:
+            continue
+        rendered = render_path(steps)
+        key = json.dumps([extra, rendered], sort_keys=True, default=str)
+        groups.setdefault(key, _Group(rendered)).runs[run.run_id] = run
+    return groups
+
+
+def _by_recency(groups: Iterable[_Group]) -> list[_Group]:
+    return sorted(
+        groups,
+        key=lambda g: (g.newest_first()[0].recency, json.dumps(g.operations, sort_keys=True)),
+        reverse=True,
+    )
+
+
+def field_paths(
+    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
+) -> dict[str, Any]:
+    """`GET …/datasets/{ds}/fields/{field}/lineage`: the ways the field was made in the
+    window. UnknownField (404) for an unknown dataset, or a field it does not have (a dropped
+    one included)."""
+    with store.read() as conn:
+        dataset = existing_dataset(conn, namespace, name)
+        recorded = operation_sets(conn, [dataset.id], query.window)
+        groups = _grouped(
+            (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
+            for link in recorded.links
+        )
+        if not groups:
+            require_field(conn, dataset, field_name)
+    return {
+        "fieldName": field_name,
+        "startTimeInSeconds": int(query.window.start.timestamp()),
+        "endTimeInSeconds": int(query.window.end.timestamp()),
+        "paths": [
+            {"operations": g.operations, "runs": [r.as_json() for r in g.newest_first()]}
+            for g in _by_recency(groups.values())
+        ],
+    }
+
+
+def fields_with_lineage(
+    store: Store,
+    namespace: str,
+    name: str,
+    query: FieldQuery,
+    *,
+    prefix: str | None = None,
+    include_current: bool = False,
+) -> list[Any]:
+    """`GET …/datasets/{ds}/lineage/fields`: the dataset's fields with lineage in the window
+    (made by recorded operations, or an end of a field edge: operations, lineage facet,
+    columnLineage), sorted; with `include_current`, every current field too, each saying
+    whether it has lineage. `prefix` filters case-insensitively."""
+    with store.read() as conn:
+        dataset = existing_dataset(conn, namespace, name)
+        with_lineage = _fields_with_lineage(conn, dataset, query.window)
+        names = set(with_lineage)
+        if include_current:
+            names |= known_fields(conn, dataset)
+    wanted = (prefix or "").casefold()
+    chosen = sorted(n for n in names if n.casefold().startswith(wanted))
+    if not include_current:
+        return chosen
+    return [{"name": n, "lineage": n in with_lineage} for n in chosen]
+
+
+def _fields_with_lineage(conn: Connection, dataset: DatasetRef, window: Window) -> set[str]:
+    found: set[str] = set()
+    recorded = operation_sets(conn, [dataset.id], window)
+    for key in {link.operation_set for link in recorded.links}:
+        found.update(recorded.sets[key].alive)
+    return found | _edge_fields(conn, dataset, window)
+
+
+def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:
+    """Fields of `dataset` at either end of a field edge stored in the window."""
+    e = t.edges
+    found: set[str] = set()
+    for end in ("source", "target"):
+        query = (
+            sa.select(e.c[f"{end}_field"])
+            .where(
+                e.c[f"{end}_dataset_id"] == dataset.id,
+                e.c[f"{end}_field"].is_not(None),
+                run_in_window(e.c.run_id, window),
+            )
+            .distinct()
+        )
+        found.update(conn.execute(query).scalars())
+    return found
+
+
+def field_operations(
+    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
+) -> dict[str, Any]:
+    """`GET …/lineage/fields/{field}/operations`: per distinct operation set, the operations
+    that made the field (incoming: trimmed to what it depends on) or that it went through in
+    the datasets it reached (outgoing: from the reading operation on), with the jobs that
+    recorded them and their latest run."""
+    with store.read() as conn:
+        dataset = existing_dataset(conn, namespace, name)
+        require_field(conn, dataset, field_name)
+        result: dict[str, Any] = {}
+        if query.direction in ("incoming", "both"):
+            recorded = operation_sets(conn, [dataset.id], query.window)
+            result["incoming"] = _operation_groups(
+                conn,
+                recorded.links,
+                lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
+            )
+        if query.direction in ("outgoing", "both"):
+            readers = _reading_destinations(conn, dataset, query.window)
+            recorded = operation_sets(conn, readers, query.window)
+            source = SourceRef(dataset.namespace, dataset.name)
+            result["outgoing"] = _operation_groups(
+                conn,
+                recorded.links,
+                lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
+            )
+    return result
+
+
+def _operation_groups(conn: Connection, links: Sequence[Recorded], trim: Any) -> list[Any]:
+    names = dataset_names(conn, {link.destination for link in links})
+    groups: dict[str, tuple[DatasetRef, _Group]] = {}
+    for link in links:
+        destination = names[link.destination]
+        for key, group in _grouped(
+            [(trim(link), link.run)], dataset=(destination.namespace, destination.name)
+        ).items():
+            groups.setdefault(key, (destination, group))[1].runs.update(group.runs)
+    ordered = sorted(
+        groups.values(),
+        key=lambda pair: (pair[1].newest_first()[0].recency, pair[0]),
+        reverse=True,
+    )
+    return [
+        {
+            "dataset": {"namespace": destination.namespace, "name": destination.name},
+            "operations": group.operations,
+            "programs": _programs(group.newest_first()),
+        }
+        for destination, group in ordered
+    ]
+
+
+def _programs(runs: Sequence[RunOf]) -> list[dict[str, Any]]:
+    """The jobs that recorded a path, each with its latest run (runs come newest first)."""
+    latest: dict[tuple[str, str], RunOf] = {}
+    for run in runs:
+        latest.setdefault((run.job_namespace, run.job_name), run)
+    return [
+        {
+            "job": {"namespace": ns, "name": job},
+            "lastRunId": str(run.run_id),
+            "lastRunStartedAt": run.as_json()["startedAt"],
+        }
+        for (ns, job), run in latest.items()
+    ]
+
+
+def _reading_destinations(conn: Connection, dataset: DatasetRef, window: Window) -> set[uuid.UUID]:
+    """Datasets whose recorded operations read `dataset` (each source has a dataset edge to
+    the destination, even when every field read from it was dropped)."""
+    e = t.edges
+    query = (
+        sa.select(e.c.target_dataset_id)
+        .where(
+            e.c.source_dataset_id == dataset.id,
+            e.c.source_field.is_(None),
+            e.c.target_dataset_id.is_not(None),
+            run_in_window(e.c.run_id, window),
+        )
+        .distinct()
+    )
+    return set(conn.execute(query).scalars())

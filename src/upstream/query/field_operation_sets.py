@@ -1,0 +1,159 @@
+"""Reading stored operation sets and the fields a dataset has, for the field-lineage services.
+
+Every loader takes a whole set of datasets at once (one statement per chunk), and parses each
+distinct operation set once however many runs recorded it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.field_operations import OperationSet, operation_set_from_stored
+from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.window import Window
+from upstream.store import schema as t
+from upstream.store.dialect import chunks
+from upstream.store.window import run_in_window
+
+
+class UnknownField(LookupError):
+    """The dataset or field asked about is not known (HTTP 404)."""
+
+
+@dataclass(frozen=True)
+class RunOf:
+    """A run that recorded an operation set: its id, job and start."""
+
+    run_id: uuid.UUID
+    job_namespace: str
+    job_name: str
+    started_at: datetime | None
+
+    @property
+    def recency(self) -> tuple[datetime, str]:
+        """Sort key, newest last (runs without a start sort as oldest)."""
+        moment = self.started_at or datetime.min.replace(tzinfo=UTC)
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), str(self.run_id)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "runId": str(self.run_id),
+            "job": {"namespace": self.job_namespace, "name": self.job_name},
+            "startedAt": self.recency[0].isoformat() if self.started_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One run's link to an operation set of a destination."""
+
+    destination: uuid.UUID
+    operation_set: uuid.UUID
+    run: RunOf
+
+
+@dataclass
+class OperationSets:
+    """The operation sets linked to runs in a window, each parsed once."""
+
+    links: list[Recorded]
+    sets: dict[uuid.UUID, OperationSet]
+
+
+def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
+    """The dataset, or UnknownField naming what is missing."""
+    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    if conn.execute(known).first() is None:
+        raise UnknownField(f"namespace {namespace!r} not found")
+    ref = DatasetRef(namespace, name)
+    exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == ref.id)
+    if conn.execute(exists).first() is None:
+        raise UnknownField(f"dataset {name!r} not found in namespace {namespace!r}")
+    return ref
+
+
+def operation_sets(
+    conn: Connection, destinations: Collection[uuid.UUID], window: Window | None
+) -> OperationSets:
+    """Operation sets of `destinations` recorded by runs overlapping `window` (all runs when
+    None), with the runs that recorded them."""
+    os_, ros = t.operation_sets, t.run_operation_sets
+    links: list[Recorded] = []
+    raw: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for part in chunks(sorted(set(destinations))):
+        query = (
+            sa.select(
+                os_.c.id,
+                os_.c.dataset_id,
+                os_.c.operations,
+                ros.c.run_id,
+                t.runs.c.started_at,
+                t.jobs.c.namespace,
+                t.jobs.c.name,
+            )
+            .select_from(
+                ros.join(os_, os_.c.id == ros.c.operation_set_id)
+                .join(t.runs, t.runs.c.id == ros.c.run_id)
+                .join(t.jobs, t.jobs.c.id == ros.c.job_id)
+            )
+            .where(os_.c.dataset_id.in_(part), run_in_window(ros.c.run_id, window))
+        )
+        for row in conn.execute(query):
+            raw.setdefault(row.id, row.operations)
+            run = RunOf(row.run_id, row.namespace, row.name, row.started_at)
+            links.append(Recorded(row.dataset_id, row.id, run))
+    sets = {key: operation_set_from_stored(value) for key, value in raw.items()}
+    return OperationSets(links, sets)
+
+
+def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
+    """Every field the dataset is known to have: its current fields, those alive after any
+    operation set recorded for it, and the ends of field edges on it (any time)."""
+    found: set[str] = set()
+    stored = conn.execute(
+        sa.select(t.datasets.c.fields).where(t.datasets.c.id == dataset.id)
+    ).scalar()
+    found.update(f["name"] for f in stored or [] if isinstance(f, dict) and "name" in f)
+    for operations in operation_sets(conn, [dataset.id], None).sets.values():
+        found.update(operations.alive)
+    e = t.edges
+    for end in ("target", "source"):
+        query = (
+            sa.select(e.c[f"{end}_field"])
+            .where(e.c[f"{end}_dataset_id"] == dataset.id, e.c[f"{end}_field"].is_not(None))
+            .distinct()
+        )
+        found.update(conn.execute(query).scalars())
+    return found
+
+
+def require_field(conn: Connection, dataset: DatasetRef, field: str) -> None:
+    """Raise UnknownField unless `field` is a field of `dataset`; when a recorded drop
+    removed it, say so (its source field's outgoing summary shows where it ended)."""
+    if field in known_fields(conn, dataset):
+        return
+    label = f"{dataset.namespace}.{dataset.name}"
+    for operations in operation_sets(conn, [dataset.id], None).sets.values():
+        drop = operations.dropped_by(field)
+        if drop is not None:
+            raise UnknownField(
+                f"field {field!r} is not a field of dataset {label}: operation {drop.index} "
+                f"({drop.name!r}) dropped it before the dataset was written"
+            )
+    raise UnknownField(f"field {field!r} is not a field of dataset {label}")
+
+
+def dataset_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
+    found: dict[uuid.UUID, DatasetRef] = {}
+    d = t.datasets
+    for part in chunks(sorted(set(ids))):
+        for row in conn.execute(sa.select(d.c.id, d.c.namespace, d.c.name).where(d.c.id.in_(part))):
+            found[row.id] = DatasetRef(row.namespace, row.name)
+    return found
