@@ -12,7 +12,15 @@ from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
 from upstream.api.errors import install_error_handlers
-from upstream.api.routes import dataset_lineage, health, marquez, marquez_lineage, openlineage
+from upstream.api.routes import (
+    dataset_lineage,
+    field_lineage,
+    field_operations,
+    health,
+    marquez,
+    marquez_lineage,
+    openlineage,
+)
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
@@ -26,6 +34,9 @@ ROUTERS = [
     openlineage.router,
     metrics.router,
     web_routes.router,
+    # Before dataset_lineage: its {ds:path}/lineage also matches …/fields/{field}/lineage.
+    field_lineage.router,
+    field_operations.router,
     dataset_lineage.router,
     marquez.router,
     marquez_lineage.router,
