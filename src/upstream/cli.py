@@ -1,14 +1,32 @@
-"""The `upstream` command (DESIGN §5): serve the API, manage the database."""
+"""The `upstream` command (DESIGN §5): serve the API, manage the database, load events, and
+look at lineage from a terminal. Options are declared here; the work is in `upstream.commands`.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import Annotated
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from upstream import __version__
+from upstream.client.http import DEFAULT_URL
+from upstream.commands.failures import CliError, CliState, reported_failures
+from upstream.commands.target import Target, event_sink, lineage_reader
+from upstream.render.dot import to_dot
+from upstream.render.graph import Graph, dataset_lineage_graph, field_summary_graph, whole_graph
+from upstream.render.mermaid import to_mermaid
+from upstream.render.tables import (
+    dataset_lineage_tables,
+    field_paths_tables,
+    field_summary_tables,
+    graph_tables,
+)
 from upstream.settings import SettingsError, load_settings
 
 app = typer.Typer(
@@ -16,6 +34,7 @@ app = typer.Typer(
     help="Upstream, a data-lineage server. Run `upstream serve` to start it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
@@ -29,6 +48,72 @@ DbOption = Annotated[
         show_default=False,
     ),
 ]
+UrlOption = Annotated[
+    str,
+    typer.Option(
+        "--url",
+        envvar="UPSTREAM_URL",
+        help="The Upstream server to talk to.",
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar="UPSTREAM_TOKEN",
+        help="Bearer token for a server that requires one.",
+        show_default=False,
+    ),
+]
+DirectDbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Use this database directly instead of a server "
+        "(sqlite:///path or postgresql+psycopg://…).",
+        show_default=False,
+    ),
+]
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    dot = "dot"
+    mermaid = "mermaid"
+
+
+class Direction(StrEnum):
+    both = "both"
+    upstream = "upstream"
+    downstream = "downstream"
+
+
+class FieldDirection(StrEnum):
+    incoming = "incoming"
+    outgoing = "outgoing"
+    both = "both"
+
+
+class Collapse(StrEnum):
+    access = "access"
+    run = "run"
+    component = "component"
+
+
+class Rollup(StrEnum):
+    workflow = "workflow"
+
+
+class OnError(StrEnum):
+    skip = "skip"
+    stop = "stop"
+
+
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="table (readable), json, dot (Graphviz) or mermaid."),
+]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -38,11 +123,25 @@ def _fail(message: str) -> typer.Exit:
 
 @app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the full traceback when a command fails.")
+    ] = False,
 ) -> None:
+    ctx.obj = CliState(debug=debug)
     if version:
         typer.echo(__version__)
         raise typer.Exit(0)
+
+
+def _target(ctx: typer.Context, url: str, token: str | None, db: str | None) -> Target:
+    """The server or database a command works on; naming both on the command line is a
+    usage error (an UPSTREAM_URL in the environment simply yields to --db)."""
+    source = ctx.get_parameter_source("url")
+    if db is not None and source is not None and source.name == "COMMANDLINE":
+        raise typer.BadParameter("give either --url or --db, not both", ctx, param_hint="--db")
+    return Target(url=url, token=token, db=db)
 
 
 @app.command()
@@ -58,6 +157,7 @@ def serve(
     """
     import uvicorn
 
+    from upstream.api.metrics import multiprocess_directory
     from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
@@ -74,15 +174,16 @@ def serve(
         raise _fail(f"cannot prepare the database {store.display_url}: {exc}") from None
     finally:
         store.dispose()
-    uvicorn.run(
-        "upstream.api.app:create_app",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level="info",
-        timeout_graceful_shutdown=30,
-    )
+    with multiprocess_directory(settings.workers):
+        uvicorn.run(
+            "upstream.api.app:create_app",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_level=settings.log_level,
+            timeout_graceful_shutdown=30,
+        )
 
 
 @db_app.command("upgrade")
@@ -106,6 +207,313 @@ def db_upgrade(db: DbOption = None) -> None:
         raise _fail(f"cannot migrate {store.display_url}: {exc}") from None
     finally:
         store.dispose()
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files of OpenLineage events: one JSON event, a JSON array, or NDJSON. "
+            "`-` reads standard input.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+    on_error: Annotated[
+        OnError,
+        typer.Option(
+            "--on-error",
+            help="stop: end at the first bad event (the events before it are stored); "
+            "skip: report bad events and store all the others.",
+        ),
+    ] = OnError.stop,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, max=5000, help="Events sent per request.")
+    ] = 500,
+) -> None:
+    """Load OpenLineage events into a server or straight into a database.
+
+    Each bad event is reported as FILE:LINE: what is wrong. The exit status is 1 when any
+    event was refused or unreadable, even with --on-error skip.
+
+    Examples:
+
+    \b
+      upstream ingest events.ndjson --url http://lineage.example.com:5000 --token $TOKEN
+      cat run.json | upstream ingest - --db sqlite:///lineage.db --on-error skip
+    """
+    from upstream.commands.ingest import STDIN
+    from upstream.commands.ingest import ingest as run_ingest
+
+    for name in files:
+        if name != STDIN and not Path(name).is_file():
+            raise typer.BadParameter(f"no file {name}", ctx, param_hint="FILES")
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx):
+        with event_sink(target) as sink:
+            report = run_ingest(
+                files,
+                sink,
+                batch_size=batch_size,
+                stop_on_error=on_error is OnError.stop,
+                console=Console(stderr=True),
+                stdin=typer.get_text_stream("stdin"),
+            )
+        typer.echo(report.summary())
+        if report.failed:
+            raise typer.Exit(1)
+
+
+@app.command()
+def lineage(
+    ctx: typer.Context,
+    namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],
+    dataset: Annotated[str, typer.Argument(help="The dataset's name.")],
+    levels: Annotated[
+        int | None, typer.Option(min=1, help="Hops to follow (server default 10).")
+    ] = None,
+    direction: Annotated[
+        Direction, typer.Option(help="both (CDAP's walk), upstream or downstream.")
+    ] = Direction.both,
+    start: Annotated[
+        str | None,
+        typer.Option(help="Window start: epoch seconds, ISO-8601, now-7d… (default now-7d)."),
+    ] = None,
+    end: Annotated[str | None, typer.Option(help="Window end (default now).")] = None,
+    collapse: Annotated[
+        list[Collapse] | None,
+        typer.Option(help="Merge relations differing only in this (repeatable)."),
+    ] = None,
+    rollup: Annotated[
+        Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
+    ] = None,
+    output_format: FormatOption = OutputFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Show where a dataset's data comes from and goes to (the datasets and jobs around it).
+
+    Examples:
+
+    \b
+      upstream lineage default EmpAgg --rollup workflow --collapse run --levels 2
+      upstream lineage myns mytableds --direction upstream --format dot | dot -Tsvg > g.svg
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        response = reader.dataset_lineage(
+            namespace,
+            dataset,
+            start=start,
+            end=end,
+            levels=levels,
+            direction=direction.value,
+            collapse=[c.value for c in collapse or []],
+            rollup=rollup.value if rollup else None,
+        )
+        _show(
+            response,
+            output_format,
+            table=lambda: dataset_lineage_tables(response, namespace, dataset),
+            graph=lambda: dataset_lineage_graph(response, (namespace, dataset)),
+        )
+
+
+@app.command("field-lineage")
+def field_lineage(
+    ctx: typer.Context,
+    namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],
+    dataset: Annotated[str, typer.Argument(help="The dataset's name.")],
+    field: Annotated[str, typer.Argument(help="The field's name.")],
+    direction: Annotated[
+        FieldDirection, typer.Option(help="incoming, outgoing or both.")
+    ] = FieldDirection.both,
+    levels: Annotated[
+        int | None, typer.Option(min=1, help="Hops across datasets (server default 1).")
+    ] = None,
+    paths: Annotated[
+        bool,
+        typer.Option(
+            "--paths", help="Show the operations that made the field instead (seed 000's paths)."
+        ),
+    ] = False,
+    start: Annotated[str | None, typer.Option(help="Window start (default now-7d).")] = None,
+    end: Annotated[str | None, typer.Option(help="Window end (default now).")] = None,
+    output_format: FormatOption = OutputFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Show which fields of which datasets a field comes from and flows to.
+
+    Examples:
+
+    \b
+      upstream field-lineage myns mytableds uniqueId --direction incoming
+      upstream field-lineage myns mytableds uniqueId --paths
+      upstream field-lineage myns user_data body --direction outgoing --levels 3 --format mermaid
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        if paths:
+            response = reader.field_lineage(namespace, dataset, field, start=start, end=end)
+            if output_format not in (OutputFormat.table, OutputFormat.json):
+                raise CliError("--paths prints a table or json, not a graph")
+            _show(
+                response,
+                output_format,
+                table=lambda: field_paths_tables(response, namespace, dataset),
+                graph=None,
+            )
+            return
+        response = reader.field_lineage_summary(
+            namespace,
+            dataset,
+            field,
+            direction=direction.value,
+            levels=levels,
+            start=start,
+            end=end,
+        )
+        _show(
+            response,
+            output_format,
+            table=lambda: field_summary_tables(response, namespace, dataset, field),
+            graph=lambda: field_summary_graph(response, namespace, dataset, field),
+        )
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    namespace: Annotated[
+        str | None, typer.Argument(help="With DATASET: export only this dataset's neighbourhood.")
+    ] = None,
+    dataset: Annotated[str | None, typer.Argument(help="The dataset at the centre.")] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="json, dot (Graphviz), mermaid, or table."),
+    ] = OutputFormat.json,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file instead of standard output."),
+    ] = None,
+    levels: Annotated[int | None, typer.Option(min=1, help="Neighbourhood: hops.")] = None,
+    direction: Annotated[
+        Direction, typer.Option(help="Neighbourhood: direction.")
+    ] = Direction.both,
+    start: Annotated[str | None, typer.Option(help="Neighbourhood: window start.")] = None,
+    end: Annotated[str | None, typer.Option(help="Neighbourhood: window end.")] = None,
+    rollup: Annotated[Rollup | None, typer.Option(help="Neighbourhood: roll up.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Export the whole lineage graph, or one dataset's neighbourhood, as JSON, DOT or Mermaid.
+
+    The whole graph has every dataset, and an edge per data flow labelled with the jobs that
+    made it.
+
+    Examples:
+
+    \b
+      upstream export --db sqlite:///lineage.db --format dot -o lineage.dot
+      upstream export default EmpAgg --levels 3 --format mermaid -o empagg.mmd
+    """
+    if (namespace is None) != (dataset is None):
+        raise typer.BadParameter(
+            "give both NAMESPACE and DATASET, or neither", ctx, param_hint="DATASET"
+        )
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        if namespace is None or dataset is None:
+            response = reader.lineage_graph()
+            text = _text(
+                response,
+                output_format,
+                table=lambda: graph_tables(response),
+                graph=lambda: whole_graph(response),
+            )
+        else:
+            response = reader.dataset_lineage(
+                namespace,
+                dataset,
+                start=start,
+                end=end,
+                levels=levels,
+                direction=direction.value,
+                rollup=rollup.value if rollup else None,
+            )
+            focus = (namespace, dataset)
+            text = _text(
+                response,
+                output_format,
+                table=lambda: dataset_lineage_tables(response, *focus),
+                graph=lambda: dataset_lineage_graph(response, focus),
+            )
+        if output is None:
+            typer.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
+            typer.echo(f"wrote {output}", err=True)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Load the three example scenarios and print where to look at them.
+
+    The field operations of seed 000 (myns/user_data into myns/mytableds), the EmpAgg workflow
+    of seed 002 with its temporary dataset (namespace default), and the build_summaries job of
+    seed 003 with its lineage facet.
+
+    Examples:
+
+    \b
+      upstream demo --url http://127.0.0.1:5000
+      upstream demo --db sqlite:///demo.db
+    """
+    from upstream.commands.demo import load_demo
+
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx):
+        typer.echo(load_demo(target))
+
+
+def _show(
+    response: dict[str, Any],
+    output_format: OutputFormat,
+    *,
+    table: Any,
+    graph: Any,
+) -> None:
+    """Print a response: tables through Rich, text formats verbatim."""
+    if output_format is OutputFormat.table:
+        Console().print(table())
+        return
+    typer.echo(_text(response, output_format, table=table, graph=graph), nl=False)
+
+
+def _text(response: dict[str, Any], output_format: OutputFormat, *, table: Any, graph: Any) -> str:
+    """A response in a text format: JSON as the API answers it, or a drawn graph."""
+    if output_format is OutputFormat.json:
+        return json.dumps(response, indent=2, ensure_ascii=False) + "\n"
+    if output_format is OutputFormat.table:
+        console = Console(record=True, file=open(os.devnull, "w"), width=120)  # noqa: SIM115
+        console.print(table())
+        return console.export_text()
+    drawn: Graph = graph()
+    return to_dot(drawn) if output_format is OutputFormat.dot else to_mermaid(drawn)
 
 
 def main() -> None:

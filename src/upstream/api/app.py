@@ -17,6 +17,7 @@ from upstream.api.routes import (
     field_lineage,
     field_operations,
     health,
+    lineage_graph,
     marquez,
     marquez_lineage,
     openlineage,
@@ -40,6 +41,7 @@ ROUTERS = [
     dataset_lineage.router,
     marquez.router,
     marquez_lineage.router,
+    lineage_graph.router,
 ]
 
 

@@ -1,0 +1,220 @@
+"""A typed HTTP client for Upstream's read API and for posting events.
+
+The CLI talks to a server through it, and programs can too. Every failure surfaces as one
+`UpstreamError` with a readable message: the server's own `{"code", "message", "errors"}` body
+when it answered, the connection problem when it did not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from upstream import __version__
+
+DEFAULT_URL = "http://127.0.0.1:5000"
+
+#: Bodies above this size are gzipped; the server inflates them (DESIGN §3.1).
+_GZIP_ABOVE_BYTES = 256 * 1024
+
+JsonObject = dict[str, Any]
+
+
+class UpstreamError(Exception):
+    """The server could not be reached, or it refused the request."""
+
+
+class ApiRejected(UpstreamError):
+    """The server answered with an error status; `errors` locates each problem when it can."""
+
+    def __init__(self, status: int, message: str, errors: Sequence[Mapping[str, Any]] = ()):
+        super().__init__(f"{message} (HTTP {status})")
+        self.status = status
+        self.message = message
+        self.errors = [dict(e) for e in errors]
+
+
+def segment(value: str) -> str:
+    """One percent-encoded path segment: names may hold `/`, `:`, `%`, spaces and unicode."""
+    return quote(value, safe="")
+
+
+class UpstreamClient:
+    """Calls one Upstream server; use as a context manager so the connection pool closes."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"User-Agent": f"upstream-client/{__version__}"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __enter__(self) -> UpstreamClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def post_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Store OpenLineage events as one all-or-nothing batch (`POST /api/v1/lineage`).
+
+        A rejected batch raises ApiRejected whose `errors` paths start with the event's index
+        in `events` (`[3].run.runId`).
+        """
+        self._request("POST", "/api/v1/lineage", body=list(events))
+
+    def post_field_operations(self, namespace: str, document: Mapping[str, Any]) -> None:
+        """Store field operations in the seed's JSON form (DESIGN §3.5)."""
+        self._request(
+            "POST", f"/v3/namespaces/{segment(namespace)}/lineage/field-operations", body=document
+        )
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def health(self) -> JsonObject:
+        return self._json("GET", "/health")
+
+    def dataset_lineage(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        levels: int | None = None,
+        direction: str | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+    ) -> JsonObject:
+        """The dataset's lineage as CDAP's relations (DESIGN §4.2)."""
+        params = _params(
+            start=start, end=end, levels=levels, direction=direction, rollup=rollup
+        ) + [("collapse", c) for c in collapse]
+        return self._json("GET", f"{_dataset_path(namespace, dataset)}/lineage", params=params)
+
+    def field_lineage(
+        self,
+        namespace: str,
+        dataset: str,
+        field: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+    ) -> JsonObject:
+        """How a field was made: its paths of operations with their runs (DESIGN §4.3)."""
+        path = f"{_dataset_path(namespace, dataset)}/fields/{segment(field)}/lineage"
+        return self._json("GET", path, params=_params(start=start, end=end))
+
+    def field_lineage_summary(
+        self,
+        namespace: str,
+        dataset: str,
+        field: str,
+        *,
+        direction: str | None = None,
+        levels: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+    ) -> JsonObject:
+        """The datasets and fields a field comes from and flows to (DESIGN §4.3)."""
+        path = f"{_dataset_path(namespace, dataset)}/lineage/fields/{segment(field)}"
+        params = _params(direction=direction, levels=levels, start=start, end=end)
+        return self._json("GET", path, params=params)
+
+    def lineage_graph(self) -> JsonObject:
+        """Every dataset and job with the data flows between them (`upstream export`)."""
+        return self._json("GET", "/v3/lineage/graph")
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _json(
+        self, method: str, path: str, *, params: list[tuple[str, str]] | None = None
+    ) -> JsonObject:
+        response = self._request(method, path, params=params)
+        try:
+            document = response.json()
+        except ValueError:
+            raise UpstreamError(f"{self.url}{path} did not answer with JSON") from None
+        if not isinstance(document, dict):
+            raise UpstreamError(f"{self.url}{path} answered with a JSON {type(document).__name__}")
+        return document
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: list[tuple[str, str]] | None = None,
+        body: Any = None,
+    ) -> httpx.Response:
+        headers: dict[str, str] = {}
+        content: bytes | None = None
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+            if len(content) > _GZIP_ABOVE_BYTES:
+                content = gzip.compress(content, compresslevel=1)
+                headers["Content-Encoding"] = "gzip"
+        try:
+            response = self._http.request(
+                method,
+                path,
+                params=tuple(params or ()),
+                content=content,
+                headers=headers,
+            )
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"cannot reach {self.url}: {exc or type(exc).__name__}") from exc
+        if response.is_success:
+            return response
+        raise _rejection(response)
+
+
+def _dataset_path(namespace: str, dataset: str) -> str:
+    return f"/v3/namespaces/{segment(namespace)}/datasets/{segment(dataset)}"
+
+
+def _params(**values: object) -> list[tuple[str, str]]:
+    return [(k, str(v)) for k, v in values.items() if v is not None]
+
+
+def _rejection(response: httpx.Response) -> ApiRejected:
+    """The server's error body as an exception; a non-JSON body keeps its first line."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        errors = body.get("errors")
+        return ApiRejected(
+            response.status_code,
+            body["message"],
+            [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else [],
+        )
+    text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
+    return ApiRejected(response.status_code, text or response.reason_phrase or "request failed")

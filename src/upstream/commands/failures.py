@@ -1,0 +1,71 @@
+"""How a command fails: one line on stderr and exit status 1; the traceback only with
+`upstream --debug`. Usage errors stay Typer's (exit status 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import typer
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from upstream.client.http import ApiRejected, UpstreamError
+from upstream.model.errors import InvalidInput
+from upstream.settings import SettingsError
+
+
+class CliError(Exception):
+    """A failure whose message tells the user everything they need."""
+
+
+class ParameterError(CliError):
+    """An option value the lineage services refuse (a garbled --start): a usage error."""
+
+
+@dataclass(frozen=True)
+class CliState:
+    """Global options, kept on the root context for every command."""
+
+    debug: bool = False
+
+
+def debugging(ctx: typer.Context) -> bool:
+    state = ctx.find_root().obj
+    return isinstance(state, CliState) and state.debug
+
+
+@contextmanager
+def reported_failures(ctx: typer.Context) -> Iterator[None]:
+    """Turn any exception from the body into `error: <one line>` and exit status 1."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:
+        if debugging(ctx):
+            raise
+        typer.echo(f"error: {one_line(exc)}", err=True)
+        raise typer.Exit(2 if is_usage_error(exc) else 1) from None
+
+
+def is_usage_error(exc: Exception) -> bool:
+    """A parameter the server or the services refused: the command was mistyped (400)."""
+    return isinstance(exc, ParameterError) or (isinstance(exc, ApiRejected) and exc.status == 400)
+
+
+def one_line(exc: Exception) -> str:
+    """The message of `exc` on one line; unexpected errors say how to see more."""
+    if isinstance(exc, CliError | UpstreamError | InvalidInput | SettingsError):
+        message = str(exc)
+    elif isinstance(exc, DBAPIError):
+        message = f"database error: {_first_line(str(exc.orig))}"
+    elif isinstance(exc, SQLAlchemyError | OSError):
+        message = _first_line(str(exc))
+    else:
+        message = f"{type(exc).__name__}: {exc} (run `upstream --debug …` for the traceback)"
+    return " ".join(message.split())
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -1,0 +1,192 @@
+"""Where a command reads and writes: a server (`--url`, `--token`) or a database (`--db`).
+
+Against a database the commands call the same services the API handlers call, so both give
+the same answers; only the transport differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from upstream.client.http import UpstreamClient
+from upstream.commands.failures import CliError, ParameterError
+from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
+from upstream.model.errors import InvalidInput
+from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+from upstream.query.field_lineage import FieldQuery, UnknownField, field_paths
+from upstream.query.field_summary import field_summary
+from upstream.query.whole_graph import lineage_graph
+from upstream.settings import Settings, load_settings
+from upstream.store.engine import Store
+from upstream.store.migrate import current_revision, head_revision, upgrade
+
+
+@dataclass(frozen=True)
+class Target:
+    """A server URL with its token, or a database URL when `db` is set (which wins)."""
+
+    url: str
+    token: str | None = None
+    db: str | None = None
+
+    @property
+    def is_database(self) -> bool:
+        return self.db is not None
+
+    def client(self) -> UpstreamClient:
+        return UpstreamClient(self.url, token=self.token)
+
+
+@contextmanager
+def database(url: str, *, migrate: bool) -> Iterator[Store]:
+    """The store at `url`: migrated first when about to write, checked to be current when
+    only read (reading must not create or change a database)."""
+    parsed = sa.make_url(url)
+    if not migrate and parsed.get_backend_name() == "sqlite":
+        path = parsed.database or ""
+        if path and path != ":memory:" and not Path(path).expanduser().is_file():
+            raise CliError(f"no database at {path}: load events first (upstream ingest --db)")
+    store = Store(url)
+    try:
+        if migrate:
+            upgrade(store)
+        elif current_revision(store) != head_revision():
+            raise CliError(
+                f"the database {store.display_url} is not at the current schema; "
+                f"run `upstream db upgrade --db {store.display_url}`"
+            )
+        yield store
+    finally:
+        store.dispose()
+
+
+@contextmanager
+def event_sink(target: Target) -> Iterator[EventSink]:
+    """A sink storing batches on the target."""
+    if target.db is not None:
+        with database(target.db, migrate=True) as store:
+            yield DatabaseSink(store)
+        return
+    with target.client() as client:
+        yield ServerSink(client)
+
+
+class DatabaseReader:
+    """The read API's answers computed straight from a database, by the same services and
+    with the same settings (levels cap, node cap) the server would use."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def dataset_lineage(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        levels: int | None = None,
+        direction: str | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+    ) -> dict[str, Any]:
+        try:
+            params = LineageParams.parse(
+                max_levels=self.settings.max_levels,
+                start=start,
+                end=end,
+                levels=levels,
+                collapse=collapse,
+                rollup=rollup,
+                direction=direction,
+            )
+        except InvalidInput as exc:
+            raise ParameterError(str(exc)) from None
+        try:
+            return dataset_lineage(
+                self.store,
+                namespace,
+                dataset,
+                params,
+                max_nodes=self.settings.max_lineage_nodes,
+            )
+        except UnknownEntity as exc:
+            raise CliError(str(exc)) from None
+
+    def field_lineage(
+        self,
+        namespace: str,
+        dataset: str,
+        field: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+    ) -> dict[str, Any]:
+        query = self._field_query(start=start, end=end)
+        try:
+            return field_paths(self.store, namespace, dataset, field, query)
+        except UnknownField as exc:
+            raise CliError(str(exc)) from None
+
+    def field_lineage_summary(
+        self,
+        namespace: str,
+        dataset: str,
+        field: str,
+        *,
+        direction: str | None = None,
+        levels: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+    ) -> dict[str, Any]:
+        query = self._field_query(
+            start=start,
+            end=end,
+            direction=direction,
+            levels=None if levels is None else str(levels),
+        )
+        try:
+            return field_summary(self.store, namespace, dataset, field, query)
+        except UnknownField as exc:
+            raise CliError(str(exc)) from None
+
+    def _field_query(
+        self,
+        *,
+        start: str | None,
+        end: str | None,
+        direction: str | None = None,
+        levels: str | None = None,
+    ) -> FieldQuery:
+        try:
+            return FieldQuery.parse(
+                max_levels=self.settings.max_levels,
+                start=start,
+                end=end,
+                direction=direction,
+                levels=levels,
+            )
+        except InvalidInput as exc:
+            raise ParameterError(str(exc)) from None
+
+    def lineage_graph(self) -> dict[str, Any]:
+        with self.store.read() as conn:
+            return lineage_graph(conn)
+
+
+@contextmanager
+def lineage_reader(target: Target) -> Iterator[UpstreamClient | DatabaseReader]:
+    """Something answering the read API: the server's client, or a database reader."""
+    if target.db is not None:
+        with database(target.db, migrate=False) as store:
+            yield DatabaseReader(store, load_settings(db_url=target.db))
+        return
+    with target.client() as client:
+        yield client

@@ -1,0 +1,143 @@
+"""The whole lineage graph at dataset level, for `upstream export` and `GET /v3/lineage/graph`.
+
+Every dataset and job, the dataset-to-dataset flows with the job that made each (from
+`query.flows`, so the lineage facet's precedence and the inputs x outputs inference are the
+same as everywhere else), and the explicit edges that touch a job itself (job -> job,
+dataset -> job, job -> dataset), which have no dataset-level flow to stand for them. Keys and
+entity ids have the shape of the dataset lineage response (DESIGN §4.2).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.workflow import is_workflow
+from upstream.query.flows import flows
+from upstream.store import schema as t
+
+#: (source dataset key, target dataset key, job key or None for declared lineage)
+FlowKey = tuple[str, str, str | None]
+
+
+def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, Any]:
+    """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
+    "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
+
+    `programs` holds the jobs the flows and links name. With `max_nodes`, only the first
+    `max_nodes` datasets (by namespace and name) and what connects them are kept, and the
+    answer says `"truncated": true` when some were left out.
+    """
+    d = t.datasets
+    query = sa.select(d.c.id, d.c.namespace, d.c.name).order_by(d.c.namespace, d.c.name)
+    if max_nodes is not None:
+        query = query.limit(max_nodes + 1)
+    rows = conn.execute(query).all()
+    truncated = max_nodes is not None and len(rows) > max_nodes
+    datasets: dict[uuid.UUID, str] = {}
+    data: dict[str, Any] = {}
+    for row in rows[:max_nodes]:
+        datasets[row.id] = _key("dataset", row.namespace, row.name)
+        data[datasets[row.id]] = _entity("dataset", row.namespace, row.name)
+    jobs: dict[uuid.UUID, str] = {}
+    entities: dict[str, Any] = {}
+    j = t.jobs
+    query = sa.select(j.c.id, j.c.namespace, j.c.name, j.c.job_type, j.c.seen_as_parent)
+    for job in conn.execute(query):
+        kind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
+        jobs[job.id] = _key(kind, job.namespace, job.name)
+        entities[jobs[job.id]] = _entity(kind, job.namespace, job.name)
+    found_flows = _flows(conn, datasets, jobs)
+    links = _job_links(conn, datasets, jobs)
+    named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
+    graph: dict[str, Any] = {
+        "data": dict(sorted(data.items())),
+        "programs": {key: entities[key] for key in sorted(named & entities.keys())},
+        "flows": found_flows,
+        "links": links,
+    }
+    if truncated:
+        graph["truncated"] = True
+    return graph
+
+
+def _flows(
+    conn: Connection, datasets: dict[uuid.UUID, str], jobs: dict[uuid.UUID, str]
+) -> list[dict[str, Any]]:
+    """One entry per (source, target, job), counting its runs; inferred only when every run's
+    flow was inferred."""
+    runs: dict[FlowKey, set[uuid.UUID | None]] = defaultdict(set)
+    explicit: set[FlowKey] = set()
+    for flow in flows(conn, datasets.keys(), "downstream"):
+        if flow.target not in datasets:
+            continue
+        program = jobs.get(flow.job_id) if flow.job_id else None
+        key = (datasets[flow.source], datasets[flow.target], program)
+        runs[key].add(flow.run_id)
+        if not flow.inferred:
+            explicit.add(key)
+    return [
+        {
+            "source": source,
+            "target": target,
+            "program": program,
+            "runs": len(run_ids - {None}),
+            "inferred": (source, target, program) not in explicit,
+        }
+        for (source, target, program), run_ids in sorted(runs.items(), key=_sort_key)
+    ]
+
+
+def _job_links(
+    conn: Connection, datasets: dict[uuid.UUID, str], jobs: dict[uuid.UUID, str]
+) -> list[dict[str, str]]:
+    e = t.edges
+    query = (
+        sa.select(
+            e.c.source_type,
+            e.c.source_dataset_id,
+            e.c.source_job_id,
+            e.c.target_type,
+            e.c.target_dataset_id,
+            e.c.target_job_id,
+        )
+        .where(sa.or_(e.c.source_type == "job", e.c.target_type == "job"))
+        .where(e.c.source_field.is_(None), e.c.target_field.is_(None))
+        .distinct()
+    )
+    links: set[tuple[str, str]] = set()
+    for row in conn.execute(query):
+        source = _end(row.source_type, row.source_dataset_id, row.source_job_id, datasets, jobs)
+        target = _end(row.target_type, row.target_dataset_id, row.target_job_id, datasets, jobs)
+        if source and target and source != target:
+            links.add((source, target))
+    return [{"source": s, "target": target} for s, target in sorted(links)]
+
+
+def _end(
+    kind: str,
+    dataset_id: uuid.UUID | None,
+    job_id: uuid.UUID | None,
+    datasets: dict[uuid.UUID, str],
+    jobs: dict[uuid.UUID, str],
+) -> str | None:
+    if kind == "job":
+        return jobs.get(job_id) if job_id else None
+    return datasets.get(dataset_id) if dataset_id else None
+
+
+def _key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}.{namespace}.{name}"
+
+
+def _entity(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    return {"entityId": {"type": kind, "namespace": namespace, "name": name}}
+
+
+def _sort_key(item: tuple[FlowKey, set[uuid.UUID | None]]) -> tuple[str, str, str]:
+    (source, target, program), _ = item
+    return (source, target, program or "")

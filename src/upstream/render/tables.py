@@ -1,0 +1,168 @@
+"""Rich tables: what `upstream lineage`, `field-lineage` and `export` print by default.
+
+Every name goes into a `Text`, never into markup, so a dataset called `[bold]x` prints as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+
+def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset: str) -> Group:
+    """One row per relation (dataset, program, accesses, runs, components), as the API
+    returns them."""
+    entities = {**response.get("data", {}), **response.get("programs", {})}
+    relations = response.get("relations", [])
+    table = Table(title=_window_title(f"Lineage of {namespace} / {dataset}", response))
+    for column in ("Dataset", "Program", "Access", "Runs", "Components"):
+        table.add_column(column, overflow="fold")
+    for relation in relations:
+        program_key = relation["program"]
+        program = _entity(program_key, entities)
+        if program_key.startswith("workflow."):
+            program.append(" (workflow)", style="magenta")
+        table.add_row(
+            _entity(relation["data"], entities, focus=(namespace, dataset)),
+            program,
+            Text(", ".join(relation.get("accesses", []))),
+            _runs(relation.get("runs", [])),
+            Text(", ".join(relation.get("components", [])) or "-"),
+        )
+    footer = Text(
+        f"{_count(len(relations), 'relation')}, {_count(len(response.get('data', {})), 'dataset')}"
+        f", {_count(len(response.get('programs', {})), 'program')}",
+        style="dim",
+    )
+    if response.get("truncated"):
+        footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
+    return Group(table, footer)
+
+
+def field_summary_tables(
+    response: Mapping[str, Any], namespace: str, dataset: str, field: str
+) -> Group:
+    """The incoming and outgoing summaries, one row per dataset with its fields."""
+    parts: list[RenderableType] = []
+    for side, title in (("incoming", "comes from"), ("outgoing", "flows to")):
+        if side not in response:
+            continue
+        table = Table(title=Text(f"{namespace} / {dataset} . {field} {title}"))
+        table.add_column("Namespace", overflow="fold")
+        table.add_column("Dataset", overflow="fold")
+        table.add_column("Fields", overflow="fold")
+        for entry in response[side]:
+            ref = entry["dataset"]
+            table.add_row(
+                Text(ref["namespace"]), Text(ref["name"]), Text(", ".join(entry["fields"]))
+            )
+        if not response[side]:
+            table.add_row(Text("-", style="dim"), Text("(none)", style="dim"), Text(""))
+        parts.append(table)
+    return Group(*parts)
+
+
+def field_paths_tables(response: Mapping[str, Any], namespace: str, dataset: str) -> Group:
+    """Each way the field was made: its operations in dependency order and the runs."""
+    field = response.get("fieldName", "")
+    paths = response.get("paths", [])
+    parts: list[RenderableType] = []
+    for number, path in enumerate(paths, start=1):
+        runs = path.get("runs", [])
+        table = Table(
+            title=Text(f"Path {number} of {len(paths)} to {namespace} / {dataset} . {field}"),
+            caption=Text(f"{_count(len(runs), 'run')}: {_run_list(runs)}"),
+        )
+        for column in ("#", "Operation", "Inputs", "Outputs", "Description"):
+            table.add_column(column, overflow="fold")
+        for step, operation in enumerate(path.get("operations", []), start=1):
+            table.add_row(
+                Text(str(step)),
+                Text(operation.get("name", "")),
+                Text(", ".join(_operation_input(i) for i in operation.get("inputs", []))),
+                Text(", ".join(operation.get("outputs", []))),
+                Text(operation.get("description") or ""),
+            )
+        parts.append(table)
+    if not paths:
+        parts.append(Text(f"No operations made {field} in this window.", style="dim"))
+    return Group(*parts)
+
+
+def graph_tables(response: Mapping[str, Any]) -> Group:
+    """The whole graph as its dataset-to-dataset flows, with the jobs behind each."""
+    entities = {**response.get("data", {}), **response.get("programs", {})}
+    table = Table(title="Data flows")
+    for column in ("Source", "Job", "Target", "Runs", "How"):
+        table.add_column(column, overflow="fold")
+    for flow in response.get("flows", []):
+        table.add_row(
+            _entity(flow["source"], entities),
+            _entity(flow["program"], entities) if flow.get("program") else Text("-"),
+            _entity(flow["target"], entities),
+            Text(str(flow.get("runs", 0))),
+            Text("inferred" if flow.get("inferred") else "explicit"),
+        )
+    footer = Text(
+        f"{_count(len(response.get('data', {})), 'dataset')}, "
+        f"{_count(len(response.get('programs', {})), 'job')}, "
+        f"{_count(len(response.get('flows', [])), 'flow')}",
+        style="dim",
+    )
+    return Group(table, footer)
+
+
+def _entity(key: str, entities: Mapping[str, Any], focus: tuple[str, str] | None = None) -> Text:
+    entity = entities.get(key, {}).get("entityId", {})
+    namespace, name = str(entity.get("namespace", "")), str(entity.get("name", key))
+    text = Text(name, style="bold" if focus == (namespace, name) else "")
+    text.append(f"\n{namespace}", style="dim")
+    return text
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _runs(runs: list[Any]) -> Text:
+    return Text(f"{len(runs)}: {_run_list(runs)}" if runs else "declared")
+
+
+def _run_list(runs: Iterable[Any], shown: int = 3) -> str:
+    """The first few runs, their ids shortened to 8 characters as git does; a run given as
+    `{"runId", "job"}` also names its job."""
+    items = list(runs)
+    text = ", ".join(_run(run) for run in items[:shown])
+    return text + (f" … (+{len(items) - shown})" if len(items) > shown else "")
+
+
+def _run(run: Any) -> str:
+    if isinstance(run, Mapping):
+        job = run.get("job")
+        name = f" ({job.get('name')})" if isinstance(job, Mapping) and job.get("name") else ""
+        return f"{str(run.get('runId', ''))[:8]}{name}"
+    return str(run)[:8]
+
+
+def _operation_input(item: Any) -> str:
+    if isinstance(item, Mapping):
+        if item.get("type") == "source":
+            return f"{item.get('namespace')}/{item.get('name')}"
+        return str(item.get("name", ""))
+    return str(item)
+
+
+def _window_title(title: str, response: Mapping[str, Any]) -> Text:
+    start, end = response.get("start"), response.get("end")
+    if isinstance(start, int | float) and isinstance(end, int | float):
+        title += f"\n{_when(start)} → {_when(end)}"
+    return Text(title)
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
