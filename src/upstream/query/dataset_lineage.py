@@ -364,8 +364,16 @@ class _Walk:
         return link is not None and link.run_id in only_in[hop.anchor]
 
     def hops(self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], job_edges: bool) -> list[_Hop]:
+        """The frontier's own writers (readers, downstream), which show who made (used)
+        the data even when nothing flowed further; the flows into (out of) it; and, when
+        asked, the edges with a job end."""
         upstream = self.params.direction == "upstream"
-        found: list[_Hop] = []
+        near_access = "write" if upstream else "read"
+        found = [
+            _Hop(((r.dataset_id, r.job_id, r.run_id, r.access),), r.run_id, r.dataset_id)
+            for r in relations_of_datasets(self.conn, datasets, self.window)
+            if r.access == near_access
+        ]
         for flow in flows(
             self.conn, datasets, "upstream" if upstream else "downstream", self.window
         ):
