@@ -142,3 +142,10 @@ def test_configure_is_idempotent_and_sets_the_level() -> None:
     assert logging.getLogger("uvicorn.access").disabled
     configure_logging(Settings())
     assert logging.getLogger("upstream").level == logging.INFO
+
+
+def test_uvicorns_coloured_copy_of_the_message_is_left_out() -> None:
+    record = _record("Started server process [%d]", color_message="\x1b[36m%d\x1b[0m")
+    record.args = (7,)
+    assert "color_message" not in json.loads(JsonFormatter().format(record))
+    assert "\x1b" not in TextFormatter().format(record)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import ds, run_event
+from tests.conftest import LiveServer
 
 
 def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -112,3 +115,25 @@ def test_rejection_reason_names(status: int, reason: str) -> None:
     from upstream.api.metrics import rejection_reason
 
     assert rejection_reason(status) == reason
+
+
+@pytest.mark.slow
+def test_several_workers_report_their_sum(db_url: str, tmp_path: Path) -> None:
+    """`serve --workers 2` aggregates: any worker's scrape counts every worker's events."""
+    server = LiveServer(db_url, tmp_path, env={"PROMETHEUS_MULTIPROC_DIR": ""}).start(
+        "--workers", "2"
+    )
+    try:
+        for i in range(12):  # a new connection each, so both workers take some
+            event = run_event(("ns", f"job-{i}"), outputs=[ds("ns", f"out-{i}")])
+            assert httpx.post(f"{server.url}/api/v1/lineage", json=event).status_code == 201
+        for _ in range(4):
+            text = httpx.get(f"{server.url}/metrics").text
+            samples = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+            }
+            assert value(samples, "upstream_events_ingested_total", result="stored") == 12
+    finally:
+        server.stop()

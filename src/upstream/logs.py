@@ -32,12 +32,14 @@ _SERVER_LOGGERS = ("upstream", "uvicorn", "uvicorn.error")
 request_id_var: ContextVar[str | None] = ContextVar("upstream_request_id", default=None)
 access_log = logging.getLogger("upstream.access")
 
-#: Attributes every LogRecord has; anything else was passed with `extra=` and is logged too.
+#: Attributes every LogRecord has (and uvicorn's terminal-coloured copy of its message);
+#: anything else was passed with `extra=` and is logged too.
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
     "asctime",
     "request_id",
     "taskName",
+    "color_message",
 }
 
 

@@ -13,8 +13,10 @@ histograms; the pool gauges always describe the process that answered the scrape
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
@@ -140,6 +142,21 @@ class Metrics:
                 registry.register(self._pool)
             return generate_latest(registry)
         return generate_latest(self.registry)
+
+
+@contextmanager
+def multiprocess_directory(workers: int) -> Iterator[None]:
+    """With several workers, a fresh `PROMETHEUS_MULTIPROC_DIR` for the life of the server, so
+    a scrape answered by any worker sums them all. An operator's own directory is kept."""
+    if workers <= 1 or os.environ.get(MULTIPROCESS_ENV):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="upstream-metrics-") as path:
+        os.environ[MULTIPROCESS_ENV] = path
+        try:
+            yield
+        finally:
+            os.environ.pop(MULTIPROCESS_ENV, None)
 
 
 def route_template(scope: Scope) -> str:
