@@ -24,9 +24,8 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
         table.add_column(column, overflow="fold")
     for relation in relations:
         program_key = relation["program"]
-        program = _entity(program_key, entities)
-        if program_key.startswith("workflow."):
-            program.append(" (workflow)", style="magenta")
+        workflow = program_key.startswith("workflow.")
+        program = _entity(program_key, entities, suffix=" (workflow)" if workflow else "")
         table.add_row(
             _entity(relation["data"], entities, focus=(namespace, dataset)),
             program,
@@ -52,7 +51,8 @@ def field_summary_tables(
     for side, title in (("incoming", "comes from"), ("outgoing", "flows to")):
         if side not in response:
             continue
-        table = Table(title=Text(f"{namespace} / {dataset} . {field} {title}"))
+        parts.append(Text(f"{namespace} / {dataset} . {field} {title}", style="bold"))
+        table = Table()
         table.add_column("Namespace", overflow="fold")
         table.add_column("Dataset", overflow="fold")
         table.add_column("Fields", overflow="fold")
@@ -74,10 +74,9 @@ def field_paths_tables(response: Mapping[str, Any], namespace: str, dataset: str
     parts: list[RenderableType] = []
     for number, path in enumerate(paths, start=1):
         runs = path.get("runs", [])
-        table = Table(
-            title=Text(f"Path {number} of {len(paths)} to {namespace} / {dataset} . {field}"),
-            caption=Text(f"{_count(len(runs), 'run')}: {_run_list(runs)}"),
-        )
+        heading = f"Path {number} of {len(paths)} to {namespace} / {dataset} . {field}"
+        parts.append(Text(heading, style="bold"))
+        table = Table(caption=Text(f"{_count(len(runs), 'run')}: {_run_list(runs)}"))
         for column in ("#", "Operation", "Inputs", "Outputs", "Description"):
             table.add_column(column, overflow="fold")
         for step, operation in enumerate(path.get("operations", []), start=1):
@@ -117,10 +116,17 @@ def graph_tables(response: Mapping[str, Any]) -> Group:
     return Group(table, footer)
 
 
-def _entity(key: str, entities: Mapping[str, Any], focus: tuple[str, str] | None = None) -> Text:
+def _entity(
+    key: str,
+    entities: Mapping[str, Any],
+    focus: tuple[str, str] | None = None,
+    suffix: str = "",
+) -> Text:
+    """The entity's name (bold when it is the focus) over its namespace."""
     entity = entities.get(key, {}).get("entityId", {})
     namespace, name = str(entity.get("namespace", "")), str(entity.get("name", key))
     text = Text(name, style="bold" if focus == (namespace, name) else "")
+    text.append(suffix, style="magenta")
     text.append(f"\n{namespace}", style="dim")
     return text
 
