@@ -258,3 +258,17 @@ def test_an_ordinary_intermediate_dataset_stays(client: TestClient) -> None:
         ("dataset.ns.Employee", ("read",)),
     }
     assert "temporary" not in lineage(client, "EmpAgg")["data"].get("dataset.ns.staging", {})
+
+
+def test_a_temporary_dataset_asked_about_with_rollup(client: TestClient) -> None:
+    """All its relations are inside the workflow run, so none is shown; it says why."""
+    ids = emp_agg(client, "facet")
+    body = lineage(client, ids["tmp"], rollup="workflow")
+    assert body["relations"] == []
+    assert body["programs"] == {}
+    assert body["data"] == {
+        "dataset.ns.conn-0": {
+            "entityId": {"type": "dataset", "namespace": NS, "name": "conn-0"},
+            "temporary": True,
+        }
+    }

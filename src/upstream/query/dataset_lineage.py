@@ -492,7 +492,11 @@ class _Walk:
         return kept, truncated
 
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
-        """Datasets temporary to the workflow run of one of their relations' runs."""
+        """Datasets temporary to the workflow run of one of their relations' runs. After a
+        rollup those relations are gone; what the walk found temporary is the answer (the
+        queried dataset itself, or one also used outside that workflow run)."""
+        if self.params.rollup is not None:
+            return {dataset for dataset, _ in self.temporary}
         self.index.load(r.run_id for r in relations)
         pairs = workflow_pairs(relations, self.index.workflow_of)
         return {dataset for dataset, _ in self.temporaries(pairs)}
@@ -517,7 +521,7 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
     run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
-    temporary = walk.temporary_datasets(relations) if walk.params.rollup is None else set()
+    temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
         namespace, name = walk.datasets[dataset_id]
