@@ -4,6 +4,7 @@ ingestion endpoint."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -57,6 +58,33 @@ def wide_operations(fields: int, rounds: int, source: Source | None = None) -> l
             for i, name in enumerate(names)
         )
     return ops
+
+
+def as_document(
+    operations: list[FieldOperation],
+    destination: dict[str, Any],
+    source: Source,
+    *,
+    job: str = "job",
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The seed's JSON document for `operations` that read only `source` and refer to fields
+    by name: a source input is written `"source"`."""
+    return {
+        "destination": destination,
+        "source": {"namespace": source.namespace, "name": source.name},
+        "operations": [
+            {
+                "name": op.name,
+                "description": op.description,
+                "inputs": ["source" if isinstance(i, Source) else i for i in op.inputs],
+                "outputs": list(op.outputs),
+            }
+            for op in operations
+        ],
+        "job": {"name": job},
+        "run": {"runId": run_id or str(uuid.uuid4())},
+    }
 
 
 class AppTransport(Transport):

@@ -32,6 +32,7 @@ from upstream.query.field_operation_sets import (
     existing_dataset,
     known_fields,
     operation_sets,
+    reading_destinations,
     require_field,
 )
 from upstream.store import schema as t
@@ -226,7 +227,7 @@ def field_operations(
                 lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
             )
         if query.direction in ("outgoing", "both"):
-            readers = _reading_destinations(conn, dataset, query.window)
+            readers = reading_destinations(conn, dataset, query.window)
             recorded = operation_sets(conn, readers, query.window)
             source = SourceRef(dataset.namespace, dataset.name)
             result["outgoing"] = _operation_groups(
@@ -274,20 +275,3 @@ def _programs(runs: Sequence[RunOf]) -> list[dict[str, Any]]:
         }
         for (ns, job), run in latest.items()
     ]
-
-
-def _reading_destinations(conn: Connection, dataset: DatasetRef, window: Window) -> set[uuid.UUID]:
-    """Datasets whose recorded operations read `dataset` (each source has a dataset edge to
-    the destination, even when every field read from it was dropped)."""
-    e = t.edges
-    query = (
-        sa.select(e.c.target_dataset_id)
-        .where(
-            e.c.source_dataset_id == dataset.id,
-            e.c.source_field.is_(None),
-            e.c.target_dataset_id.is_not(None),
-            run_in_window(e.c.run_id, window),
-        )
-        .distinct()
-    )
-    return set(conn.execute(query).scalars())

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.field_operations import OperationSet, operation_set_from_stored
+from upstream.model.field_operations import OperationSet, SourceRef, operation_set_from_stored
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.window import Window
 from upstream.store import schema as t
@@ -115,7 +115,8 @@ def operation_sets(
 
 def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
     """Every field the dataset is known to have: its current fields, those alive after any
-    operation set recorded for it, and the ends of field edges on it (any time)."""
+    operation set recorded for it, those operations read from it, and the ends of field edges
+    on it (any time)."""
     found: set[str] = set()
     stored = conn.execute(
         sa.select(t.datasets.c.fields).where(t.datasets.c.id == dataset.id)
@@ -123,6 +124,11 @@ def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
     found.update(f["name"] for f in stored or [] if isinstance(f, dict) and "name" in f)
     for operations in operation_sets(conn, [dataset.id], None).sets.values():
         found.update(operations.alive)
+    source = SourceRef(dataset.namespace, dataset.name)
+    for operations in operation_sets(
+        conn, reading_destinations(conn, dataset, None), None
+    ).sets.values():
+        found.update(f for step in operations.steps if source in step.sources for f in step.outputs)
     e = t.edges
     for end in ("target", "source"):
         query = (
@@ -157,3 +163,22 @@ def dataset_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUI
         for row in conn.execute(sa.select(d.c.id, d.c.namespace, d.c.name).where(d.c.id.in_(part))):
             found[row.id] = DatasetRef(row.namespace, row.name)
     return found
+
+
+def reading_destinations(
+    conn: Connection, dataset: DatasetRef, window: Window | None
+) -> set[uuid.UUID]:
+    """Datasets whose recorded operations read `dataset` (each source has a dataset edge to
+    the destination, even when every field read from it was dropped)."""
+    e = t.edges
+    query = (
+        sa.select(e.c.target_dataset_id)
+        .where(
+            e.c.source_dataset_id == dataset.id,
+            e.c.source_field.is_(None),
+            e.c.target_dataset_id.is_not(None),
+            run_in_window(e.c.run_id, window),
+        )
+        .distinct()
+    )
+    return set(conn.execute(query).scalars())
