@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 _ROOT = uuid.UUID("6f1f5a52-3c1e-4a5e-9c39-2b7d8d6e7a10")
 
 
+@lru_cache(maxsize=1 << 16)
 def stable_id(kind: str, *parts: object) -> uuid.UUID:
-    """The UUIDv5 of `kind` and `parts`; None parts hash as empty strings."""
+    """The UUIDv5 of `kind` and `parts`; None parts hash as empty strings. Memoised: a batch
+    names the same datasets, jobs and runs many times over, and hashing dominated writing."""
     key = "\x00".join([kind, *("" if p is None else str(p) for p in parts)])
     return uuid.uuid5(_ROOT, key)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -19,6 +20,50 @@ def insert_ignoring_conflicts(conn: Connection, table: sa.Table, *index_columns:
     """INSERT … ON CONFLICT (index_columns) DO NOTHING for the connection's dialect."""
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     return insert(table).on_conflict_do_nothing(index_elements=list(index_columns) or None)
+
+
+def insert_rows_ignoring(
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+) -> set[Any]:
+    """Insert `rows` (all with the same keys) unless `key` is taken; return the new keys.
+
+    PostgreSQL gets one array per column and `INSERT … SELECT FROM unnest(…)`: the statement
+    text is the same for any number of rows, so it is parsed and planned once per connection,
+    where a multi-row VALUES list costs a fresh parse (client and server) per batch size.
+    The arrays travel in binary (`%b`): text arrays would escape every JSON payload.
+    """
+    if not rows:
+        return set()
+    if conn.dialect.name != "postgresql":
+        stmt = insert_ignoring_conflicts(conn, table, key).returning(table.c[key])
+        inserted: set[Any] = set()
+        for part in chunks(rows, 500):
+            inserted.update(conn.execute(stmt, part).scalars().all())
+        return inserted
+    columns = [table.c[name] for name in rows[0]]
+    quote = conn.dialect.identifier_preparer.quote
+    names = ", ".join(quote(c.name) for c in columns)
+    arrays = ", ".join(f"%(p{i})b::{_array_type(conn, c)}" for i, c in enumerate(columns))
+    values = ", ".join(f"{quote(c.name)}::jsonb" if _is_json(c) else quote(c.name) for c in columns)
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({names}) SELECT {values} FROM unnest({arrays}) "
+        f"AS u({names}) ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+    )
+    params = {
+        f"p{i}": [json.dumps(r[c.name]) for r in rows] if _is_json(c) else [r[c.name] for r in rows]
+        for i, c in enumerate(columns)
+    }
+    return set(conn.exec_driver_sql(sql, params).scalars().all())
+
+
+def _is_json(column: sa.Column[Any]) -> bool:
+    return isinstance(column.type, sa.JSON)
+
+
+def _array_type(conn: Connection, column: sa.Column[Any]) -> str:
+    if _is_json(column):
+        return "text[]"
+    return f"{column.type.compile(dialect=conn.dialect)}[]"
 
 
 def chunks(items: Sequence[T] | Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:

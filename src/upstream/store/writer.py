@@ -28,7 +28,7 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import chunks, for_update, insert_ignoring_conflicts
+from upstream.store.dialect import chunks, for_update, insert_rows_ignoring
 
 Row = dict[str, Any]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -104,11 +104,7 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
         }
         for f in sorted(batch, key=lambda f: f.record.key)
     ]
-    stmt = insert_ignoring_conflicts(conn, t.events, "event_key").returning(t.events.c.event_key)
-    inserted: set[str] = set()
-    for part in chunks(rows, 500):
-        inserted.update(conn.execute(stmt, part).scalars().all())
-    return inserted
+    return insert_rows_ignoring(conn, t.events, rows, "event_key")
 
 
 # -- generic merge --------------------------------------------------------------------------
@@ -147,11 +143,7 @@ def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Ro
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
-    stmt = insert_ignoring_conflicts(conn, table, "id").returning(table.c.id)
-    inserted: set[Any] = set()
-    for part in chunks([rows[k] for k in sorted(rows)], 500):
-        inserted.update(conn.execute(stmt, part).scalars().all())
-    return inserted
+    return insert_rows_ignoring(conn, table, [rows[k] for k in sorted(rows)], "id")
 
 
 def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]) -> None:
