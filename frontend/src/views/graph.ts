@@ -24,10 +24,16 @@ const DEFAULT_LEVELS = 3;
 const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
 /** Above this many elements, drawing trades polish for speed while panning and zooming. */
 const LARGE_GRAPH = 400;
+/** Up to this many nodes, layers are ranked with the best (and slowest) method. */
+const EXACT_RANKING_NODES = 300;
+/** The smallest zoom at which node labels are still legible. */
+const READABLE_ZOOM = 0.75;
 
 /** What the browser tests read: the graph on screen and how long it took to get there. */
 export interface GraphProbe {
   cy: Core;
+  /** The URL hash this graph was drawn for. */
+  route: string;
   requestedAt: number;
   receivedAt: number;
   drawnAt: number;
@@ -248,7 +254,7 @@ function draw(
   graph: LineageGraph,
   onPoint: (node: GraphNode | null) => void,
   onPick: (node: GraphNode) => void,
-  timing: { requestedAt: number; receivedAt: number },
+  timing: { route: string; requestedAt: number; receivedAt: number },
   onDrawn: (probe: GraphProbe) => void,
 ): Core {
   const large = graph.nodes.length + graph.edges.length > LARGE_GRAPH;
@@ -258,7 +264,6 @@ function draw(
     style: STYLE,
     minZoom: 0.05,
     maxZoom: 3,
-    wheelSensitivity: 0.3,
     textureOnViewport: large,
     hideEdgesOnViewport: large,
     pixelRatio: large ? 1 : "auto",
@@ -273,6 +278,9 @@ function draw(
   const layout = cy.layout({
     name: "dagre",
     rankDir: "LR",
+    // Network simplex ranks best but grows steeply (tens of seconds at 1,000 nodes); a tight
+    // tree is close on lineage graphs and takes about a second there.
+    ranker: graph.nodes.length > EXACT_RANKING_NODES ? "tight-tree" : "network-simplex",
     nodeSep: 14,
     rankSep: 70,
     edgeSep: 6,
@@ -281,11 +289,7 @@ function draw(
     animate: false,
   } as cytoscape.LayoutOptions);
   layout.one("layoutstop", () => {
-    const centre = cy.nodes("[?centre]");
-    if (graph.nodes.length > 60 && centre.nonempty()) {
-      cy.zoom(Math.max(cy.zoom(), 0.6));
-      cy.center(centre);
-    }
+    focusCentre(cy);
     // The frame after this one is the first that shows the laid-out graph.
     requestAnimationFrame(() =>
       requestAnimationFrame(() =>
@@ -301,6 +305,24 @@ function draw(
   });
   layout.run();
   return cy;
+}
+
+/** A graph larger than the screen opens legible around its centre, not as a speck. */
+function focusCentre(cy: Core): void {
+  cy.fit(undefined, 24);
+  const centre = cy.nodes("[?centre]");
+  if (cy.zoom() < READABLE_ZOOM && centre.nonempty()) {
+    cy.zoom(READABLE_ZOOM);
+    cy.center(centre);
+  }
+}
+
+function viewButtons(): HTMLElement {
+  const fit = h("button", { type: "button", name: "fit" }, "Fit all");
+  fit.addEventListener("click", () => current?.fit(undefined, 24));
+  const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
+  centre.addEventListener("click", () => current && focusCentre(current));
+  return h("span", { class: "view-buttons" }, fit, centre);
 }
 
 let current: Core | null = null;
@@ -343,11 +365,13 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         h("span", { class: "key key-job" }, "job"),
         h("span", { class: "key key-workflow" }, "workflow"),
         h("span", { class: "key key-temporary" }, "temporary dataset"),
-        "Upstream is on the left. Click a node to centre the graph on it.",
+        "Upstream is on the left. Click a node to centre the graph on it; scroll to zoom.",
+        viewButtons(),
       ),
       status,
     ),
   );
+  const route = location.hash;
   const requestedAt = performance.now();
   let graph: LineageGraph;
   try {
@@ -376,7 +400,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         ns: node.namespace,
         name: node.name,
       }),
-    { requestedAt, receivedAt },
+    { route, requestedAt, receivedAt },
     (probe) => {
       window.__upstreamGraph = probe;
       replace(
