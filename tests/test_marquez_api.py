@@ -493,6 +493,9 @@ def test_lineage_events(client: TestClient) -> None:
     assert run_ids(sortDirection="asc", limit=1, offset=1) == ([runs[1]], 3)
     assert run_ids(after="2026-11-01T13:00:00Z") == ([runs[2], runs[1]], 2)
     assert run_ids(before="2026-11-01T13:00:00Z", after="2026-11-01T12:00:00Z") == ([runs[0]], 1)
+    # Offsets are honoured; a time without one is UTC.
+    assert run_ids(before="2026-11-01T15:00:00+02:00") == ([runs[0]], 1)
+    assert run_ids(after="2026-11-01T14:00:00") == ([runs[2]], 1)
     event = client.get("/api/v1/events/lineage", params={"limit": 1}).json()["events"][0]
     assert event["job"] == {"namespace": "etl", "name": "j", "facets": {}}
     assert client.get("/api/v1/events/lineage", params={"sortDirection": "up"}).status_code == 400

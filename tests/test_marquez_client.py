@@ -145,7 +145,7 @@ def test_datasets(marquez: MarquezClient) -> None:
         {"name": "payload", "type": "string", "tags": [], "description": None},
     ]
     # Run A completed; run B, which wrote the newest version, failed.
-    assert raw["lastModifiedAt"] == "2026-11-01T12:00:00Z"
+    assert raw["lastModifiedAt"] == "2026-11-01T13:00:00Z"
 
     demo = marquez.get_dataset("food_delivery", "public.top_delivery_times")
     assert demo["sourceName"] == "food_delivery_db"

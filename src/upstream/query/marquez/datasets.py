@@ -1,8 +1,8 @@
 """Datasets and dataset versions in Marquez's shapes.
 
 A version is a dataset as one run wrote it (Marquez versions datasets the same way). A dataset's
-`currentVersion` is its newest version, `lastModifiedAt` the newest version written by a run
-that completed, and `sourceName` the `dataSource` facet's name, else the namespace (OpenLineage
+`currentVersion` is its newest version, `lastModifiedAt` the end of the latest completed run
+that wrote it, and `sourceName` the `dataSource` facet's name, else the namespace (OpenLineage
 names a dataset's data source by its namespace).
 """
 
@@ -108,7 +108,7 @@ def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.
     result: dict[uuid.UUID, Any] = {}
     for part in chunks(dataset_ids):
         query = (
-            sa.select(v.c.dataset_id, sa.func.max(v.c.created_at))
+            sa.select(v.c.dataset_id, sa.func.max(t.runs.c.ended_at))
             .join(t.runs, t.runs.c.id == v.c.run_id)
             .where(v.c.dataset_id.in_(part), t.runs.c.state == "COMPLETE")
             .group_by(v.c.dataset_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 import sqlalchemy as sa
@@ -27,10 +27,15 @@ def lineage_events(
     e = t.events
     query = sa.select(e.c.payload)
     if before is not None:
-        query = query.where(e.c.event_time < before)
+        query = query.where(e.c.event_time < _utc(before))
     if after is not None:
-        query = query.where(e.c.event_time >= after)
+        query = query.where(e.c.event_time >= _utc(after))
     order = [e.c.event_time, e.c.seq]
     ordered = query.order_by(*(c.desc() if direction == "desc" else c.asc() for c in order))
     payloads = conn.execute(page.apply(ordered)).scalars()
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
+
+
+def _utc(moment: datetime) -> datetime:
+    """Stored times are UTC; a time without an offset is read as UTC."""
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
