@@ -475,6 +475,8 @@ def test_unknown_namespace_and_dataset_are_404(client: TestClient) -> None:
         ({"levels": "0"}, "levels"),
         ({"levels": "-3"}, "levels"),
         ({"levels": "ten"}, "levels"),
+        ({"levels": "1_0"}, "levels"),
+        ({"levels": "2.5"}, "levels"),
         ({"levels": "101"}, "levels"),
         ({"collapse": "program"}, "collapse"),
         ({"rollup": "application"}, "rollup"),
@@ -484,7 +486,7 @@ def test_unknown_namespace_and_dataset_are_404(client: TestClient) -> None:
 def test_bad_parameters_are_400_naming_them(
     client: TestClient, params: dict[str, str], parameter: str
 ) -> None:
-    post(client, run("P", rid(), reads=["D"]))
+    """Parameters are checked before the dataset is looked up."""
     response = get(client, "D", **params)
     assert response.status_code == 400, response.text
     body = response.json()

@@ -8,6 +8,7 @@ says why and what each direction follows.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ Rollup = Literal["workflow"]
 DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
 DEFAULT_LEVELS = 10
+_WHOLE_NUMBER = re.compile(r"[+-]?\d+")
 _DIRECTIONS: dict[str, Direction] = {d: d for d in get_args(Direction)}
 _DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
 
@@ -120,11 +122,10 @@ def _time(name: str, text: str, now: datetime, problems: list[Problem]) -> datet
 def _levels(value: str | int | None, max_levels: int, problems: list[Problem]) -> int:
     if value is None or value == "":
         return min(DEFAULT_LEVELS, max_levels)
-    try:
-        depth = int(value)
-    except ValueError:
+    if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
         problems.append(Problem("levels", f"{value!r} is not a whole number"))
         return DEFAULT_LEVELS
+    depth = int(value)
     if depth < 1:
         problems.append(Problem("levels", f"must be at least 1, not {depth}"))
     elif depth > max_levels:
