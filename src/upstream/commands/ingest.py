@@ -201,7 +201,7 @@ def ingest(
         sink,
         batch_size=batch_size,
         stop_on_error=stop_on_error,
-        report=lambda line: progress.console.print(Text(line, style="red")),
+        report=lambda line: progress.console.print(Text(line, style="red"), soft_wrap=True),
     )
     with progress:
         task = progress.add_task("ingesting", total=total, events=0)
