@@ -137,3 +137,21 @@ def test_several_workers_report_their_sum(db_url: str, tmp_path: Path) -> None:
             assert value(samples, "upstream_events_ingested_total", result="stored") == 12
     finally:
         server.stop()
+
+
+def test_field_operation_documents_count_as_ingested_events(client: TestClient) -> None:
+    document = {
+        "destination": {"name": "mytableds"},
+        "source": {"name": "user_data"},
+        "operations": [
+            {"name": "read", "description": "read it", "inputs": ["source"], "outputs": ["body"]}
+        ],
+        "job": {"name": "ETLMapReduce"},
+        "run": {"runId": "6f1c0a52-0a4e-4f8e-9a53-2f1d6f0d8a11"},
+    }
+    url = "/v3/namespaces/myns/lineage/field-operations"
+    assert client.post(url, json=document).status_code == 201
+    assert client.post(url, json={**document, "operations": []}).status_code == 422
+    samples = scrape(client)
+    assert value(samples, "upstream_events_ingested_total", result="stored") == 1
+    assert value(samples, "upstream_ingest_rejected_total", reason="invalid") == 1

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.metrics import metrics_of
 from upstream.ingest.operations_document import ingest_operations_document
 
 router = APIRouter(tags=["field lineage"])
@@ -38,5 +39,6 @@ async def post_field_operations(
         if len(segments) == 4:
             namespace = unquote(segments[3])
     document = await read_json(request, settings.max_body_bytes)
-    await run_in_threadpool(ingest_operations_document, store, namespace, document)
+    result = await run_in_threadpool(ingest_operations_document, store, namespace, document)
+    metrics_of(request).count_ingested(result)
     return Response(status_code=201)

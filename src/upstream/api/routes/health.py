@@ -15,7 +15,7 @@ from upstream.store.migrate import is_current
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.get("/health", summary="Liveness")
 def health(store: StoreDep) -> dict[str, Any]:
     """Liveness: the process answers; says which version and which store it runs."""
     return {
@@ -26,7 +26,12 @@ def health(store: StoreDep) -> dict[str, Any]:
     }
 
 
-@router.get("/ready", response_model=None)
+@router.get(
+    "/ready",
+    response_model=None,
+    summary="Readiness",
+    responses={503: {"description": "The database does not answer, or migrations are pending"}},
+)
 def ready(store: StoreDep) -> dict[str, Any] | JSONResponse:
     """Readiness: the database answers and its schema is at the newest migration."""
     try:
