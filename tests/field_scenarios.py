@@ -72,7 +72,11 @@ def as_document(
     by name: a source input is written `"source"`."""
     return {
         "destination": destination,
-        "source": {"namespace": source.namespace, "name": source.name},
+        "source": {
+            "namespace": source.namespace,
+            "name": source.name,
+            "description": source.description,
+        },
         "operations": [
             {
                 "name": op.name,

@@ -28,9 +28,9 @@ from upstream.query.field_operation_sets import (
     Recorded,
     RunOf,
     UnknownField,
+    current_fields,
     dataset_names,
     existing_dataset,
-    known_fields,
     operation_sets,
     reading_destinations,
     require_field,
@@ -166,28 +166,21 @@ def fields_with_lineage(
     include_current: bool = False,
 ) -> list[Any]:
     """`GET …/datasets/{ds}/lineage/fields`: the dataset's fields with lineage in the window
-    (made by recorded operations, or an end of a field edge: operations, lineage facet,
-    columnLineage), sorted; with `include_current`, every current field too, each saying
-    whether it has lineage. `prefix` filters case-insensitively."""
+    — an end of a field edge of any kind (recorded operations, whose edges cover exactly the
+    destination's fields, the lineage facet, columnLineage) — sorted; with `include_current`,
+    the current fields too, each saying whether it has lineage. `prefix` filters
+    case-insensitively."""
     with store.read() as conn:
         dataset = existing_dataset(conn, namespace, name)
-        with_lineage = _fields_with_lineage(conn, dataset, query.window)
+        with_lineage = _edge_fields(conn, dataset, query.window)
         names = set(with_lineage)
         if include_current:
-            names |= known_fields(conn, dataset)
+            names |= current_fields(conn, dataset)
     wanted = (prefix or "").casefold()
     chosen = sorted(n for n in names if n.casefold().startswith(wanted))
     if not include_current:
         return chosen
     return [{"name": n, "lineage": n in with_lineage} for n in chosen]
-
-
-def _fields_with_lineage(conn: Connection, dataset: DatasetRef, window: Window) -> set[str]:
-    found: set[str] = set()
-    recorded = operation_sets(conn, [dataset.id], window)
-    for key in {link.operation_set for link in recorded.links}:
-        found.update(recorded.sets[key].alive)
-    return found | _edge_fields(conn, dataset, window)
 
 
 def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:

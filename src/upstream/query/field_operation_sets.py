@@ -113,15 +113,19 @@ def operation_sets(
     return OperationSets(links, sets)
 
 
+def current_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
+    """The dataset's current (top-level) fields: schema facet or recorded operations."""
+    stored = conn.execute(
+        sa.select(t.datasets.c.fields).where(t.datasets.c.id == dataset.id)
+    ).scalar()
+    return {f["name"] for f in stored or [] if isinstance(f, dict) and "name" in f}
+
+
 def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
     """Every field the dataset is known to have: its current fields, those alive after any
     operation set recorded for it, those operations read from it, and the ends of field edges
     on it (any time)."""
-    found: set[str] = set()
-    stored = conn.execute(
-        sa.select(t.datasets.c.fields).where(t.datasets.c.id == dataset.id)
-    ).scalar()
-    found.update(f["name"] for f in stored or [] if isinstance(f, dict) and "name" in f)
+    found = current_fields(conn, dataset)
     for operations in operation_sets(conn, [dataset.id], None).sets.values():
         found.update(operations.alive)
     source = SourceRef(dataset.namespace, dataset.name)
