@@ -168,9 +168,8 @@ def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
     return ids
 
 
-@pytest.mark.parametrize("kind", TEMPORARY_KINDS)
-def test_emp_agg_rolled_up(client: TestClient, kind: str) -> None:
-    ids = emp_agg(client, kind)
+def check_rolled_up(client: TestClient, ids: dict[str, str]) -> None:
+    """Seed 002's query: the workflow stands where its programs stood."""
     body = lineage(
         client,
         "EmpAgg",
@@ -206,11 +205,7 @@ def test_emp_agg_rolled_up(client: TestClient, kind: str) -> None:
     assert sorted(body["programs"]) == ["job.ns.Reporter", pipe]
 
 
-@pytest.mark.parametrize("kind", TEMPORARY_KINDS)
-def test_emp_agg_directed_rollup_passes_through_the_temporary(
-    client: TestClient, kind: str
-) -> None:
-    ids = emp_agg(client, kind)
+def check_directed_rollup_passes_through(client: TestClient, ids: dict[str, str]) -> None:
     pipe = workflow("EmployeePipe")
     up = lineage(client, "EmpAgg", levels=1, rollup="workflow", direction="upstream")
     assert rels(up) == {("EmpAgg", pipe, "write", ids["W"]), ("Employee", pipe, "read", ids["W"])}
@@ -220,9 +215,7 @@ def test_emp_agg_directed_rollup_passes_through_the_temporary(
     assert rels(down2) == rels(down) | {("EmpAgg", job("Reporter"), "read", ids["rr"])}
 
 
-@pytest.mark.parametrize("kind", TEMPORARY_KINDS)
-def test_emp_agg_without_rollup_marks_the_temporary(client: TestClient, kind: str) -> None:
-    ids = emp_agg(client, kind)
+def check_marked_without_rollup(client: TestClient, ids: dict[str, str]) -> None:
     body = lineage(client, "EmpAgg", levels=1)
     assert rels(body) == {
         ("EmpAgg", job("phase-2"), "write", ids["p2"]),
@@ -234,6 +227,14 @@ def test_emp_agg_without_rollup_marks_the_temporary(client: TestClient, kind: st
         "temporary": True,
     }
     assert "temporary" not in body["data"]["dataset.ns.EmpAgg"]
+
+
+@pytest.mark.parametrize("kind", TEMPORARY_KINDS)
+def test_emp_agg(client: TestClient, kind: str) -> None:
+    ids = emp_agg(client, kind)
+    check_rolled_up(client, ids)
+    check_directed_rollup_passes_through(client, ids)
+    check_marked_without_rollup(client, ids)
 
 
 def test_an_ordinary_intermediate_dataset_stays(client: TestClient) -> None:

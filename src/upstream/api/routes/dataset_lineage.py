@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import unquote_to_bytes
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
+from upstream.api.routes.marquez_common import EncodedSegmentsRoute
 from upstream.model.errors import InvalidInput
 from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
 
-router = APIRouter(tags=["dataset lineage"])
+#: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
+#: path so each segment is decoded exactly once (DESIGN §4.4).
+router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
 
-_PATH = "/v3/namespaces/{namespace:path}/datasets/{dataset:path}/lineage"
+_PATH = "/v3/namespaces/{namespace}/datasets/{dataset}/lineage"
 
 
 @router.get(
@@ -27,7 +29,6 @@ _PATH = "/v3/namespaces/{namespace:path}/datasets/{dataset:path}/lineage"
     },
 )
 async def get_dataset_lineage(
-    request: Request,
     namespace: str,
     dataset: str,
     store: StoreDep,
@@ -46,7 +47,6 @@ async def get_dataset_lineage(
     ] = None,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    namespace, dataset = _names(request, namespace, dataset)
     try:
         params = LineageParams.parse(
             max_levels=settings.max_levels,
@@ -72,21 +72,3 @@ async def get_dataset_lineage(
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None
 
-
-def _names(request: Request, namespace: str, dataset: str) -> tuple[str, str]:
-    """Namespace and name from the raw path, each segment decoded once, so `%2F` inside a
-    name is a slash of the name, not a separator. Paths whose names were sent with bare
-    slashes fall back to the router's split."""
-    raw = request.scope.get("raw_path")
-    if isinstance(raw, bytes):
-        segments = raw.split(b"?")[0].split(b"/")
-        if len(segments) == 7 and segments[4] == b"datasets" and segments[6] == b"lineage":
-            try:
-                return _decoded(segments[3]), _decoded(segments[5])
-            except UnicodeDecodeError:
-                pass
-    return namespace, dataset
-
-
-def _decoded(segment: bytes) -> str:
-    return unquote_to_bytes(segment).decode("utf-8")
