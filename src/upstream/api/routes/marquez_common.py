@@ -58,8 +58,8 @@ def read(store: Store, query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def page(
-    limit: int = Query(100, ge=1, description="Rows to return."),
-    offset: int = Query(0, ge=0, description="Rows to skip."),
+    limit: int = Query(100, ge=1, le=2**63 - 1, description="Rows to return."),
+    offset: int = Query(0, ge=0, le=2**63 - 1, description="Rows to skip."),
 ) -> Page:
     """Marquez's `limit`/`offset` query parameters."""
     return Page(limit=limit, offset=offset)

@@ -71,7 +71,7 @@ def search(
         Literal["NAME", "UPDATED_AT", "name", "updated_at", "UPDATE_AT", "update_at"],
         Query(description="By name, or newest update first."),
     ] = "NAME",
-    limit: Annotated[int, Query(ge=1)] = 10,
+    limit: Annotated[int, Query(ge=1, le=2**63 - 1)] = 10,
     namespace: str | None = None,
 ) -> Doc:
     """Datasets and jobs whose name contains `q`."""
