@@ -33,14 +33,17 @@ from upstream.store.dialect import chunks
 LATEST_RUNS = 10
 
 
-def job_docs(conn: Connection, job_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
-    """Marquez `Job` documents for `job_ids`, built with a fixed number of queries."""
+def job_docs(
+    conn: Connection, job_ids: Collection[uuid.UUID], *, recent_runs: int = LATEST_RUNS
+) -> dict[uuid.UUID, Json]:
+    """Marquez `Job` documents for `job_ids`, built with a fixed number of queries, with up to
+    `recent_runs` runs in `latestRuns`."""
     rows: list[Any] = []
     for part in chunks(sorted(set(job_ids))):
         rows.extend(conn.execute(sa.select(t.jobs).where(t.jobs.c.id.in_(part))).mappings())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
-    latest = _latest_runs(conn, ids)
+    latest = _latest_runs(conn, ids, recent_runs)
     runs = run_docs(conn, [r for runs in latest.values() for r in runs])
     parents = _parent_jobs(conn, [runs_[0] for runs_ in latest.values() if runs_])
     docs: dict[uuid.UUID, Json] = {}
@@ -106,8 +109,10 @@ def _job_io(
     }
 
 
-def _latest_runs(conn: Connection, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[uuid.UUID]]:
-    """The newest LATEST_RUNS runs of each job, newest first."""
+def _latest_runs(
+    conn: Connection, job_ids: list[uuid.UUID], count: int
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """The newest `count` runs of each job, newest first."""
     moment = sa.func.coalesce(t.runs.c.started_at, t.runs.c.created_at)
     result: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
     for part in chunks(job_ids):
@@ -124,7 +129,7 @@ def _latest_runs(conn: Connection, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, 
         )
         query = (
             sa.select(ranked.c.id, ranked.c.job_id)
-            .where(ranked.c.position <= LATEST_RUNS)
+            .where(ranked.c.position <= count)
             .order_by(ranked.c.job_id, ranked.c.position)
         )
         for row in conn.execute(query):

@@ -168,7 +168,7 @@ def _job_edges(
 
 def _render(conn: Connection, graph: _Graph) -> list[Json]:
     datasets = dataset_docs(conn, graph.datasets)
-    jobs = job_docs(conn, graph.jobs)
+    jobs = job_docs(conn, graph.jobs, recent_runs=1)
     ids = {i: dataset_node_id(d["namespace"], d["name"]) for i, d in datasets.items()}
     ids.update({i: job_node_id(j["namespace"], j["name"]) for i, j in jobs.items()})
     edges: dict[tuple[str, str], Json] = {}
