@@ -11,9 +11,12 @@ from typing import Annotated
 import typer
 
 from benchmarks import report
-from benchmarks.databases import KINDS, postgres_available
+from benchmarks.databases import KINDS, fresh_database, postgres_available
+from benchmarks.exactness import check
 from benchmarks.generator import SIZES, generate, load_truth
 from benchmarks.ingest import MODES, run_ingest
+from benchmarks.queries import load_store, run_queries
+from upstream.store.engine import Store
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -107,6 +110,58 @@ def ingest_command(
             report.print_ingest([row], f"{size}: {kind} {name}")
             report.save_results(out, size, results)
     report.print_ingest(rows, f"Ingest, {size} workload")
+
+
+@app.command("queries")
+def queries_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    repetitions: Annotated[int, typer.Option(help="Timed repetitions per query.")] = 20,
+    workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    out: OutOption = OUT,
+) -> None:
+    """Median and p95 latency of the lineage queries, beside a networkx walk in memory."""
+    _size(size)
+    data_dir = _workload(size, seed, out)
+    results = report.load_results(out, size)
+    results["events"] = load_truth(data_dir)["events"]
+    rows = []
+    for kind in _kinds(db):
+        measured = run_queries(kind, data_dir, out, repetitions=repetitions, workers=workers)
+        for row in measured:
+            results["queries"][f"{kind} {row['query']}"] = row
+        rows.extend(measured)
+        report.save_results(out, size, results)
+    report.print_queries(rows, f"Queries, {size} workload ({repetitions} repetitions)")
+
+
+@app.command("exactness")
+def exactness_command(
+    size: SizeOption = "small", seed: SeedOption = 7, db: DbOption = None, out: OutOption = OUT
+) -> None:
+    """Stored dataset and field edges against the ground truth: precision and recall."""
+    _size(size)
+    data_dir = _workload(size, seed, out)
+    truth = load_truth(data_dir)
+    results = report.load_results(out, size)
+    rows = []
+    for kind in _kinds(db):
+        with fresh_database(kind, f"{size}_exactness_{kind}", out) as url:
+            load_store(url, data_dir)
+            store = Store(url)
+            try:
+                scores = [s.as_dict() for s in check(store, truth)]
+            finally:
+                store.dispose()
+        for row in scores:
+            row["db"] = kind
+            results["exactness"][f"{kind} {row['name']}"] = row
+        rows.extend(scores)
+        report.save_results(out, size, results)
+    report.print_exactness(rows, f"Exactness, {size} workload")
+    if any(r["precision"] != 1.0 or r["recall"] != 1.0 for r in rows):
+        raise typer.Exit(1)
 
 
 @app.command("growth")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -76,31 +76,49 @@ def _explicit(
 def _inferred(
     conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
-    """inputs x outputs per run (or per job declaration), where nothing explicit applies."""
+    """inputs x outputs per run (or per job declaration), where nothing explicit applies.
+
+    Runs and declarations are two statements: each joins on columns the indexes cover
+    (run_id; job_id with no run), where one statement joining on "same run, or both without
+    a run" made the database pair every read and write of a job across all its runs."""
+    return _inferred_in_runs(conn, datasets, direction, window) | _inferred_declared(
+        conn, datasets, direction
+    )
+
+
+def _io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
+    """Reads and writes of the same job, as sources and targets; the anchor is the end the
+    walk starts from."""
     reads = t.relations.alias("reads")
     writes = t.relations.alias("writes")
     anchor = writes.c.dataset_id if direction == "upstream" else reads.c.dataset_id
-    same_run = sa.or_(
-        reads.c.run_id == writes.c.run_id,
-        sa.and_(reads.c.run_id.is_(None), writes.c.run_id.is_(None)),
+    query = sa.select(
+        reads.c.dataset_id.label("source"),
+        writes.c.dataset_id.label("target"),
+        writes.c.job_id,
+        writes.c.run_id,
+    ).where(
+        reads.c.job_id == writes.c.job_id,
+        reads.c.access == "read",
+        writes.c.access == "write",
+        reads.c.origin == "io",
+        writes.c.origin == "io",
+        reads.c.dataset_id != writes.c.dataset_id,
     )
+    return query, (reads, writes), anchor
+
+
+def _inferred_in_runs(
+    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+) -> set[Flow]:
+    query, (reads, writes), anchor = _io_pairs(direction)
     explicit_for_output = (
         sa.select(sa.literal(1))
         .select_from(t.edges)
         .where(
+            t.edges.c.run_id == writes.c.run_id,
             t.edges.c.target_dataset_id == writes.c.dataset_id,
-            sa.or_(
-                sa.and_(
-                    writes.c.run_id.is_not(None),
-                    t.edges.c.scope == "run",
-                    t.edges.c.run_id == writes.c.run_id,
-                ),
-                sa.and_(
-                    writes.c.run_id.is_(None),
-                    t.edges.c.scope == "job",
-                    t.edges.c.job_id == writes.c.job_id,
-                ),
-            ),
+            t.edges.c.scope == "run",
         )
         .exists()
     )
@@ -110,32 +128,41 @@ def _inferred(
         .where(t.runs.c.id == writes.c.run_id, t.runs.c.has_lineage_facet)
         .exists()
     )
+    query = query.where(
+        anchor.in_(datasets),
+        reads.c.run_id == writes.c.run_id,
+        run_in_window(writes.c.run_id, window),
+        ~explicit_for_output,
+        ~run_has_facet,
+    ).distinct()
+    return {Flow(r.source, r.target, r.job_id, r.run_id, True) for r in conn.execute(query)}
+
+
+def _inferred_declared(
+    conn: Connection, datasets: list[uuid.UUID], direction: Direction
+) -> set[Flow]:
+    query, (reads, writes), anchor = _io_pairs(direction)
+    explicit_for_output = (
+        sa.select(sa.literal(1))
+        .select_from(t.edges)
+        .where(
+            t.edges.c.job_id == writes.c.job_id,
+            t.edges.c.target_dataset_id == writes.c.dataset_id,
+            t.edges.c.scope == "job",
+        )
+        .exists()
+    )
     job_declared_facet = (
         sa.select(sa.literal(1))
         .select_from(t.jobs)
         .where(t.jobs.c.id == writes.c.job_id, t.jobs.c.declared_lineage_facet)
         .exists()
     )
-    query = (
-        sa.select(
-            reads.c.dataset_id.label("source"),
-            writes.c.dataset_id.label("target"),
-            writes.c.job_id,
-            writes.c.run_id,
-        )
-        .select_from(reads.join(writes, sa.and_(reads.c.job_id == writes.c.job_id, same_run)))
-        .where(
-            anchor.in_(datasets),
-            reads.c.access == "read",
-            writes.c.access == "write",
-            reads.c.origin == "io",
-            writes.c.origin == "io",
-            reads.c.dataset_id != writes.c.dataset_id,
-            run_in_window(writes.c.run_id, window),
-            ~explicit_for_output,
-            ~sa.and_(writes.c.run_id.is_not(None), run_has_facet),
-            ~sa.and_(writes.c.run_id.is_(None), job_declared_facet),
-        )
-        .distinct()
-    )
-    return {Flow(r.source, r.target, r.job_id, r.run_id, True) for r in conn.execute(query)}
+    query = query.where(
+        anchor.in_(datasets),
+        reads.c.run_id.is_(None),
+        writes.c.run_id.is_(None),
+        ~explicit_for_output,
+        ~job_declared_facet,
+    ).distinct()
+    return {Flow(r.source, r.target, r.job_id, None, True) for r in conn.execute(query)}
