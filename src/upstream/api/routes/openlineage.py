@@ -8,6 +8,7 @@ from starlette.concurrency import run_in_threadpool
 from upstream.api.body import read_json
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
+from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
 from upstream.ingest.service import ingest_documents
 
@@ -22,8 +23,17 @@ router = APIRouter(tags=["openlineage"])
     responses={
         201: {"description": "Stored (or already stored); empty body, as Marquez."},
         400: {"description": "Malformed body"},
-        413: {"description": "Body too large"},
+        401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
+        403: {"description": "The token's role is read; posting needs write"},
+        413: {"description": "Body or batch too large"},
+        415: {"description": "Not JSON, or an encoding other than gzip"},
         422: {"description": "An event is invalid; nothing was stored"},
+    },
+    openapi_extra={
+        "requestBody": event_request_body(
+            "An OpenLineage RunEvent, JobEvent or DatasetEvent, or an array of them; "
+            "optionally gzip-compressed (Content-Encoding: gzip)."
+        )
     },
 )
 async def post_lineage(request: Request, store: StoreDep, settings: SettingsDep) -> Response:
