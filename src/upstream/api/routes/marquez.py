@@ -25,6 +25,7 @@ def list_namespaces(store: StoreDep, paging: PageDep) -> Doc:
 
 @router.get("/namespaces/{namespace}")
 def get_namespace(namespace: str, store: StoreDep) -> Doc:
+    """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
     return read(store, namespaces.get_namespace, namespace)
 
 
@@ -36,6 +37,7 @@ def list_sources(store: StoreDep, paging: PageDep) -> Doc:
 
 @router.get("/sources/{source}")
 def get_source(source: str, store: StoreDep) -> Doc:
+    """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
 
 
@@ -47,6 +49,7 @@ def list_datasets(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
 
 @router.get("/namespaces/{namespace}/datasets/{dataset}")
 def get_dataset(namespace: str, dataset: str, store: StoreDep) -> Doc:
+    """One dataset: current fields and facets, current version, last successful write."""
     return read(store, datasets.get_dataset, namespace, dataset)
 
 
@@ -58,6 +61,7 @@ def list_dataset_versions(namespace: str, dataset: str, store: StoreDep, paging:
 
 @router.get("/namespaces/{namespace}/datasets/{dataset}/versions/{version}")
 def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store: StoreDep) -> Doc:
+    """The dataset as one run wrote it, with that run."""
     return read(store, datasets.get_dataset_version, namespace, dataset, version)
 
 
@@ -69,6 +73,7 @@ def list_jobs(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
 
 @router.get("/namespaces/{namespace}/jobs/{job}")
 def get_job(namespace: str, job: str, store: StoreDep) -> Doc:
+    """One job, with every dataset its runs read and wrote and its latest runs."""
     return read(store, jobs.get_job, namespace, job)
 
 
@@ -80,6 +85,7 @@ def list_job_versions(namespace: str, job: str, store: StoreDep, paging: PageDep
 
 @router.get("/namespaces/{namespace}/jobs/{job}/versions/{version}")
 def get_job_version(namespace: str, job: str, version: uuid.UUID, store: StoreDep) -> Doc:
+    """One job version, with its newest run."""
     return read(store, jobs.get_job_version, namespace, job, version)
 
 
@@ -91,6 +97,7 @@ def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) ->
 
 @router.get("/jobs/runs/{run_id}")
 def get_run(run_id: uuid.UUID, store: StoreDep) -> Doc:
+    """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
 
@@ -102,4 +109,5 @@ def get_run_facets(
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
 ) -> Doc:
+    """The facets of a run, or of its job."""
     return read(store, runs.run_facets, run_id, kind)
