@@ -330,5 +330,5 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
     assert unknown.exit_code == 1
     assert own_lines(unknown.stderr)[0].startswith("error: ")
     paths_as_dot = invoke(*common, "--paths", "-f", "dot")
-    assert paths_as_dot.exit_code == 1
+    assert paths_as_dot.exit_code == 2
     assert "--paths prints a table or json" in paths_as_dot.stderr

@@ -4,15 +4,17 @@ look at lineage from a terminal. Options are declared here; the work is in `upst
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from upstream import __version__
 from upstream.client.http import DEFAULT_URL
@@ -359,12 +361,12 @@ def field_lineage(
       upstream field-lineage myns mytableds uniqueId --paths
       upstream field-lineage myns user_data body --direction outgoing --levels 3 --format mermaid
     """
+    if paths and output_format not in (OutputFormat.table, OutputFormat.json):
+        raise typer.BadParameter("--paths prints a table or json", ctx, param_hint="--format")
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         if paths:
             response = reader.field_lineage(namespace, dataset, field, start=start, end=end)
-            if output_format not in (OutputFormat.table, OutputFormat.json):
-                raise CliError("--paths prints a table or json, not a graph")
             _show(
                 response,
                 output_format,
@@ -490,29 +492,43 @@ def demo(
         typer.echo(load_demo(target))
 
 
+TableOf = Callable[[], RenderableType]
+GraphOf = Callable[[], Graph]
+
+
 def _show(
     response: dict[str, Any],
     output_format: OutputFormat,
     *,
-    table: Any,
-    graph: Any,
+    table: TableOf,
+    graph: GraphOf | None,
 ) -> None:
-    """Print a response: tables through Rich, text formats verbatim."""
+    """Print a response: tables through Rich (colours only on a terminal), the text formats
+    verbatim."""
     if output_format is OutputFormat.table:
         Console().print(table())
         return
     typer.echo(_text(response, output_format, table=table, graph=graph), nl=False)
 
 
-def _text(response: dict[str, Any], output_format: OutputFormat, *, table: Any, graph: Any) -> str:
-    """A response in a text format: JSON as the API answers it, or a drawn graph."""
+def _text(
+    response: dict[str, Any],
+    output_format: OutputFormat,
+    *,
+    table: TableOf,
+    graph: GraphOf | None,
+) -> str:
+    """A response as text: JSON as the API answers it, a drawn graph, or plain tables (for a
+    file written with `export -o`)."""
     if output_format is OutputFormat.json:
         return json.dumps(response, indent=2, ensure_ascii=False) + "\n"
     if output_format is OutputFormat.table:
-        console = Console(record=True, file=open(os.devnull, "w"), width=120)  # noqa: SIM115
-        console.print(table())
-        return console.export_text()
-    drawn: Graph = graph()
+        buffer = io.StringIO()
+        Console(file=buffer, width=120, color_system=None).print(table())
+        return buffer.getvalue()
+    if graph is None:
+        raise CliError(f"this answer cannot be drawn as {output_format.value}")
+    drawn = graph()
     return to_dot(drawn) if output_format is OutputFormat.dot else to_mermaid(drawn)
 
 
