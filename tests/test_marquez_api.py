@@ -17,6 +17,8 @@ from tests.builders import (
     dataset_input,
     ds,
     hours,
+    job_entry,
+    job_input,
     lineage_facet,
     run_event,
     schema_facet,
@@ -179,6 +181,26 @@ def test_depth_counts_jobs_and_readers_and_declared_flows_appear(client: TestCli
     assert found["job:etl:audit"] == ([("dataset:db:c", [])], [])
     assert lineage(client, "dataset:db:b", depth=0)["graph"][0]["id"] == "dataset:db:b"
     assert len(lineage(client, "dataset:db:b", depth=0)["graph"]) == 1
+
+
+def test_job_to_job_edges(client: TestClient) -> None:
+    """A lineage facet JOB entry: the own job `load` is fed by job `transform` directly."""
+    post(
+        client,
+        run_event(("etl", "transform"), inputs=[ds("db", "raw")]),
+        run_event(
+            ("etl", "load"),
+            outputs=[ds("db", "mart")],
+            job_facets=lineage_facet(job_entry(inputs=[job_input("etl", "transform")])),
+        ),
+    )
+    graph = lineage(client, "job:etl:load")
+    assert edges(graph) == {
+        "dataset:db:mart": ([("job:etl:load", [])], []),
+        "dataset:db:raw": ([], [("job:etl:transform", [])]),
+        "job:etl:load": ([("job:etl:transform", None)], [("dataset:db:mart", [])]),
+        "job:etl:transform": ([("dataset:db:raw", [])], [("job:etl:load", None)]),
+    }
 
 
 def test_graph_is_cut_at_the_node_cap(db_url: str) -> None:

@@ -114,6 +114,8 @@ def _step(conn: Connection, graph: _Graph, frontier: _Frontier, direction: Direc
         far = flow.target if direction == "downstream" else flow.source
         if flow.job_id is not None:
             graph.add("job", flow.job_id)
+            if flow.job_id not in graph.jobs:
+                continue  # cut at the node cap: nothing beyond a job left out
             reached_jobs.add(flow.job_id)
         if graph.add("dataset", far):
             following.datasets.add(far)
