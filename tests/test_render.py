@@ -320,6 +320,17 @@ def test_lineage_table_lists_each_relation_with_names_verbatim() -> None:
     assert "1970-01-01 00:00 UTC → 1970-01-01 00:01 UTC" in text
 
 
+def test_lineage_table_marks_temporary_datasets() -> None:
+    response = lineage_response(["a", "conn-0.w1"])
+    response["data"]["dataset.ns.conn-0.w1"]["temporary"] = True
+    text = printed(dataset_lineage_tables(response, "ns", "a"))
+    assert "conn-0.w1 (temporary)" in text
+    assert "a (temporary)" not in text
+    graph = dataset_lineage_graph(response, ("ns", "a"))
+    assert [n.name for n in graph.nodes if n.temporary] == ["conn-0.w1"]
+    assert 'style="rounded,filled,dashed"' in to_dot(graph)
+
+
 def test_lineage_table_marks_workflows_runs_and_truncation() -> None:
     text = printed(
         dataset_lineage_tables({**SEED_002_ROLLED_UP, "truncated": True}, "default", "EmpAgg")

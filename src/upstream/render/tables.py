@@ -122,8 +122,12 @@ def _entity(
     focus: tuple[str, str] | None = None,
     suffix: str = "",
 ) -> Text:
-    """The entity's name (bold when it is the focus) over its namespace."""
-    entity = entities.get(key, {}).get("entityId", {})
+    """The entity's name (bold when it is the focus) over its namespace; a dataset temporary
+    to a workflow run says so."""
+    entry = entities.get(key, {})
+    entity = entry.get("entityId", {})
+    if entry.get("temporary"):
+        suffix += " (temporary)"
     namespace, name = str(entity.get("namespace", "")), str(entity.get("name", key))
     text = Text(name, style="bold" if focus == (namespace, name) else "")
     text.append(suffix, style="magenta")
