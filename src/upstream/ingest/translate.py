@@ -184,7 +184,18 @@ def _inputs_outputs(
         facts.edges.extend(lineage.edges)
         facts.relations.extend(_edge_relations(lineage.reads, "read", owner))
         facts.relations.extend(_edge_relations(lineage.writes, "write", owner))
+    _drop_covered_edge_relations(facts)
     _register_edge_entities(facts)
+
+
+def _drop_covered_edge_relations(facts: EventFacts) -> None:
+    """An edge-implied relation adds nothing for a dataset the event lists with that access,
+    and would differ from the listed one by component (`upstream_component`), which edges
+    cannot know: it would show as an extra component-less relation."""
+    listed = {(r.dataset, r.access) for r in facts.relations if r.origin == "io"}
+    facts.relations = [
+        r for r in facts.relations if r.origin == "io" or (r.dataset, r.access) not in listed
+    ]
 
 
 def _edge_relations(datasets: set[DatasetRef], access: str, owner: Owner) -> list[RelationFact]:
