@@ -4,7 +4,9 @@ by hand from the events each test posts."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -131,6 +133,50 @@ def test_outputs_of_every_run_are_shown(client: TestClient) -> None:
         {"namespace": "db", "name": "c"},
     ]
     assert job_doc["latestRun"]["state"] == "COMPLETED"
+
+
+def test_grandmas_apple_pie_shows_both_apple_pickings(
+    client: TestClient, fixtures_dir: Path
+) -> None:
+    """Marquez's apples story: the second picking (crab apples) and the extra sugar explain the
+    off pie. Marquez draws only the latest versions; here both pickings stay upstream, and only
+    what really fed the pie (not the cider or the vinegar) is walked."""
+    stories = sorted((fixtures_dir / "marquez/apples").glob("*.json"))
+    post(client, *(json.loads(path.read_text()) for path in stories))
+    graph = lineage(client, "dataset:grandmas.kitchen:apple.pie")
+    k = "grandmas.kitchen"
+    assert [n["id"] for n in graph["graph"]] == [
+        "dataset:backyard:crab.apples",
+        "dataset:cupboard:sugar",
+        f"dataset:{k}:apple.filling",
+        f"dataset:{k}:apple.pie",
+        f"dataset:{k}:apples",
+        f"dataset:{k}:cinnamon",
+        "dataset:laurents-orchard:red.delicious",
+        f"job:{k}:gather_apples",
+        f"job:{k}:prepare_apple_filling",
+        f"job:{k}:prepare_apple_pie",
+    ]
+    found = edges(graph)
+    assert found[f"job:{k}:gather_apples"][1] == [
+        (
+            f"dataset:{k}:apples",
+            ["dataset:backyard:crab.apples", "dataset:laurents-orchard:red.delicious"],
+        )
+    ]
+    assert found[f"job:{k}:prepare_apple_filling"][1] == [
+        (
+            f"dataset:{k}:apple.filling",
+            ["dataset:cupboard:sugar", f"dataset:{k}:apples", f"dataset:{k}:cinnamon"],
+        )
+    ]
+    # Sugar also went into the cider, which is not upstream of the pie.
+    assert found["dataset:cupboard:sugar"] == (
+        [],
+        [(f"job:{k}:prepare_apple_filling", [f"dataset:{k}:apple.filling"])],
+    )
+    runs = graph["graph"][7]["data"]["latestRun"]
+    assert runs["id"].startswith("155dbf08")
 
 
 def _chain(client: TestClient) -> None:
