@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.builders import dataset_entry, ds, lineage_facet, run_event
+from tests.builders import column_lineage, dataset_entry, ds, lineage_facet, run_event
 from tests.readback import counts
 from upstream.api.app import create_app
 from upstream.settings import Settings
@@ -343,3 +343,71 @@ def test_a_batch_over_the_limit_is_413(limited: TestClient, store: Store) -> Non
     assert counts(store)["events"] == 0
     assert limited.post("/api/v1/lineage", json=events[:3]).status_code == 201
     assert counts(store)["events"] == 3
+
+
+@pytest.fixture
+def capped(db_url: str) -> Iterator[TestClient]:
+    """The API with max_levels 3 and max_lineage_nodes 5, holding the chain
+    d0 -> j1 -> d1 -> j2 -> ... -> j8 -> d8 (field f flows along it)."""
+    settings = Settings(db_url=db_url, max_levels=3, max_lineage_nodes=5)
+    with TestClient(create_app(settings, migrate=False)) as test_client:
+        chain = [
+            run_event(
+                ("caps", f"j{i}"),
+                inputs=[ds("caps", f"d{i - 1}")],
+                outputs=[
+                    ds(
+                        "caps",
+                        f"d{i}",
+                        columnLineage=column_lineage({"f": [("caps", f"d{i - 1}", "f")]}),
+                    )
+                ],
+            )
+            for i in range(1, 9)
+        ]
+        assert test_client.post("/api/v1/lineage", json=chain).status_code == 201
+        yield test_client
+
+
+WINDOW = "start=0&end=now%2B1d"
+
+
+def test_levels_and_depth_above_the_cap_are_400(capped: TestClient) -> None:
+    refusals = {
+        f"/v3/namespaces/caps/datasets/d0/lineage?{WINDOW}&levels=4": (
+            "levels: must be at most 3 (the server's max_levels), not 4"
+        ),
+        "/v3/namespaces/caps/datasets/d8/lineage/fields/f?direction=incoming&levels=4": (
+            "levels: must be at most 3 (the server's max_levels), not 4"
+        ),
+        "/api/v1/lineage?nodeId=dataset:caps:d0&depth=4": "depth: must be at most 3, not 4",
+        "/api/v1/column-lineage?nodeId=dataset:caps:d0&depth=4": "depth: must be at most 3, not 4",
+    }
+    for url, message in refusals.items():
+        response = capped.get(url)
+        assert (response.status_code, response.json()["message"]) == (400, message), url
+    allowed = capped.get(
+        "/v3/namespaces/caps/datasets/d8/lineage/fields/f?direction=incoming&levels=3"
+    )
+    assert allowed.status_code == 200
+
+
+def test_lineage_responses_are_cut_at_the_node_cap(capped: TestClient) -> None:
+    small = capped.get(f"/v3/namespaces/caps/datasets/d0/lineage?{WINDOW}&levels=1").json()
+    assert (sorted(small["data"]), sorted(small["programs"])) == (
+        ["dataset.caps.d0", "dataset.caps.d1"],
+        ["job.caps.j1"],
+    )
+    assert "truncated" not in small
+    cut = capped.get(f"/v3/namespaces/caps/datasets/d0/lineage?{WINDOW}&levels=3").json()
+    assert cut["truncated"] is True
+    assert len(cut["data"]) + len(cut["programs"]) <= 5
+    assert "dataset.caps.d0" in cut["data"]
+
+    whole = capped.get("/api/v1/lineage?nodeId=dataset:caps:d0&depth=1").json()
+    assert (len(whole["graph"]), whole["truncated"]) == (3, False)
+    marquez = capped.get("/api/v1/lineage?nodeId=dataset:caps:d0&depth=3").json()
+    assert (len(marquez["graph"]), marquez["truncated"]) == (5, True)
+
+    graph = capped.get("/v3/lineage/graph").json()
+    assert graph["truncated"] is True
