@@ -279,7 +279,8 @@ class OperationSet:
             "IDENTITY" if not producer.field_inputs else "TRANSFORMATION"
         )
         found = self._dependencies[1][producer.index][name]
-        return [FieldOrigin(source, f, subtype) for source, f in sorted(found)]
+        ordered = sorted(found, key=lambda pair: (pair[0].namespace, pair[0].name, pair[1]))
+        return [FieldOrigin(source, f, subtype) for source, f in ordered]
 
     def field_lineage(
         self, fields: Sequence[str] | None = None
