@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import LiveServer
 from upstream.cli import app
 
 runner = CliRunner()
@@ -105,51 +104,6 @@ def test_demo_loads_the_three_scenarios_into_a_database(db_url: str) -> None:
         "field-lineage", "myns", "mytableds", "uniqueId", "--paths", "--db", db_url, "-f", "json"
     )
     assert [len(p["runs"]) for p in again["paths"]] == [2]
-
-
-def test_every_read_command_gives_the_same_answer_from_a_server(
-    live_server: LiveServer, db_url: str
-) -> None:
-    loaded = runner.invoke(app, ["demo", "--url", live_server.url])
-    assert loaded.exit_code == 0, loaded.output
-    assert f"--url {live_server.url}" in loaded.stdout
-    assert (
-        f"{live_server.url}/v3/namespaces/myns/datasets/mytableds/fields/uniqueId/lineage"
-        in loaded.stdout
-    )
-
-    queries = [
-        ["lineage", "default", "EmpAgg", *EMP_ROLLED_UP],
-        ["lineage", WAREHOUSE, "analytics.customer_summary", "--direction", "upstream"],
-        ["field-lineage", "myns", "mytableds", "uniqueId", "--paths"],
-        ["field-lineage", "myns", "user_data", "body", "--direction", "outgoing", "--levels", "2"],
-        ["export"],
-        ["export", "default", "EmpAgg", "--levels", "2"],
-    ]
-    for query in queries:
-        from_server = json_of(*query, "--url", live_server.url, "-f", "json")
-        from_database = json_of(*query, "--db", db_url, "-f", "json")
-        if "start" in from_server:  # the default window ends "now": a moment apart
-            for key in ("start", "end"):
-                assert abs(from_server.pop(key) - from_database.pop(key)) <= 60
-        assert from_server == from_database, query
-
-    for output_format in ("table", "dot", "mermaid"):
-        drawn = runner.invoke(
-            app, ["lineage", "default", "EmpAgg", "--url", live_server.url, "-f", output_format]
-        )
-        assert drawn.exit_code == 0, drawn.output
-        assert "EmpAgg" in drawn.stdout
-
-    unknown = runner.invoke(app, ["lineage", "default", "nothing", "--url", live_server.url])
-    assert unknown.exit_code == 1
-    assert unknown.stderr.startswith("error: ")
-    assert "(HTTP 404)" in unknown.stderr
-    garbled = runner.invoke(
-        app, ["lineage", "default", "EmpAgg", "--start", "soon", "--url", live_server.url]
-    )
-    assert garbled.exit_code == 2
-    assert "start" in garbled.stderr
 
 
 @pytest.mark.parametrize(

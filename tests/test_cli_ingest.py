@@ -4,8 +4,6 @@ event reported by file and line and exactly the good ones stored."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -215,39 +213,6 @@ def test_an_unreachable_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert errors == [errors[0]]
     assert errors[0].startswith("error: cannot reach http://127.0.0.1:9")
     assert "Traceback" not in result.output
-
-
-def test_into_a_live_server_in_process_and_as_a_real_command(
-    live_server: LiveServer, store: Store, troubled_file: Path, tmp_path: Path
-) -> None:
-    result = runner.invoke(
-        app,
-        [
-            "ingest",
-            str(troubled_file),
-            "--url",
-            live_server.url,
-            "--on-error",
-            "skip",
-            "--batch-size",
-            "4",
-        ],
-    )
-    assert result.exit_code == 1
-    assert stored_numbers(store) == {1, 2, 3, 5, 6, 7, 10}
-    assert f"{troubled_file}:4: run.runId: " in result.stderr
-
-    more = write_ndjson(tmp_path / "more.ndjson", [event(n) for n in range(11, 21)])
-    done = subprocess.run(
-        [sys.executable, "-m", "upstream", "ingest", str(more), "--url", live_server.url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("10 events stored from 1 file in ")
-    assert stored_numbers(store) == {1, 2, 3, 5, 6, 7, 10, *range(11, 21)}
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
