@@ -4,6 +4,7 @@ event reported by file and line and exactly the good ones stored."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from typer.testing import CliRunner
 from tests.builders import ds, run_event
 from tests.conftest import LiveServer
 from upstream.cli import app
+from upstream.commands.event_files import Located
+from upstream.commands.ingest import Ingestion, Stop
+from upstream.commands.sinks import BatchRejected, EventProblem
 from upstream.store import schema as t
 from upstream.store.engine import Store
 
@@ -237,3 +241,37 @@ def test_tokens_and_a_small_server_batch_limit(db_url: str, store: Store, tmp_pa
         assert stored_numbers(store) == set(range(1, 8))
     finally:
         server.stop()
+
+
+class UnhelpfulServer:
+    """A sink that, like some OpenLineage servers, refuses a batch without saying which of
+    its events was wrong."""
+
+    def __init__(self) -> None:
+        self.stored: list[int] = []
+
+    def send(self, documents: Sequence[dict[str, Any]]) -> int | None:
+        if any(d.get("bad") for d in documents):
+            raise BatchRejected("invalid event", [EventProblem(None, "invalid event")])
+        self.stored += [d["n"] for d in documents]
+        return None
+
+
+@pytest.mark.parametrize(("stop", "stored"), [(False, [1, 3, 5, 6]), (True, [1])])
+def test_a_refusal_naming_no_event_is_resolved_one_event_at_a_time(
+    stop: bool, stored: list[int]
+) -> None:
+    sink = UnhelpfulServer()
+    reported: list[str] = []
+    ingestion = Ingestion(sink, batch_size=10, stop_on_error=stop, report=reported.append)
+    documents = [{"n": n, "bad": n in (2, 4)} for n in range(1, 7)]
+    try:
+        for line, document in enumerate(documents, start=1):
+            ingestion.add(Located("f.ndjson", line, document))
+        ingestion.flush()
+    except Stop:
+        assert stop
+    assert sink.stored == stored
+    expected = ["f.ndjson:2: invalid event"] + ([] if stop else ["f.ndjson:4: invalid event"])
+    assert reported == expected
+    assert ingestion.result.duplicates is None
