@@ -14,9 +14,12 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, run_event
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, free_port
+from upstream.api.app import create_app
+from upstream.settings import Settings
 from upstream.store import schema as t
 from upstream.store.engine import Store
 
@@ -91,3 +94,22 @@ def test_sigkill_loses_no_acknowledged_event(db_url: str, tmp_path: Path, store:
     assert set(acknowledged) <= runs
     # At most the requests in flight at the kill were stored without an answer.
     assert len(stored - set(acknowledged)) <= POSTERS
+
+
+def test_an_unreachable_database_is_503_with_retry_after() -> None:
+    """Not a 500: the client should retry later, and re-sending its events is safe."""
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
+    with TestClient(create_app(Settings(db_url=url), migrate=False)) as client:
+        assert client.get("/health").status_code == 200
+        assert client.get("/ready").status_code == 503
+        event = run_event(("durability", "outage"), outputs=[ds("durability", "o")])
+        for response in (
+            client.post("/api/v1/lineage", json=event),
+            client.get("/api/v1/namespaces"),
+        ):
+            assert response.status_code == 503
+            assert response.headers["retry-after"] == "5"
+            assert response.json() == {
+                "code": 503,
+                "message": "the database is unavailable; retry later (re-sending events is safe)",
+            }

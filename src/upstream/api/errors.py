@@ -11,6 +11,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from upstream.model.errors import InvalidInput, path_of
@@ -61,6 +62,17 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=exc.headers,
         )
+
+    @app.exception_handler(OperationalError)
+    async def _database_unavailable(request: Request, exc: OperationalError) -> JSONResponse:
+        # Unreachable, restarting or overloaded database: a client should retry, not give up.
+        reason = str(exc.orig or exc).strip().splitlines()[0][:200]
+        log.error("database unavailable on %s %s: %s", request.method, request.url.path, reason)
+        response = error_response(
+            503, "the database is unavailable; retry later (re-sending events is safe)"
+        )
+        response.headers["Retry-After"] = "5"
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
