@@ -544,3 +544,32 @@ def test_ui_is_served_with_cacheable_assets(server: LiveServer) -> None:
 
 def _quote(text: str) -> str:
     return quote(text, safe="")
+
+
+def test_ui_works_behind_tokens_after_the_login_prompt(
+    sqlite_template: Path, tmp_path: Path, browser: Any
+) -> None:
+    """With tokens configured the browser asks for a login; a read token as the password opens
+    the UI, and the UI's own API requests carry it."""
+    shutil.copy(sqlite_template, tmp_path / "upstream.db")
+    live = LiveServer(
+        f"sqlite:///{tmp_path / 'upstream.db'}",
+        tmp_path,
+        env={"UPSTREAM_TOKENS": "write:w-secret,read:r-secret"},
+    ).start()
+    try:
+        response = httpx.post(
+            f"{live.url}/api/v1/lineage",
+            json=run_event((NS, "guarded_job"), time=_recent(), outputs=[ds(NS, "guarded")]),
+            headers={"Authorization": "Bearer w-secret"},
+        )
+        assert response.status_code == 201
+        assert httpx.get(f"{live.url}/").status_code == 401
+        context = browser.new_context(http_credentials={"username": "ui", "password": "r-secret"})
+        page = context.new_page()
+        page.goto(f"{live.url}/#/search?q=guarded")
+        page.wait_for_selector("table.results")
+        assert sorted(_texts(page, "table.results a.entity")) == ["guarded", "guarded_job"]
+        context.close()
+    finally:
+        live.stop()
