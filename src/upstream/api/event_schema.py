@@ -18,15 +18,12 @@ def event_request_body(description: str) -> dict[str, Any]:
     """An OpenAPI `requestBody`: one OpenLineage event, or a non-empty JSON array of them."""
     schema = TypeAdapter(OpenLineageEvent).json_schema()
     definitions = schema.pop("$defs", {})
-    event = _inline(schema, definitions)
+    kinds = _inline(schema, definitions)["anyOf"]  # RunEvent, JobEvent, DatasetEvent
+    batch = {"type": "array", "items": {"anyOf": kinds}, "minItems": 1, "title": "Batch"}
     return {
         "required": True,
         "description": description,
-        "content": {
-            "application/json": {
-                "schema": {"anyOf": [event, {"type": "array", "items": event, "minItems": 1}]}
-            }
-        },
+        "content": {"application/json": {"schema": {"anyOf": [*kinds, batch]}}},
     }
 
 
