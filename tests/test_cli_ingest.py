@@ -3,6 +3,7 @@ event reported by file and line and exactly the good ones stored."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,7 +186,22 @@ def test_a_file_that_is_not_utf8_is_reported(db_url: str, tmp_path: Path) -> Non
     path.write_bytes(b'{"name": "caf\xe9"}\n')
     result = runner.invoke(app, ["ingest", str(path), "--db", db_url])
     assert result.exit_code == 1
-    assert "latin1.ndjson:0: not UTF-8 text" in result.stderr
+    assert "latin1.ndjson: not UTF-8 text" in result.stderr
+
+
+def test_gzipped_files_are_read_and_a_truncated_one_reported(
+    db_url: str, store: Store, tmp_path: Path
+) -> None:
+    text = "".join(json.dumps(event(n)) + "\n" for n in range(1, 4)).encode()
+    (tmp_path / "a.ndjson.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "cut.ndjson.gz").write_bytes(gzip.compress(text)[:-12])
+    result = runner.invoke(
+        app,
+        ["ingest", str(tmp_path / "a.ndjson.gz"), str(tmp_path / "cut.ndjson.gz"), "--db", db_url],
+    )
+    assert result.exit_code == 1
+    assert "cut.ndjson.gz: not a complete gzip file" in result.stderr
+    assert stored_numbers(store) == {1, 2, 3}
 
 
 def test_an_empty_file_stores_nothing_and_succeeds(db_url: str, tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ class Located:
 
 @dataclass(frozen=True)
 class Malformed:
-    """Text at `origin:line` that is no event; `message` says why."""
+    """Text at `origin:line` that is no event (line 0: the file as a whole); `message` says
+    why."""
 
     origin: str
     line: int

@@ -8,14 +8,16 @@ then ends the run), so the outcome is exactly that of sending the events one by 
 
 from __future__ import annotations
 
+import gzip
 import io
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO, cast
 
 from rich.console import Console
 from rich.progress import (
@@ -98,7 +100,8 @@ class Ingestion:
         if isinstance(item, Malformed):
             self.flush()
             self.result.malformed += 1
-            self._problem(f"{item.origin}:{item.line}: {item.message}")
+            where = f"{item.origin}:{item.line}" if item.line else item.origin
+            self._problem(f"{where}: {item.message}")
             if self.stop_on_error:
                 raise Stop
             return
@@ -229,21 +232,27 @@ def _show(progress: Progress, task_id: TaskID, ingestion: Ingestion, position: i
 
 
 def _decoded(items: Iterator[Item], origin: str) -> Iterator[Item]:
-    """The items, with a file that is not UTF-8 text reported as a malformed entry."""
+    """The items, with a file that is not UTF-8 text (or not gzip, for .gz) reported as a
+    malformed entry; nothing after that point of the file can be read."""
     try:
         yield from items
     except UnicodeDecodeError as exc:
         yield Malformed(origin, 0, f"not UTF-8 text (byte {exc.start} of a read block)")
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        yield Malformed(origin, 0, f"not a complete gzip file ({exc})")
 
 
 @contextmanager
 def _opened(source: str, stdin: IO[str] | None) -> Iterator[tuple[IO[str], Callable[[], int]]]:
-    """The source as text, with a function telling how many of its bytes were read."""
+    """The source as text (gunzipped when its name ends in .gz), with a function telling how
+    many of its bytes were read."""
     if source == STDIN:
         yield (stdin or sys.stdin), lambda: 0
         return
-    with io.TextIOWrapper(Path(source).open("rb"), encoding="utf-8") as stream:
-        yield stream, stream.buffer.tell
+    with Path(source).open("rb") as raw:
+        binary = gzip.GzipFile(fileobj=raw) if source.endswith(".gz") else raw
+        with io.TextIOWrapper(cast(BinaryIO, binary), encoding="utf-8") as stream:
+            yield stream, raw.tell
 
 
 def _size(source: str) -> int | None:
