@@ -11,11 +11,22 @@ from upstream.store import schema as t
 def run_in_window(
     run_id: sa.ColumnElement[object], window: Window | None
 ) -> sa.ColumnElement[bool]:
-    """True for declared lineage (no run) and for runs that overlap `window`."""
+    """True for declared lineage (no run) and for runs that overlap `window`.
+
+    A correlated EXISTS on the run's primary key: the database looks up only the runs the
+    query touches, where `run_id IN (runs overlapping the window)` made it collect every run
+    of the window first (tens of milliseconds per statement on a medium store)."""
     if window is None:
         return sa.true()
-    overlapping = sa.select(t.runs.c.id).where(
-        t.runs.c.started_at < window.end,
-        sa.or_(t.runs.c.ended_at.is_(None), t.runs.c.ended_at >= window.start),
+    run = t.runs.alias("window_run")
+    overlapping = (
+        sa.select(sa.literal(1))
+        .select_from(run)
+        .where(
+            run.c.id == run_id,
+            run.c.started_at < window.end,
+            sa.or_(run.c.ended_at.is_(None), run.c.ended_at >= window.start),
+        )
+        .exists()
     )
-    return sa.or_(run_id.is_(None), run_id.in_(overlapping))
+    return sa.or_(run_id.is_(None), overlapping)
