@@ -310,9 +310,13 @@ def test_node_ids_resolve_namespaces_with_colons(client: TestClient) -> None:
         "namespace": "x:y",
         "name": "w",
     }
-    # The version suffix the marquez-python client may append is accepted.
+    # The version suffix the marquez-python client may append is accepted...
     versioned = lineage(client, f"dataset:{PG}:public.orders#{uuid.uuid4()}")
     assert versioned["graph"][0]["id"] == f"dataset:{PG}:public.orders"
+    # ...and a name that really ends in `#<uuid>` is still found.
+    snapshot = f"orders#{uuid.uuid4()}"
+    post(client, run_event(("etl", "snap"), outputs=[ds("db", snapshot)]))
+    assert lineage(client, f"dataset:db:{snapshot}")["graph"][0]["data"]["name"] == snapshot
 
 
 BAD_NODE_IDS = [

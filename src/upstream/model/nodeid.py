@@ -59,35 +59,40 @@ def parse_node_id(value: str, namespaces: Iterable[str]) -> list[NodeId]:
     """Every reading of `value` whose namespace is one of `namespaces`, best first.
 
     Longer namespaces come first (`a:b` before `a` for `dataset:a:b:c`); for a field id the
-    longer dataset name comes first, since field names rarely hold `:`. An empty list means
-    the id is well formed but names no known namespace. Raises InvalidNodeId when the id is
-    malformed: no known kind, or too few parts.
+    longer dataset name comes first, since field names rarely hold `:`. A trailing `#<uuid>` is
+    read as a version first and as part of the name after. An empty list means the id is well
+    formed but names no known namespace. Raises InvalidNodeId when the id is malformed: no
+    known kind, or too few parts.
     """
-    kind, rest, version = _split_kind(value)
+    kind, bodies = _split_kind(value)
+    known = sorted(set(namespaces), key=lambda ns: (-len(ns), ns))
     readings: list[NodeId] = []
-    for namespace in sorted(set(namespaces), key=lambda ns: (-len(ns), ns)):
-        if not namespace or not rest.startswith(namespace + ":"):
-            continue
-        remainder = rest[len(namespace) + 1 :]
-        if kind != "datasetField":
-            if remainder:
-                readings.append(NodeId(kind, namespace, remainder, None, version))
-            continue
-        for cut in _colons_right_to_left(remainder):
-            name, field = remainder[:cut], remainder[cut + 1 :]
-            if name and field:
-                readings.append(NodeId(kind, namespace, name, field, version))
+    for body, version in bodies:
+        for namespace in known:
+            if not namespace or not body.startswith(namespace + ":"):
+                continue
+            remainder = body[len(namespace) + 1 :]
+            if kind != "datasetField":
+                if remainder:
+                    readings.append(NodeId(kind, namespace, remainder, None, version))
+                continue
+            for cut in _colons_right_to_left(remainder):
+                name, field = remainder[:cut], remainder[cut + 1 :]
+                if name and field:
+                    readings.append(NodeId(kind, namespace, name, field, version))
     return readings
 
 
 def possible_namespaces(value: str) -> list[str]:
     """Every prefix of the id's body that ends before a `:`: the namespaces worth looking up,
     so resolving an id never needs the list of all namespaces."""
-    _, rest, _ = _split_kind(value)
-    return [rest[:cut] for cut in _colons_right_to_left(rest) if cut > 0]
+    _, bodies = _split_kind(value)
+    prefixes = {body[:cut] for body, _ in bodies for cut in _colons_right_to_left(body) if cut}
+    return sorted(prefixes, key=lambda ns: (-len(ns), ns))
 
 
-def _split_kind(value: str) -> tuple[NodeKind, str, uuid.UUID | None]:
+def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]]]:
+    """The kind, and the body read with and without a version suffix (well-formed ones)."""
     if not value:
         raise InvalidNodeId("nodeId: must not be empty")
     kind = next((k for k in KINDS if value.startswith(k + ":")), None)
@@ -96,16 +101,17 @@ def _split_kind(value: str) -> tuple[NodeKind, str, uuid.UUID | None]:
             f"nodeId: {value!r} must start with 'dataset:', 'datasetField:' or 'job:'"
         )
     rest = value[len(kind) + 1 :]
-    version = None
+    bodies: list[tuple[str, uuid.UUID | None]] = []
     found = _VERSION.search(rest)
     if found:
-        version = uuid.UUID(found.group(1))
-        rest = rest[: found.start()]
+        bodies.append((rest[: found.start()], uuid.UUID(found.group(1))))
+    bodies.append((rest, None))
     needed = 2 if kind == "datasetField" else 1
-    if rest.count(":") < needed or rest.startswith(":"):
+    bodies = [(b, v) for b, v in bodies if b.count(":") >= needed and not b.startswith(":")]
+    if not bodies:
         shape = "<namespace>:<name>:<field>" if kind == "datasetField" else "<namespace>:<name>"
         raise InvalidNodeId(f"nodeId: {value!r} must have the form {kind}:{shape}")
-    return kind, rest, version
+    return kind, bodies
 
 
 def _colons_right_to_left(text: str) -> list[int]:

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
+from upstream.store.dialect import chunks
 
 Json = dict[str, Any]
 
@@ -55,17 +56,19 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     Raises InvalidNodeId when `value` is malformed and NotFound when no reading matches."""
     candidates = possible_namespaces(value)
     by_id = {namespace_id(name): name for name in candidates}
-    known = conn.execute(
-        sa.select(t.namespaces.c.id).where(t.namespaces.c.id.in_(list(by_id)))
-    ).scalars()
-    readings = parse_node_id(value, [by_id[i] for i in known])
+    known: list[str] = []
+    for part in chunks(list(by_id)):
+        query = sa.select(t.namespaces.c.id).where(t.namespaces.c.id.in_(part))
+        known.extend(by_id[i] for i in conn.execute(query).scalars())
+    readings = parse_node_id(value, known)
     if readings:
         datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
         jobs = {JobRef(r.namespace, r.name).id for r in readings if r.kind == "job"}
-        stored = set(
-            conn.execute(sa.select(t.datasets.c.id).where(t.datasets.c.id.in_(datasets))).scalars()
-        )
-        stored |= set(conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id.in_(jobs))).scalars())
+        stored: set[uuid.UUID] = set()
+        for table, ids in ((t.datasets, datasets), (t.jobs, jobs)):
+            for part in chunks(sorted(ids)):
+                query = sa.select(table.c.id).where(table.c.id.in_(part))
+                stored.update(conn.execute(query).scalars())
         for reading in readings:
             if _entity_id(reading) in stored:
                 return reading
