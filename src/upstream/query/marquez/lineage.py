@@ -16,6 +16,8 @@ inputs, and outputs of earlier runs vanish. Here:
   each job->dataset edge also lists `sources`, the datasets whose data the job carried into
   that destination, and each dataset->job edge lists `targets`, where the origin's data went
   through the job. Clients that know only `origin`/`destination` see Marquez's graph.
+- Node `data` is the entity's Dataset or Job document without facets (Marquez's graph has none
+  either), a job with its latest run only.
 - At most `max_nodes` nodes; a cut graph says `"truncated": true`.
 """
 
@@ -171,6 +173,8 @@ def _job_edges(
 def _render(conn: Connection, graph: _Graph) -> list[Json]:
     datasets = dataset_docs(conn, graph.datasets)
     jobs = job_docs(conn, graph.jobs, recent_runs=1)
+    for doc in [*datasets.values(), *jobs.values()]:
+        del doc["facets"]  # as in Marquez's graph; facets can be large, the entity has them
     ids = {i: dataset_node_id(d["namespace"], d["name"]) for i, d in datasets.items()}
     ids.update({i: job_node_id(j["namespace"], j["name"]) for i, j in jobs.items()})
     edges: dict[tuple[str, str], Json] = {}
