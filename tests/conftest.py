@@ -163,7 +163,7 @@ class LiveServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # workers start slowly on a busy machine
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log()[-2000:]}")
@@ -172,7 +172,8 @@ class LiveServer:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
-        raise RuntimeError("server did not start within 30 s")
+        self.stop()
+        raise RuntimeError(f"server did not start within 60 s: {self.log()[-2000:]}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
