@@ -162,11 +162,10 @@ def _version_docs(
         conn.execute(sa.select(t.datasets).where(t.datasets.c.id == dataset_id)).mappings().one()
     )
     v = t.dataset_versions
-    rows = (
-        conn.execute(sa.select(v).where(v.c.dataset_id == dataset_id, v.c.id.in_(version_ids)))
-        .mappings()
-        .all()
-    )
+    rows: list[Any] = []
+    for part in chunks(version_ids):
+        query = sa.select(v).where(v.c.dataset_id == dataset_id, v.c.id.in_(part))
+        rows.extend(conn.execute(query).mappings())
     runs = run_docs(conn, [row["run_id"] for row in rows])
     return {
         row["id"]: {
