@@ -233,6 +233,7 @@ def test_an_unreachable_server_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert errors == [errors[0]]
     assert errors[0].startswith("error: cannot reach http://127.0.0.1:9")
     assert "Traceback" not in result.output
+    assert result.stdout.startswith("0 events stored from 1 file")
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

@@ -267,6 +267,8 @@ def ingest(
                 stdin=typer.get_text_stream("stdin"),
             )
         typer.echo(report.summary())
+        if report.failure is not None:
+            raise report.failure
         if report.failed:
             raise typer.Exit(1)
 

@@ -50,10 +50,13 @@ class IngestReport:
     stopped: bool = False
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    #: What ended the run early (the server went away, the database failed): raised again by
+    #: the caller once the summary of what was stored has been shown.
+    failure: Exception | None = None
 
     @property
     def failed(self) -> bool:
-        return bool(self.rejected or self.malformed or self.stopped)
+        return bool(self.rejected or self.malformed or self.stopped or self.failure)
 
     def summary(self) -> str:
         rate = self.stored / self.seconds if self.seconds > 0 else 0.0
@@ -223,6 +226,8 @@ def ingest(
                 _show(progress, task, ingestion, done_bytes)
         except Stop:
             ingestion.result.stopped = True
+        except Exception as exc:  # the caller reports it after the summary
+            ingestion.result.failure = exc
     ingestion.result.seconds = time.perf_counter() - started
     return ingestion.result
 
