@@ -269,6 +269,31 @@ def test_job_to_job_edges(client: TestClient) -> None:
     }
 
 
+def test_dataset_read_and_written_by_the_seed_job_is_walked_both_ways(client: TestClient) -> None:
+    """`j` updates `d` in place; `w` wrote `d` before and `r` reads it after."""
+    post(
+        client,
+        run_event(("etl", "w"), outputs=[ds("db", "d")]),
+        run_event(("etl", "j"), inputs=[ds("db", "d")], outputs=[ds("db", "d")]),
+        run_event(("etl", "r"), inputs=[ds("db", "d")], outputs=[ds("db", "e")]),
+    )
+    assert [n["id"] for n in lineage(client, "job:etl:j", depth=1)["graph"]] == [
+        "dataset:db:d",
+        "job:etl:j",
+    ]
+    graph = lineage(client, "job:etl:j", depth=2)
+    assert edges(graph) == {
+        "dataset:db:d": (
+            [("job:etl:j", []), ("job:etl:w", [])],
+            [("job:etl:j", []), ("job:etl:r", ["dataset:db:e"])],
+        ),
+        "dataset:db:e": ([("job:etl:r", ["dataset:db:d"])], []),
+        "job:etl:j": ([("dataset:db:d", [])], [("dataset:db:d", [])]),
+        "job:etl:r": ([("dataset:db:d", ["dataset:db:e"])], [("dataset:db:e", ["dataset:db:d"])]),
+        "job:etl:w": ([], [("dataset:db:d", [])]),
+    }
+
+
 def test_graph_is_cut_at_the_node_cap(db_url: str) -> None:
     settings = Settings(db_url=db_url, max_lineage_nodes=3)
     with TestClient(create_app(settings, migrate=False)) as client:

@@ -42,6 +42,7 @@ from upstream.store import schema as t
 from upstream.store.dialect import chunks
 
 Kind = Literal["dataset", "job"]
+DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
 
 
 @dataclass
@@ -54,6 +55,9 @@ class _Frontier:
 
     def __bool__(self) -> bool:
         return bool(self.datasets or self.jobs)
+
+    def copy(self) -> _Frontier:
+        return _Frontier(set(self.datasets), set(self.jobs))
 
 
 @dataclass
@@ -81,37 +85,56 @@ def lineage_graph(conn: Connection, node_id: str, depth: int, max_nodes: int) ->
     if seed.kind == "datasetField":
         raise InvalidNodeId("nodeId: lineage takes a dataset or job node id; use /column-lineage")
     graph = _Graph(max_nodes)
-    down, up = _Frontier(), _Frontier()
+    start = _Frontier()
     if seed.kind == "dataset":
         seed_id = DatasetRef(seed.namespace, seed.name).id
         graph.add("dataset", seed_id)
-        down.datasets.add(seed_id)
-        up.datasets.add(seed_id)
+        start.datasets.add(seed_id)
     else:
         seed_id = JobRef(seed.namespace, seed.name).id
         graph.add("job", seed_id)
-        down.jobs.add(seed_id)
-        up.jobs.add(seed_id)
+        start.jobs.add(seed_id)
+    # Each direction expands a node once, even one the other direction already put in the
+    # graph (a job that reads and writes the same dataset).
+    walks: dict[Direction, tuple[_Frontier, _Frontier]] = {
+        direction: (start.copy(), start.copy()) for direction in DIRECTIONS
+    }
     for _ in range(depth):
-        if not (down or up):
+        if not any(frontier for frontier, _ in walks.values()):
             break
-        down = _step(conn, graph, down, "downstream")
-        up = _step(conn, graph, up, "upstream")
+        for direction, (frontier, seen) in list(walks.items()):
+            walks[direction] = (_step(conn, graph, frontier, seen, direction), seen)
     return {"graph": _render(conn, graph), "truncated": graph.truncated}
 
 
-def _step(conn: Connection, graph: _Graph, frontier: _Frontier, direction: Direction) -> _Frontier:
-    """Cross one job level in `direction`; returns the next frontier."""
+def _step(
+    conn: Connection, graph: _Graph, frontier: _Frontier, seen: _Frontier, direction: Direction
+) -> _Frontier:
+    """Cross one job level in `direction`; returns the next frontier (nodes `seen` in this
+    direction are not expanded again)."""
     following = _Frontier()
     if not frontier:
         return following
+
+    def reach(kind: Kind, node: uuid.UUID) -> bool:
+        """Put `node` in the graph; True when this direction should expand it next."""
+        graph.add(kind, node)
+        members, expanded = (
+            (graph.datasets, seen.datasets) if kind == "dataset" else (graph.jobs, seen.jobs)
+        )
+        if node not in members or node in expanded:
+            return False
+        expanded.add(node)
+        return True
+
     # From datasets: the jobs that read (downstream) or wrote (upstream) them, and through
     # each job only the datasets the flow really reaches.
     near_access = "read" if direction == "downstream" else "write"
     reached_jobs: set[uuid.UUID] = set()
     for _, job, _ in sorted(_relations(conn, frontier.datasets, access=near_access)):
         graph.add("job", job)
-        reached_jobs.add(job)
+        if job in graph.jobs:
+            reached_jobs.add(job)
     for flow in flows(conn, frontier.datasets, direction):
         far = flow.target if direction == "downstream" else flow.source
         if flow.job_id is not None:
@@ -119,17 +142,17 @@ def _step(conn: Connection, graph: _Graph, frontier: _Frontier, direction: Direc
             if flow.job_id not in graph.jobs:
                 continue  # cut at the node cap: nothing beyond a job left out
             reached_jobs.add(flow.job_id)
-        if graph.add("dataset", far):
+        if reach("dataset", far):
             following.datasets.add(far)
     # From whole jobs: everything they wrote (downstream) or read (upstream).
     far_access = "write" if direction == "downstream" else "read"
     for dataset, _, _ in sorted(_relations(conn, None, jobs=frontier.jobs, access=far_access)):
-        if graph.add("dataset", dataset):
+        if reach("dataset", dataset):
             following.datasets.add(dataset)
     # Job -> job edges carry data between jobs with no dataset in between.
     for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction)):
         other = target if direction == "downstream" else source
-        if graph.add("job", other):
+        if reach("job", other):
             following.jobs.add(other)
     return following
 
