@@ -64,12 +64,13 @@ def schema_type(schema: dict[str, Any]) -> str:
     for combinator in ("anyOf", "oneOf"):
         if combinator in schema:
             options = [s for s in schema[combinator] if s.get("type") != "null"]
-            nullable = len(options) < len(schema[combinator])
-            text = " \\| ".join(schema_type(option) for option in options)
-            return f"{text} (optional)" if nullable and not options else text
+            return " \\| ".join(dict.fromkeys(schema_type(option) for option in options))
     kind = schema.get("type")
+    if kind == "object" and "title" in schema:
+        return f"`{schema['title']}`"
     if kind == "array":
-        return f"array of {schema_type(schema.get('items', {}))}"
+        items = schema_type(schema.get("items", {}))
+        return f"array of ({items})" if "|" in items else f"array of {items}"
     if isinstance(kind, list):
         return " \\| ".join(str(k) for k in kind)
     if kind is None:
@@ -145,6 +146,8 @@ def render_operation(method: str, path: str, operation: dict[str, Any]) -> list[
         )
         required = "required" if body.get("required") else "optional"
         lines += [f"Request body ({required}): {kinds}", ""]
+        if body.get("description"):
+            lines += [body["description"].strip(), ""]
     lines += [*render_responses(operation.get("responses", {})), ""]
     return lines
 
