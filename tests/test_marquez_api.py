@@ -472,7 +472,7 @@ def test_sources_and_job_versions(client: TestClient) -> None:
 
 def _column_events(client: TestClient) -> None:
     """raw(id, payload) -> clean: id <- raw.id, extra <- raw.payload (`extra` not in schema);
-    clean.extra -> report.total."""
+    clean.extra -> report.total; raw.payload -> side.copy (a sibling of clean.extra)."""
     post(
         client,
         run_event(
@@ -487,6 +487,13 @@ def _column_events(client: TestClient) -> None:
                         {"id": [("db", "raw", "id")], "extra": [("db", "raw", "payload")]}
                     ),
                 )
+            ],
+        ),
+        run_event(
+            ("etl", "side"),
+            inputs=[ds("db", "raw")],
+            outputs=[
+                ds("db", "side", columnLineage=column_lineage({"copy": [("db", "raw", "payload")]}))
             ],
         ),
         run_event(

@@ -58,8 +58,11 @@ def column_lineage(
         nodes.add(key)
     found = _FieldEdges()
     directions = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    start = set(nodes)
     for direction in directions:
-        frontier = set(nodes)
+        # Each direction walks from the seeds only: downstream of the seed, never of the
+        # fields found upstream of it.
+        frontier, seen = set(start), set(start)
         for _ in range(depth):
             following: set[FieldKey] = set()
             for source, target, transformations in _field_edges(conn, frontier, direction):
@@ -69,8 +72,10 @@ def column_lineage(
                         truncated = True
                         continue
                     nodes.add(other)
-                    following.add(other)
                 found.add(source, target, transformations)
+                if other not in seen:
+                    seen.add(other)
+                    following.add(other)
             if not following:
                 break
             frontier = following
