@@ -207,9 +207,12 @@ def test_reading_needs_a_read_token(secured: TestClient) -> None:
     for token in (READ, WRITE, ADMIN):
         assert secured.get("/openapi.json", headers=bearer(token)).status_code == 200
     basic = base64.b64encode(f"browser-user:{READ}".encode()).decode()
-    assert secured.get("/openapi.json", headers={"Authorization": f"Basic {basic}"}).json()[
-        "info"
-    ]["title"] == "Upstream"
+    assert (
+        secured.get("/openapi.json", headers={"Authorization": f"Basic {basic}"}).json()["info"][
+            "title"
+        ]
+        == "Upstream"
+    )
 
 
 def test_health_probes_stay_open(secured: TestClient) -> None:
@@ -306,3 +309,16 @@ def test_an_open_live_server_says_so_at_start(db_url: str, tmp_path: Path) -> No
     server = LiveServer(db_url, tmp_path, env={"UPSTREAM_TOKENS": ""}).start()
     server.stop()
     assert "open: no tokens configured" in server.log()
+
+
+def test_a_browser_reaches_the_web_ui_with_its_login_prompt(secured: TestClient) -> None:
+    """The 401 offers Basic, so a browser prompts; the token typed as password opens the UI
+    and, sent again by the browser, its API calls."""
+    prompt = secured.get("/")
+    assert prompt.status_code == 401
+    assert 'Basic realm="upstream", charset="UTF-8"' in prompt.headers.get_list("www-authenticate")
+    login = {"Authorization": "Basic " + base64.b64encode(f"me:{READ}".encode()).decode()}
+    page = secured.get("/", headers=login)
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert secured.get("/api/v1/namespaces", headers=login).status_code == 200
