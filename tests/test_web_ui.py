@@ -381,7 +381,25 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     assert page.is_checked("input[name=rollup]")
 
     page.uncheck("input[name=rollup]")
-    _graph(page, "mytableds")
+    everything = _graph(page, "mytableds")["labels"]
+
+    # The last hour holds the runs of ETLMapReduce and the publisher, not the workflow's.
+    page.select_option("select[name=window]", "1h")
+    assert "window=1h" in _hash(page)
+    assert _graph(page, "mytableds")["labels"] == sorted(
+        ["user_data", "ETLMapReduce", "mytableds", HOSTILE_JOB, HOSTILE]
+    )
+    page.select_option("select[name=window]", "custom")
+    state = _hash(page)
+    assert "window=custom" in state
+    assert "start=" in state
+    assert "end=" in state
+    assert _graph(page, "mytableds")["labels"] == everything  # custom starts as the last 7 days
+
+    page.check("input[name=collapse-run]")
+    assert "collapse=run" in _hash(page)
+    assert _graph(page, "mytableds")["labels"] == everything
+
     page.select_option("select[name=direction]", "upstream")
     assert "direction=upstream" in _hash(page)
     upstream = _graph(page, "mytableds")

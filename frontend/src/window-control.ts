@@ -46,7 +46,9 @@ export function windowControl(
     if (select.value === "custom") {
       custom.hidden = false;
       if (!start.value) start.value = toLocalInput(new Date(Date.now() - 7 * 86_400_000).toISOString());
-      if (!end.value) end.value = toLocalInput(new Date().toISOString());
+      // The input holds whole minutes and the end is exclusive: round up, so runs of the
+      // current minute stay in.
+      if (!end.value) end.value = toLocalInput(new Date(Date.now() + 60_000).toISOString());
       applyCustom();
     } else {
       onChange({ window: select.value, start: "", end: "" });

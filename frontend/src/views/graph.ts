@@ -26,6 +26,8 @@ const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
 const LARGE_GRAPH = 400;
 /** Up to this many nodes, layers are ranked with the best (and slowest) method. */
 const EXACT_RANKING_NODES = 300;
+/** Room left around the graph when it is fitted to the canvas, in pixels. */
+const PADDING = 24;
 /** The smallest zoom at which node labels are still legible. */
 const READABLE_ZOOM = 0.7;
 
@@ -287,7 +289,7 @@ function draw(
     rankSep: 44,
     edgeSep: 6,
     fit: true,
-    padding: 24,
+    padding: PADDING,
     animate: false,
   } as cytoscape.LayoutOptions);
   layout.one("layoutstop", () => {
@@ -311,19 +313,31 @@ function draw(
   return cy;
 }
 
+/** Shift along one axis so the graph leaves no empty margin on a side while cut on the other. */
+function shiftToFill(low: number, high: number, size: number): number {
+  if (high - low + 2 * PADDING <= size) return (size - (high - low)) / 2 - low;
+  if (low > PADDING) return PADDING - low;
+  if (high < size - PADDING) return size - PADDING - high;
+  return 0;
+}
+
 /** A graph larger than the screen opens legible around its centre, not as a speck. */
 function focusCentre(cy: Core): void {
-  cy.fit(undefined, 24);
+  cy.fit(undefined, PADDING);
   const centre = cy.nodes("[?centre]");
-  if (cy.zoom() < READABLE_ZOOM && centre.nonempty()) {
-    cy.zoom(READABLE_ZOOM);
-    cy.center(centre);
-  }
+  if (cy.zoom() >= READABLE_ZOOM || centre.empty()) return;
+  cy.zoom(READABLE_ZOOM);
+  cy.center(centre);
+  const box = cy.elements().renderedBoundingBox();
+  cy.panBy({
+    x: shiftToFill(box.x1, box.x2, cy.width()),
+    y: shiftToFill(box.y1, box.y2, cy.height()),
+  });
 }
 
 function viewButtons(): HTMLElement {
   const fit = h("button", { type: "button", name: "fit" }, "Fit all");
-  fit.addEventListener("click", () => current?.fit(undefined, 24));
+  fit.addEventListener("click", () => current?.fit(undefined, PADDING));
   const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
   centre.addEventListener("click", () => current && focusCentre(current));
   return h("span", { class: "view-buttons" }, fit, centre);
