@@ -387,6 +387,11 @@ def _resolve_input(
         return SourceRef(item.namespace, item.name, item.description)
     if isinstance(item, FieldOutput):
         origin = positions.get(id(item.operation))
+        if item.name not in item.operation.outputs:
+            return (
+                f"{label} takes {item.name!r} from operation {item.operation.name!r}, "
+                "which has no such output"
+            )
         if origin is None:
             return (
                 f"{label} takes {item.name!r} from operation {item.operation.name!r}, "
