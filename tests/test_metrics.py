@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import httpx
@@ -159,3 +160,23 @@ def test_field_operation_documents_count_as_ingested_events(client: TestClient) 
     samples = scrape(client)
     assert value(samples, "upstream_events_ingested_total", result="stored") == 1
     assert value(samples, "upstream_ingest_rejected_total", reason="invalid") == 1
+
+
+def test_serve_makes_a_shared_metrics_directory_only_for_several_workers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from upstream.api.metrics import MULTIPROCESS_ENV, multiprocess_directory
+
+    monkeypatch.delenv(MULTIPROCESS_ENV, raising=False)
+    with multiprocess_directory(1):
+        assert MULTIPROCESS_ENV not in os.environ
+    with multiprocess_directory(3):
+        made = Path(os.environ[MULTIPROCESS_ENV])
+        assert made.is_dir()
+        assert not any(made.iterdir())
+    assert MULTIPROCESS_ENV not in os.environ
+    assert not made.exists()
+    monkeypatch.setenv(MULTIPROCESS_ENV, str(tmp_path))
+    with multiprocess_directory(3):
+        assert os.environ[MULTIPROCESS_ENV] == str(tmp_path)  # the operator's choice is kept
+    assert tmp_path.is_dir()
