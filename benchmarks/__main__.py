@@ -5,6 +5,7 @@ Results go to benchmarks/out/results-<size>.json (git-ignored) and are printed a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -97,6 +98,7 @@ def ingest_command(
     data_dir = _workload(size, seed, out)
     results = report.load_results(out, size)
     results["events"] = load_truth(data_dir)["events"]
+    results["machine"] = report.machine()
     rows = []
     for kind in _kinds(db):
         for name in mode or list(MODES):
@@ -162,6 +164,61 @@ def exactness_command(
     report.print_exactness(rows, f"Exactness, {size} workload")
     if any(r["precision"] != 1.0 or r["recall"] != 1.0 for r in rows):
         raise typer.Exit(1)
+
+
+@app.command("all")
+def all_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
+    concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
+    single_limit: Annotated[
+        int | None,
+        typer.Option(help="Post only the first N events one by one (no exactness for that run)."),
+    ] = None,
+    repetitions: Annotated[int, typer.Option(help="Timed repetitions per query.")] = 20,
+    workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    out: OutOption = OUT,
+) -> None:
+    """Everything for one size: each ingest path with its ceiling and exactness, then the
+    queries on the database the batched HTTP ingest filled."""
+    _size(size)
+    data_dir = _workload(size, seed, out)
+    results = report.load_results(out, size)
+    results["events"] = load_truth(data_dir)["events"]
+    results["machine"] = report.machine()
+    ingested: list[dict[str, object]] = []
+    queried: list[dict[str, object]] = []
+
+    def queries_on(kind: str) -> Callable[[str], None]:
+        def run(url: str) -> None:
+            rows = run_queries(
+                kind, data_dir, out, repetitions=repetitions, workers=workers, url=url
+            )
+            for row in rows:
+                results["queries"][f"{kind} {row['query']}"] = row
+            queried.extend(rows)
+            report.print_queries(rows, f"{size}: {kind} queries")
+
+        return run
+
+    for kind in _kinds(db):
+        for name in MODES:
+            result = run_ingest(
+                name, kind, data_dir, out,
+                batch=batch, concurrency=concurrency, workers=workers,
+                limit=single_limit if name == "http-single" else None,
+                after=queries_on(kind) if name == "http-batch" else None,
+            )  # fmt: skip
+            row = result.as_dict()
+            row["load_after"] = report.machine()["load"]
+            results["ingest"][f"{kind} {name}"] = row
+            ingested.append(row)
+            report.print_ingest([row], f"{size}: {kind} {name}")
+            report.save_results(out, size, results)
+    report.print_ingest(ingested, f"Ingest, {size} workload")
+    report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)")
 
 
 @app.command("growth")

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,10 @@ def run_ingest(
     workers: int = 2,
     limit: int | None = None,
     verify: bool = True,
+    after: Callable[[str], None] | None = None,
 ) -> IngestResult:
-    """Ingest the workload in `data_dir` by `mode` into a fresh `kind` database."""
+    """Ingest the workload in `data_dir` by `mode` into a fresh `kind` database; `after` is
+    then called with the database URL, before the database is dropped."""
     lines = list(read_events(data_dir))
     if limit is not None:
         lines = lines[:limit]
@@ -113,6 +116,8 @@ def run_ingest(
                 result.exactness = [s.as_dict() for s in check(store, load_truth(data_dir))]
             finally:
                 store.dispose()
+        if after is not None:
+            after(url)
     return result
 
 

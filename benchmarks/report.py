@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,27 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console(width=150)
+
+
+def machine() -> dict[str, Any]:
+    """The machine the figures come from, and how busy it was (1/5/15-minute load)."""
+    cpu = "unknown"
+    with Path("/proc/cpuinfo").open(encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory_kb = 0
+    with Path("/proc/meminfo").open(encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("MemTotal"):
+                memory_kb = int(line.split()[1])
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": round(memory_kb / 1024 / 1024, 1),
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def results_path(out_dir: Path, size: str) -> Path:

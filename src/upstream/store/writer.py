@@ -116,19 +116,20 @@ def _merge(
     rows: dict[uuid.UUID, Row],
     merge: Callable[[Row, Row], Row],
 ) -> None:
-    """Insert rows that are new; merge the rest into what is stored, updating what changed."""
+    """Insert rows that are new; merge the rest into what is stored, updating what changed.
+
+    Most rows a batch names are already stored as they are (the workflow job every task
+    names as parent, the datasets every run reads), so the rows are first read without a
+    lock, and only those the merge changes are read again locked (in id order) and merged
+    again. Concurrent writers then queue only on rows they really change, not on every
+    shared row they mention."""
     if not rows:
         return
     inserted = _insert_ignoring(conn, table, rows)
-    existing = sorted(set(rows) - inserted)
-    updates: list[Row] = []
-    for part in chunks(existing):
-        query = for_update(conn, sa.select(table).where(table.c.id.in_(part)).order_by(table.c.id))
-        for stored in conn.execute(query).mappings():
-            current = dict(stored)
-            merged = merge(current, rows[current["id"]])
-            if merged != current:
-                updates.append(merged)
+    changing = _changes(conn, table, rows, sorted(set(rows) - inserted), merge, lock=False)
+    if changing and conn.dialect.name == "postgresql":
+        changing = _changes(conn, table, rows, sorted(changing), merge, lock=True)
+    updates = list(changing.values())
     if updates:
         columns = [c.name for c in table.columns if c.name != "id"]
         stmt = (
@@ -137,6 +138,27 @@ def _merge(
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
+
+
+def _changes(
+    conn: Connection,
+    table: sa.Table,
+    rows: dict[uuid.UUID, Row],
+    ids: list[uuid.UUID],
+    merge: Callable[[Row, Row], Row],
+    *,
+    lock: bool,
+) -> dict[uuid.UUID, Row]:
+    """The merged rows among `ids` that differ from what is stored."""
+    changed: dict[uuid.UUID, Row] = {}
+    for part in chunks(ids):
+        query = sa.select(table).where(table.c.id.in_(part)).order_by(table.c.id)
+        for stored in conn.execute(for_update(conn, query) if lock else query).mappings():
+            current = dict(stored)
+            merged = merge(current, rows[current["id"]])
+            if merged != current:
+                changed[current["id"]] = merged
+    return changed
 
 
 def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Row]) -> set[Any]:
