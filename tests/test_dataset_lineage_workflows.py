@@ -273,3 +273,26 @@ def test_a_temporary_dataset_asked_about_with_rollup(client: TestClient) -> None
             "temporary": True,
         }
     }
+
+
+def test_rollup_keeps_only_runs_in_the_window(client: TestClient) -> None:
+    """A workflow run known only as a parent has no times; its runs are windowed one by
+    one, so an old run inside it does not come back through the rollup."""
+    w, recent, old = rid(), rid(), rid()
+    wf = ((NS, "wf"), w)
+    post(
+        client,
+        run("load", recent, reads=["A"], writes=["B"], parent=wf),
+        run("backfill", old, reads=["Z"], writes=["A"], parent=wf, time=BASE_TIME - hours(24 * 10)),
+    )
+    assert rels(lineage(client, "B", rollup="workflow", levels=100)) == {
+        ("B", workflow("wf"), "write", w),
+        ("A", workflow("wf"), "read", w),
+    }
+    wide = lineage(client, "B", rollup="workflow", levels=100, start="0")
+    assert rels(wide) == {
+        ("B", workflow("wf"), "write", w),
+        ("A", workflow("wf"), "read", w),
+        ("A", workflow("wf"), "write", w),
+        ("Z", workflow("wf"), "read", w),
+    }
