@@ -507,6 +507,18 @@ def test_hostile_names_are_shown_as_text(server: LiveServer, page: Any) -> None:
     _shot(page, "8-hostile-names")
 
 
+def test_names_with_slashes_colons_and_spaces_open(server: LiveServer, page: Any) -> None:
+    page.goto(f"{server.url}/#/search?q=export")
+    page.click(f"table.results a.entity:text-is('{RAW_FILE}')")
+    page.wait_for_selector("table.readers")
+    assert page.locator("h1 .entity-name").inner_text() == RAW_FILE
+    assert page.locator(".page-head p.muted").first.inner_text() == RAW_NS
+    assert _texts(page, "table.readers tbody td:nth-child(2)") == ["ingest_users"]
+    page.click("a.button:text-is('Field lineage')")
+    page.wait_for_selector("#field-list, .field-nav .notice")
+    assert page.locator("h1 a").inner_text() == RAW_FILE
+
+
 def test_unknown_dataset_says_so(server: LiveServer, page: Any) -> None:
     page.goto(f"{server.url}/#/dataset?ns={NS}&name=no_such_thing")
     alert = page.wait_for_selector("[role=alert]")
