@@ -268,3 +268,10 @@ def test_params_report_every_bad_parameter_by_name() -> None:
 def test_params_reject_an_inverted_window() -> None:
     with pytest.raises(InvalidInput, match=r"start .* is after end"):
         LineageParams.parse(max_levels=5, start="now", end="now-1h", now=NOW)
+
+
+def test_params_built_directly_are_checked_too() -> None:
+    with pytest.raises(InvalidInput, match="levels: must be at least 1"):
+        LineageParams(start=NOW, end=NOW, levels=0)
+    with pytest.raises(InvalidInput, match="start: start must not be after end"):
+        LineageParams(start=NOW, end=NOW - timedelta(seconds=1))

@@ -63,6 +63,12 @@ class LineageParams:
     rollup: Rollup | None = None
     direction: Direction = "both"
 
+    def __post_init__(self) -> None:
+        if self.levels < 1:
+            raise InvalidInput.at("levels", f"must be at least 1, not {self.levels}")
+        if self.start > self.end:
+            raise InvalidInput.at("start", "start must not be after end")
+
     @property
     def window(self) -> Window:
         return Window(self.start, self.end)
