@@ -17,7 +17,8 @@ from upstream.store.engine import Store
 
 
 def fan(client: TestClient, width: int, tag: str) -> None:
-    """S -P- A_k -Q_k- B_k -R_k- C_k for k < width; each Q_k runs inside a workflow run."""
+    """S -P- A_k -Q_k- B_k -R_k- C_k -Y- Z for k < width; each Q_k runs inside a workflow
+    run."""
     events = [run(f"{tag}P", rid(), reads=[f"{tag}S"], writes=[f"{tag}A{k}" for k in range(width)])]
     for k in range(width):
         parent = ((NS, f"{tag}wf{k}"), rid())
@@ -25,6 +26,9 @@ def fan(client: TestClient, width: int, tag: str) -> None:
             run(f"{tag}Q{k}", rid(), reads=[f"{tag}A{k}"], writes=[f"{tag}B{k}"], parent=parent)
         )
         events.append(run(f"{tag}R{k}", rid(), reads=[f"{tag}B{k}"], writes=[f"{tag}C{k}"]))
+    events.append(
+        run(f"{tag}Y", rid(), reads=[f"{tag}C{k}" for k in range(width)], writes=[f"{tag}Z"])
+    )
     post(client, *events)
 
 
@@ -41,29 +45,34 @@ def counted(db_url: str) -> Iterator[tuple[Store, list[str]]]:
     store.dispose()
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {},
-        {"direction": "downstream"},
-        {"rollup": "workflow"},
-        {"rollup": "workflow", "direction": "downstream"},
-        {"collapse": frozenset({"run"})},
-    ],
-)
+OPTIONS: list[dict[str, Any]] = [
+    {},
+    {"direction": "downstream"},
+    {"direction": "upstream"},
+    {"direction": "upstream", "rollup": "workflow"},
+    {"rollup": "workflow"},
+    {"rollup": "workflow", "direction": "downstream"},
+    {"collapse": frozenset({"run"})},
+]
+
+
 def test_statements_do_not_grow_with_width(
-    client: TestClient, counted: tuple[Store, list[str]], options: dict[str, Any]
+    client: TestClient, counted: tuple[Store, list[str]]
 ) -> None:
     store, statements = counted
     fan(client, 1, "narrow")
     fan(client, 25, "wide")
-    params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=3, **options)
-    costs = {}
-    sizes = {}
-    for tag in ("narrow", "wide"):
-        statements.clear()
-        body = dataset_lineage(store, NS, f"{tag}S", params, max_nodes=5000)
-        costs[tag] = len(statements)
-        sizes[tag] = len(body["data"])
-    assert sizes["wide"] > sizes["narrow"]
-    assert costs["wide"] == costs["narrow"], costs
+    for options in OPTIONS:
+        params = LineageParams(
+            start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": 3, **options}
+        )
+        costs = {}
+        sizes = {}
+        for tag in ("narrow", "wide"):
+            seed = f"{tag}Z" if options.get("direction") == "upstream" else f"{tag}S"
+            statements.clear()
+            body = dataset_lineage(store, NS, seed, params, max_nodes=5000)
+            costs[tag] = len(statements)
+            sizes[tag] = len(body["data"]) + len(body["programs"])
+        assert costs["wide"] == costs["narrow"], options
+        assert sizes["wide"] > sizes["narrow"], options
