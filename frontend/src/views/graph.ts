@@ -3,7 +3,6 @@
 
 import cytoscape from "cytoscape";
 import type { Core, ElementDefinition, StylesheetJson } from "cytoscape";
-import dagre from "cytoscape-dagre";
 
 import { api } from "../api";
 import { h, notice, replace } from "../dom";
@@ -16,9 +15,13 @@ import {
 } from "../graph-model";
 import { go, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
+import type { LayoutRequest, LayoutResponse } from "../layout-protocol";
 import { errorText } from "./common";
 
-cytoscape.use(dagre);
+/** The layout worker's bundle, named with its content hash at build time. */
+declare const LAYOUT_WORKER_URL: string;
+
+type Positions = LayoutResponse["positions"];
 
 const DEFAULT_LEVELS = 3;
 const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
@@ -26,6 +29,10 @@ const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
 const LARGE_GRAPH = 400;
 /** Up to this many nodes, layers are ranked with the best (and slowest) method. */
 const EXACT_RANKING_NODES = 300;
+const NODE_WIDTH = 136;
+const NODE_HEIGHT = 32;
+/** Letters of a label that fit a node box at the label's font size. */
+const CAPTION_LETTERS = 20;
 /** Room left around the graph when it is fitted to the canvas, in pixels. */
 const PADDING = 24;
 /** The smallest zoom at which node labels are still legible. */
@@ -55,15 +62,14 @@ const STYLE: StylesheetJson = [
   {
     selector: "node",
     style: {
-      label: "data(label)",
+      label: "data(caption)",
       "font-size": 11,
       "font-family": "system-ui, sans-serif",
       "text-valign": "center",
       "text-halign": "center",
-      "text-wrap": "ellipsis",
-      "text-max-width": "124px",
-      width: 136,
-      height: 32,
+      "text-wrap": "none",
+      width: NODE_WIDTH,
+      height: NODE_HEIGHT,
       "border-width": 1,
       color: "#10223a",
       "min-zoomed-font-size": 7,
@@ -117,9 +123,22 @@ function label(node: GraphNode): string {
   return node.temporary ? `${prefix}${node.name} (temporary)` : `${prefix}${node.name}`;
 }
 
-function elements(graph: LineageGraph): ElementDefinition[] {
+/**
+ * The label cut to what fits the node box. Cut here once rather than by the renderer, which
+ * measures a label letter by letter to place its ellipsis: seconds on a thousand nodes.
+ */
+function caption(text: string): string {
+  const letters = [...text];
+  return letters.length <= CAPTION_LETTERS ? text : `${letters.slice(0, CAPTION_LETTERS - 1).join("")}…`;
+}
+
+function elements(graph: LineageGraph, positions: Positions): ElementDefinition[] {
   return [
-    ...graph.nodes.map((node) => ({ group: "nodes" as const, data: { ...node, label: label(node) } })),
+    ...graph.nodes.map((node) => ({
+      group: "nodes" as const,
+      data: { ...node, label: label(node), caption: caption(label(node)) },
+      position: positions[node.id],
+    })),
     ...graph.edges.map((edge) => ({ group: "edges" as const, data: { ...edge } })),
   ];
 }
@@ -253,18 +272,55 @@ function details(node: GraphNode | null): HTMLElement {
   );
 }
 
+let pendingLayout: Worker | null = null;
+
+/**
+ * Place the nodes in layers, left to right, in a worker so the page stays responsive. A newer
+ * request cancels an older one, whose promise then never settles.
+ */
+function layOut(graph: LineageGraph): Promise<Positions> {
+  pendingLayout?.terminate();
+  const worker = new Worker(LAYOUT_WORKER_URL);
+  pendingLayout = worker;
+  const request: LayoutRequest = {
+    nodes: graph.nodes.map((node) => node.id),
+    edges: graph.edges.map((edge) => [edge.source, edge.target]),
+    width: NODE_WIDTH,
+    height: NODE_HEIGHT,
+    nodeSep: 12,
+    rankSep: 44,
+    // Network simplex ranks best but grows steeply (tens of seconds at 1,000 nodes); longest
+    // path is linear and, on lineage graphs, puts each node next to what it feeds.
+    ranker: graph.nodes.length > EXACT_RANKING_NODES ? "longest-path" : "network-simplex",
+  };
+  return new Promise((resolve, reject) => {
+    const finish = () => {
+      worker.terminate();
+      if (pendingLayout === worker) pendingLayout = null;
+    };
+    worker.onmessage = (event: MessageEvent<LayoutResponse>) => {
+      finish();
+      resolve(event.data.positions);
+    };
+    worker.onerror = (event) => {
+      finish();
+      reject(new Error(`the layout failed: ${event.message}`));
+    };
+    worker.postMessage(request);
+  });
+}
+
 function draw(
   container: HTMLElement,
   graph: LineageGraph,
+  positions: Positions,
   onPoint: (node: GraphNode | null) => void,
   onPick: (node: GraphNode) => void,
-  timing: { route: string; requestedAt: number; receivedAt: number },
-  onDrawn: (probe: GraphProbe) => void,
 ): Core {
   const large = graph.nodes.length + graph.edges.length > LARGE_GRAPH;
   const cy = cytoscape({
     container,
-    elements: elements(graph),
+    elements: elements(graph, positions),
     style: STYLE,
     minZoom: 0.05,
     maxZoom: 3,
@@ -279,37 +335,7 @@ function draw(
   });
   cy.on("mouseout", "node", (event) => event.target.removeClass("hover"));
   cy.on("tap", "node", (event) => onPick(event.target.data() as GraphNode));
-  const layout = cy.layout({
-    name: "dagre",
-    rankDir: "LR",
-    // Network simplex ranks best but grows steeply (tens of seconds at 1,000 nodes); longest
-    // path is linear and, on lineage graphs, puts each node next to what it feeds.
-    ranker: graph.nodes.length > EXACT_RANKING_NODES ? "longest-path" : "network-simplex",
-    nodeSep: 12,
-    rankSep: 44,
-    edgeSep: 6,
-    fit: true,
-    padding: PADDING,
-    animate: false,
-  } as cytoscape.LayoutOptions);
-  layout.one("layoutstop", () => {
-    const laidOutAt = performance.now();
-    focusCentre(cy);
-    // The frame after this one is the first that shows the laid-out graph.
-    requestAnimationFrame(() =>
-      requestAnimationFrame(() =>
-        onDrawn({
-          cy,
-          ...timing,
-          laidOutAt,
-          drawnAt: performance.now(),
-          nodes: cy.nodes().length,
-          edges: cy.edges().length,
-        }),
-      ),
-    );
-  });
-  layout.run();
+  focusCentre(cy);
   return cy;
 }
 
@@ -321,23 +347,62 @@ function shiftToFill(low: number, high: number, size: number): number {
   return 0;
 }
 
+interface Box {
+  x1: number;
+  y1: number;
+  x2: number;
+  y2: number;
+}
+
+/**
+ * The nodes' extent, from their positions and the one box size every node has: Cytoscape's
+ * own bounding boxes measure every label and edge, which takes seconds on a large graph.
+ */
+function extent(cy: Core): Box {
+  const box = { x1: Infinity, y1: Infinity, x2: -Infinity, y2: -Infinity };
+  cy.nodes().forEach((node) => {
+    const { x, y } = node.position();
+    box.x1 = Math.min(box.x1, x - NODE_WIDTH / 2);
+    box.x2 = Math.max(box.x2, x + NODE_WIDTH / 2);
+    box.y1 = Math.min(box.y1, y - NODE_HEIGHT / 2);
+    box.y2 = Math.max(box.y2, y + NODE_HEIGHT / 2);
+  });
+  return box;
+}
+
+/** Show the whole graph, at most at full size. */
+function fitAll(cy: Core, box: Box = extent(cy)): void {
+  const zoom = Math.min(
+    1,
+    (cy.width() - 2 * PADDING) / (box.x2 - box.x1),
+    (cy.height() - 2 * PADDING) / (box.y2 - box.y1),
+  );
+  cy.viewport({
+    zoom,
+    pan: {
+      x: (cy.width() - zoom * (box.x1 + box.x2)) / 2,
+      y: (cy.height() - zoom * (box.y1 + box.y2)) / 2,
+    },
+  });
+}
+
 /** A graph larger than the screen opens legible around its centre, not as a speck. */
 function focusCentre(cy: Core): void {
-  cy.fit(undefined, PADDING);
+  const box = extent(cy);
+  fitAll(cy, box);
   const centre = cy.nodes("[?centre]");
   if (cy.zoom() >= READABLE_ZOOM || centre.empty()) return;
-  cy.zoom(READABLE_ZOOM);
-  cy.center(centre);
-  const box = cy.elements().renderedBoundingBox();
-  cy.panBy({
-    x: shiftToFill(box.x1, box.x2, cy.width()),
-    y: shiftToFill(box.y1, box.y2, cy.height()),
-  });
+  const zoom = READABLE_ZOOM;
+  const at = centre.first().position();
+  const pan = { x: cy.width() / 2 - zoom * at.x, y: cy.height() / 2 - zoom * at.y };
+  pan.x += shiftToFill(zoom * box.x1 + pan.x, zoom * box.x2 + pan.x, cy.width());
+  pan.y += shiftToFill(zoom * box.y1 + pan.y, zoom * box.y2 + pan.y, cy.height());
+  cy.viewport({ zoom, pan });
 }
 
 function viewButtons(): HTMLElement {
   const fit = h("button", { type: "button", name: "fit" }, "Fit all");
-  fit.addEventListener("click", () => current?.fit(undefined, PADDING));
+  fit.addEventListener("click", () => current && fitAll(current));
   const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
   centre.addEventListener("click", () => current && focusCentre(current));
   return h("span", { class: "view-buttons" }, fit, centre);
@@ -407,9 +472,21 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
   }
   const centre = graph.nodes.find((node) => node.centre) ?? null;
   replace(panel, details(centre));
-  current = draw(
+  replace(status, `Laying out ${graph.nodes.length} nodes…`);
+  let positions: Positions;
+  try {
+    positions = await layOut(graph);
+  } catch (error) {
+    replace(status, errorText(error));
+    status.classList.add("notice-error");
+    return;
+  }
+  const laidOutAt = performance.now();
+  if (!canvas.isConnected) return;
+  const cy = draw(
     canvas,
     graph,
+    positions,
     (node) => replace(panel, details(node)),
     (node) =>
       go("graph", {
@@ -418,16 +495,30 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         ns: node.namespace,
         name: node.name,
       }),
-    { route, requestedAt, receivedAt },
-    (probe) => {
+  );
+  current = cy;
+  // The frame after the next is the first that shows the graph.
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      const probe: GraphProbe = {
+        cy,
+        route,
+        requestedAt,
+        receivedAt,
+        laidOutAt,
+        drawnAt: performance.now(),
+        nodes: cy.nodes().length,
+        edges: cy.edges().length,
+      };
       window.__upstreamGraph = probe;
       replace(
         status,
         `${probe.nodes} nodes, ${probe.edges} edges — fetched in ${Math.round(receivedAt - requestedAt)} ms, ` +
+          `laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
           `drawn ${Math.round(probe.drawnAt - requestedAt)} ms after the request.`,
         graph.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
       );
       status.dataset.state = "drawn";
-    },
+    }),
   );
 }
