@@ -6,6 +6,7 @@ Results go to benchmarks/out/results-<size>.json (git-ignored) and are printed a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ import typer
 from benchmarks import report
 from benchmarks.databases import KINDS, fresh_database, postgres_available
 from benchmarks.exactness import check
-from benchmarks.generator import SIZES, generate, load_truth
+from benchmarks.generator import SIZES, Size, generate, load_truth
 from benchmarks.ingest import MODES, run_ingest
 from benchmarks.queries import load_store, run_queries
 from upstream.store.engine import Store
@@ -53,23 +54,39 @@ def _kinds(db: list[str] | None) -> list[str]:
     return kinds
 
 
-def _workload(size: str, seed: int, out: Path) -> Path:
-    """The workload directory, generated when missing (or generated with another seed)."""
+def _workload(size: str, seed: int, out: Path, days: int | None = None) -> Path:
+    """The workload directory, generated when missing or made with another seed or days."""
     data_dir = out / size
     truth = data_dir / "truth.json"
-    if not truth.exists() or load_truth(data_dir)["seed"] != seed:
-        workload = generate(SIZES[size], seed, data_dir)
+    wanted = _sized(size, days)
+    if (
+        not truth.exists()
+        or load_truth(data_dir)["seed"] != seed
+        or load_truth(data_dir).get("days") != wanted.days
+    ):
+        workload = generate(wanted, seed, data_dir)
         typer.echo(f"generated {size}: {workload.events} events, {len(workload.jobs)} jobs")
     return data_dir
 
 
+def _sized(size: str, days: int | None) -> Size:
+    """The size, with fewer (or more) days of runs when asked: the same warehouse graph with
+    a shorter history, for a large size that would not fit the time at hand."""
+    return SIZES[size] if days is None else replace(SIZES[size], days=days)
+
+
+DaysOption = Annotated[
+    int | None, typer.Option(help="Days of daily runs (default: the size's own).", min=1)
+]
+
+
 @app.command("generate")
 def generate_command(
-    size: SizeOption = "small", seed: SeedOption = 7, out: OutOption = OUT
+    size: SizeOption = "small", seed: SeedOption = 7, days: DaysOption = None, out: OutOption = OUT
 ) -> None:
     """Write <out>/<size>/events.ndjson and truth.json (the ground-truth edges)."""
     _size(size)
-    workload = generate(SIZES[size], seed, out / size)
+    workload = generate(_sized(size, days), seed, out / size)
     typer.echo(
         f"{size}: {workload.events} events, {len(workload.jobs)} jobs, "
         f"{len(workload.workflows)} workflows, {len(workload.truth.dataset_edges)} dataset "
@@ -179,12 +196,16 @@ def all_command(
     ] = None,
     repetitions: Annotated[int, typer.Option(help="Timed repetitions per query.")] = 20,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    days: DaysOption = None,
+    mode: Annotated[
+        list[str] | None, typer.Option(help=f"Ingest paths: {', '.join(MODES)} (default: all).")
+    ] = None,
     out: OutOption = OUT,
 ) -> None:
     """Everything for one size: each ingest path with its ceiling and exactness, then the
     queries on the database the batched HTTP ingest filled."""
     _size(size)
-    data_dir = _workload(size, seed, out)
+    data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_truth(data_dir)["events"]
     results["machine"] = report.machine()
@@ -204,7 +225,7 @@ def all_command(
         return run
 
     for kind in _kinds(db):
-        for name in MODES:
+        for name in mode or list(MODES):
             result = run_ingest(
                 name, kind, data_dir, out,
                 batch=batch, concurrency=concurrency, workers=workers,

@@ -481,6 +481,7 @@ def generate(size: Size, seed: int, out_dir: Path) -> Workload:
         "seed": seed,
         "events": workload.events,
         "jobs": len(workload.jobs),
+        "days": size.days,
         "workflows": len(workload.workflows),
         "window": [_iso(t) for t in workload.window],
         "targets": workload.targets,

@@ -42,16 +42,16 @@ class Server:
         env = {**os.environ, "UPSTREAM_MAX_BATCH_EVENTS": "5000"}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited; see {self.log_path}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/health", timeout=10).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise RuntimeError(f"server did not start within 60 s; see {self.log_path}")
+        raise RuntimeError(f"server did not start within 300 s; see {self.log_path}")
 
     def __exit__(
         self,

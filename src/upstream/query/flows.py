@@ -51,7 +51,19 @@ def flows(
     for part in chunks(sorted(set(datasets))):
         found.update(_explicit(conn, part, direction, window))
         found.update(_inferred(conn, part, direction, window))
-    return sorted(found)
+    return sorted(found, key=_order)
+
+
+def _order(flow: Flow) -> tuple[int, int, int, int]:
+    """The dataclass order (source, target, job, run) on the ids' integers: comparing UUID
+    objects field by field in Python cost more than the statements on large frontiers.
+    Declared flows (no run) come before run flows instead of failing to compare."""
+    return (
+        flow.source.int,
+        flow.target.int,
+        flow.job_id.int if flow.job_id else -1,
+        flow.run_id.int if flow.run_id else -1,
+    )
 
 
 def _explicit(
