@@ -39,7 +39,10 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-db_app = typer.Typer(help="Manage the database schema.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Manage the database schema. Example: upstream db upgrade --db sqlite:///lineage.db",
+    no_args_is_help=True,
+)
 app.add_typer(db_app, name="db")
 
 DbOption = Annotated[
