@@ -1,7 +1,7 @@
 """Many writers at once (DESIGN §5): 8 concurrent clients x 500 events, 10% of them posted
 twice, against a live server with 2 worker processes. Exactly the distinct events are stored,
-nothing answers 5xx, nothing deadlocks, and a reader polling during the writes never sees an
-event half-stored.
+nothing answers 5xx, nothing deadlocks, and readers polling during the writes — the store
+directly, and the lineage API — never see an event half-stored.
 
 Writers post one event at a time or small arrays (1 to 8 events, as batching producers do), so
 a duplicate may race its twin in another request or sit beside it in the same array, and the
@@ -26,6 +26,8 @@ from upstream.store import schema as t
 from upstream.store.engine import Store
 
 WRITERS = 8
+#: Every dataset is within 10 levels of table-0, so this answer holds every stored run.
+LINEAGE = "/v3/namespaces/concurrency/datasets/table-0/lineage?start=0&end=now%2B3650d&levels=10"
 PER_WRITER = 500
 DUPLICATE_SHARE = 0.10
 
@@ -74,6 +76,8 @@ def test_concurrent_writers_store_exactly_the_distinct_events(
     statuses: Counter[int] = Counter()
     errors: list[str] = []
     torn: list[tuple[int, int, int]] = []
+    api_torn: list[str] = []
+    api_runs: list[int] = []
     seen: list[tuple[int, int, int]] = []
     done = threading.Event()
 
@@ -103,10 +107,30 @@ def test_concurrent_writers_store_exactly_the_distinct_events(
                 torn.append((events, runs, relations))
             done.wait(0.02)
 
+    def read_api() -> None:
+        """The same through the server: every run in a lineage answer both read and wrote."""
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            while not done.is_set():
+                response = http.get(LINEAGE)
+                if response.status_code == 404:  # table-0 is not stored yet
+                    done.wait(0.05)
+                    continue
+                if response.status_code != 200:
+                    errors.append(f"lineage read: {response.status_code} {response.text[:300]}")
+                    return
+                accesses: dict[str, set[str]] = {}
+                for relation in response.json()["relations"]:
+                    for run in relation["runs"]:
+                        accesses.setdefault(run, set()).update(relation["accesses"])
+                api_runs.append(len(accesses))
+                api_torn.extend(r for r, a in accesses.items() if a != {"read", "write"})
+                done.wait(0.5)
+
     writers = [threading.Thread(target=write, args=(b, i)) for i, b in enumerate(batches)]
-    reader = threading.Thread(target=read)
+    readers = [threading.Thread(target=read), threading.Thread(target=read_api)]
     try:
-        reader.start()
+        for reader in readers:
+            reader.start()
         for thread in writers:
             thread.start()
         for thread in writers:
@@ -114,12 +138,15 @@ def test_concurrent_writers_store_exactly_the_distinct_events(
         assert not any(thread.is_alive() for thread in writers), "writers hung: a deadlock?"
     finally:
         done.set()
-        reader.join(10)
+        for reader in readers:
+            reader.join(30)
         server.stop()
 
     assert errors == []
     assert statuses == {201: WRITERS * PER_WRITER}
     assert torn == []
+    assert api_torn == []
+    assert any(0 < runs < distinct for runs in api_runs), "no API read during the writes"
     assert any(0 < runs < distinct for _, runs, _ in seen), "the reader saw no write in progress"
     assert snapshot(store) == (distinct, distinct, 2 * distinct)
     with store.read() as conn:

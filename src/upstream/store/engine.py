@@ -44,9 +44,19 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read-only transaction: one consistent snapshot for a whole query."""
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        """A read-only transaction: one consistent snapshot for a whole query.
+
+        PostgreSQL's default READ COMMITTED takes a new snapshot per statement, so a query of
+        several statements could see half of a concurrent write; REPEATABLE READ holds one
+        snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
+        read transaction is a snapshot already."""
+        with self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                conn.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                )
+            with conn.begin():
+                yield conn
 
     def write(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
         """Run `work` in one write transaction, retried on deadlocks and lock time-outs.
