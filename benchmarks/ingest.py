@@ -12,6 +12,7 @@ executemany) and by the exactness check against the ground truth.
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from benchmarks.ceiling import ceiling_seconds
 from benchmarks.databases import fresh_database
 from benchmarks.exactness import check
 from benchmarks.generator import load_truth, read_events
-from benchmarks.server import Server, post_request, send_all
+from benchmarks.server import Server, cpu_seconds, post_request, send_all
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 
@@ -39,6 +40,9 @@ class IngestResult:
     seconds: float
     ceiling_seconds: float
     detail: str = ""
+    #: CPU seconds the server (or CLI) processes and the database spent: a figure that busy
+    #: neighbours on the machine change far less than the wall-clock rate.
+    cpu_seconds: float = 0.0
     exactness: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -65,6 +69,8 @@ class IngestResult:
             "ceiling_events_per_s": self.ceiling_rate,
             "ratio_to_ceiling": self.ratio,
             "detail": self.detail,
+            "cpu_seconds": self.cpu_seconds,
+            "cpu_ms_per_event": 1000 * self.cpu_seconds / self.events,
             "exactness": self.exactness,
         }
 
@@ -97,19 +103,20 @@ def run_ingest(
         lines = lines[:limit]
     label = f"{data_dir.name}_{mode}_{kind}".replace("-", "_")
     with fresh_database(kind, label, work_dir) as url:
+        database = _DatabaseCpu(url)
         if mode == "http-batch":
-            seconds = _http(url, work_dir, _batches(lines, batch), 2, workers)
+            seconds, cpu = _http(url, work_dir, _batches(lines, batch), 2, workers, database)
             detail = f"batches of {batch}, 2 connections, {workers} workers"
         elif mode == "http-single":
             requests = [post_request("/api/v1/lineage", line.encode()) for line in lines]
-            seconds = _http(url, work_dir, requests, concurrency, workers)
+            seconds, cpu = _http(url, work_dir, requests, concurrency, workers, database)
             detail = f"{concurrency} connections, {workers} workers"
         elif mode == "cli":
-            seconds, detail = _cli(url, data_dir, lines, batch, limit is None)
+            seconds, cpu, detail = _cli(url, data_dir, lines, batch, limit is None, database)
         else:
             raise ValueError(f"unknown ingest mode {mode!r} (expected one of {MODES})")
         ceiling = ceiling_seconds(url)
-        result = IngestResult(mode, kind, len(lines), seconds, ceiling, detail)
+        result = IngestResult(mode, kind, len(lines), seconds, ceiling, detail, cpu)
         if verify and limit is None:
             store = Store(url)
             try:
@@ -128,27 +135,84 @@ def _batches(lines: list[str], size: int) -> list[bytes]:
     ]
 
 
-def _http(url: str, work_dir: Path, requests: list[bytes], concurrency: int, workers: int) -> float:
+class _DatabaseCpu:
+    """CPU used by the PostgreSQL backends serving one database (0 for SQLite, whose work
+    happens inside the Upstream process and is counted there)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def pids(self) -> set[int]:
+        store = Store(self.url)
+        try:
+            if store.dialect != "postgresql":
+                return set()
+            with store.engine.connect() as conn:
+                rows = conn.exec_driver_sql(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()"
+                )
+                return {int(row[0]) for row in rows}
+        finally:
+            store.dispose()
+
+    def used(self, before: dict[int, float]) -> float:
+        """CPU since `before` (a `snapshot`) of the backends alive now."""
+        now = self.snapshot()
+        return sum(cpu - before.get(pid, 0.0) for pid, cpu in now.items())
+
+    def snapshot(self) -> dict[int, float]:
+        return {pid: cpu_seconds({pid}) for pid in self.pids()}
+
+
+def _http(
+    url: str,
+    work_dir: Path,
+    requests: list[bytes],
+    concurrency: int,
+    workers: int,
+    database: _DatabaseCpu,
+) -> tuple[float, float]:
     with Server(url, work_dir, workers) as server:
+        assert server.process is not None
+        root = {server.process.pid}
+        before, db_before = cpu_seconds(root), database.snapshot()
         started = time.perf_counter()
         send_all(server.port, requests, concurrency)
-        return time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        return elapsed, cpu_seconds(root) - before + database.used(db_before)
 
 
-def _cli(url: str, data_dir: Path, lines: list[str], batch: int, whole: bool) -> tuple[float, str]:
+def _cli(
+    url: str, data_dir: Path, lines: list[str], batch: int, whole: bool, database: _DatabaseCpu
+) -> tuple[float, float, str]:
+    db_before = database.snapshot()
     if whole and cli_has_ingest():
         command = [sys.executable, "-m", "upstream", "ingest", "--db", url, "--batch-size"]
         command.append(str(batch))
         command.append(str(data_dir / "events.ndjson"))
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        return time.perf_counter() - started, "upstream ingest (whole process, start-up included)"
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        peak_db = 0.0
+        while process.poll() is None:  # backends end with the process: sample them as it runs
+            peak_db = max(peak_db, database.used(db_before))
+            time.sleep(0.5)
+        elapsed = time.perf_counter() - started
+        if process.returncode != 0:
+            raise RuntimeError(f"upstream ingest failed: {process.stderr.read()[-2000:]!r}")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+        return elapsed, cpu + peak_db, "upstream ingest (whole process, start-up included)"
     store = Store(url)
     try:
+        own = time.process_time()
         started = time.perf_counter()
         for i in range(0, len(lines), batch):
             documents = [json.loads(line) for line in lines[i : i + batch]]
             ingest_documents(store, documents, batch=True)
-        return time.perf_counter() - started, f"in-process ingest_documents, batches of {batch}"
+        elapsed = time.perf_counter() - started
+        cpu = time.process_time() - own + database.used(db_before)
+        return elapsed, cpu, f"in-process ingest_documents, batches of {batch}"
     finally:
         store.dispose()

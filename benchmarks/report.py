@@ -56,7 +56,10 @@ def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
 
 def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
     table = Table(title=title)
-    columns = ("db", "mode", "events", "s", "events/s", "ceiling ev/s", "ratio", "P/R ds, fields")
+    columns = (
+        "db", "mode", "events", "s", "events/s", "CPU ms/ev", "ceiling ev/s", "ratio",
+        "P/R ds, fields",
+    )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in ("db", "mode") else "right")
     for row in rows:
@@ -72,6 +75,7 @@ def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
             str(row["events"]),
             f"{row['seconds']:.2f}",
             f"{row['events_per_s']:,.0f}",
+            f"{row.get('cpu_ms_per_event', 0):.2f}",
             f"{row['ceiling_events_per_s']:,.0f}",
             f"{row['ratio_to_ceiling']:.3f}",
             verdict,

@@ -68,6 +68,33 @@ class Server:
                 self.process.wait(10)
 
 
+def _stat(pid: str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds used) of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
+
+
+def cpu_seconds(root_pids: set[int]) -> float:
+    """CPU seconds used so far by `root_pids` and all their live descendants (Linux)."""
+    stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p))}
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    total, stack, seen = 0.0, list(root_pids), set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        total += stats[pid][1]
+        stack.extend(children.get(pid, []))
+    return total
+
+
 def post_request(path: str, body: bytes) -> bytes:
     """The bytes of one keep-alive POST of a JSON body."""
     head = (
