@@ -149,3 +149,16 @@ def test_uvicorns_coloured_copy_of_the_message_is_left_out() -> None:
     record.args = (7,)
     assert "color_message" not in json.loads(JsonFormatter().format(record))
     assert "\x1b" not in TextFormatter().format(record)
+
+
+def test_other_libraries_info_lines_stay_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """Configuring the server's logs must not turn on every library's INFO chatter (httpx logs
+    one line per request, which would land on a CLI's stderr)."""
+    root_level = logging.getLogger().level
+    configure_logging(Settings(log_level="debug"))
+    capsys.readouterr()
+    logging.getLogger("httpx").info("HTTP Request: GET http://example")
+    logging.getLogger("upstream.test").debug("ours")
+    assert [json.loads(line)["message"] for line in _lines(capsys)] == ["ours"]
+    assert logging.getLogger().level == root_level
+    configure_logging(Settings())

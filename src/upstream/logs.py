@@ -108,17 +108,19 @@ def configure_logging(settings: Settings) -> None:
 
     Idempotent: a second call replaces the handler of the first. The handler sits on the root
     logger beside any other (a test harness's, say), and uvicorn's own handlers are removed so
-    its records come out in the same format.
+    its records come out in the same format. The process's other loggers keep their levels.
     """
+    level = settings.log_level.upper()
     handler = _StderrHandler()
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
     handler.addFilter(_RequestIdFilter())
-    level = settings.log_level.upper()
+    handler.setLevel(level)
     root = logging.getLogger()
     for previous in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
         root.removeHandler(previous)
     root.addHandler(handler)
-    root.setLevel(level)
+    # The root level is left alone (WARNING by default): other libraries' chatter (httpx's
+    # INFO line per request, say) stays out; only the server's own loggers get `level`.
     for name in _SERVER_LOGGERS:
         logger = logging.getLogger(name)
         for old in list(logger.handlers):
