@@ -113,7 +113,9 @@ class Settings(BaseSettings):
         "text for people reading a terminal.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
-        "info", description="Least severe log level written."
+        "info",
+        description="Least severe level of the server's own log lines (other libraries write "
+        "warnings and worse only).",
     )
 
     @classmethod
