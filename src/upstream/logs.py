@@ -65,18 +65,21 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time level logger [request id] message key=value…` for people at a terminal."""
+    """`time level logger [request id] message key=value…` for people at a terminal; an extra
+    whose value the message already shows is not repeated."""
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
         request_id = getattr(record, "request_id", None)
         tag = f" [{request_id}]" if request_id else ""
+        message = record.getMessage()
+        said = set(message.split())
         extras = "".join(
             f" {key}={value}"
             for key, value in vars(record).items()
-            if key not in _STANDARD_ATTRS and not key.startswith("_")
+            if key not in _STANDARD_ATTRS and not key.startswith("_") and str(value) not in said
         )
-        line = f"{stamp} {record.levelname:<7} {record.name}{tag} {record.getMessage()}{extras}"
+        line = f"{stamp} {record.levelname:<7} {record.name}{tag} {message}{extras}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
