@@ -215,6 +215,16 @@ def test_reading_needs_a_read_token(secured: TestClient) -> None:
     )
 
 
+def test_a_token_may_be_any_unicode(db_url: str) -> None:
+    app = create_app(Settings(db_url=db_url, tokens="read:pässwörd-ключ"), migrate=False)
+    with TestClient(app) as client:
+        header = {"Authorization": "Bearer pässwörd-ключ".encode()}
+        assert client.get("/openapi.json", headers=header).status_code == 200
+        assert (
+            client.get("/openapi.json", headers={"Authorization": b"Bearer p"}).status_code == 401
+        )
+
+
 def test_health_probes_stay_open(secured: TestClient) -> None:
     assert secured.get("/health").status_code == 200
     assert secured.get("/ready").json() == {"status": "ready"}

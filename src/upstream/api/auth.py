@@ -124,7 +124,7 @@ class AuthMiddleware:
 
     def _denial(self, scope: Scope, method: str, needed: Role) -> tuple[int, str] | None:
         headers = dict(scope["headers"])
-        header = headers.get(b"authorization", b"").decode("latin-1")
+        header = headers.get(b"authorization", b"").decode("utf-8", "replace")
         if not header:
             return 401, "authentication required: send the header Authorization: Bearer <token>"
         token = presented_token(header)
