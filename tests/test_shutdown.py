@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -55,6 +56,9 @@ def test_request_in_flight_at_sigterm_completes(live_server: LiveServer, db_url:
     poster = threading.Thread(target=post)
     poster.start()
     assert headers_sent.wait(30)
+    # Give the server a moment to read what was sent, so it has a request (not an idle
+    # connection, which a shutdown may close) when the signal arrives.
+    time.sleep(0.5)
     assert live_server.process is not None
     live_server.process.send_signal(signal.SIGTERM)
     terminated.set()
