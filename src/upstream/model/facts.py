@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from upstream.model.identity import DatasetRef, JobRef, stable_id
@@ -125,8 +126,10 @@ class EdgeFact:
     def target_dataset(self) -> DatasetRef | None:
         return self.target.dataset if isinstance(self.target, DatasetNode) else None
 
-    @property
+    @cached_property
     def id(self) -> uuid.UUID:
+        """Hashes scope and ends, not origin: the same edge from two sources is one edge.
+        Cached, since an event may hold thousands of edges and the writer asks repeatedly."""
         return stable_id(
             "edge", self.scope, self.scope_owner, _node_key(self.source), _node_key(self.target)
         )
