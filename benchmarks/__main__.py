@@ -138,6 +138,13 @@ def queries_command(
     db: DbOption = None,
     repetitions: Annotated[int, typer.Option(help="Timed repetitions per query.")] = 20,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    url: Annotated[
+        str | None,
+        typer.Option(help="A database already holding this workload (default: load a fresh one)."),
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option(help="Only the queries whose name contains this.")
+    ] = None,
     out: OutOption = OUT,
 ) -> None:
     """Median and p95 latency of the lineage queries, beside a networkx walk in memory."""
@@ -147,7 +154,10 @@ def queries_command(
     results["events"] = load_truth(data_dir)["events"]
     rows = []
     for kind in _kinds(db):
-        measured = run_queries(kind, data_dir, out, repetitions=repetitions, workers=workers)
+        measured = run_queries(
+            kind, data_dir, out,
+            repetitions=repetitions, workers=workers, url=url, only=only or (),
+        )  # fmt: skip
         for row in measured:
             results["queries"][f"{kind} {row['query']}"] = row
         rows.extend(measured)

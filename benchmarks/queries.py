@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,6 +191,7 @@ def run_queries(
     repetitions: int = 20,
     workers: int = 2,
     url: str | None = None,
+    only: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Latency of every query on a `kind` database holding the workload: the one at `url`,
     else a fresh one loaded through the in-process path."""
@@ -198,11 +199,14 @@ def run_queries(
         with fresh_database(kind, f"{data_dir.name}_queries_{kind}", work_dir) as fresh:
             load_store(fresh, data_dir)
             return run_queries(
-                kind, data_dir, work_dir, repetitions=repetitions, workers=workers, url=fresh
-            )
+                kind, data_dir, work_dir,
+                repetitions=repetitions, workers=workers, url=fresh, only=only,
+            )  # fmt: skip
     truth = load_truth(data_dir)
     graphs = Graphs(truth)
-    queries = build_queries(truth, graphs)
+    queries = [
+        q for q in build_queries(truth, graphs) if not only or any(o in q.name for o in only)
+    ]
     analyze(url)
     rows: list[dict[str, Any]] = []
     with (
