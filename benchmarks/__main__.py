@@ -108,11 +108,12 @@ def ingest_command(
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
     ] = None,
+    days: DaysOption = None,
     out: OutOption = OUT,
 ) -> None:
     """Events/s by each ingest path, with the ceiling (bare COPY/executemany) and exactness."""
     _size(size)
-    data_dir = _workload(size, seed, out)
+    data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_truth(data_dir)["events"]
     results["machine"] = report.machine()
@@ -145,11 +146,12 @@ def queries_command(
     only: Annotated[
         list[str] | None, typer.Option(help="Only the queries whose name contains this.")
     ] = None,
+    days: DaysOption = None,
     out: OutOption = OUT,
 ) -> None:
     """Median and p95 latency of the lineage queries, beside a networkx walk in memory."""
     _size(size)
-    data_dir = _workload(size, seed, out)
+    data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_truth(data_dir)["events"]
     rows = []
@@ -167,11 +169,15 @@ def queries_command(
 
 @app.command("exactness")
 def exactness_command(
-    size: SizeOption = "small", seed: SeedOption = 7, db: DbOption = None, out: OutOption = OUT
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    days: DaysOption = None,
+    out: OutOption = OUT,
 ) -> None:
     """Stored dataset and field edges against the ground truth: precision and recall."""
     _size(size)
-    data_dir = _workload(size, seed, out)
+    data_dir = _workload(size, seed, out, days)
     truth = load_truth(data_dir)
     results = report.load_results(out, size)
     rows = []
