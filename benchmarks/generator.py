@@ -53,6 +53,7 @@ FIELDS = [
 WORKFLOW_TASKS = 10
 
 Style = Literal["column", "facet", "plain"]
+STYLES: list[Style] = ["column", "facet", "plain"]
 Temporary = Literal["", "facet", "suffix"]
 
 
@@ -186,7 +187,7 @@ class _Planner:
                     if other not in inputs:
                         inputs.append(other)
                 outputs = [self.dataset(layer) for _ in range(1 if rng.random() < 0.7 else 2)]
-                style: Style = rng.choices(["column", "facet", "plain"], [5, 2, 3])[0]
+                style = rng.choices(STYLES, [5, 2, 3])[0]
                 if style == "facet" and len(inputs) == 1:
                     inputs.append(rng.choice(pool))  # the lookup no entry names
                     if inputs[1] == inputs[0]:

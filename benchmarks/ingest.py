@@ -192,15 +192,17 @@ def _cli(
         command.append(str(batch))
         command.append(str(data_dir / "events.ndjson"))
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        peak_db = 0.0
-        while process.poll() is None:  # backends end with the process: sample them as it runs
-            peak_db = max(peak_db, database.used(db_before))
-            time.sleep(0.5)
-        elapsed = time.perf_counter() - started
+        log = data_dir / "ingest-cli.log"
+        with log.open("wb") as errors:
+            started = time.perf_counter()
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+            peak_db = 0.0
+            while process.poll() is None:  # backends end with the process: sample as it runs
+                peak_db = max(peak_db, database.used(db_before))
+                time.sleep(0.5)
+            elapsed = time.perf_counter() - started
         if process.returncode != 0:
-            raise RuntimeError(f"upstream ingest failed: {process.stderr.read()[-2000:]!r}")
+            raise RuntimeError(f"upstream ingest failed; see {log}")
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
         return elapsed, cpu + peak_db, "upstream ingest (whole process, start-up included)"

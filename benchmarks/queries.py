@@ -13,6 +13,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -97,7 +98,7 @@ def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
                         label,
                         path,
                         params,
-                        lambda d=direction, lv=levels, n=(ns, name): graphs.dataset(n, d, lv),
+                        partial(graphs.dataset, (ns, name), direction, levels),
                     )
                 )
     ns, name = targets["upstream"]
