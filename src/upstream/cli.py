@@ -160,9 +160,8 @@ def serve(
 
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
-    import uvicorn
-
     from upstream.api.metrics import multiprocess_directory
+    from upstream.serving import run_server
     from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
@@ -180,15 +179,7 @@ def serve(
     finally:
         store.dispose()
     with multiprocess_directory(settings.workers):
-        uvicorn.run(
-            "upstream.api.app:create_app",
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            workers=settings.workers,
-            log_level=settings.log_level,
-            timeout_graceful_shutdown=30,
-        )
+        run_server(settings)
 
 
 @db_app.command("upgrade")
