@@ -7,12 +7,12 @@ changing a route; `--check` only compares.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from upstream.docgen import generated_page_main
 from upstream.settings import Settings
 
 DEFAULT_OUTPUT = Path("docs/api.md")
@@ -202,26 +202,13 @@ def render(document: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m upstream.apidoc", description="Write the HTTP API reference."
+    return generated_page_main(
+        "upstream.apidoc",
+        "Write the HTTP API reference.",
+        DEFAULT_OUTPUT,
+        lambda _current: render(openapi_document()),
+        argv,
     )
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="file to write")
-    parser.add_argument(
-        "--check", action="store_true", help="only compare; exit 1 when the file is stale"
-    )
-    args = parser.parse_args(argv)
-    text = render(openapi_document())
-    output: Path = args.output
-    if args.check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else ""
-        if current != text:
-            print(f"{output} is out of date: run `python -m upstream.apidoc`", file=sys.stderr)
-            return 1
-        return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    print(f"wrote {output}")
-    return 0
 
 
 if __name__ == "__main__":

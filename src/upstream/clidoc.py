@@ -7,7 +7,6 @@ Run `python -m upstream.clidoc` after changing a command; `--check` only compare
 
 from __future__ import annotations
 
-import argparse
 import enum
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import typer
 
 from upstream.apidoc import table_cell
+from upstream.docgen import generated_page_main
 
 DEFAULT_OUTPUT = Path("docs/cli.md")
 
@@ -114,26 +114,13 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m upstream.clidoc", description="Write the command-line reference."
+    return generated_page_main(
+        "upstream.clidoc",
+        "Write the command-line reference.",
+        DEFAULT_OUTPUT,
+        lambda _current: render(),
+        argv,
     )
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="file to write")
-    parser.add_argument(
-        "--check", action="store_true", help="only compare; exit 1 when the file is stale"
-    )
-    args = parser.parse_args(argv)
-    text = render()
-    output: Path = args.output
-    if args.check:
-        current = output.read_text(encoding="utf-8") if output.is_file() else ""
-        if current != text:
-            print(f"{output} is out of date: run `python -m upstream.clidoc`", file=sys.stderr)
-            return 1
-        return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    print(f"wrote {output}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@ setting cannot go undocumented. Run `python -m upstream.settingsdoc` after addin
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from upstream.apidoc import schema_type, table_cell
+from upstream.docgen import generated_page_main
 from upstream.settings import Settings
 
 DEFAULT_OUTPUT = Path("docs/configuration.md")
@@ -64,26 +64,13 @@ def with_table(document: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m upstream.settingsdoc",
-        description="Refresh the settings table of the configuration guide.",
+    return generated_page_main(
+        "upstream.settingsdoc",
+        "Refresh the settings table of the configuration guide.",
+        DEFAULT_OUTPUT,
+        with_table,
+        argv,
     )
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="file to update")
-    parser.add_argument(
-        "--check", action="store_true", help="only compare; exit 1 when the table is stale"
-    )
-    args = parser.parse_args(argv)
-    output: Path = args.output
-    current = output.read_text(encoding="utf-8")
-    refreshed = with_table(current)
-    if args.check:
-        if refreshed != current:
-            print(f"{output} is out of date: run `python -m upstream.settingsdoc`", file=sys.stderr)
-            return 1
-        return 0
-    output.write_text(refreshed, encoding="utf-8")
-    print(f"updated the settings table in {output}")
-    return 0
 
 
 if __name__ == "__main__":
