@@ -16,9 +16,6 @@ from upstream.docgen import generated_page_main
 from upstream.settings import Settings
 
 DEFAULT_OUTPUT = Path("docs/api.md")
-#: FastAPI's stock 422 for bad parameters; Upstream answers those 400 with its own error body.
-_STOCK_VALIDATION = "#/components/schemas/HTTPValidationError"
-_STOCK_SCHEMAS = {"HTTPValidationError", "ValidationError"}
 
 INTRO = """\
 Every endpoint of the server, generated from its OpenAPI document by
@@ -118,9 +115,6 @@ def render_responses(responses: dict[str, Any]) -> list[str]:
     lines = ["| Status | Meaning |", "|---|---|"]
     for status, response in sorted(responses.items()):
         content = response.get("content", {})
-        refs = [c.get("schema", {}).get("$ref") for c in content.values()]
-        if _STOCK_VALIDATION in refs:
-            continue  # a bad parameter is a 400 with the error body, said once in the intro
         media = ", ".join(f"`{m}`" for m in content)
         meaning = table_cell(response.get("description", ""))
         lines.append(f"| {status} | {meaning}{f' ({media})' if media else ''} |")
@@ -189,11 +183,7 @@ def render(document: dict[str, Any]) -> str:
         lines += [f"## {tag[:1].upper()}{tag[1:]}", ""]
         for method, path, operation in operations:
             lines += render_operation(method, path, operation)
-    schemas = {
-        name: schema
-        for name, schema in document.get("components", {}).get("schemas", {}).items()
-        if name not in _STOCK_SCHEMAS
-    }
+    schemas = document.get("components", {}).get("schemas", {})
     if schemas:
         lines += ["## Schemas", ""]
         for name, schema in sorted(schemas.items()):

@@ -12,6 +12,7 @@ from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
 from upstream.api.errors import install_error_handlers
+from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
     field_lineage,
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     install_error_handlers(app)
+    install_openapi(app)
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)
