@@ -27,6 +27,7 @@ from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collap
 from upstream.query.flows import flows
 from upstream.query.relations import (
     Relation,
+    components_of,
     relations_of_datasets,
     relations_of_jobs,
     relations_of_runs,
@@ -378,8 +379,7 @@ class _Walk:
         near_access = "write" if upstream else "read"
         found = [
             _Hop(((r.dataset_id, r.job_id, r.run_id, r.access),), r.run_id, r.dataset_id)
-            for r in relations_of_datasets(self.conn, datasets, self.window)
-            if r.access == near_access
+            for r in relations_of_datasets(self.conn, datasets, self.window, near_access)
         ]
         for flow in flows(
             self.conn, datasets, "upstream" if upstream else "downstream", self.window
@@ -472,13 +472,8 @@ class _Walk:
     def with_components(self, hops: list[_Hop]) -> set[Relation]:
         """The hops' relations with the components stored on them ("" when none is)."""
         keys = {key for hop in hops for key in hop.relations}
-        components: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str], set[str]] = {}
-        stored = relations_of_datasets(self.conn, {k[0] for k in keys}, self.window)
-        for rel in stored:
-            key = (rel.dataset_id, rel.job_id, rel.run_id, rel.access)
-            if key in keys:
-                components.setdefault(key, set()).add(rel.component)
-        return {Relation(*key, c) for key in keys for c in components.get(key) or {""}}
+        components = components_of(self.conn, keys, self.window)
+        return {Relation(*key, c) for key in keys for c in components.get(key) or ("",)}
 
     # -- result ---------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,11 +21,16 @@ from upstream.store import schema as t
 from upstream.store.dialect import chunks
 from upstream.store.window import run_in_window
 
+#: A relation without its component: (dataset, job, run, access).
+RelationKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str]
 
-@dataclass(frozen=True)
-class Relation:
+
+class Relation(NamedTuple):
     """Job `job_id` read or wrote dataset `dataset_id` in run `run_id` (None: declared by a
-    JobEvent), through `component` ("" when the producer named none)."""
+    JobEvent), through `component` ("" when the producer named none).
+
+    A named tuple rather than a dataclass: walks build and hash tens of thousands of them,
+    and a tuple costs a fraction of a frozen dataclass to make."""
 
     dataset_id: uuid.UUID
     job_id: uuid.UUID
@@ -33,21 +39,27 @@ class Relation:
     component: str = ""
 
     @property
-    def sort_key(self) -> tuple[str, str, str, str, str]:
+    def sort_key(self) -> tuple[int, int, int, str, str]:
+        """A stable order: the ids' integers order as their text does (fixed-width hex)
+        and cost nothing to make; a declared relation (no run) comes first."""
         return (
-            str(self.dataset_id),
-            str(self.job_id),
-            str(self.run_id or ""),
+            self.dataset_id.int,
+            self.job_id.int,
+            self.run_id.int if self.run_id is not None else -1,
             self.access,
             self.component,
         )
 
 
 def relations_of_datasets(
-    conn: Connection, dataset_ids: Collection[uuid.UUID], window: Window | None
+    conn: Connection,
+    dataset_ids: Collection[uuid.UUID],
+    window: Window | None,
+    access: str | None = None,
 ) -> set[Relation]:
-    """Every relation of any of `dataset_ids` whose run overlaps `window`."""
-    return _relations(conn, t.relations.c.dataset_id, dataset_ids, window)
+    """Every relation of any of `dataset_ids` whose run overlaps `window` (only reads or
+    only writes when `access` says so)."""
+    return _relations(conn, t.relations.c.dataset_id, dataset_ids, window, access)
 
 
 def relations_of_jobs(
@@ -69,14 +81,40 @@ def _relations(
     column: sa.Column[uuid.UUID],
     ids: Collection[uuid.UUID],
     window: Window | None,
+    access: str | None = None,
 ) -> set[Relation]:
     r = t.relations.c
     found: set[Relation] = set()
+    only = sa.true() if access is None else r.access == access
     for part in chunks(sorted(set(ids))):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            column.in_(part), run_in_window(r.run_id, window)
+            column.in_(part), only, run_in_window(r.run_id, window)
         )
-        found.update(Relation(*row) for row in conn.execute(query))
+        found.update(map(Relation._make, conn.execute(query)))
+    return found
+
+
+def components_of(
+    conn: Connection, keys: Collection[RelationKey], window: Window | None
+) -> dict[RelationKey, set[str]]:
+    """The components stored on each of `keys` whose run overlaps `window` (keys with none
+    are absent). Read through the keys' runs (and, for declared keys, their jobs), which
+    hold a handful of relations each, rather than through their datasets, which may hold
+    thousands."""
+    r = t.relations.c
+    runs = {run for _, _, run, _ in keys if run is not None}
+    declared = {job for _, job, run, _ in keys if run is None}
+    found: dict[RelationKey, set[str]] = {}
+    for column, ids in ((r.run_id, runs), (r.job_id, declared)):
+        mine = run_in_window(r.run_id, window) if column is r.run_id else r.run_id.is_(None)
+        for part in chunks(sorted(ids)):
+            query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
+                column.in_(part), mine
+            )
+            for dataset_id, job_id, run_id, access, component in conn.execute(query):
+                key = (dataset_id, job_id, run_id, access)
+                if key in keys:
+                    found.setdefault(key, set()).add(component)
     return found
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from upstream.model.workflow import ChainLink
 from upstream.query.relations import Relation
@@ -40,7 +40,7 @@ def roll_up(
         if (relation.dataset_id, link.run_id) in temporary:
             continue
         workflows.add(link.job_id)
-        kept.add(replace(relation, job_id=link.job_id, run_id=link.run_id))
+        kept.add(relation._replace(job_id=link.job_id, run_id=link.run_id))
     return RolledUp(kept, workflows)
 
 
