@@ -27,6 +27,7 @@ from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collap
 from upstream.query.flows import flows
 from upstream.query.relations import (
     Relation,
+    RelationKey,
     components_of,
     relations_of_datasets,
     relations_of_jobs,
@@ -339,11 +340,12 @@ class _Walk:
         passed: set[tuple[uuid.UUID, uuid.UUID]] = set()
         first = True
         while open_datasets or only_in or (first and jobs):
-            hops = self.hops(open_datasets | set(only_in), jobs if first else set(), first)
+            anchors = open_datasets | set(only_in)
+            hops, near = self.hops(anchors, jobs if first else set(), first)
             if self.params.rollup is not None:
                 self.index.load(h.run_id for h in hops)
             hops = [h for h in hops if self.allowed(h, open_datasets, only_in)]
-            shown = self.view(self.with_components(hops))
+            shown = self.view(self.with_components(hops, near, anchors))
             self.add(shown, level)
             further: dict[uuid.UUID, set[uuid.UUID]] = {}
             for hop in hops:
@@ -371,15 +373,22 @@ class _Walk:
         link = self.index.workflow_of(hop.run_id)
         return link is not None and link.run_id in only_in[hop.anchor]
 
-    def hops(self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], job_edges: bool) -> list[_Hop]:
+    @property
+    def near_access(self) -> str:
+        """The access of a frontier dataset's own relations: written (read, downstream)."""
+        return "write" if self.params.direction == "upstream" else "read"
+
+    def hops(
+        self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], job_edges: bool
+    ) -> tuple[list[_Hop], set[Relation]]:
         """The frontier's own writers (readers, downstream), which show who made (used)
         the data even when nothing flowed further; the flows into (out of) it; and, when
-        asked, the edges with a job end."""
+        asked, the edges with a job end. Also those writers' (readers') relations."""
         upstream = self.params.direction == "upstream"
-        near_access = "write" if upstream else "read"
+        near = relations_of_datasets(self.conn, datasets, self.window, self.near_access)
         found = [
             _Hop(((r.dataset_id, r.job_id, r.run_id, r.access),), r.run_id, r.dataset_id)
-            for r in relations_of_datasets(self.conn, datasets, self.window, near_access)
+            for r in near
         ]
         for flow in flows(
             self.conn, datasets, "upstream" if upstream else "downstream", self.window
@@ -399,7 +408,7 @@ class _Walk:
             )
         if job_edges:
             found.extend(self.job_edge_hops(datasets, jobs, upstream))
-        return found
+        return found, near
 
     def job_edge_hops(
         self, datasets: set[uuid.UUID], jobs: set[uuid.UUID], upstream: bool
@@ -469,10 +478,19 @@ class _Walk:
                     )
         return hops
 
-    def with_components(self, hops: list[_Hop]) -> set[Relation]:
-        """The hops' relations with the components stored on them ("" when none is)."""
+    def with_components(
+        self, hops: list[_Hop], near: set[Relation], anchors: set[uuid.UUID]
+    ) -> set[Relation]:
+        """The hops' relations with the components stored on them ("" when none is).
+        `near` holds every relation of the `anchors` with the near access, components
+        included; only the other keys are looked up."""
         keys = {key for hop in hops for key in hop.relations}
-        components = components_of(self.conn, keys, self.window)
+        components: dict[RelationKey, set[str]] = {}
+        for relation in near:
+            components.setdefault(relation[:4], set()).add(relation.component)
+        access = self.near_access
+        unknown = {k for k in keys if k[3] != access or k[0] not in anchors}
+        components.update(components_of(self.conn, unknown, self.window))
         return {Relation(*key, c) for key in keys for c in components.get(key) or ("",)}
 
     # -- result ---------------------------------------------------------------------------

@@ -104,12 +104,13 @@ def components_of(
     r = t.relations.c
     runs = {run for _, _, run, _ in keys if run is not None}
     declared = {job for _, job, run, _ in keys if run is None}
+    accesses = r.access.in_(sorted({access for _, _, _, access in keys}))
     found: dict[RelationKey, set[str]] = {}
     for column, ids in ((r.run_id, runs), (r.job_id, declared)):
         mine = run_in_window(r.run_id, window) if column is r.run_id else r.run_id.is_(None)
         for part in chunks(sorted(ids)):
             query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-                column.in_(part), mine
+                column.in_(part), accesses, mine
             )
             for dataset_id, job_id, run_id, access, component in conn.execute(query):
                 key = (dataset_id, job_id, run_id, access)
