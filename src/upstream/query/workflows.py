@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,6 +35,7 @@ class _Run:
     job_id: uuid.UUID
     parent_run_id: uuid.UUID | None
     job_is_workflow: bool
+    started_at: datetime | None
 
 
 class WorkflowIndex:
@@ -43,6 +45,8 @@ class WorkflowIndex:
         self._conn = conn
         self._runs: dict[uuid.UUID, _Run] = {}
         self._marks: dict[uuid.UUID, list[tuple[uuid.UUID, TemporaryMark]]] = {}
+        #: `workflow_of` answers, forgotten whenever more runs are read.
+        self._links: dict[uuid.UUID, ChainLink | None] = {}
 
     def _columns(self) -> sa.Select[Any]:
         return sa.select(
@@ -51,14 +55,18 @@ class WorkflowIndex:
             t.runs.c.parent_run_id,
             t.jobs.c.job_type,
             t.jobs.c.seen_as_parent,
+            t.runs.c.started_at,
         ).select_from(t.runs.join(t.jobs, t.jobs.c.id == t.runs.c.job_id))
 
     def _remember(self, rows: Iterable[Any]) -> set[uuid.UUID]:
         """Keep the chain links of `rows` (from `_columns`); return their run ids."""
         loaded: set[uuid.UUID] = set()
-        for run_id, job_id, parent, job_type, seen_as_parent in rows:
-            self._runs[run_id] = _Run(job_id, parent, is_workflow(job_type, seen_as_parent))
+        for run_id, job_id, parent, job_type, seen_as_parent, started_at in rows:
+            workflow = is_workflow(job_type, seen_as_parent)
+            self._runs[run_id] = _Run(job_id, parent, workflow, started_at)
             loaded.add(run_id)
+        if loaded:
+            self._links.clear()
         return loaded
 
     def load(self, run_ids: Iterable[uuid.UUID | None]) -> None:
@@ -74,6 +82,8 @@ class WorkflowIndex:
         """The workflow run of a loaded run (None: in no workflow, or declared lineage)."""
         if run_id is None:
             return None
+        if run_id in self._links:
+            return self._links[run_id]
         chain: list[ChainLink] = []
         seen: set[uuid.UUID] = set()
         current: uuid.UUID | None = run_id
@@ -82,7 +92,14 @@ class WorkflowIndex:
             run = self._runs[current]
             chain.append(ChainLink(current, run.job_id, run.job_is_workflow))
             current = run.parent_run_id
-        return workflow_run(chain) if chain else None
+        link = workflow_run(chain) if chain else None
+        self._links[run_id] = link
+        return link
+
+    def started_at(self, run_id: uuid.UUID) -> datetime | None:
+        """When a loaded run started (None: unknown, or not loaded)."""
+        run = self._runs.get(run_id)
+        return run.started_at if run is not None else None
 
     def members(self, workflow_jobs: Collection[uuid.UUID], window: Window) -> set[uuid.UUID]:
         """The runs whose workflow run is a run of one of `workflow_jobs` (those runs
