@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -29,9 +29,11 @@ from upstream.store.window import run_in_window
 Direction = Literal["upstream", "downstream"]
 
 
-@dataclass(frozen=True, order=True)
-class Flow:
-    """Data of `source` flowed into `target`, made by `job_id` in `run_id` (None: declared)."""
+class Flow(NamedTuple):
+    """Data of `source` flowed into `target`, made by `job_id` in `run_id` (None: declared).
+
+    A named tuple: walks make thousands per level, and a frozen dataclass cost several
+    times as much to build."""
 
     source: uuid.UUID
     target: uuid.UUID
@@ -80,8 +82,7 @@ def _explicit(
         run_in_window(e.c.run_id, window),
     )
     return {
-        Flow(r.source_dataset_id, r.target_dataset_id, r.job_id, r.run_id, False)
-        for r in conn.execute(query)
+        Flow(source, target, job, run, False) for source, target, job, run in conn.execute(query)
     }
 
 
@@ -98,9 +99,11 @@ def _inferred(
     )
 
 
+@cache
 def _io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
     """Reads and writes of the same job, as sources and targets; the anchor is the end the
-    walk starts from."""
+    walk starts from. Built once per direction: statements are immutable, and building
+    them again for every chunk showed in profiles."""
     reads = t.relations.alias("reads")
     writes = t.relations.alias("writes")
     anchor = writes.c.dataset_id if direction == "upstream" else reads.c.dataset_id
@@ -147,7 +150,9 @@ def _inferred_in_runs(
         ~explicit_for_output,
         ~run_has_facet,
     ).distinct()
-    return {Flow(r.source, r.target, r.job_id, r.run_id, True) for r in conn.execute(query)}
+    return {
+        Flow(source, target, job, run, True) for source, target, job, run in conn.execute(query)
+    }
 
 
 def _inferred_declared(
@@ -177,4 +182,4 @@ def _inferred_declared(
         ~explicit_for_output,
         ~job_declared_facet,
     ).distinct()
-    return {Flow(r.source, r.target, r.job_id, None, True) for r in conn.execute(query)}
+    return {Flow(source, target, job, None, True) for source, target, job, _ in conn.execute(query)}
