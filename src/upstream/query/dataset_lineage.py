@@ -503,11 +503,12 @@ class _Walk:
         kept: list[Relation] = []
         truncated = False
         for relation in ordered:
-            new = {("dataset", relation.dataset_id), ("program", relation.job_id)} - nodes
-            if len(nodes) + len(new) > self.max_nodes:
+            dataset, program = ("dataset", relation.dataset_id), ("program", relation.job_id)
+            if len(nodes) + (dataset not in nodes) + (program not in nodes) > self.max_nodes:
                 truncated = True
                 continue
-            nodes |= new
+            nodes.add(dataset)
+            nodes.add(program)
             kept.append(relation)
         return kept, truncated
 
@@ -547,10 +548,12 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
         namespace, name = walk.datasets[dataset_id]
         return f"dataset.{namespace}.{name}"
 
+    data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
+    program_keys = {job_id: program.key for job_id, program in programs.items()}
     keyed = [
         KeyedRelation(
-            data=data_key(r.dataset_id),
-            program=programs[r.job_id].key,
+            data=data_keys[r.dataset_id],
+            program=program_keys[r.job_id],
             access=r.access,
             run=str(r.run_id) if r.run_id is not None else None,
             component=r.component,
