@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from upstream.model.nodeid import (
@@ -84,6 +84,7 @@ names = st.text(min_size=1, max_size=12)
 
 
 @given(namespace=names, name=names, field=names, others=st.lists(names, max_size=3))
+@example(namespace=":", name="0", field=":", others=[])  # a namespace that begins with `:`
 def test_every_rendered_id_parses_back(
     namespace: str, name: str, field: str, others: list[str]
 ) -> None:

@@ -107,7 +107,9 @@ def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]
         bodies.append((rest[: found.start()], uuid.UUID(found.group(1))))
     bodies.append((rest, None))
     needed = 2 if kind == "datasetField" else 1
-    bodies = [(b, v) for b, v in bodies if b.count(":") >= needed and not b.startswith(":")]
+    # A namespace may itself begin with `:`, so only a body whose every `:` is its first
+    # character (an empty namespace) is malformed.
+    bodies = [(b, v) for b, v in bodies if b.count(":") >= needed and ":" in b[1:]]
     if not bodies:
         shape = "<namespace>:<name>:<field>" if kind == "datasetField" else "<namespace>:<name>"
         raise InvalidNodeId(f"nodeId: {value!r} must have the form {kind}:{shape}")
