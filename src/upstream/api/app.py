@@ -36,7 +36,6 @@ ROUTERS = [
     openlineage.router,
     metrics.router,
     web_routes.router,
-    # Before dataset_lineage: its {ds:path}/lineage also matches …/fields/{field}/lineage.
     field_lineage.router,
     field_operations.router,
     dataset_lineage.router,

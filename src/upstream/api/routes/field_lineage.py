@@ -1,8 +1,4 @@
-"""Field lineage (DESIGN §4.3): paths of a field, fields with lineage, summaries, operations.
-
-Registered before the dataset-lineage router: its `…/datasets/{ds:path}/lineage` would
-otherwise also match `…/datasets/{ds}/fields/{field}/lineage`.
-"""
+"""Field lineage (DESIGN §4.3): paths of a field, fields with lineage, summaries, operations."""
 
 from __future__ import annotations
 
