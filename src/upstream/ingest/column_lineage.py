@@ -27,11 +27,18 @@ def column_lineage_edges(
         source_ref = DatasetRef(source.namespace, source.name)
         transformations = [t.model_dump(exclude_none=True) for t in source.transformations]
         edges.append(
-            _edge(owner, DatasetNode(source_ref, source.field), target, transformations or fallback)
+            owner.edge(
+                "column_lineage",
+                DatasetNode(source_ref, source.field),
+                target,
+                transformations or fallback,
+            )
         )
         if source_ref not in sources:
             sources.add(source_ref)
-            edges.append(_edge(owner, DatasetNode(source_ref), whole, [], implied=True))
+            edges.append(
+                owner.edge("column_lineage", DatasetNode(source_ref), whole, [], implied=True)
+            )
 
     for field_name, column in sorted(facet.fields.items()):
         fallback = _deprecated_transformation(
@@ -52,23 +59,3 @@ def _deprecated_transformation(kind: str | None, description: str | None) -> lis
     if description is not None:
         described["description"] = description
     return [described]
-
-
-def _edge(
-    owner: Owner,
-    source: DatasetNode,
-    target: DatasetNode,
-    transformations: list[dict[str, Any]],
-    *,
-    implied: bool = False,
-) -> EdgeFact:
-    return EdgeFact(
-        scope=owner.scope,
-        origin="column_lineage",
-        source=source,
-        target=target,
-        run_id=owner.run_id,
-        job=owner.job,
-        implied=implied,
-        transformations=transformations,
-    )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from upstream.model.facts import JobNode, Scope
+from upstream.model.facts import EdgeFact, JobNode, Node, Origin, Scope
 from upstream.model.identity import JobRef
 
 
@@ -18,6 +19,27 @@ class Owner:
     run_id: uuid.UUID | None
     scope: Scope
     event_time: datetime
+
+    def edge(
+        self,
+        origin: Origin,
+        source: Node,
+        target: Node,
+        transformations: list[dict[str, Any]],
+        *,
+        implied: bool = False,
+    ) -> EdgeFact:
+        """An edge owned by this event's scope, job and run."""
+        return EdgeFact(
+            scope=self.scope,
+            origin=origin,
+            source=source,
+            target=target,
+            run_id=self.run_id,
+            job=self.job,
+            implied=implied,
+            transformations=transformations,
+        )
 
     def job_node(self) -> JobNode:
         if self.job is None:

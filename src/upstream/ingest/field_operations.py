@@ -119,16 +119,8 @@ def _edge(
     *,
     implied: bool = False,
 ) -> EdgeFact:
-    return EdgeFact(
-        scope=owner.scope,
-        origin="field_operations",
-        source=source,
-        target=target,
-        run_id=owner.run_id,
-        job=owner.job,
-        implied=implied,
-        transformations=[{"type": "DIRECT", "subtype": origin.subtype}] if origin else [],
-    )
+    transformations = [{"type": "DIRECT", "subtype": origin.subtype}] if origin else []
+    return owner.edge("field_operations", source, target, transformations, implied=implied)
 
 
 def _ref(source: SourceRef) -> DatasetRef:

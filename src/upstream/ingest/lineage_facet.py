@@ -130,18 +130,7 @@ def _add(
         if described_by is not None
         else []
     )
-    result.edges.append(
-        EdgeFact(
-            scope=owner.scope,
-            origin=origin,
-            source=source,
-            target=target,
-            run_id=owner.run_id,
-            job=owner.job,
-            implied=implied,
-            transformations=transformations,
-        )
-    )
+    result.edges.append(owner.edge(origin, source, target, transformations, implied=implied))
     # The own job reads a dataset that feeds a dataset it writes, or feeds the job itself.
     if (
         owner.job is not None
