@@ -87,9 +87,7 @@ def render_params(params: list[Any]) -> list[str]:
             if param.is_flag and param.secondary_opts:
                 label += ", " + ", ".join(f"`{opt}`" for opt in param.secondary_opts)
         envvar = f"`{param.envvar}`" if param.envvar else ""
-        lines.append(
-            f"| {label} | {envvar} | {_default(param)} | {table_cell(param.help or '')} |"
-        )
+        lines.append(f"| {label} | {envvar} | {_default(param)} | {table_cell(param.help or '')} |")
     return lines
 
 

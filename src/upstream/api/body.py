@@ -123,9 +123,7 @@ def check_document(document: Any, *, strings: bool) -> None:
     while stack:
         value, depth, trail = stack.pop()
         if isinstance(value, dict | list) and depth > MAX_JSON_DEPTH:
-            raise ApiError(
-                400, f"body: {_path(trail)}: nested deeper than {MAX_JSON_DEPTH} levels"
-            )
+            raise ApiError(400, f"body: {_path(trail)}: nested deeper than {MAX_JSON_DEPTH} levels")
         if isinstance(value, dict):
             for key, item in value.items():
                 if strings:

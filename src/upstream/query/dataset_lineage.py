@@ -36,7 +36,7 @@ from upstream.query.relations import (
 from upstream.query.rollup import roll_up, workflow_pairs
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
 from upstream.store.window import run_in_window
 
@@ -269,8 +269,8 @@ class _Walk:
     def load_datasets(self, ids: Iterable[uuid.UUID]) -> None:
         wanted = set(ids) - set(self.datasets)
         d = t.datasets.c
-        for part in chunks(sorted(wanted)):
-            query = sa.select(d.id, d.namespace, d.name).where(d.id.in_(part))
+        for matches in id_filters(self.conn, d.id, wanted):
+            query = sa.select(d.id, d.namespace, d.name).where(matches)
             self.datasets.update(
                 {row.id: (row.namespace, row.name) for row in self.conn.execute(query)}
             )
@@ -433,12 +433,12 @@ class _Walk:
         }
         hops: list[_Hop] = []
         reached = set(jobs)
-        for part in chunks(sorted(datasets)):
+        for matches in id_filters(self.conn, col[f"{near}_dataset_id"], datasets):
             query = (
                 sa.select(col[f"{far}_job_id"], col[f"{far}_run_id"], col[f"{near}_dataset_id"])
                 .where(
                     col[f"{near}_type"] == "dataset",
-                    col[f"{near}_dataset_id"].in_(part),
+                    matches,
                     col[f"{far}_type"] == "job",
                     run_in_window(e.run_id, self.window),
                 )
@@ -448,7 +448,7 @@ class _Walk:
                 access = "write" if upstream else "read"
                 hops.append(_Hop(((dataset_id, job_id, run_id, access),), run_id, dataset_id))
                 reached.add(job_id)
-        for part in chunks(sorted(reached)):
+        for matches in id_filters(self.conn, col[f"{near}_job_id"], reached):
             query = (
                 sa.select(
                     col[f"{far}_type"],
@@ -459,7 +459,7 @@ class _Walk:
                 )
                 .where(
                     col[f"{near}_type"] == "job",
-                    col[f"{near}_job_id"].in_(part),
+                    matches,
                     run_in_window(e.run_id, self.window),
                 )
                 .distinct()
@@ -596,10 +596,8 @@ def _programs(
 ) -> dict[uuid.UUID, _Program]:
     j = t.jobs.c
     found: dict[uuid.UUID, _Program] = {}
-    for part in chunks(sorted(job_ids)):
-        query = sa.select(j.id, j.namespace, j.name, j.job_type, j.seen_as_parent).where(
-            j.id.in_(part)
-        )
+    for matches in id_filters(conn, j.id, job_ids):
+        query = sa.select(j.id, j.namespace, j.name, j.job_type, j.seen_as_parent).where(matches)
         for row in conn.execute(query):
             workflow = row.id in rolled_up or is_workflow(row.job_type, row.seen_as_parent)
             found[row.id] = _Program(row.namespace, row.name, workflow)

@@ -19,7 +19,7 @@ from upstream.model.field_operations import OperationSet, SourceRef, operation_s
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.window import Window
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
 
@@ -87,7 +87,7 @@ def operation_sets(
     os_, ros = t.operation_sets, t.run_operation_sets
     links: list[Recorded] = []
     raw: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    for part in chunks(sorted(set(destinations))):
+    for matches in id_filters(conn, os_.c.dataset_id, destinations):
         query = (
             sa.select(
                 os_.c.id,
@@ -103,7 +103,7 @@ def operation_sets(
                 .join(t.runs, t.runs.c.id == ros.c.run_id)
                 .join(t.jobs, t.jobs.c.id == ros.c.job_id)
             )
-            .where(os_.c.dataset_id.in_(part), run_in_window(ros.c.run_id, window))
+            .where(matches, run_in_window(ros.c.run_id, window))
         )
         for row in conn.execute(query):
             raw.setdefault(row.id, row.operations)
@@ -163,8 +163,8 @@ def require_field(conn: Connection, dataset: DatasetRef, field: str) -> None:
 def dataset_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
     found: dict[uuid.UUID, DatasetRef] = {}
     d = t.datasets
-    for part in chunks(sorted(set(ids))):
-        for row in conn.execute(sa.select(d.c.id, d.c.namespace, d.c.name).where(d.c.id.in_(part))):
+    for matches in id_filters(conn, d.c.id, ids):
+        for row in conn.execute(sa.select(d.c.id, d.c.namespace, d.c.name).where(matches)):
             found[row.id] = DatasetRef(row.namespace, row.name)
     return found
 

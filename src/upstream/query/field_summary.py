@@ -19,7 +19,7 @@ from upstream.model.window import Window
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, existing_dataset, require_field
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
 from upstream.store.window import run_in_window
 
@@ -73,7 +73,7 @@ def _neighbours(
     near, far = ("target", "source") if direction == "upstream" else ("source", "target")
     fields = sorted({f for _, f in nodes})
     found: set[FieldNode] = set()
-    for part in chunks(sorted({d for d, _ in nodes})):
+    for matches in id_filters(conn, e.c[f"{near}_dataset_id"], {d for d, _ in nodes}):
         query = (
             sa.select(
                 e.c[f"{near}_dataset_id"],
@@ -82,7 +82,7 @@ def _neighbours(
                 e.c[f"{far}_field"],
             )
             .where(
-                e.c[f"{near}_dataset_id"].in_(part),
+                matches,
                 e.c[f"{near}_field"].in_(fields),
                 e.c[f"{far}_field"].is_not(None),
                 e.c[f"{far}_dataset_id"].is_not(None),

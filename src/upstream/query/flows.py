@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
 Direction = Literal["upstream", "downstream"]
@@ -49,10 +49,9 @@ def flows(
     window: Window | None = None,
 ) -> list[Flow]:
     """Every flow into (`upstream`) or out of (`downstream`) any of `datasets`."""
-    found: set[Flow] = set()
-    for part in chunks(sorted(set(datasets))):
-        found.update(_explicit(conn, part, direction, window))
-        found.update(_inferred(conn, part, direction, window))
+    found = _explicit(conn, datasets, direction, window) | _inferred(
+        conn, datasets, direction, window
+    )
     return sorted(found, key=_order)
 
 
@@ -69,25 +68,29 @@ def _order(flow: Flow) -> tuple[int, int, int, int]:
 
 
 def _explicit(
-    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
     e = t.edges
     anchor = e.c.target_dataset_id if direction == "upstream" else e.c.source_dataset_id
-    query = sa.select(e.c.source_dataset_id, e.c.target_dataset_id, e.c.job_id, e.c.run_id).where(
-        anchor.in_(datasets),
-        e.c.source_type == "dataset",
-        e.c.target_type == "dataset",
-        e.c.source_field.is_(None),
-        e.c.target_field.is_(None),
-        run_in_window(e.c.run_id, window),
-    )
-    return {
-        Flow(source, target, job, run, False) for source, target, job, run in conn.execute(query)
-    }
+    found: set[Flow] = set()
+    for matches in id_filters(conn, anchor, datasets):
+        query = sa.select(
+            e.c.source_dataset_id, e.c.target_dataset_id, e.c.job_id, e.c.run_id
+        ).where(
+            matches,
+            e.c.source_type == "dataset",
+            e.c.target_type == "dataset",
+            e.c.source_field.is_(None),
+            e.c.target_field.is_(None),
+            run_in_window(e.c.run_id, window),
+        )
+        rows = conn.execute(query)
+        found.update(Flow(source, target, job, run, False) for source, target, job, run in rows)
+    return found
 
 
 def _inferred(
-    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
     """inputs x outputs per run (or per job declaration), where nothing explicit applies.
 
@@ -124,7 +127,7 @@ def _io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
 
 
 def _inferred_in_runs(
-    conn: Connection, datasets: list[uuid.UUID], direction: Direction, window: Window | None
+    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
     query, (reads, writes), anchor = _io_pairs(direction)
     explicit_for_output = (
@@ -144,19 +147,20 @@ def _inferred_in_runs(
         .exists()
     )
     query = query.where(
-        anchor.in_(datasets),
         reads.c.run_id == writes.c.run_id,
         run_in_window(writes.c.run_id, window),
         ~explicit_for_output,
         ~run_has_facet,
     ).distinct()
-    return {
-        Flow(source, target, job, run, True) for source, target, job, run in conn.execute(query)
-    }
+    found: set[Flow] = set()
+    for matches in id_filters(conn, anchor, datasets):
+        rows = conn.execute(query.where(matches))
+        found.update(Flow(source, target, job, run, True) for source, target, job, run in rows)
+    return found
 
 
 def _inferred_declared(
-    conn: Connection, datasets: list[uuid.UUID], direction: Direction
+    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction
 ) -> set[Flow]:
     query, (reads, writes), anchor = _io_pairs(direction)
     explicit_for_output = (
@@ -176,10 +180,13 @@ def _inferred_declared(
         .exists()
     )
     query = query.where(
-        anchor.in_(datasets),
         reads.c.run_id.is_(None),
         writes.c.run_id.is_(None),
         ~explicit_for_output,
         ~job_declared_facet,
     ).distinct()
-    return {Flow(source, target, job, None, True) for source, target, job, _ in conn.execute(query)}
+    found: set[Flow] = set()
+    for matches in id_filters(conn, anchor, datasets):
+        rows = conn.execute(query.where(matches))
+        found.update(Flow(source, target, job, None, True) for source, target, job, _ in rows)
+    return found

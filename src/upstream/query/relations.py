@@ -1,7 +1,7 @@
 """CDAP's access relations (dataset, job, run, access, component), read for whole frontiers.
 
 Every function takes a set of ids and answers with one statement per chunk of ids (see
-`upstream.store.dialect.chunks`), so a graph walk costs a constant number of queries per
+`upstream.store.dialect.id_filters`), so a graph walk costs a constant number of queries per
 level however wide the level is.
 """
 
@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.model.workflow import TemporaryMark
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
 #: A relation without its component: (dataset, job, run, access).
@@ -86,9 +86,9 @@ def _relations(
     r = t.relations.c
     found: set[Relation] = set()
     only = sa.true() if access is None else r.access == access
-    for part in chunks(sorted(set(ids))):
+    for matches in id_filters(conn, column, ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            column.in_(part), only, run_in_window(r.run_id, window)
+            matches, only, run_in_window(r.run_id, window)
         )
         found.update(map(Relation._make, conn.execute(query)))
     return found
@@ -108,9 +108,9 @@ def components_of(
     found: dict[RelationKey, set[str]] = {}
     for column, ids in ((r.run_id, runs), (r.job_id, declared)):
         mine = run_in_window(r.run_id, window) if column is r.run_id else r.run_id.is_(None)
-        for part in chunks(sorted(ids)):
+        for matches in id_filters(conn, column, ids):
             query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-                column.in_(part), accesses, mine
+                matches, accesses, mine
             )
             for dataset_id, job_id, run_id, access, component in conn.execute(query):
                 key = (dataset_id, job_id, run_id, access)
@@ -134,9 +134,9 @@ def temporary_marks(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> Ite
     Not limited to the query's window: a workflow run's temporaries are a fact about the
     whole workflow run, even where some of its runs fall outside the window."""
     r = t.relations.c
-    for part in chunks(sorted(set(dataset_ids))):
+    for matches in id_filters(conn, r.dataset_id, dataset_ids):
         query = sa.select(r.dataset_id, r.run_id, r.temporary, r.lifecycle).where(
-            r.dataset_id.in_(part),
+            matches,
             r.run_id.is_not(None),
             sa.or_(r.temporary, sa.func.upper(r.lifecycle).in_(["CREATE", "DROP"])),
         )

@@ -26,7 +26,7 @@ from upstream.model.workflow import (
 )
 from upstream.query.relations import temporary_marks
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
 
@@ -73,8 +73,8 @@ class WorkflowIndex:
         """Read the chains of `run_ids` up to their roots, one query per level of nesting."""
         wanted = {r for r in run_ids if r is not None and r not in self._runs}
         while wanted:
-            for part in chunks(sorted(wanted)):
-                self._remember(self._conn.execute(self._columns().where(t.runs.c.id.in_(part))))
+            for matches in id_filters(self._conn, t.runs.c.id, wanted):
+                self._remember(self._conn.execute(self._columns().where(matches)))
             parents = {self._runs[r].parent_run_id for r in wanted if r in self._runs}
             wanted = {p for p in parents if p is not None and p not in self._runs}
 
@@ -108,9 +108,9 @@ class WorkflowIndex:
         one level of nesting at a time."""
         roots: set[uuid.UUID] = set()
         runs = t.runs.c
-        for part in chunks(sorted(set(workflow_jobs))):
+        for matches in id_filters(self._conn, runs.job_id, workflow_jobs):
             query = self._columns().where(
-                runs.job_id.in_(part), sa.or_(~runs.has_events, run_in_window(runs.id, window))
+                matches, sa.or_(~runs.has_events, run_in_window(runs.id, window))
             )
             roots |= self._remember(self._conn.execute(query))
         self.load(roots)
@@ -118,8 +118,8 @@ class WorkflowIndex:
         frontier = set(roots)
         while frontier:
             children: set[uuid.UUID] = set()
-            for part in chunks(sorted(frontier)):
-                query = self._columns().where(runs.parent_run_id.in_(part))
+            for matches in id_filters(self._conn, runs.parent_run_id, frontier):
+                query = self._columns().where(matches)
                 children |= self._remember(self._conn.execute(query))
             frontier = children - found
             found |= frontier

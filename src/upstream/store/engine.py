@@ -52,9 +52,7 @@ class Store:
         read transaction is a snapshot already."""
         with self.engine.connect() as conn:
             if self.dialect == "postgresql":
-                conn.execution_options(
-                    isolation_level="REPEATABLE READ", postgresql_readonly=True
-                )
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
                 yield conn
 

@@ -28,7 +28,7 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import chunks, for_update, insert_rows_ignoring
+from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
 
 Row = dict[str, Any]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -151,8 +151,8 @@ def _changes(
 ) -> dict[uuid.UUID, Row]:
     """The merged rows among `ids` that differ from what is stored."""
     changed: dict[uuid.UUID, Row] = {}
-    for part in chunks(ids):
-        query = sa.select(table).where(table.c.id.in_(part)).order_by(table.c.id)
+    for matches in id_filters(conn, table.c.id, ids):
+        query = sa.select(table).where(matches).order_by(table.c.id)
         for stored in conn.execute(for_update(conn, query) if lock else query).mappings():
             current = dict(stored)
             merged = merge(current, rows[current["id"]])
@@ -366,8 +366,8 @@ def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
     frontier: dict[uuid.UUID, uuid.UUID] = {c: p for c, p in climbing.items() if p is not None}
     while frontier:
         parents: dict[uuid.UUID, uuid.UUID | None] = {}
-        for part in chunks(sorted(set(frontier.values()))):
-            query = sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(t.runs.c.id.in_(part))
+        for matches in id_filters(conn, t.runs.c.id, frontier.values()):
+            query = sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(matches)
             parents.update({row.id: row.parent_run_id for row in conn.execute(query)})
         next_frontier: dict[uuid.UUID, uuid.UUID] = {}
         for child, ancestor in frontier.items():
@@ -491,12 +491,12 @@ def _resolve_precedence(conn: Connection, edges: list[EdgeFact]) -> list[EdgeFac
             best[key] = max(best.get(key, 0), edge.rank)
     runs = sorted({run for run, _ in best})
     stored_best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for part in chunks(runs):
+    for matches in id_filters(conn, t.edges.c.run_id, runs):
         query = (
             sa.select(t.edges.c.run_id, t.edges.c.target_dataset_id, sa.func.max(t.edges.c.rank))
             .where(
                 t.edges.c.scope == "run",
-                t.edges.c.run_id.in_(part),
+                matches,
                 t.edges.c.target_dataset_id.is_not(None),
             )
             .group_by(t.edges.c.run_id, t.edges.c.target_dataset_id)

@@ -71,4 +71,3 @@ async def get_dataset_lineage(
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None
-

@@ -26,7 +26,7 @@ from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 FieldKey = tuple[uuid.UUID, str]
 
@@ -108,15 +108,14 @@ def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
     """Schema fields of `datasets` and every field an edge names on them."""
     found: set[FieldKey] = set()
     e = t.edges
-    for part in chunks(sorted(datasets)):
-        rows = conn.execute(
-            sa.select(t.datasets.c.id, t.datasets.c.fields).where(t.datasets.c.id.in_(part))
-        )
+    for matches in id_filters(conn, t.datasets.c.id, datasets):
+        rows = conn.execute(sa.select(t.datasets.c.id, t.datasets.c.fields).where(matches))
         for row in rows:
             found.update((row.id, name) for name in _names(row.fields))
-        for end in ("source", "target"):
-            dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
-            query = sa.select(dataset, name).where(dataset.in_(part), name.is_not(None)).distinct()
+    for end in ("source", "target"):
+        dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
+        for matches in id_filters(conn, dataset, datasets):
+            query = sa.select(dataset, name).where(matches, name.is_not(None)).distinct()
             found.update((row[0], row[1]) for row in conn.execute(query))
     return found
 
@@ -137,7 +136,7 @@ def _field_edges(
     by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
     for dataset, name in frontier:
         by_dataset[dataset].add(name)
-    for part in chunks(sorted(by_dataset)):
+    for matches in id_filters(conn, e.c[f"{near}_dataset_id"], by_dataset):
         query = sa.select(
             e.c.source_dataset_id,
             e.c.source_field,
@@ -145,7 +144,7 @@ def _field_edges(
             e.c.target_field,
             e.c.transformations,
         ).where(
-            e.c[f"{near}_dataset_id"].in_(part),
+            matches,
             e.c.source_type == "dataset",
             e.c.target_type == "dataset",
             e.c.source_field.is_not(None),
@@ -162,13 +161,11 @@ def _field_edges(
 
 def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:
     datasets: dict[uuid.UUID, Any] = {}
-    for part in chunks(sorted({d for d, _ in nodes})):
+    for matches in id_filters(conn, t.datasets.c.id, {d for d, _ in nodes}):
         query = sa.select(
             t.datasets.c.id, t.datasets.c.namespace, t.datasets.c.name, t.datasets.c.fields
         )
-        datasets.update(
-            {row.id: row for row in conn.execute(query.where(t.datasets.c.id.in_(part)))}
-        )
+        datasets.update({row.id: row for row in conn.execute(query.where(matches))})
 
     def node_id(key: FieldKey) -> str:
         row = datasets[key[0]]

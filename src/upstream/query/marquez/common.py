@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 Json = dict[str, Any]
 
@@ -57,8 +57,8 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     candidates = possible_namespaces(value)
     by_id = {namespace_id(name): name for name in candidates}
     known: list[str] = []
-    for part in chunks(list(by_id)):
-        query = sa.select(t.namespaces.c.id).where(t.namespaces.c.id.in_(part))
+    for matches in id_filters(conn, t.namespaces.c.id, by_id):
+        query = sa.select(t.namespaces.c.id).where(matches)
         known.extend(by_id[i] for i in conn.execute(query).scalars())
     readings = parse_node_id(value, known)
     if readings:
@@ -66,8 +66,8 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
         jobs = {JobRef(r.namespace, r.name).id for r in readings if r.kind == "job"}
         stored: set[uuid.UUID] = set()
         for table, ids in ((t.datasets, datasets), (t.jobs, jobs)):
-            for part in chunks(sorted(ids)):
-                query = sa.select(table.c.id).where(table.c.id.in_(part))
+            for matches in id_filters(conn, table.c.id, ids):
+                query = sa.select(table.c.id).where(matches)
                 stored.update(conn.execute(query).scalars())
         for reading in readings:
             if _entity_id(reading) in stored:

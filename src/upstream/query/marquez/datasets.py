@@ -27,7 +27,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.query.marquez.runs import run_docs
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 
 def render_fields(fields: list[Json] | None) -> list[Json]:
@@ -49,8 +49,8 @@ def render_fields(fields: list[Json] | None) -> list[Json]:
 def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
     """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries."""
     rows: list[Any] = []
-    for part in chunks(sorted(set(dataset_ids))):
-        rows.extend(conn.execute(sa.select(t.datasets).where(t.datasets.c.id.in_(part))).mappings())
+    for matches in id_filters(conn, t.datasets.c.id, dataset_ids):
+        rows.extend(conn.execute(sa.select(t.datasets).where(matches)).mappings())
     ids = [row["id"] for row in rows]
     current = _current_versions(conn, ids)
     modified = _last_modified(conn, ids)
@@ -83,7 +83,7 @@ def _current_versions(
 ) -> dict[uuid.UUID, tuple[uuid.UUID, str | None]]:
     v = t.dataset_versions
     result: dict[uuid.UUID, tuple[uuid.UUID, str | None]] = {}
-    for part in chunks(dataset_ids):
+    for matches in id_filters(conn, v.c.dataset_id, dataset_ids):
         ranked = (
             sa.select(
                 v.c.id,
@@ -93,7 +93,7 @@ def _current_versions(
                 .over(partition_by=v.c.dataset_id, order_by=(v.c.created_at.desc(), v.c.id.desc()))
                 .label("position"),
             )
-            .where(v.c.dataset_id.in_(part))
+            .where(matches)
             .subquery()
         )
         query = sa.select(ranked.c.id, ranked.c.dataset_id, ranked.c.lifecycle).where(
@@ -106,11 +106,11 @@ def _current_versions(
 def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, Any]:
     v = t.dataset_versions
     result: dict[uuid.UUID, Any] = {}
-    for part in chunks(dataset_ids):
+    for matches in id_filters(conn, v.c.dataset_id, dataset_ids):
         query = (
             sa.select(v.c.dataset_id, sa.func.max(t.runs.c.ended_at))
             .join(t.runs, t.runs.c.id == v.c.run_id)
-            .where(v.c.dataset_id.in_(part), t.runs.c.state == "COMPLETE")
+            .where(matches, t.runs.c.state == "COMPLETE")
             .group_by(v.c.dataset_id)
         )
         result.update(dict(conn.execute(query).tuples().all()))
@@ -163,8 +163,8 @@ def _version_docs(
     )
     v = t.dataset_versions
     rows: list[Any] = []
-    for part in chunks(version_ids):
-        query = sa.select(v).where(v.c.dataset_id == dataset_id, v.c.id.in_(part))
+    for matches in id_filters(conn, v.c.id, version_ids):
+        query = sa.select(v).where(v.c.dataset_id == dataset_id, matches)
         rows.extend(conn.execute(query).mappings())
     runs = run_docs(conn, [row["run_id"] for row in rows])
     return {

@@ -27,7 +27,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
 LATEST_RUNS = 10
@@ -39,8 +39,8 @@ def job_docs(
     """Marquez `Job` documents for `job_ids`, built with a fixed number of queries, with up to
     `recent_runs` runs in `latestRuns`."""
     rows: list[Any] = []
-    for part in chunks(sorted(set(job_ids))):
-        rows.extend(conn.execute(sa.select(t.jobs).where(t.jobs.c.id.in_(part))).mappings())
+    for matches in id_filters(conn, t.jobs.c.id, job_ids):
+        rows.extend(conn.execute(sa.select(t.jobs).where(matches)).mappings())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
     latest = _latest_runs(conn, ids, recent_runs)
@@ -91,11 +91,11 @@ def _job_io(
         lambda: (set(), set())
     )
     r, d = t.relations, t.datasets
-    for part in chunks(job_ids):
+    for matches in id_filters(conn, r.c.job_id, job_ids):
         query = (
             sa.select(r.c.job_id, r.c.access, d.c.namespace, d.c.name)
             .join(d, d.c.id == r.c.dataset_id)
-            .where(r.c.job_id.in_(part))
+            .where(matches)
             .distinct()
         )
         for row in conn.execute(query):
@@ -115,7 +115,7 @@ def _latest_runs(
     """The newest `count` runs of each job, newest first."""
     moment = sa.func.coalesce(t.runs.c.started_at, t.runs.c.created_at)
     result: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    for part in chunks(job_ids):
+    for matches in id_filters(conn, t.runs.c.job_id, job_ids):
         ranked = (
             sa.select(
                 t.runs.c.id,
@@ -124,7 +124,7 @@ def _latest_runs(
                 .over(partition_by=t.runs.c.job_id, order_by=(moment.desc(), t.runs.c.id.desc()))
                 .label("position"),
             )
-            .where(t.runs.c.job_id.in_(part))
+            .where(matches)
             .subquery()
         )
         query = (
@@ -143,12 +143,12 @@ def _parent_jobs(
     """For each run with a parent run: the parent run's job (id, name)."""
     child, parent = t.runs.alias("child"), t.runs.alias("parent")
     result: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
-    for part in chunks(run_ids):
+    for matches in id_filters(conn, child.c.id, run_ids):
         query = (
             sa.select(child.c.id, t.jobs.c.id.label("job_id"), t.jobs.c.name)
             .join(parent, parent.c.id == child.c.parent_run_id)
             .join(t.jobs, t.jobs.c.id == parent.c.job_id)
-            .where(child.c.id.in_(part))
+            .where(matches)
         )
         result.update({row.id: (row.job_id, row.name) for row in conn.execute(query)})
     return result

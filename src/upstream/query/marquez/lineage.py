@@ -39,7 +39,7 @@ from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 Kind = Literal["dataset", "job"]
 DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
@@ -168,8 +168,8 @@ def _relations(
     r = t.relations
     anchor, anchored = (r.c.dataset_id, datasets) if datasets is not None else (r.c.job_id, jobs)
     found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
-    for part in chunks(sorted(set(anchored or ()))):
-        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(anchor.in_(part))
+    for matches in id_filters(conn, anchor, anchored or ()):
+        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(matches)
         if access is not None:
             query = query.where(r.c.access == access)
         found.update(tuple(row) for row in conn.execute(query.distinct()))
@@ -183,10 +183,10 @@ def _job_edges(
     e = t.edges
     anchor = e.c.source_job_id if direction == "downstream" else e.c.target_job_id
     found: set[tuple[uuid.UUID, uuid.UUID]] = set()
-    for part in chunks(sorted(set(jobs))):
+    for matches in id_filters(conn, anchor, jobs):
         query = (
             sa.select(e.c.source_job_id, e.c.target_job_id)
-            .where(anchor.in_(part), e.c.source_type == "job", e.c.target_type == "job")
+            .where(matches, e.c.source_type == "job", e.c.target_type == "job")
             .distinct()
         )
         found.update((row.source_job_id, row.target_job_id) for row in conn.execute(query))

@@ -28,7 +28,7 @@ from upstream.query.marquez.common import (
     total,
 )
 from upstream.store import schema as t
-from upstream.store.dialect import chunks
+from upstream.store.dialect import id_filters
 
 #: OpenLineage eventType -> Marquez RunState.
 RUN_STATES = {
@@ -71,7 +71,7 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
         .where(v.c.dataset_id == r.c.dataset_id, v.c.run_id == r.c.run_id)
         .scalar_subquery()
     )
-    for part in chunks(sorted(set(run_ids))):
+    for matches in id_filters(conn, r.c.run_id, run_ids):
         query = (
             sa.select(
                 r.c.run_id,
@@ -85,7 +85,7 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
                 ),
             )
             .join(d, d.c.id == r.c.dataset_id)
-            .where(r.c.run_id.in_(part))
+            .where(matches)
         )
         for row in conn.execute(query):
             io = result[row.run_id]
@@ -100,11 +100,11 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
 def run_docs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
     """Marquez `Run` documents for `run_ids` (unknown ids are left out)."""
     rows: list[Any] = []
-    for part in chunks(sorted(set(run_ids))):
+    for matches in id_filters(conn, t.runs.c.id, run_ids):
         query = (
             sa.select(t.runs, t.jobs.c.namespace, t.jobs.c.name)
             .join(t.jobs, t.jobs.c.id == t.runs.c.job_id)
-            .where(t.runs.c.id.in_(part))
+            .where(matches)
         )
         rows.extend(conn.execute(query).mappings())
     io = run_io(conn, [row["id"] for row in rows])
