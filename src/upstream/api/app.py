@@ -24,6 +24,7 @@ from upstream.api.routes import (
     marquez_lineage,
     openlineage,
 )
+from upstream.ingest.group_commit import GroupCommit
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         if migrate:
             upgrade(store)
         app.state.store = store
+        app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)
         log.info("upstream %s serving %s", __version__, store.display_url)
         if not tokens.enabled:
@@ -74,6 +76,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         try:
             yield
         finally:
+            await app.state.group_commit.close()
             store.dispose()
 
     app = FastAPI(

@@ -1,4 +1,5 @@
-"""Typed dependencies so handlers stay short: the store and the settings of the app."""
+"""Typed dependencies so handlers stay short: the store, the write path and the settings
+of the app."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from upstream.ingest.group_commit import GroupCommit
 from upstream.settings import Settings
 from upstream.store.engine import Store
 
@@ -20,5 +22,11 @@ def get_settings(request: Request) -> Settings:
     return settings
 
 
+def get_group_commit(request: Request) -> GroupCommit:
+    group_commit: GroupCommit = request.app.state.group_commit
+    return group_commit
+
+
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]

@@ -21,26 +21,24 @@ from typing import Any
 from openlineage.client.serde import Serde
 
 from upstream.ingest.operations_event import ParentRun, Recording, RunIdentity, run_event
-from upstream.ingest.service import ingest_documents
+from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput, Problem
 from upstream.model.events import parse_time, parse_uuid
+from upstream.model.facts import EventFacts
 from upstream.model.field_operations import (
     Destination,
     Source,
     operations_from_json,
     resolve,
 )
-from upstream.store.engine import Store
-from upstream.store.writer import WriteResult
 
 _STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
 
 
-def ingest_operations_document(store: Store, namespace: str, document: Any) -> WriteResult:
-    """Validate the document, convert it to a RunEvent and store it; InvalidInput names the
-    offending path (nothing is stored then)."""
-    event = operations_document_event(namespace, document)
-    return ingest_documents(store, [event], batch=False)
+def operations_document_facts(namespace: str, document: Any) -> list[EventFacts]:
+    """Validate the document and convert it to a RunEvent's facts, ready to store;
+    InvalidInput names the offending path."""
+    return prepare([operations_document_event(namespace, document)], batch=False)
 
 
 def operations_document_event(namespace: str, document: Any) -> dict[str, Any]:

@@ -24,7 +24,11 @@ def ingest_documents(store: Store, documents: Sequence[Any], *, batch: bool) -> 
     `batch` says the client posted a JSON array, so problems are located as `[i].path`.
     Raises InvalidInput, and stores nothing, when any event is invalid.
     """
-    facts = prepare(documents, batch=batch)
+    return store_facts(store, prepare(documents, batch=batch))
+
+
+def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
+    """Write prepared events in one transaction (all-or-nothing)."""
     now = datetime.now(UTC)
     return store.write(lambda conn: write_facts(conn, facts, now))
 

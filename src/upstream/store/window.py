@@ -7,7 +7,6 @@ import sqlalchemy as sa
 from upstream.model.window import Window
 from upstream.store import schema as t
 
-
 #: Made once: an alias builds its column collection anew each time it is made, which cost
 #: more than the rest of a lineage level's statements together.
 _WINDOW_RUN = t.runs.alias("window_run")

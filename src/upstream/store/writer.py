@@ -36,10 +36,12 @@ TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
 
 @dataclass(frozen=True)
 class WriteResult:
-    """How many events of the batch were new, and how many were already stored."""
+    """How many events of the batch were new, and how many were already stored; the keys
+    of the new ones (a shared transaction tells each post its part by them)."""
 
     stored: int
     duplicates: int
+    new_keys: frozenset[str] = frozenset()
 
 
 def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) -> WriteResult:
@@ -51,7 +53,11 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     fresh = [f for key, f in unique.items() if key in new_keys]
     if fresh:
         _apply(conn, fresh, now)
-    return WriteResult(stored=len(fresh), duplicates=len(batch) - len(fresh))
+    return WriteResult(
+        stored=len(fresh),
+        duplicates=len(batch) - len(fresh),
+        new_keys=frozenset(f.record.key for f in fresh),
+    )
 
 
 def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import GroupCommitDep, SettingsDep
 from upstream.api.metrics import metrics_of
-from upstream.ingest.operations_document import ingest_operations_document
+from upstream.ingest.operations_document import operations_document_facts
 
 router = APIRouter(tags=["field lineage"])
 
@@ -30,7 +30,7 @@ _SUFFIX = "/lineage/field-operations"
     },
 )
 async def post_field_operations(
-    request: Request, namespace: str, store: StoreDep, settings: SettingsDep
+    request: Request, namespace: str, writer: GroupCommitDep, settings: SettingsDep
 ) -> Response:
     """Validate the document, convert it to the recorder's RunEvent and ingest it."""
     raw = request.scope.get("raw_path")
@@ -39,6 +39,7 @@ async def post_field_operations(
         if len(segments) == 4:
             namespace = unquote(segments[3])
     document = await read_json(request, settings.max_body_bytes)
-    result = await run_in_threadpool(ingest_operations_document, store, namespace, document)
+    facts = await run_in_threadpool(operations_document_facts, namespace, document)
+    result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
     return Response(status_code=201)

@@ -6,11 +6,11 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import GroupCommitDep, SettingsDep
 from upstream.api.errors import ApiError
 from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
-from upstream.ingest.service import ingest_documents
+from upstream.ingest.service import prepare
 
 router = APIRouter(tags=["openlineage"])
 
@@ -36,7 +36,7 @@ router = APIRouter(tags=["openlineage"])
         )
     },
 )
-async def post_lineage(request: Request, store: StoreDep, settings: SettingsDep) -> Response:
+async def post_lineage(request: Request, writer: GroupCommitDep, settings: SettingsDep) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them all-or-nothing."""
     document = await read_json(request, settings.max_body_bytes)
     batch = isinstance(document, list)
@@ -48,6 +48,7 @@ async def post_lineage(request: Request, store: StoreDep, settings: SettingsDep)
             413,
             f"a batch may hold at most {settings.max_batch_events} events, not {len(documents)}",
         )
-    result = await run_in_threadpool(ingest_documents, store, documents, batch=batch)
+    facts = await run_in_threadpool(prepare, documents, batch=batch)
+    result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
     return Response(status_code=201)
