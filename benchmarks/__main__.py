@@ -104,6 +104,10 @@ def ingest_command(
     ] = None,
     batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
     concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
+    batch_connections: Annotated[
+        int,
+        typer.Option(help="Connections for batches: two per worker overlap reading and writing."),
+    ] = 4,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
@@ -122,7 +126,8 @@ def ingest_command(
         for name in mode or list(MODES):
             result = run_ingest(
                 name, kind, data_dir, out,
-                batch=batch, concurrency=concurrency, workers=workers, limit=limit,
+                batch=batch, concurrency=concurrency, batch_connections=batch_connections,
+                workers=workers, limit=limit,
             )  # fmt: skip
             row = result.as_dict()
             rows.append(row)
@@ -206,6 +211,10 @@ def all_command(
     db: DbOption = None,
     batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
     concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
+    batch_connections: Annotated[
+        int,
+        typer.Option(help="Connections for batches: two per worker overlap reading and writing."),
+    ] = 4,
     single_limit: Annotated[
         int | None,
         typer.Option(help="Post only the first N events one by one (no exactness for that run)."),
@@ -244,7 +253,8 @@ def all_command(
         for name in mode or list(MODES):
             result = run_ingest(
                 name, kind, data_dir, out,
-                batch=batch, concurrency=concurrency, workers=workers,
+                batch=batch, concurrency=concurrency, batch_connections=batch_connections,
+                workers=workers,
                 limit=single_limit if name == "http-single" else None,
                 after=queries_on(kind) if name == "http-batch" else None,
             )  # fmt: skip

@@ -1,6 +1,7 @@
 """Ingest throughput: the workload's events into a fresh database, by one path at a time.
 
-- `http-batch`: JSON arrays of `batch` events posted to a live `upstream serve`.
+- `http-batch`: JSON arrays of `batch` events posted to a live `upstream serve` over
+  `batch_connections` keep-alive connections.
 - `http-single`: one event per POST, `concurrency` keep-alive connections at once.
 - `cli`: `upstream ingest --db URL events.ndjson` when the command exists, else the same
   in-process path it wraps (`ingest_documents` over batches), reported as `in-process`.
@@ -91,6 +92,7 @@ def run_ingest(
     *,
     batch: int = 500,
     concurrency: int = 8,
+    batch_connections: int = 4,
     workers: int = 2,
     limit: int | None = None,
     verify: bool = True,
@@ -105,8 +107,9 @@ def run_ingest(
     with fresh_database(kind, label, work_dir) as url:
         database = _DatabaseCpu(url)
         if mode == "http-batch":
-            seconds, cpu = _http(url, work_dir, _batches(lines, batch), 2, workers, database)
-            detail = f"batches of {batch}, 2 connections, {workers} workers"
+            batches = _batches(lines, batch)
+            seconds, cpu = _http(url, work_dir, batches, batch_connections, workers, database)
+            detail = f"batches of {batch}, {batch_connections} connections, {workers} workers"
         elif mode == "http-single":
             requests = [post_request("/api/v1/lineage", line.encode()) for line in lines]
             seconds, cpu = _http(url, work_dir, requests, concurrency, workers, database)
