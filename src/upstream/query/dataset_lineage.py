@@ -518,6 +518,10 @@ class _Walk:
         queried dataset itself, or one also used outside that workflow run)."""
         if self.params.rollup is not None:
             return {dataset for dataset, _ in self.temporary}
+        self.load_datasets(r.dataset_id for r in relations)
+        names = {r.dataset_id: self.datasets[r.dataset_id][1] for r in relations}
+        maybe = self.index.possibly_temporary(names)
+        relations = [r for r in relations if r.dataset_id in maybe]
         self.index.load(r.run_id for r in relations)
         pairs = workflow_pairs(relations, self.index.workflow_of)
         return {dataset for dataset, _ in self.temporaries(pairs)}
@@ -541,7 +545,7 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
     conn = walk.conn
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
-    run_order = _newest_first(walk.index, {r.run_id for r in relations if r.run_id is not None})
+    run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
@@ -604,15 +608,15 @@ def _programs(
     return found
 
 
-def _newest_first(index: WorkflowIndex, run_ids: set[uuid.UUID]) -> Any:
+def _newest_first(conn: Connection, run_ids: set[uuid.UUID]) -> Any:
     """A sort key for run ids: newest start first, runs without a start time last, ties by
-    id, so the order is the same on every call and on both databases. The start times
-    come with the runs' parent chains, which the rendering reads anyway."""
-    index.load(run_ids)
+    id, so the order is the same on every call and on both databases."""
     started: dict[str, float] = {}
-    for run_id in run_ids:
-        if (at := index.started_at(run_id)) is not None:
-            started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+    r = t.runs.c
+    for matches in id_filters(conn, r.id, run_ids):
+        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)):
+            if at is not None:
+                started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 
     def key(run_id: str) -> tuple[bool, float, str]:
         moment = started.get(run_id)

@@ -7,10 +7,10 @@ that meets the same runs again asks the store nothing.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,10 +24,15 @@ from upstream.model.workflow import (
     is_workflow,
     workflow_run,
 )
-from upstream.query.relations import temporary_marks
+from upstream.query.relations import RunMark, temporary_marks
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
+
+#: A name ending with a run id, as CDAP names a workflow run's local datasets.
+_RUN_ID_SUFFIX = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,6 @@ class _Run:
     job_id: uuid.UUID
     parent_run_id: uuid.UUID | None
     job_is_workflow: bool
-    started_at: datetime | None
 
 
 class WorkflowIndex:
@@ -44,7 +48,8 @@ class WorkflowIndex:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._runs: dict[uuid.UUID, _Run] = {}
-        self._marks: dict[uuid.UUID, list[tuple[uuid.UUID, TemporaryMark]]] = {}
+        #: Per dataset, the relations that may make it temporary (`temporary_marks`).
+        self._marks: dict[uuid.UUID, list[RunMark]] = {}
         #: `workflow_of` answers, forgotten whenever more runs are read.
         self._links: dict[uuid.UUID, ChainLink | None] = {}
 
@@ -55,15 +60,14 @@ class WorkflowIndex:
             t.runs.c.parent_run_id,
             t.jobs.c.job_type,
             t.jobs.c.seen_as_parent,
-            t.runs.c.started_at,
         ).select_from(t.runs.join(t.jobs, t.jobs.c.id == t.runs.c.job_id))
 
     def _remember(self, rows: Iterable[Any]) -> set[uuid.UUID]:
         """Keep the chain links of `rows` (from `_columns`); return their run ids."""
         loaded: set[uuid.UUID] = set()
-        for run_id, job_id, parent, job_type, seen_as_parent, started_at in rows:
+        for run_id, job_id, parent, job_type, seen_as_parent in rows:
             workflow = is_workflow(job_type, seen_as_parent)
-            self._runs[run_id] = _Run(job_id, parent, workflow, started_at)
+            self._runs[run_id] = _Run(job_id, parent, workflow)
             loaded.add(run_id)
         if loaded:
             self._links.clear()
@@ -96,11 +100,6 @@ class WorkflowIndex:
         self._links[run_id] = link
         return link
 
-    def started_at(self, run_id: uuid.UUID) -> datetime | None:
-        """When a loaded run started (None: unknown, or not loaded)."""
-        run = self._runs.get(run_id)
-        return run.started_at if run is not None else None
-
     def members(self, workflow_jobs: Collection[uuid.UUID], window: Window) -> set[uuid.UUID]:
         """The runs whose workflow run is a run of one of `workflow_jobs` (those runs
         included when they are their own workflow run). Workflow runs are read when they
@@ -130,26 +129,37 @@ class WorkflowIndex:
             if (link := self.workflow_of(run)) is not None and link.job_id in wanted
         }
 
+    def possibly_temporary(self, names: dict[uuid.UUID, str]) -> set[uuid.UUID]:
+        """Which of the datasets in `names` (id -> name) may be temporary to some workflow
+        run: those with a mark, and those whose name ends with a run id (CDAP's suffix).
+        Only their relations' runs need their chains read to decide."""
+        self._read_marks(names)
+        return {d for d, name in names.items() if self._marks[d] or _RUN_ID_SUFFIX.search(name)}
+
     def temporaries(
         self, pairs: Collection[tuple[uuid.UUID, uuid.UUID]], names: dict[uuid.UUID, str]
     ) -> set[tuple[uuid.UUID, uuid.UUID]]:
         """Which (dataset, workflow run) `pairs` are temporary: `names` maps dataset ids to
         names (for CDAP's run-id suffix); the marks are read once per dataset."""
-        unread = {dataset for dataset, _ in pairs} - set(self._marks)
-        for dataset in unread:
-            self._marks[dataset] = []
-        marks = list(temporary_marks(self._conn, unread))
-        self.load(m.run_id for m in marks)
-        for m in marks:
-            link = self.workflow_of(m.run_id)
-            if link is not None:
-                self._marks[m.dataset_id].append((link.run_id, m.mark))
+        datasets = {dataset for dataset, _ in pairs}
+        self._read_marks(datasets)
+        self.load(m.run_id for d in datasets for m in self._marks[d])
+
+        def marks_in(dataset: uuid.UUID, wf_run: uuid.UUID) -> Iterable[TemporaryMark]:
+            for m in self._marks[dataset]:
+                link = self.workflow_of(m.run_id)
+                if link is not None and link.run_id == wf_run:
+                    yield m.mark
+
         return {
             (dataset, wf_run)
             for dataset, wf_run in pairs
-            if is_temporary_to(
-                names.get(dataset, ""),
-                wf_run,
-                (mark for run, mark in self._marks[dataset] if run == wf_run),
-            )
+            if is_temporary_to(names.get(dataset, ""), wf_run, marks_in(dataset, wf_run))
         }
+
+    def _read_marks(self, datasets: Iterable[uuid.UUID]) -> None:
+        unread = set(datasets) - set(self._marks)
+        for dataset in unread:
+            self._marks[dataset] = []
+        for mark in temporary_marks(self._conn, unread):
+            self._marks[mark.dataset_id].append(mark)
