@@ -123,7 +123,7 @@ def test_nested_parents_roll_up_to_the_nearest_workflow(client: TestClient) -> N
 
 # -- seed 002's EmpAgg: a temporary dataset inside the workflow run -------------------------
 
-TEMPORARY_KINDS = ["name", "facet", "lifecycle"]
+TEMPORARY_KINDS = ["name", "upper-case name", "facet", "lifecycle"]
 
 
 def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
@@ -131,7 +131,8 @@ def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
     reads it and writes EmpAgg; Reporter, in no workflow, reads EmpAgg."""
     ids = {"W": rid(), "p1": rid(), "p2": rid(), "rr": rid()}
     pipe = ((NS, "EmployeePipe"), ids["W"])
-    tmp = f"conn-0.{ids['W']}" if kind == "name" else "conn-0"
+    suffixes = {"name": ids["W"], "upper-case name": ids["W"].upper()}
+    tmp = f"conn-0.{suffixes[kind]}" if kind in suffixes else "conn-0"
     ids["tmp"] = tmp
     written: dict[str, Any] = {}
     dropped: list[dict[str, Any]] = []
@@ -261,6 +262,21 @@ def test_an_ordinary_intermediate_dataset_stays(client: TestClient) -> None:
         ("dataset.ns.Employee", ("read",)),
     }
     assert "temporary" not in lineage(client, "EmpAgg")["data"].get("dataset.ns.staging", {})
+
+
+def test_a_name_ending_with_another_runs_id_is_not_temporary(client: TestClient) -> None:
+    """CDAP's suffix must be the id of the workflow run the dataset is used in."""
+    w, p1, p2, elsewhere = rid(), rid(), rid(), rid()
+    pipe = ((NS, "Pipe"), w)
+    staging = f"staging.{elsewhere}"
+    post(
+        client,
+        run("phase-1", p1, reads=["Employee"], writes=[staging], parent=pipe),
+        run("phase-2", p2, reads=[staging], writes=["EmpAgg"], parent=pipe),
+    )
+    body = lineage(client, "EmpAgg", levels=2)
+    assert f"dataset.ns.{staging}" in body["data"]
+    assert not any(entry.get("temporary") for entry in body["data"].values())
 
 
 def test_a_temporary_dataset_asked_about_with_rollup(client: TestClient) -> None:

@@ -49,9 +49,9 @@ def collapse(
         {
             "data": key[0],
             "program": key[1],
-            "accesses": sorted(accesses),
-            "runs": sorted(runs, key=run_order),
-            "components": sorted(components),
+            "accesses": _sorted(accesses),
+            "runs": _sorted(runs, run_order),
+            "components": _sorted(components),
         }
         for key, (accesses, runs, components) in groups.items()
     ]
@@ -59,3 +59,9 @@ def collapse(
         key=lambda r: (r["data"], r["program"], r["accesses"], r["runs"], r["components"])
     )
     return rendered
+
+
+def _sorted(values: set[str], key: Callable[[str], Any] | None = None) -> list[str]:
+    """`sorted`, without its cost for the single value an uncollapsed relation holds in
+    each list: an answer has tens of thousands of them."""
+    return list(values) if len(values) < 2 else sorted(values, key=key)

@@ -272,7 +272,7 @@ class _Walk:
         for matches in id_filters(self.conn, d.id, wanted):
             query = sa.select(d.id, d.namespace, d.name).where(matches)
             self.datasets.update(
-                {row.id: (row.namespace, row.name) for row in self.conn.execute(query)}
+                {id_: (namespace, name) for id_, namespace, name in self.conn.execute(query).all()}
             )
 
     # -- direction=both: CDAP's walk over relations ----------------------------------------
@@ -444,7 +444,7 @@ class _Walk:
                 )
                 .distinct()
             )
-            for job_id, run_id, dataset_id in self.conn.execute(query):
+            for job_id, run_id, dataset_id in self.conn.execute(query).all():
                 access = "write" if upstream else "read"
                 hops.append(_Hop(((dataset_id, job_id, run_id, access),), run_id, dataset_id))
                 reached.add(job_id)
@@ -464,7 +464,7 @@ class _Walk:
                 )
                 .distinct()
             )
-            for far_type, far_dataset, far_job, job_id, run_id in self.conn.execute(query):
+            for far_type, far_dataset, far_job, job_id, run_id in self.conn.execute(query).all():
                 if far_type == "job":
                     hops.append(_Hop((), run_id, next_job=far_job))
                 else:
@@ -614,7 +614,7 @@ def _newest_first(conn: Connection, run_ids: set[uuid.UUID]) -> Any:
     started: dict[str, float] = {}
     r = t.runs.c
     for matches in id_filters(conn, r.id, run_ids):
-        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)):
+        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)).all():
             if at is not None:
                 started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 

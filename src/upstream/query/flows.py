@@ -84,7 +84,7 @@ def _explicit(
             e.c.target_field.is_(None),
             run_in_window(e.c.run_id, window),
         )
-        rows = conn.execute(query)
+        rows = conn.execute(query).all()
         found.update(Flow(source, target, job, run, False) for source, target, job, run in rows)
     return found
 
@@ -154,7 +154,7 @@ def _inferred_in_runs(
     ).distinct()
     found: set[Flow] = set()
     for matches in id_filters(conn, anchor, datasets):
-        rows = conn.execute(query.where(matches))
+        rows = conn.execute(query.where(matches)).all()
         found.update(Flow(source, target, job, run, True) for source, target, job, run in rows)
     return found
 
@@ -187,6 +187,6 @@ def _inferred_declared(
     ).distinct()
     found: set[Flow] = set()
     for matches in id_filters(conn, anchor, datasets):
-        rows = conn.execute(query.where(matches))
+        rows = conn.execute(query.where(matches)).all()
         found.update(Flow(source, target, job, None, True) for source, target, job, _ in rows)
     return found

@@ -90,7 +90,7 @@ def _relations(
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
             matches, only, run_in_window(r.run_id, window)
         )
-        found.update(map(Relation._make, conn.execute(query)))
+        found.update(map(Relation._make, conn.execute(query).all()))
     return found
 
 
@@ -112,7 +112,7 @@ def components_of(
             query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
                 matches, accesses, mine
             )
-            for dataset_id, job_id, run_id, access, component in conn.execute(query):
+            for dataset_id, job_id, run_id, access, component in conn.execute(query).all():
                 key = (dataset_id, job_id, run_id, access)
                 if key in keys:
                     found.setdefault(key, set()).add(component)
@@ -140,5 +140,5 @@ def temporary_marks(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> Ite
             r.run_id.is_not(None),
             sa.or_(r.temporary, sa.func.upper(r.lifecycle).in_(["CREATE", "DROP"])),
         )
-        for row in conn.execute(query):
+        for row in conn.execute(query).all():
             yield RunMark(row.dataset_id, row.run_id, TemporaryMark(row.temporary, row.lifecycle))

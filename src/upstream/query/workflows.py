@@ -78,7 +78,7 @@ class WorkflowIndex:
         wanted = {r for r in run_ids if r is not None and r not in self._runs}
         while wanted:
             for matches in id_filters(self._conn, t.runs.c.id, wanted):
-                self._remember(self._conn.execute(self._columns().where(matches)))
+                self._remember(self._conn.execute(self._columns().where(matches)).all())
             parents = {self._runs[r].parent_run_id for r in wanted if r in self._runs}
             wanted = {p for p in parents if p is not None and p not in self._runs}
 
@@ -111,7 +111,7 @@ class WorkflowIndex:
             query = self._columns().where(
                 matches, sa.or_(~runs.has_events, run_in_window(runs.id, window))
             )
-            roots |= self._remember(self._conn.execute(query))
+            roots |= self._remember(self._conn.execute(query).all())
         self.load(roots)
         found = set(roots)
         frontier = set(roots)
@@ -119,7 +119,7 @@ class WorkflowIndex:
             children: set[uuid.UUID] = set()
             for matches in id_filters(self._conn, runs.parent_run_id, frontier):
                 query = self._columns().where(matches)
-                children |= self._remember(self._conn.execute(query))
+                children |= self._remember(self._conn.execute(query).all())
             frontier = children - found
             found |= frontier
         wanted = set(workflow_jobs)
