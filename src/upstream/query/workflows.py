@@ -50,7 +50,7 @@ class WorkflowIndex:
         self._runs: dict[uuid.UUID, _Run] = {}
         #: Per dataset, the relations that may make it temporary (`temporary_marks`).
         self._marks: dict[uuid.UUID, list[RunMark]] = {}
-        #: `workflow_of` answers, forgotten whenever more runs are read.
+        #: `workflow_of` answers, kept only when the run's whole chain was loaded.
         self._links: dict[uuid.UUID, ChainLink | None] = {}
 
     def _columns(self) -> sa.Select[Any]:
@@ -69,8 +69,6 @@ class WorkflowIndex:
             workflow = is_workflow(job_type, seen_as_parent)
             self._runs[run_id] = _Run(job_id, parent, workflow)
             loaded.add(run_id)
-        if loaded:
-            self._links.clear()
         return loaded
 
     def load(self, run_ids: Iterable[uuid.UUID | None]) -> None:
@@ -97,7 +95,8 @@ class WorkflowIndex:
             chain.append(ChainLink(current, run.job_id, run.job_is_workflow))
             current = run.parent_run_id
         link = workflow_run(chain) if chain else None
-        self._links[run_id] = link
+        if current is None or current in seen:  # the whole chain was known: final answer
+            self._links[run_id] = link
         return link
 
     def members(self, workflow_jobs: Collection[uuid.UUID], window: Window) -> set[uuid.UUID]:
