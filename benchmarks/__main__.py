@@ -106,8 +106,8 @@ def ingest_command(
     concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
     batch_connections: Annotated[
         int,
-        typer.Option(help="Connections for batches: two per worker overlap reading and writing."),
-    ] = 4,
+        typer.Option(help="Connections for batches (the kernel spreads them over the workers)."),
+    ] = 8,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
@@ -213,8 +213,8 @@ def all_command(
     concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
     batch_connections: Annotated[
         int,
-        typer.Option(help="Connections for batches: two per worker overlap reading and writing."),
-    ] = 4,
+        typer.Option(help="Connections for batches (the kernel spreads them over the workers)."),
+    ] = 8,
     single_limit: Annotated[
         int | None,
         typer.Option(help="Post only the first N events one by one (no exactness for that run)."),

@@ -92,7 +92,7 @@ def run_ingest(
     *,
     batch: int = 500,
     concurrency: int = 8,
-    batch_connections: int = 4,
+    batch_connections: int = 8,
     workers: int = 2,
     limit: int | None = None,
     verify: bool = True,
