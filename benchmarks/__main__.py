@@ -36,6 +36,10 @@ DbOption = Annotated[
     list[str] | None, typer.Option("--db", help="sqlite and/or postgresql (default: both).")
 ]
 OutOption = Annotated[Path, typer.Option(help="Where workloads and results go.")]
+ConcurrencyOption = Annotated[int, typer.Option(help="Connections for single posts.")]
+BatchConnectionsOption = Annotated[
+    int, typer.Option(help="Connections for batches (the kernel spreads them over the workers).")
+]
 
 
 def _size(name: str) -> None:
@@ -103,11 +107,8 @@ def ingest_command(
         list[str] | None, typer.Option(help=f"Ingest paths: {', '.join(MODES)} (default: all).")
     ] = None,
     batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
-    concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
-    batch_connections: Annotated[
-        int,
-        typer.Option(help="Connections for batches (the kernel spreads them over the workers)."),
-    ] = 8,
+    concurrency: ConcurrencyOption = 8,
+    batch_connections: BatchConnectionsOption = 8,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
@@ -210,11 +211,8 @@ def all_command(
     seed: SeedOption = 7,
     db: DbOption = None,
     batch: Annotated[int, typer.Option(help="Events per batch (100-1000).")] = 500,
-    concurrency: Annotated[int, typer.Option(help="Connections for single posts.")] = 8,
-    batch_connections: Annotated[
-        int,
-        typer.Option(help="Connections for batches (the kernel spreads them over the workers)."),
-    ] = 8,
+    concurrency: ConcurrencyOption = 8,
+    batch_connections: BatchConnectionsOption = 8,
     single_limit: Annotated[
         int | None,
         typer.Option(help="Post only the first N events one by one (no exactness for that run)."),
