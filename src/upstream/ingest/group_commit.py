@@ -51,7 +51,8 @@ class GroupCommit:
         self._waiting.append(post)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
-        # Shielded: a client that hangs up must not cancel a write other posts share.
+        # Shielded: when a client hangs up, its request is cancelled but not its answer,
+        # which the writer still sets once the write (which other posts share) is done.
         return await asyncio.shield(post.answer)
 
     async def close(self) -> None:
