@@ -15,7 +15,14 @@ import typer
 from benchmarks import report
 from benchmarks.databases import KINDS, fresh_database, postgres_available
 from benchmarks.exactness import check
-from benchmarks.generator import SIZES, Size, generate, load_truth
+from benchmarks.generator import (
+    GENERATOR_VERSION,
+    SIZES,
+    Size,
+    generate,
+    load_summary,
+    load_truth,
+)
 from benchmarks.ingest import MODES, run_ingest
 from benchmarks.queries import load_store, run_queries
 from upstream.store.engine import Store
@@ -61,15 +68,18 @@ def _kinds(db: list[str] | None) -> list[str]:
 def _workload(size: str, seed: int, out: Path, days: int | None = None) -> Path:
     """The workload directory, generated when missing or made with another seed or days."""
     data_dir = out / size
-    truth = data_dir / "truth.json"
     wanted = _sized(size, days)
+    summary = load_summary(data_dir) if (data_dir / "summary.json").exists() else {}
     if (
-        not truth.exists()
-        or load_truth(data_dir)["seed"] != seed
-        or load_truth(data_dir).get("days") != wanted.days
+        not (data_dir / "truth.json").exists()
+        or summary.get("seed") != seed
+        or summary.get("days") != wanted.days
+        or summary.get("generator") != GENERATOR_VERSION
     ):
         workload = generate(wanted, seed, data_dir)
         typer.echo(f"generated {size}: {workload.events} events, {len(workload.jobs)} jobs")
+        summary = load_summary(data_dir)
+    typer.echo(f"{size}: {summary['events']:,} events; {report.event_sizes(summary)}")
     return data_dir
 
 
@@ -91,11 +101,14 @@ def generate_command(
     """Write <out>/<size>/events.ndjson and truth.json (the ground-truth edges)."""
     _size(size)
     workload = generate(_sized(size, days), seed, out / size)
+    truth = workload.truth
     typer.echo(
-        f"{size}: {workload.events} events, {len(workload.jobs)} jobs, "
-        f"{len(workload.workflows)} workflows, {len(workload.truth.dataset_edges)} dataset "
-        f"edges, {len(workload.truth.field_edges)} field edges -> {out / size}"
+        f"{size}: {workload.events:,} events, {len(workload.jobs):,} jobs, "
+        f"{len(workload.workflows):,} workflows, {len(truth.dataset_edges):,} dataset edges, "
+        f"{len(truth.field_edges):,} field edges, {len(truth.sql_field_edges):,} field edges "
+        f"in plain jobs' SQL -> {out / size}"
     )
+    typer.echo(report.event_sizes(load_summary(out / size)))
 
 
 @app.command("ingest")
@@ -120,7 +133,7 @@ def ingest_command(
     _size(size)
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
-    results["events"] = load_truth(data_dir)["events"]
+    results["events"] = load_summary(data_dir)["events"]
     results["machine"] = report.machine()
     rows = []
     for kind in _kinds(db):
@@ -159,18 +172,20 @@ def queries_command(
     _size(size)
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
-    results["events"] = load_truth(data_dir)["events"]
+    results["events"] = load_summary(data_dir)["events"]
     rows = []
+    memory = {}
     for kind in _kinds(db):
         measured = run_queries(
             kind, data_dir, out,
             repetitions=repetitions, workers=workers, url=url, only=only or (),
         )  # fmt: skip
-        for row in measured:
+        for row in measured.rows:
             results["queries"][f"{kind} {row['query']}"] = row
-        rows.extend(measured)
+        rows.extend(measured.rows)
+        memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
         report.save_results(out, size, results)
-    report.print_queries(rows, f"Queries, {size} workload ({repetitions} repetitions)")
+    report.print_queries(rows, f"Queries, {size} workload ({repetitions} repetitions)", memory)
 
 
 @app.command("exactness")
@@ -230,20 +245,24 @@ def all_command(
     _size(size)
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
-    results["events"] = load_truth(data_dir)["events"]
+    results["events"] = load_summary(data_dir)["events"]
     results["machine"] = report.machine()
     ingested: list[dict[str, object]] = []
     queried: list[dict[str, object]] = []
+    memory: dict[str, dict[str, float]] = {}
 
     def queries_on(kind: str) -> Callable[[str], None]:
         def run(url: str) -> None:
-            rows = run_queries(
+            measured = run_queries(
                 kind, data_dir, out, repetitions=repetitions, workers=workers, url=url
             )
-            for row in rows:
+            for row in measured.rows:
                 results["queries"][f"{kind} {row['query']}"] = row
-            queried.extend(rows)
-            report.print_queries(rows, f"{size}: {kind} queries")
+            queried.extend(measured.rows)
+            memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
+            report.print_queries(
+                measured.rows, f"{size}: {kind} queries", {kind: measured.worker_memory_mb}
+            )
 
         return run
 
@@ -263,7 +282,7 @@ def all_command(
             report.print_ingest([row], f"{size}: {kind} {name}")
             report.save_results(out, size, results)
     report.print_ingest(ingested, f"Ingest, {size} workload")
-    report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)")
+    report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)", memory)
 
 
 @app.command("growth")

@@ -1,87 +1,108 @@
-"""The ingest ceiling: the rows Upstream stored, written again by the bare database client
-into twin tables (same columns, keys and indexes) in the same database. PostgreSQL: one COPY per
-table; SQLite: one `executemany` per table, with the store's own pragmas. Rows are read before
-the clock starts, so only the writing is timed, in one transaction."""
+"""The ingest ceiling: the least any event store must do, at the database's own speed.
+
+Every event's raw payload with its key (the SHA-256 of its canonical JSON, as Upstream keys
+events) goes into a bare table (`event_key` primary key, `payload` text) in the same database,
+right after the measured ingest: on PostgreSQL by `COPY … FROM STDIN`, on SQLite by
+`executemany` with the store's own pragmas (WAL, `synchronous=FULL`), in one transaction.
+Keys and COPY text are made before the clock starts, in slices of at most `SLICE_BYTES` so
+that the large workload never sits in memory whole; only the writing and the commit are timed.
+"""
 
 from __future__ import annotations
 
-import re
+import hashlib
+import json
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from upstream.store import schema as t
 from upstream.store.engine import Store
 
-PREFIX = "ceiling_"
+TABLE = "ceiling_events"
+SLICE_BYTES = 256 * 1024 * 1024
+_DDL = f"CREATE TABLE {TABLE} (event_key VARCHAR(64) PRIMARY KEY, payload TEXT NOT NULL)"
 
 
-def ceiling_seconds(url: str) -> float:
-    """Seconds the bare client needs to write every stored row again."""
+def event_key(payload: str) -> str:
+    """The SHA-256 of the event's canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(
+        json.loads(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def ceiling_seconds(url: str, payloads: Iterable[str]) -> float:
+    """Seconds the bare client needs to store every payload with its key; the table is
+    dropped afterwards, so the database is left as the ingest made it."""
     store = Store(url)
     try:
         raw = store.engine.raw_connection()
         try:
             if store.dialect == "postgresql":
-                return _postgresql(raw)
-            return _sqlite(raw)
+                return _postgresql(raw, payloads)
+            return _sqlite(raw, payloads)
         finally:
             raw.close()
     finally:
         store.dispose()
 
 
-def _tables() -> list[str]:
-    return [table.name for table in t.metadata.sorted_tables]
+def _slices(payloads: Iterable[str]) -> Iterator[list[tuple[str, str]]]:
+    """(key, payload) rows in slices of at most SLICE_BYTES of payload."""
+    rows: list[tuple[str, str]] = []
+    size = 0
+    for payload in payloads:
+        rows.append((event_key(payload), payload))
+        size += len(payload)
+        if size >= SLICE_BYTES:
+            yield rows
+            rows, size = [], 0
+    if rows:
+        yield rows
 
 
-def _postgresql(raw: Any) -> float:
-    dumps: dict[str, bytes] = {}
+def _copy_text(rows: list[tuple[str, str]]) -> bytes:
+    """COPY's text format: JSON text holds no raw tab or newline, so only `\\` is escaped."""
+    lines = (f"{key}\t{payload.replace(chr(92), chr(92) * 2)}\n" for key, payload in rows)
+    return "".join(lines).encode()
+
+
+def _postgresql(raw: Any, payloads: Iterable[str]) -> float:
     with raw.cursor() as cur:
-        for name in _tables():
-            cur.execute(f"DROP TABLE IF EXISTS {PREFIX}{name}")
-            cur.execute(f"CREATE TABLE {PREFIX}{name} (LIKE {name} INCLUDING ALL)")
-            buffer = bytearray()
-            with cur.copy(f"COPY {name} TO STDOUT") as copy:
-                for block in copy:
-                    buffer += block
-            dumps[name] = bytes(buffer)
+        cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        cur.execute(_DDL)
     raw.commit()
-    started = time.perf_counter()
+    elapsed = 0.0
     with raw.cursor() as cur:
-        for name, data in dumps.items():
-            with cur.copy(f"COPY {PREFIX}{name} FROM STDIN") as copy:
+        for rows in _slices(payloads):
+            data = _copy_text(rows)
+            started = time.perf_counter()
+            with cur.copy(f"COPY {TABLE} (event_key, payload) FROM STDIN") as copy:
                 copy.write(data)
+            elapsed += time.perf_counter() - started
+        started = time.perf_counter()
+        raw.commit()
+        elapsed += time.perf_counter() - started
+        cur.execute(f"DROP TABLE {TABLE}")
     raw.commit()
-    return time.perf_counter() - started
+    return elapsed
 
 
-_CREATE_TABLE = re.compile(r'^CREATE TABLE "?(\w+)"?')
-_CREATE_INDEX = re.compile(r'^CREATE (UNIQUE )?INDEX "?(\w+)"? ON "?(\w+)"?')
-
-
-def _sqlite(raw: Any) -> float:
+def _sqlite(raw: Any, payloads: Iterable[str]) -> float:
     cur = raw.cursor()
-    rows: dict[str, list[tuple[Any, ...]]] = {}
-    for name in _tables():
-        cur.execute(f"DROP TABLE IF EXISTS {PREFIX}{name}")
-        ddl = cur.execute(
-            "SELECT type, sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL "
-            "ORDER BY type DESC",
-            (name,),
-        ).fetchall()
-        for kind, sql in ddl:
-            if kind == "table":
-                cur.execute(_CREATE_TABLE.sub(rf"CREATE TABLE {PREFIX}\1", sql))
-            else:
-                cur.execute(_CREATE_INDEX.sub(rf"CREATE \1INDEX {PREFIX}\2 ON {PREFIX}\3", sql))
-        rows[name] = cur.execute(f"SELECT * FROM {name}").fetchall()
+    cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    cur.execute(_DDL)
+    elapsed = 0.0
     started = time.perf_counter()
     cur.execute("BEGIN IMMEDIATE")
-    for name, values in rows.items():
-        if values:
-            marks = ", ".join("?" * len(values[0]))
-            cur.executemany(f"INSERT INTO {PREFIX}{name} VALUES ({marks})", values)
+    elapsed += time.perf_counter() - started
+    for rows in _slices(payloads):
+        started = time.perf_counter()
+        cur.executemany(f"INSERT INTO {TABLE} (event_key, payload) VALUES (?, ?)", rows)
+        elapsed += time.perf_counter() - started
+    started = time.perf_counter()
     cur.execute("COMMIT")
-    elapsed = time.perf_counter() - started
+    elapsed += time.perf_counter() - started
+    cur.execute(f"DROP TABLE {TABLE}")
     cur.close()
     return elapsed

@@ -6,18 +6,23 @@
 - `cli`: `upstream ingest --db URL events.ndjson` when the command exists, else the same
   in-process path it wraps (`ingest_documents` over batches), reported as `in-process`.
 
-Every run is followed, on the same database, by the ceiling (the same rows by COPY or bare
-executemany) and by the exactness check against the ground truth.
+Requests are made from the events file as they are sent (a batch is one join of lines, far
+cheaper than the server's work on it), so the large workload never sits in memory. Every run is
+followed, on the same database, by the ceiling (the same events' raw payloads with their keys,
+by COPY or bare executemany into a bare table, `ceiling.py`) and by the exactness check against
+the ground truth.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ from typing import Any
 from benchmarks.ceiling import ceiling_seconds
 from benchmarks.databases import fresh_database
 from benchmarks.exactness import check
-from benchmarks.generator import load_truth, read_events
+from benchmarks.generator import in_chunks, load_summary, load_truth, read_events
 from benchmarks.server import Server, cpu_seconds, post_request, send_all
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
@@ -45,6 +50,10 @@ class IngestResult:
     #: neighbours on the machine change far less than the wall-clock rate.
     cpu_seconds: float = 0.0
     exactness: list[dict[str, Any]] = field(default_factory=list)
+    #: Median, p10 and p90 of the workload's event sizes in bytes.
+    event_bytes: dict[str, int] = field(default_factory=dict)
+    #: The 1, 5 and 15-minute load average when the ingest ended (the machine is shared).
+    load: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -56,7 +65,8 @@ class IngestResult:
 
     @property
     def ratio(self) -> float:
-        """Fraction of the ceiling's speed: 1.0 would be as fast as bare COPY/executemany."""
+        """Fraction of the ceiling's speed: 1.0 would be as fast as storing the raw payloads
+        alone by bare COPY/executemany."""
         return self.rate / self.ceiling_rate
 
     def as_dict(self) -> dict[str, Any]:
@@ -73,6 +83,8 @@ class IngestResult:
             "cpu_seconds": self.cpu_seconds,
             "cpu_ms_per_event": 1000 * self.cpu_seconds / self.events,
             "exactness": self.exactness,
+            "event_bytes": self.event_bytes,
+            "load": self.load,
         }
 
 
@@ -100,26 +112,31 @@ def run_ingest(
 ) -> IngestResult:
     """Ingest the workload in `data_dir` by `mode` into a fresh `kind` database; `after` is
     then called with the database URL, before the database is dropped."""
-    lines = list(read_events(data_dir))
-    if limit is not None:
-        lines = lines[:limit]
+    summary = load_summary(data_dir)
+    events = summary["events"] if limit is None else min(limit, summary["events"])
+
+    def lines() -> Iterator[str]:
+        return itertools.islice(read_events(data_dir), events)
+
     label = f"{data_dir.name}_{mode}_{kind}".replace("-", "_")
     with fresh_database(kind, label, work_dir) as url:
         database = _DatabaseCpu(url)
         if mode == "http-batch":
-            batches = _batches(lines, batch)
+            batches = _batches(lines(), batch)
             seconds, cpu = _http(url, work_dir, batches, batch_connections, workers, database)
             detail = f"batches of {batch}, {batch_connections} connections, {workers} workers"
         elif mode == "http-single":
-            requests = [post_request("/api/v1/lineage", line.encode()) for line in lines]
+            requests = (post_request("/api/v1/lineage", line.encode()) for line in lines())
             seconds, cpu = _http(url, work_dir, requests, concurrency, workers, database)
             detail = f"{concurrency} connections, {workers} workers"
         elif mode == "cli":
-            seconds, cpu, detail = _cli(url, data_dir, lines, batch, limit is None, database)
+            seconds, cpu, detail = _cli(url, data_dir, lines(), batch, limit is None, database)
         else:
             raise ValueError(f"unknown ingest mode {mode!r} (expected one of {MODES})")
-        ceiling = ceiling_seconds(url)
-        result = IngestResult(mode, kind, len(lines), seconds, ceiling, detail, cpu)
+        load = [round(x, 2) for x in os.getloadavg()]
+        ceiling = ceiling_seconds(url, lines())
+        result = IngestResult(mode, kind, events, seconds, ceiling, detail, cpu)
+        result.event_bytes, result.load = summary["event_bytes"], load
         if verify and limit is None:
             store = Store(url)
             try:
@@ -131,11 +148,9 @@ def run_ingest(
     return result
 
 
-def _batches(lines: list[str], size: int) -> list[bytes]:
-    return [
-        post_request("/api/v1/lineage", ("[" + ",".join(lines[i : i + size]) + "]").encode())
-        for i in range(0, len(lines), size)
-    ]
+def _batches(lines: Iterable[str], size: int) -> Iterator[bytes]:
+    for chunk in in_chunks(lines, size):
+        yield post_request("/api/v1/lineage", ("[" + ",".join(chunk) + "]").encode())
 
 
 class _DatabaseCpu:
@@ -171,7 +186,7 @@ class _DatabaseCpu:
 def _http(
     url: str,
     work_dir: Path,
-    requests: list[bytes],
+    requests: Iterable[bytes],
     concurrency: int,
     workers: int,
     database: _DatabaseCpu,
@@ -187,7 +202,12 @@ def _http(
 
 
 def _cli(
-    url: str, data_dir: Path, lines: list[str], batch: int, whole: bool, database: _DatabaseCpu
+    url: str,
+    data_dir: Path,
+    lines: Iterable[str],
+    batch: int,
+    whole: bool,
+    database: _DatabaseCpu,
 ) -> tuple[float, float, str]:
     db_before = database.snapshot()
     if whole and cli_has_ingest():
@@ -213,9 +233,8 @@ def _cli(
     try:
         own = time.process_time()
         started = time.perf_counter()
-        for i in range(0, len(lines), batch):
-            documents = [json.loads(line) for line in lines[i : i + batch]]
-            ingest_documents(store, documents, batch=True)
+        for chunk in in_chunks(lines, batch):
+            ingest_documents(store, [json.loads(line) for line in chunk], batch=True)
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - own + database.used(db_before)
         return elapsed, cpu, f"in-process ingest_documents, batches of {batch}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -24,13 +25,12 @@ import httpx
 import networkx as nx
 
 from benchmarks.databases import fresh_database
-from benchmarks.generator import load_truth, read_events
+from benchmarks.generator import in_chunks, load_truth, read_events
 from benchmarks.server import Server
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 
 LEVELS = (1, 5, 10, 20)
-DIRECTIONS = ("both", "upstream", "downstream")
 
 
 @dataclass(frozen=True)
@@ -64,52 +64,89 @@ class Graphs:
                 self.fields.add_edge((s_ns, s_name, s_field), (t_ns, t_name, t_field))
         self.fields_upstream = self.fields.reverse(copy=True)
 
-    def walk(self, graph: nx.Graph, start: tuple[str, ...], radius: int) -> int:
-        """Nodes within `radius` hops and the runs on the edges between them."""
-        if start not in graph:
+    def walk(self, graph: nx.Graph, starts: list[tuple[str, ...]], radius: int) -> int:
+        """Nodes within `radius` hops of any start and the runs on the edges between them."""
+        present = [s for s in starts if s in graph]
+        if not present:
             return 0
-        reached = nx.ego_graph(graph, start, radius=radius)
-        return int(sum(len(data.get("runs", ())) for _, _, data in reached.edges(data=True)))
+        reached = nx.multi_source_dijkstra_path_length(graph, present, cutoff=radius)
+        edges = graph.subgraph(reached).edges(data=True)
+        return int(sum(len(data.get("runs", ())) or 1 for _, _, data in edges))
 
     def dataset(self, start: tuple[str, str], direction: str, levels: int) -> int:
         if direction == "both":  # dataset -> jobs -> datasets is one level
-            return self.walk(self.accesses, start, 2 * levels)
+            return self.walk(self.accesses, [start], 2 * levels)
         graph = self.upstream if direction == "upstream" else self.flows
-        return self.walk(graph, start, levels)
+        return self.walk(graph, [start], levels)
 
-    def field_summary(self, start: tuple[str, str, str], levels: int) -> int:
-        return self.walk(self.fields_upstream, start, levels)
+    def field_summary(self, start: tuple[str, str, str], direction: str, levels: int) -> int:
+        if direction == "both":
+            return self.walk(self.fields_upstream, [start], levels) + self.walk(
+                self.fields, [start], levels
+            )
+        return self.walk(self.fields_upstream, [start], levels)
+
+    def dataset_fields(self, dataset: tuple[str, str], levels: int) -> int:
+        """The field graph upstream of every field of the dataset."""
+        starts = [n for n in self.fields_upstream if n[:2] == dataset]
+        return self.walk(self.fields_upstream, starts, levels)
 
 
 def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
+    """The measured set: upstream and downstream at every depth, each with every run listed
+    and collapsed by run, `both`, rollup, the Marquez graphs and the field queries."""
     start, end = truth["window"]
     window = {"start": start, "end": end}
     targets = truth["targets"]
     queries: list[Query] = []
-    for direction in DIRECTIONS:
-        ns, name = targets["downstream" if direction == "downstream" else direction]
-        path = f"/v3/namespaces/{_seg(ns)}/datasets/{_seg(name)}/lineage"
+
+    def dataset(direction: str, levels: int, label: str = "", **extra: Any) -> None:
+        ns, name = targets[direction]
+        queries.append(
+            Query(
+                f"dataset {direction} levels={levels}{label}",
+                f"/v3/namespaces/{_seg(ns)}/datasets/{_seg(name)}/lineage",
+                {**window, "levels": levels, "direction": direction, **extra},
+                partial(graphs.dataset, (ns, name), direction, levels),
+            )
+        )
+
+    for direction in ("upstream", "downstream"):
         for levels in LEVELS:
-            for rollup in (False, True):
-                params = {**window, "levels": levels, "direction": direction}
-                if rollup:
-                    params["rollup"] = "workflow"
-                label = f"dataset {direction} levels={levels}" + (" rollup" if rollup else "")
-                queries.append(
-                    Query(
-                        label,
-                        path,
-                        params,
-                        partial(graphs.dataset, (ns, name), direction, levels),
-                    )
-                )
+            dataset(direction, levels)
+            if levels > 1:
+                dataset(direction, levels, " collapse=run", collapse="run")
+        dataset(direction, 10, " rollup", rollup="workflow")
+        dataset(direction, 10, " rollup collapse=run", rollup="workflow", collapse="run")
+    for levels in (1, 5, 10):
+        dataset("both", levels)
+    dataset("both", 10, " collapse=run", collapse="run")
+    dataset("both", 10, " rollup", rollup="workflow")
+
     ns, name = targets["upstream"]
+    job_ns, job_name = targets["upstream_job"]
     queries.append(
         Query(
             "marquez lineage depth=10",
             "/api/v1/lineage",
             {"nodeId": f"dataset:{ns}:{name}", "depth": 10},
-            lambda: graphs.dataset((ns, name), "both", 10),
+            partial(graphs.dataset, (ns, name), "both", 10),
+        )
+    )
+    queries.append(
+        Query(
+            "marquez lineage job depth=10",
+            "/api/v1/lineage",
+            {"nodeId": f"job:{job_ns}:{job_name}", "depth": 10},
+            partial(graphs.walk, graphs.accesses, [("job", job_name)], 20),
+        )
+    )
+    queries.append(
+        Query(
+            "marquez column-lineage depth=10",
+            "/api/v1/column-lineage",
+            {"nodeId": f"dataset:{ns}:{name}", "depth": 10},
+            partial(graphs.dataset_fields, (ns, name), 10),
         )
     )
     ns, name, field_name = targets["field"]
@@ -119,17 +156,18 @@ def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
             "field paths",
             f"{base}/fields/{_seg(field_name)}/lineage",
             window,
-            lambda: graphs.field_summary((ns, name, field_name), 1),
+            partial(graphs.field_summary, (ns, name, field_name), "incoming", 1),
         )
     )
-    queries.append(
-        Query(
-            "field summary incoming levels=3",
-            f"{base}/lineage/fields/{_seg(field_name)}",
-            {**window, "direction": "incoming", "levels": 3},
-            lambda: graphs.field_summary((ns, name, field_name), 3),
+    for direction in ("incoming", "both"):
+        queries.append(
+            Query(
+                f"field summary {direction} levels=3",
+                f"{base}/lineage/fields/{_seg(field_name)}",
+                {**window, "direction": direction, "levels": 3},
+                partial(graphs.field_summary, (ns, name, field_name), direction, 3),
+            )
         )
-    )
     return queries
 
 
@@ -137,14 +175,27 @@ def _seg(text: str) -> str:
     return quote(text, safe="")
 
 
-def _response_size(document: Any) -> int:
-    """Relations, graph nodes, paths or summary entries: what the answer holds."""
-    if isinstance(document, dict):
-        for key in ("relations", "graph", "paths"):
-            if key in document:
-                return len(document[key])
-        return sum(len(v) for v in document.values() if isinstance(v, list))
-    return len(document) if isinstance(document, list) else 0
+def answer_size(document: Any) -> tuple[int, int]:
+    """(datasets, relations) an answer holds: for dataset lineage its datasets and relations;
+    for the Marquez graphs its dataset (or field) nodes and edges; for field paths the paths;
+    for a field summary its datasets and the fields listed under them."""
+    if not isinstance(document, dict):
+        return 0, len(document) if isinstance(document, list) else 0
+    if "relations" in document:
+        return len(document.get("data", {})), len(document["relations"])
+    if "graph" in document:
+        nodes = document["graph"]
+        return (
+            sum(1 for n in nodes if n.get("type") in ("DATASET", "DATASET_FIELD")),
+            sum(len(n.get("outEdges", ())) for n in nodes),
+        )
+    if "paths" in document:
+        return 0, len(document["paths"])
+    sides = [v for v in document.values() if isinstance(v, list)]
+    return (
+        sum(len(side) for side in sides),
+        sum(len(entry.get("fields", ())) for side in sides for entry in side),
+    )
 
 
 def _timed(function: Callable[[], Any], repetitions: int) -> tuple[list[float], Any]:
@@ -166,10 +217,8 @@ def load_store(url: str, data_dir: Path, batch: int = 1000) -> None:
     """Fill the database through the in-process ingestion path (fastest to set up)."""
     store = Store(url)
     try:
-        lines = list(read_events(data_dir))
-        for i in range(0, len(lines), batch):
-            documents = [json.loads(line) for line in lines[i : i + batch]]
-            ingest_documents(store, documents, batch=True)
+        for chunk in in_chunks(read_events(data_dir), batch):
+            ingest_documents(store, [json.loads(line) for line in chunk], batch=True)
     finally:
         store.dispose()
 
@@ -186,6 +235,15 @@ def analyze(url: str) -> None:
         store.dispose()
 
 
+@dataclass
+class QueryRun:
+    """The measured queries, and the memory of the server's workers once they were answered."""
+
+    rows: list[dict[str, Any]]
+    #: MB: the largest worker's resident memory after the queries, and its peak.
+    worker_memory_mb: dict[str, float]
+
+
 def run_queries(
     kind: str,
     data_dir: Path,
@@ -195,7 +253,7 @@ def run_queries(
     workers: int = 2,
     url: str | None = None,
     only: Sequence[str] = (),
-) -> list[dict[str, Any]]:
+) -> QueryRun:
     """Latency of every query on a `kind` database holding the workload: the one at `url`,
     else a fresh one loaded through the in-process path."""
     if url is None:
@@ -232,11 +290,14 @@ def run_queries(
             walk, walked = _timed(query.baseline, repetitions)
             median = statistics.median(samples)
             walk_median = statistics.median(walk)
+            datasets, relations = answer_size(answer)
             rows.append(
                 {
                     "db": kind,
                     "query": query.name,
-                    "size": _response_size(answer),
+                    "datasets": datasets,
+                    "relations": relations,
+                    "bytes": len(body),
                     "truncated": bool(isinstance(answer, dict) and answer.get("truncated")),
                     "median_ms": median,
                     "p95_ms": _p95(samples),
@@ -244,6 +305,8 @@ def run_queries(
                     "baseline_median_ms": walk_median,
                     "baseline_size": walked,
                     "ratio": median / walk_median if walk_median else 0.0,
+                    "load": [round(x, 2) for x in os.getloadavg()],
                 }
             )
-    return rows
+        memory = server.worker_memory_mb()
+    return QueryRun(rows, memory)

@@ -36,6 +36,15 @@ def machine() -> dict[str, Any]:
     }
 
 
+def event_sizes(summary: dict[str, Any]) -> str:
+    """The workload's event sizes as one line: median, p10, p90 and the file's size."""
+    sizes = summary["event_bytes"]
+    return (
+        f"event size median {sizes['median'] / 1000:.1f} kB (p10 {sizes['p10'] / 1000:.1f}, "
+        f"p90 {sizes['p90'] / 1000:.1f}), {sizes['total'] / 1e6:,.0f} MB of events"
+    )
+
+
 def results_path(out_dir: Path, size: str) -> Path:
     return out_dir / f"results-{size}.json"
 
@@ -44,8 +53,9 @@ def load_results(out_dir: Path, size: str) -> dict[str, Any]:
     path = results_path(out_dir, size)
     if path.exists():
         loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        loaded.setdefault("worker_memory_mb", {})
         return loaded
-    return {"size": size, "ingest": {}, "queries": {}, "exactness": {}}
+    return {"size": size, "ingest": {}, "queries": {}, "exactness": {}, "worker_memory_mb": {}}
 
 
 def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
@@ -55,9 +65,11 @@ def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
 
 
 def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
+    """Events/s by path beside the ceiling (the raw payloads alone, by bare COPY or
+    executemany, in the same database and run), the load average when the ingest ended."""
     table = Table(title=title)
     columns = (
-        "db", "mode", "events", "s", "events/s", "CPU ms/ev", "ceiling ev/s", "ratio",
+        "db", "mode", "events", "s", "events/s", "CPU ms/ev", "ceiling ev/s", "ratio", "load",
         "P/R ds, fields",
     )  # fmt: skip
     for column in columns:
@@ -78,26 +90,44 @@ def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
             f"{row.get('cpu_ms_per_event', 0):.2f}",
             f"{row['ceiling_events_per_s']:,.0f}",
             f"{row['ratio_to_ceiling']:.3f}",
+            " ".join(f"{x:.1f}" for x in row.get("load", ())),
             verdict,
         )
     console.print(table)
+    sized = next((row for row in rows if row.get("event_bytes")), None)
+    if sized:
+        console.print(event_sizes({"event_bytes": sized["event_bytes"]}))
 
 
-def print_queries(rows: list[dict[str, Any]], title: str) -> None:
+def print_queries(
+    rows: list[dict[str, Any]], title: str, memory: dict[str, dict[str, float]] | None = None
+) -> None:
+    """The queries' medians beside the in-memory walk's; `memory` (per database) is the
+    largest worker's resident memory after the queries, and its peak."""
     table = Table(title=title)
-    for column in ("db", "query", "nodes", "median ms", "p95 ms", "walk ms", "ratio"):
+    columns = (
+        "db", "query", "datasets", "relations", "median ms", "p95 ms", "walk ms", "ratio", "load",
+    )  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column in ("db", "query") else "right")
     for row in rows:
         table.add_row(
             row["db"],
-            row["query"],
-            str(row.get("size", "")),
+            row["query"] + (" (cut)" if row.get("truncated") else ""),
+            f"{row.get('datasets', '')}",
+            f"{row.get('relations', row.get('size', ''))}",
             f"{row['median_ms']:.1f}",
             f"{row['p95_ms']:.1f}",
             f"{row['baseline_median_ms']:.2f}",
             f"{row['ratio']:.1f}x",
+            f"{row['load'][0]:.1f}" if row.get("load") else "",
         )
     console.print(table)
+    for db, used in (memory or {}).items():
+        console.print(
+            f"{db}: largest server worker after the queries: {used['rss']:.0f} MB resident, "
+            f"peak {used['peak']:.0f} MB"
+        )
 
 
 def print_exactness(rows: list[dict[str, Any]], title: str) -> None:

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -28,9 +28,12 @@ def free_port() -> int:
 class Server:
     """`upstream serve --db URL --workers N` on a free loopback port, stopped on exit."""
 
-    def __init__(self, db_url: str, log_dir: Path, workers: int = 2) -> None:
+    def __init__(
+        self, db_url: str, log_dir: Path, workers: int = 2, env: dict[str, str] | None = None
+    ) -> None:
         self.db_url = db_url
         self.workers = workers
+        self.env = env or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{self.port}.log"
@@ -39,7 +42,7 @@ class Server:
     def __enter__(self) -> Server:
         command = [sys.executable, "-m", "upstream", "serve", "--db", self.db_url]
         command += ["--port", str(self.port), "--workers", str(self.workers)]
-        env = {**os.environ, "UPSTREAM_MAX_BATCH_EVENTS": "5000"}
+        env = {**os.environ, "UPSTREAM_MAX_BATCH_EVENTS": "5000", **self.env}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 300
@@ -52,6 +55,17 @@ class Server:
             except httpx.HTTPError:
                 time.sleep(0.2)
         raise RuntimeError(f"server did not start within 300 s; see {self.log_path}")
+
+    def worker_memory_mb(self) -> dict[str, float]:
+        """The largest resident memory of one worker now (`rss`) and at its peak (`peak`), in
+        MB: the worker processes when there are several, else the server process itself."""
+        assert self.process is not None
+        pids = descendants(self.process.pid) or {self.process.pid}
+        found = [m for pid in pids if (m := _memory_kb(pid))]
+        return {
+            "rss": max((rss for rss, _ in found), default=0) / 1024,
+            "peak": max((peak for _, peak in found), default=0) / 1024,
+        }
 
     def __exit__(
         self,
@@ -78,21 +92,40 @@ def _stat(pid: str) -> tuple[int, float] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
 
 
-def cpu_seconds(root_pids: set[int]) -> float:
-    """CPU seconds used so far by `root_pids` and all their live descendants (Linux)."""
+def _memory_kb(pid: int) -> tuple[int, int] | None:
+    """(resident, peak resident) kB of a live process, from /proc."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    values = {
+        line.split(":")[0]: int(line.split()[1])
+        for line in status.splitlines()
+        if line.startswith(("VmRSS:", "VmHWM:"))
+    }
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (Linux)."""
     stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p))}
     children: dict[int, list[int]] = {}
-    for pid, (parent, _) in stats.items():
-        children.setdefault(parent, []).append(pid)
-    total, stack, seen = 0.0, list(root_pids), set()
+    for child, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    stack = list(children.get(pid, []))
     while stack:
-        pid = stack.pop()
-        if pid in seen or pid not in stats:
-            continue
-        seen.add(pid)
-        total += stats[pid][1]
-        stack.extend(children.get(pid, []))
-    return total
+        child = stack.pop()
+        if child not in found:
+            found.add(child)
+            stack.extend(children.get(child, []))
+    return found
+
+
+def cpu_seconds(root_pids: set[int]) -> float:
+    """CPU seconds used so far by `root_pids` and all their live descendants (Linux)."""
+    pids = set(root_pids).union(*(descendants(pid) for pid in root_pids))
+    return sum(stat[1] for pid in pids if (stat := _stat(str(pid))))
 
 
 def post_request(path: str, body: bytes) -> bytes:
@@ -130,25 +163,23 @@ async def _exchange(
         body += chunk[:-2]
 
 
-async def _send_all(port: int, requests: Sequence[bytes], concurrency: int, expect: int) -> None:
-    position = 0
+async def _send_all(port: int, requests: Iterable[bytes], concurrency: int, expect: int) -> None:
+    pending = iter(requests)  # shared: each connection takes the next request when it is free
 
     async def worker() -> None:
-        nonlocal position
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
-            while position < len(requests):
-                request = requests[position]
-                position += 1
+            for request in pending:
                 status, body = await _exchange(reader, writer, request)
                 if status != expect:
                     raise RuntimeError(f"HTTP {status}: {body[:500]!r}")
         finally:
             writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(requests)))))
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-def send_all(port: int, requests: Sequence[bytes], concurrency: int, expect: int = 201) -> None:
-    """Send every prepared request over `concurrency` keep-alive connections."""
+def send_all(port: int, requests: Iterable[bytes], concurrency: int, expect: int = 201) -> None:
+    """Send every request over `concurrency` keep-alive connections, taking each from
+    `requests` when a connection is free."""
     asyncio.run(_send_all(port, requests, concurrency, expect))
