@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from benchmarks import report
+from benchmarks import answers, report
 from benchmarks.databases import KINDS, fresh_database, postgres_available
 from benchmarks.exactness import check
 from benchmarks.generator import (
@@ -283,6 +283,81 @@ def all_command(
             report.save_results(out, size, results)
     report.print_ingest(ingested, f"Ingest, {size} workload")
     report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)", memory)
+
+
+@app.command("answers")
+def answers_command(
+    size: SizeOption = "medium",
+    seed: SeedOption = 7,
+    db: Annotated[str, typer.Option(help="sqlite or postgresql.")] = "sqlite",
+    save: Annotated[
+        Path | None, typer.Option(help="Record the answers and their manifest in this folder.")
+    ] = None,
+    compare: Annotated[
+        Path | None,
+        typer.Option(help="Ask a recording's variants again and say which answers differ."),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="A database already holding this workload (default: load a fresh one)."),
+    ] = None,
+    keep_db: Annotated[
+        bool, typer.Option(help="Keep the freshly loaded database (to pass as --url later).")
+    ] = False,
+    workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    days: DaysOption = None,
+    out: OutOption = OUT,
+) -> None:
+    """The answers of a few hundred query variants as canonical JSON with a manifest of their
+    hashes (--save), or the same variants asked again and compared (--compare)."""
+    _size(size)
+    if save is None and compare is None:
+        raise typer.BadParameter("give --save DIR, --compare DIR or both")
+    (kind,) = _kinds([db]) or [""]
+    if not kind:
+        raise typer.Exit(1)
+    data_dir = _workload(size, seed, out, days)
+    summary = load_summary(data_dir)
+    asked = (
+        answers.recorded_variants(answers.load_manifest(compare))
+        if compare is not None
+        else answers.variants(summary)
+    )
+    folder = save or out / f"answers-{size}-{kind}"
+    workload = {k: summary[k] for k in ("size", "seed", "generator", "events", "days")}
+    workload["db"] = kind
+
+    def record(database: str) -> None:
+        typer.echo(f"asking {len(asked)} variants of {database}")
+        manifest = answers.save(answers.ask_all(database, out, asked, workers), folder, workload)
+        typer.echo(f"{len(manifest['answers'])} answers -> {folder}")
+
+    if url is not None:
+        record(url)
+    else:
+        label = f"{size}_answers_{kind}"
+        with fresh_database(kind, label, out, keep=keep_db) as fresh:
+            load_store(fresh, data_dir)
+            record(fresh)
+            if keep_db:
+                typer.echo(f"kept the database: {fresh}")
+    if compare is not None:
+        result = answers.compare(compare, folder)
+        answers.print_comparison(result, compare, folder)
+        if not result.identical:
+            raise typer.Exit(1)
+
+
+@app.command("compare-answers")
+def compare_answers_command(
+    before: Annotated[Path, typer.Argument(help="A folder recorded by `answers --save`.")],
+    after: Annotated[Path, typer.Argument(help="Another such folder.")],
+) -> None:
+    """Which answers of two recordings differ (two stores, or before and after a change)."""
+    result = answers.compare(before, after)
+    answers.print_comparison(result, before, after)
+    if not result.identical:
+        raise typer.Exit(1)
 
 
 @app.command("growth")

@@ -573,8 +573,9 @@ def _column_input(
 
 def _targets(workload: Workload) -> dict[str, Any]:
     """What the query benchmarks ask about: the mart with the deepest upstream (its job, a
-    field of it), a landing dataset for downstream, a middle-layer dataset for the undirected
-    walk, a field of a facet-style and of a plain output, and a marked temporary dataset."""
+    field of it), the landing dataset that feeds most within ten levels for downstream, a
+    middle-layer dataset for the undirected walk, a field of a facet-style and of a plain
+    output, and a marked temporary dataset."""
     depth: dict[Dataset, int] = {}
     for job in sorted(workload.jobs, key=lambda j: j.layer):
         for out in job.outputs:
@@ -583,7 +584,21 @@ def _targets(workload: Workload) -> dict[str, Any]:
     marts = [j for j in workload.jobs if j.style == "column" and j.layer == len(LAYERS) - 1]
     mart_job = max(marts, key=lambda j: (depth[j.outputs[0]], j.name))
     mart = mart_job.outputs[0]
-    landing = next(j.outputs[0] for j in workload.jobs if j.layer == 0)
+    feeds: dict[Dataset, set[Dataset]] = {}
+    for job in workload.jobs:
+        for out in job.outputs:
+            for source in job.plans[out].sources():
+                feeds.setdefault(source, set()).add(out)
+
+    def reach(start: Dataset, levels: int = 10) -> int:
+        seen, frontier = {start}, {start}
+        for _ in range(levels):
+            frontier = {d for f in frontier for d in feeds.get(f, ())} - seen
+            seen |= frontier
+        return len(seen)
+
+    landings = [d for j in workload.jobs if j.layer == 0 for d in j.outputs if not d.temporary]
+    landing = max(landings, key=lambda d: (reach(d), d.name))
     middle = next(j.outputs[0] for j in workload.jobs if j.layer == len(LAYERS) // 2)
 
     def field_of(style: Style) -> list[str]:
