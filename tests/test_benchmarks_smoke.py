@@ -1,15 +1,31 @@
-"""The benchmark suite at its tiny size, end to end, so it keeps working: the generator, an
-ingest benchmark through a live server into SQLite (with its ceiling), and exactness 1.0.
+"""The benchmark suite at its tiny size, end to end, so it keeps working: the generator (its
+events' shape and its truth), an ingest benchmark through a live server into SQLite (with its
+raw-payload ceiling), exactness 1.0, and recorded answers compared with themselves.
 No timing is asserted; the numbers belong to `python -m benchmarks`."""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
+from benchmarks import answers
 from benchmarks.__main__ import app
-from benchmarks.generator import SIZES, generate, load_truth
+from benchmarks.ceiling import ceiling_seconds, event_key
+from benchmarks.databases import fresh_database
+from benchmarks.generator import (
+    DATASET_FIELDS,
+    SIZES,
+    Dataset,
+    generate,
+    load_summary,
+    load_truth,
+    read_events,
+)
 from benchmarks.ingest import run_ingest
+from benchmarks.queries import load_store
+from benchmarks.sql_text import identifier
 from typer.testing import CliRunner
 
 
@@ -18,6 +34,11 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bench") / "tiny"
     generate(SIZES["tiny"], 7, out)
     return out
+
+
+@pytest.fixture(scope="module")
+def events(tiny: Path) -> list[dict]:
+    return [json.loads(line) for line in read_events(tiny)]
 
 
 def test_generator_is_deterministic(tiny: Path, tmp_path: Path) -> None:
@@ -54,19 +75,141 @@ def test_generator_truth_follows_the_plan(tiny: Path) -> None:
                 assert all((e[0], e[1]) != (lookup.namespace, lookup.name) for e in mine)
 
 
+def test_sql_facets_agree_with_the_dataset_truth(tiny: Path) -> None:
+    """The field edges a SQL parser would take from the plain jobs' statements connect exactly
+    the datasets the inferred inputs x outputs connect, run by run: parsing SQL later must not
+    change the dataset-level truth. Other jobs' field edges stay in `field_edges`."""
+    workload = generate(SIZES["tiny"], 7, tiny.parent / "sql")
+    truth = load_truth(tiny)
+    plain = {job.name for job in workload.jobs if job.style == "plain"}
+    plain_runs = {row[3] for row in truth["accesses"] if row[2] in plain}
+    from_sql = {(e[0], e[1], e[3], e[4], e[6]) for e in truth["sql_field_edges"]}
+    inferred = {(e[0], e[1], e[2], e[3], e[5]) for e in truth["dataset_edges"] if e[4] in plain}
+    assert truth["sql_field_edges"]
+    assert from_sql == inferred
+    assert {e[6] for e in truth["sql_field_edges"]} <= plain_runs
+    assert not {e[6] for e in truth["field_edges"]} & plain_runs
+
+
+def test_events_are_as_heavy_as_real_producers(tiny: Path, events: list[dict]) -> None:
+    summary = load_summary(tiny)
+    sizes = summary["event_bytes"]
+    assert sizes["p10"] <= sizes["median"] <= sizes["p90"]
+    assert sizes["total"] == sum(len(line) for line in read_events(tiny))
+    tasks = [e for e in events if e["job"]["facets"]["jobType"]["jobType"] == "TASK"]
+    assert tasks
+    for event in tasks:
+        facets = event["job"]["facets"]
+        statement = facets["sql"]["query"]
+        for dataset in event["inputs"] + event["outputs"]:
+            assert len(dataset["facets"]["schema"]["fields"]) == DATASET_FIELDS
+            assert all(f["type"] for f in dataset["facets"]["schema"]["fields"])
+            assert identifier(dataset["name"]) in statement
+        assert {"airflow", "processing_engine", "nominalTime"} <= set(event["run"]["facets"])
+        if event["eventType"] == "COMPLETE":
+            for output in event["outputs"]:
+                assert "outputStatistics" in output["outputFacets"]
+    # Facets are sent on both events of a run: the job's facets are the same on START and
+    # COMPLETE, and a run's column lineage is on every output of a column-style job.
+    by_run: dict[str, list[dict]] = {}
+    for event in tasks:
+        by_run.setdefault(event["run"]["runId"], []).append(event)
+    for pair in by_run.values():
+        assert [e["eventType"] for e in pair] == ["START", "COMPLETE"]
+        assert pair[0]["job"]["facets"] == pair[1]["job"]["facets"]
+    column_outputs = [
+        o
+        for e in tasks
+        if "lineage" not in e["job"]["facets"]
+        for o in e["outputs"]
+        if "columnLineage" in o["facets"]
+    ]
+    assert column_outputs
+    assert all(
+        len(o["facets"]["columnLineage"]["fields"]) == DATASET_FIELDS for o in column_outputs
+    )
+
+
+def test_sql_identifiers_name_the_datasets() -> None:
+    assert identifier("analytics.int04.orders_7") == "analytics.int04.orders_7"
+    assert identifier("landing/app/orders_3/") == '"landing/app/orders_3/"'
+    run = "0b9e7d40-6c5a-4f2e-9a57-0c1f7f8f2a11"
+    assert identifier(f"analytics.tmp.carts_1_{run}") == f'analytics.tmp."carts_1_{run}"'
+    assert Dataset("ns", "analytics.tmp.carts_1", ("id",), "suffix").named(run).endswith(run)
+
+
+def test_ceiling_stores_each_payload_with_its_key(tiny: Path, tmp_path: Path) -> None:
+    payloads = list(read_events(tiny))
+    assert event_key(payloads[0]) == event_key(json.dumps(json.loads(payloads[0]), indent=2))
+    with fresh_database("sqlite", "ceiling", tmp_path) as url:
+        assert ceiling_seconds(url, payloads) > 0
+        assert ceiling_seconds(url, payloads) > 0  # the table is dropped after each run
+
+
 def test_ingest_benchmark_on_sqlite_is_exact(tiny: Path, tmp_path: Path) -> None:
     result = run_ingest("http-batch", "sqlite", tiny, tmp_path, batch=100)
     assert result.events == load_truth(tiny)["events"]
     assert result.seconds > 0
     assert result.ceiling_seconds > 0
+    assert result.event_bytes == load_summary(tiny)["event_bytes"]
     assert [(e["name"], e["precision"], e["recall"]) for e in result.exactness] == [
         ("dataset edges", 1.0, 1.0),
         ("field edges", 1.0, 1.0),
     ]
 
 
+def test_answers_are_recorded_and_compared(tiny: Path, tmp_path: Path) -> None:
+    asked = answers.variants(load_summary(tiny))
+    assert len(asked) >= 80
+    assert len({v.name for v in asked}) == len(asked)
+    subset = [v for v in asked if v.name.startswith(("lineage_mart_upstream_l5", "marquez"))]
+    out = tmp_path / "out"
+    out.mkdir()
+    runner = CliRunner()
+    with fresh_database("sqlite", "answers", tmp_path) as url:
+        load_store(url, tiny)
+        first = answers.save(answers.ask_all(url, out, subset, 1), tmp_path / "a", {})
+        result = runner.invoke(
+            app,
+            ["answers", "--size", "tiny", "--db", "sqlite", "--url", url, "--out", str(tiny.parent),
+             "--compare", str(tmp_path / "a"), "--save", str(tmp_path / "b")],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"{len(subset)} identical, 0 different" in result.output
+    assert all(entry["status"] == 200 for entry in first["answers"].values())
+    # A changed answer is found and its first difference shown.
+    name = next(n for n in first["answers"] if n.startswith("marquez_lineage"))
+    body = answers.load_answer(tmp_path / "b", name)
+    body["body"]["graph"] = body["body"]["graph"][1:]
+    (tmp_path / "b" / f"{name}.json.gz").write_bytes(
+        gzip.compress(answers.canonical(body), mtime=0)
+    )
+    manifest = answers.load_manifest(tmp_path / "b")
+    manifest["answers"][name]["sha256"] = "changed"
+    (tmp_path / "b" / answers.MANIFEST).write_text(json.dumps(manifest))
+    compared = runner.invoke(app, ["compare-answers", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert compared.exit_code == 1
+    assert f"{name}:" in compared.output
+    assert "$.body.graph:" in compared.output
+
+
+def test_differences_name_the_first_changed_places() -> None:
+    before = {"relations": [{"data": "a", "runs": ["r1"]}, {"data": "b", "runs": []}], "n": 1}
+    after = {"relations": [{"data": "a", "runs": ["r2"]}, {"data": "b", "runs": []}], "n": 2}
+    assert answers.differences(before, after) == [
+        "$.n: 1 -> 2",
+        '$.relations[0].runs[0]: "r1" -> "r2"',
+    ]
+    shorter = {"relations": [{"data": "b", "runs": []}], "n": 1}
+    assert answers.differences(before, shorter) == [
+        '$.relations: 2 items -> 1 (1 gone, 0 new); first gone {"data": "a", "runs": ["r1"]}'
+    ]
+    timed = {"createdAt": "2026-12-01T09:00:00Z", "name": "x"}
+    assert answers.canonical(timed) == answers.canonical({**timed, "createdAt": "later"})
+
+
 def test_help_lists_what_it_runs() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("generate", "ingest", "queries", "exactness", "growth"):
+    for command in ("generate", "ingest", "queries", "exactness", "growth", "answers"):
         assert command in result.output
