@@ -134,6 +134,7 @@ def ingest_command(
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_summary(data_dir)["events"]
+    results["event_bytes"] = load_summary(data_dir)["event_bytes"]
     results["machine"] = report.machine()
     rows = []
     for kind in _kinds(db):
@@ -173,6 +174,7 @@ def queries_command(
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_summary(data_dir)["events"]
+    results["event_bytes"] = load_summary(data_dir)["event_bytes"]
     rows = []
     memory = {}
     for kind in _kinds(db):
@@ -246,6 +248,7 @@ def all_command(
     data_dir = _workload(size, seed, out, days)
     results = report.load_results(out, size)
     results["events"] = load_summary(data_dir)["events"]
+    results["event_bytes"] = load_summary(data_dir)["event_bytes"]
     results["machine"] = report.machine()
     ingested: list[dict[str, object]] = []
     queried: list[dict[str, object]] = []
@@ -342,10 +345,15 @@ def answers_command(
             if keep_db:
                 typer.echo(f"kept the database: {fresh}")
     if compare is not None:
-        result = answers.compare(compare, folder)
-        answers.print_comparison(result, compare, folder)
-        if not result.identical:
-            raise typer.Exit(1)
+        _compare_recordings(compare, folder)
+
+
+def _compare_recordings(before: Path, after: Path) -> None:
+    """Print how two recordings differ; exit 1 unless every answer is the same."""
+    result = answers.compare(before, after)
+    answers.print_comparison(result, before, after)
+    if not result.identical:
+        raise typer.Exit(1)
 
 
 @app.command("compare-answers")
@@ -354,10 +362,7 @@ def compare_answers_command(
     after: Annotated[Path, typer.Argument(help="Another such folder.")],
 ) -> None:
     """Which answers of two recordings differ (two stores, or before and after a change)."""
-    result = answers.compare(before, after)
-    answers.print_comparison(result, before, after)
-    if not result.identical:
-        raise typer.Exit(1)
+    _compare_recordings(before, after)
 
 
 @app.command("growth")

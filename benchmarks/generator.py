@@ -32,14 +32,14 @@ import json
 import random
 import statistics
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from benchmarks import producer_facets as pf
-from benchmarks.sql_text import job_statement
+from benchmarks.sql_text import Namer, job_statement
 
 RUN_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 TEMPORARY_SCHEMA = "https://github.com/upstream-lineage/upstream/facets/TemporaryFacet.json"
@@ -543,9 +543,6 @@ class _Emitter:
                 truth.sql_field_edges |= edges
             else:
                 truth.field_edges |= edges
-
-
-Namer = Callable[[Dataset], str]
 
 
 def _task_id(job: Job) -> str:
