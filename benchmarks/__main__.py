@@ -44,6 +44,15 @@ DbOption = Annotated[
 ]
 OutOption = Annotated[Path, typer.Option(help="Where workloads and results go.")]
 ConcurrencyOption = Annotated[int, typer.Option(help="Connections for single posts.")]
+ProcessesOption = Annotated[
+    int,
+    typer.Option(
+        help="Separate servers (each `serve --workers N`) the HTTP clients spread over; several "
+        "single-worker servers stand in for --workers on a busy machine, where uvicorn's "
+        "supervisor kills a worker that misses its 5 s health check.",
+        min=1,
+    ),
+]
 BatchConnectionsOption = Annotated[
     int, typer.Option(help="Connections for batches (the kernel spreads them over the workers).")
 ]
@@ -123,6 +132,7 @@ def ingest_command(
     concurrency: ConcurrencyOption = 8,
     batch_connections: BatchConnectionsOption = 8,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    processes: ProcessesOption = 1,
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
     ] = None,
@@ -142,7 +152,7 @@ def ingest_command(
             result = run_ingest(
                 name, kind, data_dir, out,
                 batch=batch, concurrency=concurrency, batch_connections=batch_connections,
-                workers=workers, limit=limit,
+                workers=workers, processes=processes, limit=limit,
             )  # fmt: skip
             row = result.as_dict()
             rows.append(row)
@@ -236,6 +246,7 @@ def all_command(
     ] = None,
     repetitions: Annotated[int, typer.Option(help="Timed repetitions per query.")] = 20,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    processes: ProcessesOption = 1,
     days: DaysOption = None,
     mode: Annotated[
         list[str] | None, typer.Option(help=f"Ingest paths: {', '.join(MODES)} (default: all).")
@@ -257,8 +268,9 @@ def all_command(
     def queries_on(kind: str) -> Callable[[str], None]:
         def run(url: str) -> None:
             measured = run_queries(
-                kind, data_dir, out, repetitions=repetitions, workers=workers, url=url
-            )
+                kind, data_dir, out,
+                repetitions=repetitions, workers=workers, processes=processes, url=url,
+            )  # fmt: skip
             for row in measured.rows:
                 results["queries"][f"{kind} {row['query']}"] = row
             queried.extend(measured.rows)
@@ -274,7 +286,7 @@ def all_command(
             result = run_ingest(
                 name, kind, data_dir, out,
                 batch=batch, concurrency=concurrency, batch_connections=batch_connections,
-                workers=workers,
+                workers=workers, processes=processes,
                 limit=single_limit if name == "http-single" else None,
                 after=queries_on(kind) if name == "http-batch" else None,
             )  # fmt: skip
@@ -307,7 +319,14 @@ def answers_command(
     keep_db: Annotated[
         bool, typer.Option(help="Keep the freshly loaded database (to pass as --url later).")
     ] = False,
-    workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Server worker processes. One by default: uvicorn's supervisor kills a worker "
+            "that does not answer its health check within 5 s, which a worker building a large "
+            "answer on a busy machine can miss."
+        ),
+    ] = 1,
     days: DaysOption = None,
     out: OutOption = OUT,
 ) -> None:

@@ -106,6 +106,7 @@ def run_ingest(
     concurrency: int = 8,
     batch_connections: int = 8,
     workers: int = 2,
+    processes: int = 1,
     limit: int | None = None,
     verify: bool = True,
     after: Callable[[str], None] | None = None,
@@ -119,16 +120,23 @@ def run_ingest(
         return itertools.islice(read_events(data_dir), events)
 
     label = f"{data_dir.name}_{mode}_{kind}".replace("-", "_")
+    serving = (
+        f"{workers} workers" if processes == 1 else f"{processes} servers of {workers} worker(s)"
+    )
     with fresh_database(kind, label, work_dir) as url:
         database = _DatabaseCpu(url)
         if mode == "http-batch":
             batches = _batches(lines(), batch)
-            seconds, cpu = _http(url, work_dir, batches, batch_connections, workers, database)
-            detail = f"batches of {batch}, {batch_connections} connections, {workers} workers"
+            seconds, cpu = _http(
+                url, work_dir, batches, batch_connections, (workers, processes), database
+            )
+            detail = f"batches of {batch}, {batch_connections} connections, {serving}"
         elif mode == "http-single":
             requests = (post_request("/api/v1/lineage", line.encode()) for line in lines())
-            seconds, cpu = _http(url, work_dir, requests, concurrency, workers, database)
-            detail = f"{concurrency} connections, {workers} workers"
+            seconds, cpu = _http(
+                url, work_dir, requests, concurrency, (workers, processes), database
+            )
+            detail = f"{concurrency} connections, {serving}"
         elif mode == "cli":
             seconds, cpu, detail = _cli(url, data_dir, lines(), batch, limit is None, database)
         else:
@@ -188,15 +196,15 @@ def _http(
     work_dir: Path,
     requests: Iterable[bytes],
     concurrency: int,
-    workers: int,
+    serving: tuple[int, int],
     database: _DatabaseCpu,
 ) -> tuple[float, float]:
-    with Server(url, work_dir, workers) as server:
-        assert server.process is not None
-        root = {server.process.pid}
+    workers, processes = serving
+    with Server(url, work_dir, workers, processes=processes) as server:
+        root = server.pids
         before, db_before = cpu_seconds(root), database.snapshot()
         started = time.perf_counter()
-        send_all(server.port, requests, concurrency)
+        send_all(server.ports, requests, concurrency)
         elapsed = time.perf_counter() - started
         return elapsed, cpu_seconds(root) - before + database.used(db_before)
 

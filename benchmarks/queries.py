@@ -251,17 +251,20 @@ def run_queries(
     *,
     repetitions: int = 20,
     workers: int = 2,
+    processes: int = 1,
     url: str | None = None,
     only: Sequence[str] = (),
 ) -> QueryRun:
     """Latency of every query on a `kind` database holding the workload: the one at `url`,
-    else a fresh one loaded through the in-process path."""
+    else a fresh one loaded through the in-process path. Queries are asked one at a time, of
+    the first server when there are several `processes`."""
     if url is None:
         with fresh_database(kind, f"{data_dir.name}_queries_{kind}", work_dir) as fresh:
             load_store(fresh, data_dir)
             return run_queries(
                 kind, data_dir, work_dir,
-                repetitions=repetitions, workers=workers, url=fresh, only=only,
+                repetitions=repetitions, workers=workers, processes=processes, url=fresh,
+                only=only,
             )  # fmt: skip
     truth = load_truth(data_dir)
     graphs = Graphs(truth)
@@ -275,7 +278,7 @@ def run_queries(
     analyze(url)
     rows: list[dict[str, Any]] = []
     with (
-        Server(url, work_dir, workers) as server,
+        Server(url, work_dir, workers, processes=processes) as server,
         httpx.Client(base_url=server.url, timeout=300) as client,
     ):
         for query in queries:

@@ -26,41 +26,64 @@ def free_port() -> int:
 
 
 class Server:
-    """`upstream serve --db URL --workers N` on a free loopback port, stopped on exit."""
+    """`upstream serve --db URL --workers N` on a free loopback port, stopped on exit; with
+    `processes` > 1, that many such servers on ports of their own, as separate hosts behind a
+    load balancer would be (clients spread their connections over `ports`).
+
+    Several processes of one worker each avoid uvicorn's supervisor, which kills a worker that
+    misses its 5-second health check: a worker holding the GIL through a large batch on a busy
+    machine does, and the requests it was serving are cut off."""
 
     def __init__(
-        self, db_url: str, log_dir: Path, workers: int = 2, env: dict[str, str] | None = None
+        self,
+        db_url: str,
+        log_dir: Path,
+        workers: int = 2,
+        env: dict[str, str] | None = None,
+        processes: int = 1,
     ) -> None:
         self.db_url = db_url
         self.workers = workers
         self.env = env or {}
-        self.port = free_port()
+        self.ports = [free_port() for _ in range(processes)]
+        self.port = self.ports[0]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"server-{self.port}.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Server:
-        command = [sys.executable, "-m", "upstream", "serve", "--db", self.db_url]
-        command += ["--port", str(self.port), "--workers", str(self.workers)]
         env = {**os.environ, "UPSTREAM_MAX_BATCH_EVENTS": "5000", **self.env}
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            for port in self.ports:
+                command = [sys.executable, "-m", "upstream", "serve", "--db", self.db_url]
+                command += ["--port", str(port), "--workers", str(self.workers)]
+                self.processes.append(
+                    subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+                )
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+        waiting = list(zip(self.processes, self.ports, strict=True))
+        while waiting and time.monotonic() < deadline:
+            process, port = waiting[0]
+            if process.poll() is not None:
                 raise RuntimeError(f"server exited; see {self.log_path}")
             try:
-                if httpx.get(f"{self.url}/health", timeout=10).status_code == 200:
-                    return self
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200:
+                    waiting.pop(0)
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise RuntimeError(f"server did not start within 300 s; see {self.log_path}")
+        if waiting:
+            raise RuntimeError(f"server did not start within 300 s; see {self.log_path}")
+        return self
+
+    @property
+    def pids(self) -> set[int]:
+        """The server processes (their workers are their descendants)."""
+        return {process.pid for process in self.processes}
 
     def worker_memory_mb(self) -> dict[str, float]:
         """The largest resident memory of one worker now (`rss`) and at its peak (`peak`), in
-        MB: the worker processes when there are several, else the server process itself."""
-        assert self.process is not None
-        pids = descendants(self.process.pid) or {self.process.pid}
+        MB: each server's worker processes when it has several, else the server itself."""
+        pids = set().union(*(descendants(pid) or {pid} for pid in self.pids))
         found = [m for pid in pids if (m := _memory_kb(pid))]
         return {
             "rss": max((rss for rss, _ in found), default=0) / 1024,
@@ -73,13 +96,15 @@ class Server:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
             try:
-                self.process.wait(30)
+                process.wait(30)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+                process.kill()
+                process.wait(10)
 
 
 def _stat(pid: str) -> tuple[int, float] | None:
@@ -163,23 +188,33 @@ async def _exchange(
         body += chunk[:-2]
 
 
-async def _send_all(port: int, requests: Iterable[bytes], concurrency: int, expect: int) -> None:
+async def _send_all(
+    ports: list[int], requests: Iterable[bytes], concurrency: int, expect: int
+) -> None:
     pending = iter(requests)  # shared: each connection takes the next request when it is free
 
-    async def worker() -> None:
+    async def worker(port: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             for request in pending:
-                status, body = await _exchange(reader, writer, request)
+                try:
+                    status, body = await _exchange(reader, writer, request)
+                except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                    raise RuntimeError(
+                        f"the server on port {port} closed the connection before answering "
+                        f"({exc!r}): a worker died; see its log"
+                    ) from None
                 if status != expect:
                     raise RuntimeError(f"HTTP {status}: {body[:500]!r}")
         finally:
             writer.close()
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(ports[i % len(ports)]) for i in range(concurrency)))
 
 
-def send_all(port: int, requests: Iterable[bytes], concurrency: int, expect: int = 201) -> None:
-    """Send every request over `concurrency` keep-alive connections, taking each from
-    `requests` when a connection is free."""
-    asyncio.run(_send_all(port, requests, concurrency, expect))
+def send_all(
+    ports: list[int], requests: Iterable[bytes], concurrency: int, expect: int = 201
+) -> None:
+    """Send every request over `concurrency` keep-alive connections, spread evenly over the
+    servers' `ports`, taking each request from `requests` when a connection is free."""
+    asyncio.run(_send_all(ports, requests, concurrency, expect))
