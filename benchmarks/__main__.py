@@ -319,14 +319,18 @@ def answers_command(
     keep_db: Annotated[
         bool, typer.Option(help="Keep the freshly loaded database (to pass as --url later).")
     ] = False,
-    workers: Annotated[
+    processes: Annotated[
         int,
         typer.Option(
-            help="Server worker processes. One by default: uvicorn's supervisor kills a worker "
-            "that does not answer its health check within 5 s, which a worker building a large "
-            "answer on a busy machine can miss."
+            help="Single-worker servers answering at once (not one server with several "
+            "workers: uvicorn's supervisor kills a worker that misses its 5 s health check, "
+            "which one building a large answer on a busy machine can).",
+            min=1,
         ),
-    ] = 1,
+    ] = 2,
+    resume: Annotated[
+        bool, typer.Option(help="Keep the answers already in the --save folder; ask the rest.")
+    ] = False,
     days: DaysOption = None,
     out: OutOption = OUT,
 ) -> None:
@@ -351,7 +355,9 @@ def answers_command(
 
     def record(database: str) -> None:
         typer.echo(f"asking {len(asked)} variants of {database}")
-        manifest = answers.save(answers.ask_all(database, out, asked, workers), folder, workload)
+        done = folder if resume else None
+        asking = answers.ask_all(database, out, asked, processes, done)
+        manifest = answers.save(asking, folder, workload)
         typer.echo(f"{len(manifest['answers'])} answers -> {folder}")
 
     if url is not None:

@@ -17,8 +17,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
+import queue
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -240,22 +243,50 @@ def _without_ingest_times(value: Any) -> Any:
     return value
 
 
-def ask_all(url: str, work_dir: Path, asked: list[Variant], workers: int = 2) -> Iterator[Answer]:
-    """Each variant's answer from a live server on the database at `url`."""
+def ask_all(
+    url: str, work_dir: Path, asked: list[Variant], processes: int = 1, done: Path | None = None
+) -> Iterator[Answer]:
+    """Each variant's answer, in order, from `processes` single-worker servers on the database
+    at `url`, as many variants at a time. A variant whose answer is already in the folder
+    `done` (a recording that was cut short) is read from there instead of asked again."""
     analyze(url)
     with (
-        Server(url, work_dir, workers, env=SETTINGS) as server,
-        httpx.Client(base_url=server.url, timeout=900) as client,
+        Server(url, work_dir, 1, env=SETTINGS, processes=processes) as server,
+        ThreadPoolExecutor(processes) as pool,
     ):
-        for variant in asked:
-            started = time.perf_counter()
-            response = client.get(variant.path, params=list(variant.params))
-            elapsed = (time.perf_counter() - started) * 1000
+        clients: queue.Queue[httpx.Client] = queue.Queue()
+        for port in server.ports:
+            clients.put(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1800))
+
+        def ask(variant: Variant) -> Answer:
+            if done is not None and (recorded := _recorded(done, variant)) is not None:
+                return recorded
+            client = clients.get()
+            try:
+                started = time.perf_counter()
+                response = client.get(variant.path, params=list(variant.params))
+                elapsed = (time.perf_counter() - started) * 1000
+            finally:
+                clients.put(client)
             try:
                 body = response.json()
             except ValueError:
                 body = response.text
-            yield Answer(variant, response.status_code, body, elapsed)
+            return Answer(variant, response.status_code, body, elapsed)
+
+        try:
+            yield from pool.map(ask, asked)
+        finally:
+            while not clients.empty():
+                clients.get().close()
+
+
+def _recorded(folder: Path, variant: Variant) -> Answer | None:
+    try:
+        document = load_answer(folder, variant.name)
+    except (OSError, EOFError, ValueError):
+        return None
+    return Answer(variant, document["status"], document["body"], float("nan"))
 
 
 def save(answers: Iterator[Answer], folder: Path, workload: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +296,10 @@ def save(answers: Iterator[Answer], folder: Path, workload: dict[str, Any]) -> d
     recorded: dict[str, Any] = {}
     for answer in answers:
         data = answer.canonical
-        (folder / f"{answer.variant.name}.json.gz").write_bytes(gzip.compress(data, mtime=0))
+        path = folder / f"{answer.variant.name}.json.gz"
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(gzip.compress(data, mtime=0))
+        partial.replace(path)  # whole or absent, should the recording be cut short
         datasets, relations = answer_size(answer.body)
         recorded[answer.variant.name] = {
             **answer.variant.as_dict(),
@@ -275,7 +309,7 @@ def save(answers: Iterator[Answer], folder: Path, workload: dict[str, Any]) -> d
             "datasets": datasets,
             "relations": relations,
             "truncated": isinstance(answer.body, dict) and bool(answer.body.get("truncated")),
-            "ms": round(answer.milliseconds, 1),
+            "ms": None if math.isnan(answer.milliseconds) else round(answer.milliseconds, 1),
         }
     manifest = {"workload": workload, "settings": SETTINGS, "answers": recorded}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
