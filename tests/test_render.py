@@ -4,7 +4,6 @@ Mermaid (checked against the flowchart grammar we emit) and Rich tables."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from tests.conftest import system_program
 from upstream.render.dot import to_dot
 from upstream.render.graph import (
     Edge,
@@ -191,10 +191,7 @@ def test_a_node_mentioned_twice_is_one_node_and_the_focused_mention_wins() -> No
 
 @pytest.fixture(scope="module")
 def graphviz() -> str:
-    path = shutil.which("dot")
-    if path is None:
-        pytest.fail("Graphviz is not installed (.ci/run installs it): apt-get install graphviz")
-    return path
+    return system_program("dot")
 
 
 def svg_texts(graphviz: str, dot_source: str) -> list[str]:
