@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -68,3 +69,10 @@ def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInpu
             seen.add(key)
             problems.append(Problem(join_path(prefix, key[0]), message))
     return InvalidInput(problems)
+
+
+def json_syntax_reason(exc: json.JSONDecodeError) -> str:
+    """Why JSON text is malformed, as a whole phrase: the json module's messages for some errors
+    end mid-sentence ("Invalid control character at", "Unterminated string starting at"),
+    expecting the position after them. Callers give the position first."""
+    return exc.msg.removesuffix(" at").removesuffix(" starting")
