@@ -76,3 +76,9 @@ def json_syntax_reason(exc: json.JSONDecodeError) -> str:
     end mid-sentence ("Invalid control character at", "Unterminated string starting at"),
     expecting the position after them. Callers give the position first."""
     return exc.msg.removesuffix(" at").removesuffix(" starting")
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """`value` quoted for a message, cut to `limit` characters: an answer never echoes a
+    10,000-character parameter back."""
+    return repr(value if len(value) <= limit else f"{value[:limit]}…")
