@@ -18,7 +18,7 @@ from rich.console import Console, RenderableType
 
 from upstream import __version__
 from upstream.client.http import DEFAULT_URL
-from upstream.commands.failures import CliError, CliState, reported_failures
+from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
 from upstream.commands.target import Target, event_sink, lineage_reader
 from upstream.render.dot import to_dot
 from upstream.render.graph import Graph, dataset_lineage_graph, field_summary_graph, whole_graph
@@ -161,13 +161,14 @@ def serve(
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
     from upstream.api.metrics import multiprocess_directory
-    from upstream.serving import run_server
+    from upstream.serving import StartupError, listening_socket, run_server
     from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db, host=host, port=port, workers=workers)
-    except SettingsError as exc:
+        sock = listening_socket(settings.host, settings.port)  # a port in use fails first
+    except (SettingsError, StartupError) as exc:
         raise _fail(str(exc)) from None
     # Workers are separate processes that read their settings from the environment.
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
@@ -175,11 +176,12 @@ def serve(
     try:
         upgrade(store)
     except Exception as exc:
-        raise _fail(f"cannot prepare the database {store.display_url}: {exc}") from None
+        sock.close()
+        raise _fail(database_failure("prepare the database", store.display_url, exc)) from None
     finally:
         store.dispose()
     with multiprocess_directory(settings.workers):
-        run_server(settings)
+        run_server(settings, sock)
 
 
 @db_app.command("upgrade")
@@ -200,7 +202,7 @@ def db_upgrade(db: DbOption = None) -> None:
         upgrade(store)
         typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
     except Exception as exc:
-        raise _fail(f"cannot migrate {store.display_url}: {exc}") from None
+        raise _fail(database_failure("migrate", store.display_url, exc)) from None
     finally:
         store.dispose()
 

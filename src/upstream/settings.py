@@ -107,10 +107,11 @@ class Settings(BaseSettings):
         "; roles read, write (implies read) and admin (implies both). A token may be given "
         "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
     )
-    log_format: Literal["json", "text"] = Field(
-        "json",
+    log_format: Literal["auto", "json", "text"] = Field(
+        "auto",
         description="Log lines as JSON objects (one per line, for log collectors) or as plain "
-        "text for people reading a terminal.",
+        "text for people; auto: text with colours when standard error is a terminal, JSON "
+        "otherwise.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
@@ -146,6 +147,8 @@ def load_settings(**overrides: Any) -> Settings:
             f"UPSTREAM_{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
             for err in exc.errors()
         )
-        raise SettingsError(f"invalid setting: {problems}") from None
+        raise SettingsError(
+            f"invalid setting: {problems} (fix it in the environment or the config file)"
+        ) from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"invalid setting: config file: {exc}") from None

@@ -54,6 +54,8 @@ def path_of(loc: Iterable[int | str]) -> str:
 
 
 _UNION_TAGS = frozenset({"DATASET", "JOB"})
+#: The last step of a pydantic location whose dict key, not value, was refused.
+_DICT_KEY = "[key]"
 
 
 def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInput:
@@ -64,6 +66,10 @@ def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInpu
         # Discriminated unions add their tag (DATASET, JOB) to the location; it is no path.
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
         message = str(err["msg"]).removeprefix("Value error, ")
+        if len(loc) >= 2 and loc[-1] == _DICT_KEY:
+            # A refused key (a blank field name): the problem is the mapping's, naming the key.
+            message = f"the key {shown(str(loc[-2]))} {message}"
+            loc = loc[:-2]
         key = (path_of(loc), message)
         if key not in seen:
             seen.add(key)
