@@ -340,7 +340,7 @@ def field_lineage(
     paths: Annotated[
         bool,
         typer.Option(
-            "--paths", help="Show the operations that made the field instead (seed 000's paths)."
+            "--paths", help="Show instead the operations that made the field, path by path."
         ),
     ] = False,
     start: Annotated[str | None, typer.Option(help="Window start (default now-7d).")] = None,
@@ -473,9 +473,9 @@ def demo(
 ) -> None:
     """Load the three example scenarios and print where to look at them.
 
-    The field operations of seed 000 (myns/user_data into myns/mytableds), the EmpAgg workflow
-    of seed 002 with its temporary dataset (namespace default), and the build_summaries job of
-    seed 003 with its lineage facet.
+    CDAP's field-operations example (ETLMapReduce makes myns/mytableds from myns/user_data),
+    CDAP's EmployeePipe workflow with its temporary dataset (namespace default), and the
+    build_summaries job whose lineage facet names its 2 real edges.
 
     Examples:
 

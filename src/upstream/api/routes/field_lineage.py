@@ -78,7 +78,7 @@ async def _answer(service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 @router.get(
     _DATASET + "/fields/{field:path}/lineage",
-    summary="How a field was made: its paths of operations (seed 000)",
+    summary="How a field was made: the paths of operations behind it",
     responses=_RESPONSES,
 )
 async def get_field_paths(

@@ -107,7 +107,7 @@ def list_events(store: StoreDep, paging: PageDep) -> Doc:
     return read(store, recent_events, paging)
 
 
-@router.get("/events/{namespace}")
+@router.get("/events/{namespace:path}")
 def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
     """The events whose job, or any of whose datasets, is in the namespace, newest first."""
     return read(store, recent_events, paging, namespace=namespace)
