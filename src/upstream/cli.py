@@ -168,7 +168,9 @@ def serve(
     try:
         settings = load_settings(db_url=db, host=host, port=port, workers=workers)
         sock = listening_socket(settings.host, settings.port)  # a port in use fails first
-    except (SettingsError, StartupError) as exc:
+    except SettingsError as exc:
+        raise _fail(f"{exc} (fix it in the environment or the config file)") from None
+    except StartupError as exc:
         raise _fail(str(exc)) from None
     # Workers are separate processes that read their settings from the environment.
     os.environ["UPSTREAM_DB_URL"] = settings.db_url

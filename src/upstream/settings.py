@@ -147,8 +147,6 @@ def load_settings(**overrides: Any) -> Settings:
             f"UPSTREAM_{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
             for err in exc.errors()
         )
-        raise SettingsError(
-            f"invalid setting: {problems} (fix it in the environment or the config file)"
-        ) from None
+        raise SettingsError(f"invalid setting: {problems}") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"invalid setting: config file: {exc}") from None
