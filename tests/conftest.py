@@ -36,6 +36,31 @@ FIXTURES = SHARED / "fixtures" / "openlineage"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+SYSTEM_PACKAGES = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
+
+
+def system_packages() -> dict[str, str]:
+    """The Debian package of each program the suite runs (scripts/system-packages)."""
+    lines = SYSTEM_PACKAGES.read_text(encoding="utf-8").splitlines()
+    return dict(line.split() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def system_program(program: str) -> str:
+    """The path of `program`; without it the test skips, saying which Debian package
+    `bash scripts/test` would install, except under CI=true, where it fails."""
+    path = shutil.which(program)
+    if path is None:
+        package = system_packages()[program]
+        reason = (
+            f"{program} is not installed: `bash scripts/test` installs Debian's {package} "
+            f"when it runs as root (or: sudo apt-get install {package})"
+        )
+        if IN_CI:
+            pytest.fail(f"CI must run this test: {reason}")
+        pytest.skip(reason)
+    return path
+
+
 def _postgres_problem() -> str | None:
     engine = sa.create_engine(PG_ADMIN_URL)
     try:

@@ -149,6 +149,76 @@ def test_a_broken_line_stops_after_storing_what_came_before(
     assert "e.ndjson:3: malformed JSON" in result.stderr
 
 
+TRUNCATED = '{"eventType": "START", trunc'
+#: Bad lines of every shape: cut after a comma, inside a string, not JSON at all, an event cut
+#: short, a raw tab in a string.
+BAD_LINES = [TRUNCATED, '{"eventType": "STA', "oops", '{"eventType": "START",', '{"a": "b\tc"}']
+
+
+@pytest.mark.parametrize(
+    ("lines", "good", "bad"),
+    [
+        pytest.param([TRUNCATED, *range(1, 9)], set(range(1, 9)), [1], id="first line"),
+        pytest.param([1, 2, 3, 4, TRUNCATED, 5, 6, 7, 8], set(range(1, 9)), [5], id="middle"),
+        pytest.param([*range(1, 9), TRUNCATED], set(range(1, 9)), [9], id="last line"),
+        pytest.param(BAD_LINES, set(), [1, 2, 3, 4, 5], id="every line"),
+        pytest.param([TRUNCATED], set(), [1], id="one bad line only"),
+        pytest.param(["oops", "", "{oops", 1, 2], {1, 2}, [1, 3], id="two bad lines first"),
+    ],
+)
+def test_skip_stores_every_good_event_wherever_the_bad_line_is(
+    db_url: str, store: Store, tmp_path: Path, lines: list[Any], good: set[int], bad: list[int]
+) -> None:
+    path = write_ndjson(
+        tmp_path / "events.ndjson", [event(n) if isinstance(n, int) else n for n in lines]
+    )
+    result = runner.invoke(app, ["ingest", str(path), "--db", db_url, "--on-error", "skip"])
+
+    assert result.exit_code == 1
+    assert stored_numbers(store) == good
+    reported = [line for line in result.stderr.splitlines() if line.startswith(f"{path}:")]
+    assert [int(line[len(str(path)) + 1 :].split(":")[0]) for line in reported] == bad
+    assert all(": malformed JSON at column " in line for line in reported), reported
+    entries = "entry" if len(bad) == 1 else "entries"
+    assert result.stdout.startswith(f"{len(good)} events stored from 1 file in ")
+    assert f"; {len(bad)} unreadable {entries}" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (TRUNCATED, "at column 24: Expecting property name enclosed in double quotes"),
+        ('{"a": "b\tc"}', "at column 9: Invalid control character"),
+        ('{"a": "b', "at column 7: Unterminated string"),
+        ('{"a": "\\q"}', "at column 8: Invalid \\escape"),
+        ('{"a" 1}', "at column 6: Expecting ':' delimiter"),
+        ("oops", "at column 1: Expecting value"),
+    ],
+)
+def test_malformed_json_messages_are_whole(
+    db_url: str, tmp_path: Path, line: str, message: str
+) -> None:
+    path = write_ndjson(tmp_path / "e.ndjson", [event(1), line])
+    result = runner.invoke(app, ["ingest", str(path), "--db", db_url, "--on-error", "skip"])
+    assert f"e.ndjson:2: malformed JSON {message}\n" in result.stderr
+
+
+def test_pretty_printed_events_resume_after_a_broken_one(
+    db_url: str, store: Store, tmp_path: Path
+) -> None:
+    broken = json.dumps(event(2), indent=2).replace('"eventType"', '"eventType" "oops"', 1)
+    path = tmp_path / "pretty.json"
+    path.write_text("\n".join([json.dumps(event(1), indent=2), broken, json.dumps(event(3))]))
+    result = runner.invoke(app, ["ingest", str(path), "--db", db_url, "--on-error", "skip"])
+    assert result.exit_code == 1
+    assert stored_numbers(store) == {1, 3}
+    first_line_of_2 = json.dumps(event(1), indent=2).count("\n") + 2
+    assert (
+        f"pretty.json:{first_line_of_2}: malformed JSON at line {first_line_of_2 + 1} column 15: "
+        "Expecting ':' delimiter" in result.stderr
+    )
+
+
 def test_events_of_an_array_are_located_by_their_line(
     db_url: str, store: Store, tmp_path: Path
 ) -> None:

@@ -4,7 +4,6 @@ answers as the API (the same services), drawn as tables, JSON, DOT and Mermaid."
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import dataset_entry, dataset_input, ds, lineage_facet, run_event
+from tests.conftest import system_program
 from tests.test_render import assert_valid_flowchart
 from upstream.cli import app
 from upstream.commands.failures import CliError
@@ -137,8 +137,7 @@ def test_lineage_table_dot_and_mermaid(db_url: str, warehouse: None, tmp_path: P
     dot = invoke(*common, "--format", "dot")
     assert dot.exit_code == 0
     assert dot.stdout.count(" -> ") == 6
-    graphviz = shutil.which("dot")
-    assert graphviz, "Graphviz is needed (.ci/run installs it)"
+    graphviz = system_program("dot")
     svg = subprocess.run(
         [graphviz, "-Tsvg"], input=dot.stdout, capture_output=True, text=True, check=False
     )
@@ -243,9 +242,10 @@ def test_export_whole_graph_has_the_real_flows_only(
     text = out.read_text()
     assert text.count(" -> ") == 3
     assert '[label="build_summaries"]' in text
-    assert (
-        subprocess.run(["dot", "-Tsvg", str(out)], capture_output=True, check=False).returncode == 0
+    drawn = subprocess.run(
+        [system_program("dot"), "-Tsvg", str(out)], capture_output=True, check=False
     )
+    assert drawn.returncode == 0, drawn.stderr
 
     mermaid = invoke("export", "--db", db_url, "-f", "mermaid")
     assert_valid_flowchart(mermaid.stdout)

@@ -370,7 +370,10 @@ def test_bad_node_ids(client: TestClient) -> None:
     )
     for node_id, status, message in BAD_NODE_IDS:
         response = client.get("/api/v1/lineage", params={"nodeId": node_id})
-        assert response.json() == {"code": status, "message": message}, node_id
+        body = response.json()
+        assert (body["code"], body["message"]) == (status, message), node_id
+        if status == 400:
+            assert body["errors"] == [{"path": "nodeId", "message": message[8:]}], node_id
         assert response.status_code == status
 
 

@@ -7,7 +7,9 @@ percent-encoded inside one path segment. Every expected value is worked out from
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 from marquez_client import MarquezClient
 from marquez_client.errors import APIError
+from marquez_client.models import DatasetType, JobType
 
 from tests.builders import BASE_TIME, column_lineage, ds, hours, run_event, schema_facet
 from tests.conftest import FIXTURES, PG_ADMIN_URL, LiveServer
@@ -282,3 +285,83 @@ def test_unknown_entities_are_errors(marquez: MarquezClient) -> None:
         marquez.get_namespace("nowhere")
     with pytest.raises(APIError):
         marquez.get_job_run(str(uuid.uuid4()))
+
+
+def _event_names(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["job"]["name"], e["eventType"]) for e in events]
+
+
+def test_list_events_newest_first_and_by_namespace(marquez: MarquezClient) -> None:
+    everything = marquez.list_events()["events"]
+    assert len(everything) == 26 + 5  # the food-delivery demo and the module's own events
+    times = [e["eventTime"] for e in everything]
+    assert times == sorted(times, reverse=True)
+    # The module's events have job namespace "scheduler"; the FAIL event names no dataset.
+    assert _event_names(marquez.list_events("scheduler")["events"]) == [
+        ("transform", "COMPLETE"),
+        ("ingest", "FAIL"),
+        ("ingest", "START"),
+        ("ingest", "COMPLETE"),
+        ("ingest", "START"),
+    ]
+    # By dataset namespace; the client puts `s3://bucket` into the path unencoded.
+    assert _event_names(marquez.list_events(S3)["events"]) == [
+        ("transform", "COMPLETE"),
+        ("ingest", "START"),
+        ("ingest", "COMPLETE"),
+        ("ingest", "START"),
+    ]
+    page = marquez.list_events("scheduler", limit=2, offset=1)["events"]
+    assert _event_names(page) == [("ingest", "FAIL"), ("ingest", "START")]
+    assert marquez.list_events("nowhere")["events"] == []
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "migrating-from-marquez.md"
+#: Arguments for each call the guide says is not served.
+UNSERVED_CALLS: dict[str, tuple[Any, ...]] = {
+    "create_namespace": ("scheduler", "owner"),
+    "create_source": ("crm", "POSTGRESQL", "jdbc:postgresql://db:5432/crm"),
+    "create_dataset": ("scheduler", "t", DatasetType.DB_TABLE, "t", "crm"),
+    "tag_dataset": (S3, "raw/events", "PII"),
+    "tag_dataset_field": (S3, "raw/events", "id", "PII"),
+    "list_tags": (),
+    "create_tag": ("PII",),
+    "create_job": ("scheduler", "new", JobType.BATCH),
+    "create_job_run": ("scheduler", "ingest"),
+    "mark_job_run_as_started": (RUN_A,),
+    "mark_job_run_as_completed": (RUN_A,),
+    "mark_job_run_as_failed": (RUN_A,),
+    "mark_job_run_as_aborted": (RUN_A,),
+}
+
+
+def _guide_calls() -> dict[str, int | None]:
+    """Each call the guide's table lists: None when served, else the status it says."""
+    calls: dict[str, int | None] = {}
+    for row in GUIDE.read_text(encoding="utf-8").splitlines():
+        found = re.match(r"\| `(\w+)\(", row)
+        if not found:
+            continue
+        cells = row.split(" | ")
+        refused = re.match(r"no \((\d{3})\)", cells[-1])
+        names = [found.group(1)]
+        prefix = found.group(1).rsplit("_", 1)[0]
+        names += [prefix + also for also in re.findall(r"`(_\w+)`", cells[0])]
+        for name in names:
+            calls[name] = int(refused.group(1)) if refused else None
+    return calls
+
+
+def test_the_guide_lists_every_client_call_and_what_it_gets(marquez: MarquezClient) -> None:
+    public = {
+        name
+        for name, _ in inspect.getmembers(MarquezClient, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    calls = _guide_calls()
+    assert set(calls) == public
+    assert {name for name, status in calls.items() if status} == set(UNSERVED_CALLS)
+    for name, arguments in UNSERVED_CALLS.items():
+        with pytest.raises(APIError) as refused:
+            getattr(marquez, name)(*arguments)
+        assert refused.value.__cause__.response.status_code == calls[name], name

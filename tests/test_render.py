@@ -4,14 +4,16 @@ Mermaid (checked against the flowchart grammar we emit) and Rich tables."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections import Counter
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
+from tests.conftest import system_program
 from upstream.render.dot import to_dot
 from upstream.render.graph import (
     Edge,
@@ -27,6 +29,7 @@ from upstream.render.tables import (
     field_summary_tables,
     graph_tables,
 )
+from upstream.render.wrap import Wrapped
 
 #: Names that break naive DOT or Mermaid output: quotes, backslashes, brackets, markup,
 #: keywords, separators and non-ASCII text.
@@ -191,10 +194,7 @@ def test_a_node_mentioned_twice_is_one_node_and_the_focused_mention_wins() -> No
 
 @pytest.fixture(scope="module")
 def graphviz() -> str:
-    path = shutil.which("dot")
-    if path is None:
-        pytest.fail("Graphviz is not installed (.ci/run installs it): apt-get install graphviz")
-    return path
+    return system_program("dot")
 
 
 def svg_texts(graphviz: str, dot_source: str) -> list[str]:
@@ -405,3 +405,83 @@ def test_graph_table_lists_flows() -> None:
 def test_node_titles() -> None:
     assert Node("field", "n", "d", "f").title == "d.f"
     assert Node("dataset", "n", "d").title == "d"
+
+
+def lines_of(renderable: Any, width: int) -> list[str]:
+    console = Console(record=True, width=width, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return [line.rstrip() for line in console.export_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("width", "expected"),
+    [
+        (12, ["s3://raw-", "bucket/", "users/2026", "export.csv"]),
+        (20, ["s3://raw-bucket/", "users/2026 export.", "csv"]),
+        (40, ["s3://raw-bucket/users/2026 export.csv"]),
+        (4, ["s3:/", "/", "raw-", "buck", "et/", "user", "s/", "2026", "expo", "rt.", "csv"]),
+    ],
+)
+def test_a_cell_wraps_after_spaces_and_path_separators(width: int, expected: list[str]) -> None:
+    """At 4 columns `s3://` and `bucket/` are wider than the column: only then is a piece cut."""
+    assert lines_of(Wrapped("s3://raw-bucket/users/2026 export.csv"), width) == expected
+
+
+LONG_NAMESPACE = "postgresql://warehouse-prod.internal.example.com:5432"
+LONG_NAMES = [
+    "analytics.customer_lifetime_value_by_region_and_quarter",
+    "raw.crm_contacts_export_2026",
+    "staging.orders_enriched_with_currency_rates",
+]
+LONG_FIELDS = ["customer_identifier", "lifetime_value_amount"]
+
+
+def long_named_table(table: str) -> Any:
+    """Each kind of table, full of names as long as real warehouses have."""
+    if table == "lineage":
+        response = lineage_response(LONG_NAMES, namespace=LONG_NAMESPACE)
+        for relation in response["relations"]:
+            relation["runs"] = ["0f8c2d7e-1", "9a1b2c3d-2", "77aa88bb-3", "12345678-4"]
+            relation["components"] = ["extract_orders_stage", "load_warehouse_stage"]
+        return dataset_lineage_tables(response, LONG_NAMESPACE, LONG_NAMES[0])
+    if table == "field summary":
+        sides = [
+            {"dataset": {"namespace": LONG_NAMESPACE, "name": name}, "fields": LONG_FIELDS}
+            for name in LONG_NAMES
+        ]
+        summary = {"incoming": sides, "outgoing": sides[:1]}
+        return field_summary_tables(summary, LONG_NAMESPACE, LONG_NAMES[0], LONG_FIELDS[1])
+    if table == "field paths":
+        operation = {
+            "name": "aggregate_by_customer_and_region",
+            "description": "summing every order of the customer over the whole quarter",
+            "outputs": LONG_FIELDS,
+            "inputs": [{"type": "source", "namespace": LONG_NAMESPACE, "name": LONG_NAMES[1]}],
+        }
+        paths = {"fieldName": LONG_FIELDS[1], "paths": [{"operations": [operation], "runs": []}]}
+        return field_paths_tables(paths, LONG_NAMESPACE, LONG_NAMES[0])
+    keys = {f"dataset.w.{name}": name for name in LONG_NAMES}
+    target, source, _ = keys
+    flow = {"source": source, "target": target, "program": "job.j.p", "runs": 12}
+    return graph_tables(
+        {
+            "data": {key: entity("dataset", LONG_NAMESPACE, name) for key, name in keys.items()},
+            "programs": {"job.j.p": entity("job", LONG_NAMESPACE, "build_customer_value_daily")},
+            "flows": [{**flow, "inferred": False}],
+            "links": [],
+        }
+    )
+
+
+def _words(lines: list[str]) -> Counter[str]:
+    return Counter(re.findall(r"[^\W_]+", "\n".join(lines)))
+
+
+@pytest.mark.parametrize("table", ["lineage", "field summary", "field paths", "graph"])
+def test_tables_at_80_columns_never_split_a_word(table: str) -> None:
+    """Rendered 80 columns wide, every line fits and the words are exactly those of the same
+    table rendered wide enough not to wrap: a word cut in two would be two other words."""
+    narrow, wide = lines_of(long_named_table(table), 80), lines_of(long_named_table(table), 400)
+    assert max(cell_len(line) for line in narrow) <= 80
+    assert _words(narrow) == _words(wide)
+    assert len(narrow) > len(wide)  # it did wrap

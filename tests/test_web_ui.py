@@ -23,13 +23,12 @@ import httpx
 import pytest
 
 from tests.builders import PRODUCER, column_lineage, ds, run_event
-from tests.conftest import IN_CI, LiveServer
+from tests.conftest import LiveServer, system_program
 from upstream import Destination, FieldOperation, LineageRecorder, Source
 from upstream.model.facets import TEMPORARY_FACET
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -50,14 +49,6 @@ HOSTILE_JOB = "publish 'it' <b>bold</b>"
 #: Tree of the generated graph: 8 jobs read each dataset and write one dataset each, 3 deep.
 FANOUT = 8
 DEPTH = 3
-
-
-def _chromium_or_skip() -> None:
-    if not CHROMIUM.exists():
-        reason = f"Debian's Chromium is not at {CHROMIUM} (apt-get install -y chromium)"
-        if IN_CI:
-            pytest.fail(f"CI must run the browser tests: {reason}")
-        pytest.skip(reason)
 
 
 def _recent(hours_ago: float = 1) -> datetime:
@@ -193,8 +184,9 @@ def _tree_sizes() -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One seeded server for the module, on a copy of the migrated SQLite template."""
-    _chromium_or_skip()
+    """One server for the module with the test graph, on a copy of the migrated SQLite
+    template."""
+    system_program("chromium")
     folder = tmp_path_factory.mktemp("web-ui")
     shutil.copy(sqlite_template, folder / "upstream.db")
     live = LiveServer(f"sqlite:///{folder / 'upstream.db'}", folder).start()
@@ -214,12 +206,12 @@ def big_graph(server: LiveServer) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    _chromium_or_skip()
+    chromium_path = system_program("chromium")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+            executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True
         )
         yield chromium
         chromium.close()

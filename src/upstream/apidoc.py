@@ -32,9 +32,15 @@ Conventions that hold for every endpoint:
   token, reads (`/metrics` included) a `read` token; `401` means no or an unknown token, `403`
   the wrong role. `/health` and `/ready` are open, so probes need no token.
 - Names and namespaces travel in path segments percent-encoded (`s3%3A%2F%2Fbucket`); each
-  segment is decoded once.
-- Times (`start`, `end`) accept epoch seconds, ISO-8601, `now` and `now-7d`-style expressions
-  (units `ms`, `s`, `m`, `h`, `d`); `start` is inclusive, `end` exclusive.
+  segment is decoded once. A path segment or query parameter that decodes to NUL, to bytes
+  that are not UTF-8 or to a lone UTF-16 surrogate is a `400` naming it, on every route.
+- Every parameter is checked as its type below says (numbers within their bounds, one of the
+  listed values, a time); an empty value is refused like any other bad one, except for free
+  text such as `prefix`. Leave a parameter out to get its default.
+- Times (type `string (time-expression)`: `start`, `end`, `before`, `after`) accept epoch
+  seconds, ISO-8601, `now` and `now-7d`-style expressions (units `ms`, `s`, `m`, `h`, `d`,
+  combinable: `now-1d+4h`); times before 1970 are refused. `start` is inclusive and `end`
+  exclusive, and `start` must not be after `end` (nor `after` after `before`).
 - Every response carries an `X-Request-ID` header (the caller's, when it sent a sane one); the
   same id tags the server's log lines for that request.
 """

@@ -18,7 +18,7 @@ from rich.console import Console, RenderableType
 
 from upstream import __version__
 from upstream.client.http import DEFAULT_URL
-from upstream.commands.failures import CliError, CliState, reported_failures
+from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
 from upstream.commands.target import Target, event_sink, lineage_reader
 from upstream.render.dot import to_dot
 from upstream.render.graph import Graph, dataset_lineage_graph, field_summary_graph, whole_graph
@@ -161,13 +161,16 @@ def serve(
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
     from upstream.api.metrics import multiprocess_directory
-    from upstream.serving import run_server
+    from upstream.serving import StartupError, listening_socket, run_server
     from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db, host=host, port=port, workers=workers)
+        sock = listening_socket(settings.host, settings.port)  # a port in use fails first
     except SettingsError as exc:
+        raise _fail(f"{exc} (fix it in the environment or the config file)") from None
+    except StartupError as exc:
         raise _fail(str(exc)) from None
     # Workers are separate processes that read their settings from the environment.
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
@@ -175,11 +178,12 @@ def serve(
     try:
         upgrade(store)
     except Exception as exc:
-        raise _fail(f"cannot prepare the database {store.display_url}: {exc}") from None
+        sock.close()
+        raise _fail(database_failure("prepare the database", store.display_url, exc)) from None
     finally:
         store.dispose()
     with multiprocess_directory(settings.workers):
-        run_server(settings)
+        run_server(settings, sock)
 
 
 @db_app.command("upgrade")
@@ -200,7 +204,7 @@ def db_upgrade(db: DbOption = None) -> None:
         upgrade(store)
         typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
     except Exception as exc:
-        raise _fail(f"cannot migrate {store.display_url}: {exc}") from None
+        raise _fail(database_failure("migrate", store.display_url, exc)) from None
     finally:
         store.dispose()
 
@@ -338,7 +342,7 @@ def field_lineage(
     paths: Annotated[
         bool,
         typer.Option(
-            "--paths", help="Show the operations that made the field instead (seed 000's paths)."
+            "--paths", help="Show instead the operations that made the field, path by path."
         ),
     ] = False,
     start: Annotated[str | None, typer.Option(help="Window start (default now-7d).")] = None,
@@ -471,9 +475,9 @@ def demo(
 ) -> None:
     """Load the three example scenarios and print where to look at them.
 
-    The field operations of seed 000 (myns/user_data into myns/mytableds), the EmpAgg workflow
-    of seed 002 with its temporary dataset (namespace default), and the build_summaries job of
-    seed 003 with its lineage facet.
+    CDAP's field-operations example (ETLMapReduce makes myns/mytableds from myns/user_data),
+    CDAP's EmployeePipe workflow with its temporary dataset (namespace default), and the
+    build_summaries job whose lineage facet names its 2 real edges.
 
     Examples:
 

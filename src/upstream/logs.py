@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -18,6 +19,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import click
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -66,12 +68,17 @@ class JsonFormatter(logging.Formatter):
 
 class TextFormatter(logging.Formatter):
     """`time level logger [request id] message key=value…` for people at a terminal; an extra
-    whose value the message already shows is not repeated."""
+    whose value the message already shows is not repeated. With `colour`, the level, logger
+    and request id are coloured (ANSI), so warnings and errors stand out."""
+
+    def __init__(self, *, colour: bool = False) -> None:
+        super().__init__()
+        self.colour = colour
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
         request_id = getattr(record, "request_id", None)
-        tag = f" [{request_id}]" if request_id else ""
+        tag = f" [{self._paint(request_id, fg='cyan')}]" if request_id else ""
         message = record.getMessage()
         said = set(message.split())
         extras = "".join(
@@ -79,10 +86,41 @@ class TextFormatter(logging.Formatter):
             for key, value in vars(record).items()
             if key not in _STANDARD_ATTRS and not key.startswith("_") and str(value) not in said
         )
-        line = f"{stamp} {record.levelname:<7} {record.name}{tag} {message}{extras}"
+        level = self._paint(f"{record.levelname:<7}", **_LEVEL_STYLES.get(record.levelno, {}))
+        line = f"{stamp} {level} {self._paint(record.name, dim=True)}{tag} {message}{extras}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
+
+    def _paint(self, text: str, **style: Any) -> str:
+        return click.style(text, **style) if self.colour else text
+
+
+#: click.style arguments per level: the usual terminal colours of log levels.
+_LEVEL_STYLES: dict[int, dict[str, Any]] = {
+    logging.DEBUG: {"fg": "blue"},
+    logging.INFO: {"fg": "green"},
+    logging.WARNING: {"fg": "yellow", "bold": True},
+    logging.ERROR: {"fg": "red", "bold": True},
+    logging.CRITICAL: {"fg": "white", "bg": "red", "bold": True},
+}
+
+
+def formatter_for(log_format: str, stream: TextIO) -> logging.Formatter:
+    """JSON or text as configured; `auto` is text with colours when `stream` is a terminal
+    (people are reading) and JSON otherwise (a collector is). Text has colours only at a
+    terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    terminal = _is_terminal(stream)
+    if log_format == "json" or (log_format == "auto" and not terminal):
+        return JsonFormatter()
+    return TextFormatter(colour=terminal and not os.environ.get("NO_COLOR"))
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
 class _RequestIdFilter(logging.Filter):
@@ -115,7 +153,7 @@ def configure_logging(settings: Settings) -> None:
     """
     level = settings.log_level.upper()
     handler = _StderrHandler()
-    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
+    handler.setFormatter(formatter_for(settings.log_format, sys.stderr))
     handler.addFilter(_RequestIdFilter())
     handler.setLevel(level)
     root = logging.getLogger()

@@ -107,10 +107,11 @@ class Settings(BaseSettings):
         "; roles read, write (implies read) and admin (implies both). A token may be given "
         "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
     )
-    log_format: Literal["json", "text"] = Field(
-        "json",
+    log_format: Literal["auto", "json", "text"] = Field(
+        "auto",
         description="Log lines as JSON objects (one per line, for log collectors) or as plain "
-        "text for people reading a terminal.",
+        "text for people; auto: text with colours when standard error is a terminal, JSON "
+        "otherwise.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",

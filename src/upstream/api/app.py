@@ -24,6 +24,7 @@ from upstream.api.routes import (
     marquez_lineage,
     openlineage,
 )
+from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
@@ -89,6 +90,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.settings = settings
     install_error_handlers(app)
     install_openapi(app)
+    # Inside the token check: a caller without a token learns nothing, not even that its URL
+    # was malformed.
+    app.add_middleware(UrlTextMiddleware)
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)

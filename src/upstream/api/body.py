@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import Request
 
 from upstream.api.errors import ApiError
-from upstream.model.errors import join_path
+from upstream.model.errors import join_path, json_syntax_reason
 
 _JSON_TYPES = ("application/json", "application/x-ndjson", "text/json")
 
@@ -94,7 +94,9 @@ def parse_json(raw: bytes) -> Any:
         document = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ApiError(
-            400, f"body: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            400,
+            f"body: malformed JSON at line {exc.lineno} column {exc.colno}: "
+            f"{json_syntax_reason(exc)}",
         ) from None
     except RecursionError:
         raise ApiError(400, f"body: JSON is nested deeper than {MAX_JSON_DEPTH} levels") from None

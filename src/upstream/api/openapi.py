@@ -31,6 +31,9 @@ ERROR_SCHEMA: dict[str, Any] = {
     },
 }
 _STOCK = "#/components/schemas/HTTPValidationError"
+#: Query parameters capped by the `max_levels` setting, which the routes cannot state when
+#: they are declared (the settings come later, with the app).
+CAPPED_BY_MAX_LEVELS = ("levels", "depth")
 
 
 def install_openapi(app: FastAPI) -> None:
@@ -45,6 +48,7 @@ def install_openapi(app: FastAPI) -> None:
                 routes=app.routes,
             )
             _parameter_errors_are_400(document)
+            _levels_capped(document, app.state.settings.max_levels)
             app.openapi_schema = document
         return app.openapi_schema
 
@@ -67,3 +71,14 @@ def _parameter_errors_are_400(document: dict[str, Any]) -> None:
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas["Error"] = ERROR_SCHEMA
+
+
+def _levels_capped(document: dict[str, Any], max_levels: int) -> None:
+    """State the configured cap as the `maximum` of every `levels` and `depth` parameter."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query" and parameter["name"] in CAPPED_BY_MAX_LEVELS:
+                    schema = parameter["schema"]
+                    typed = next((s for s in schema.get("anyOf", []) if s.get("type")), schema)
+                    typed["maximum"] = max_levels

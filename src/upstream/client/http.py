@@ -89,7 +89,7 @@ class UpstreamClient:
         self._request("POST", "/api/v1/lineage", body=list(events))
 
     def post_field_operations(self, namespace: str, document: Mapping[str, Any]) -> None:
-        """Store field operations in the seed's JSON form (DESIGN §3.5)."""
+        """Store field operations in their JSON document form (DESIGN §3.5)."""
         self._request(
             "POST", f"/v3/namespaces/{segment(namespace)}/lineage/field-operations", body=document
         )

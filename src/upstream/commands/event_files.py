@@ -3,19 +3,28 @@
 A file holds one JSON event, a JSON array of events, NDJSON (one event per line), or events
 written one after another (what `jq . events.json` prints). NDJSON streams line by line, so a
 file of millions of events never sits in memory; a broken line is reported and the next one
-read. In an array or a stream of pretty-printed events a syntax error ends that file, since
-nothing after it can be located reliably.
+read, whichever line it is (a broken first line included: the next line starting an event of
+its own says the file is NDJSON). In a stream of pretty-printed events a broken event is
+reported and reading resumes at the next line that starts with `{`, where the writers put each
+top-level event (nested objects are indented). In an array a syntax error ends that file,
+since nothing after it can be located reliably.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from upstream.model.errors import json_syntax_reason
+
 _DECODER = json.JSONDecoder()
 _BLANK = " \t\r\n"
+#: Cut from a line before it is parsed, so a line cut inside a string is reported as an
+#: unterminated string, not as a string holding a newline.
+_NEWLINE = "\r\n"
 
 
 @dataclass(frozen=True)
@@ -54,24 +63,44 @@ def read_events(stream: IO[str], origin: str) -> Iterator[Item]:
         yield from _decode_all(first_line + stream.read(), origin, number, array=True)
         return
     try:
-        document = json.loads(first_line)
-    except ValueError:
-        # Not one event per line: pretty-printed JSON, one event or several after another.
-        yield from _decode_all(first_line + stream.read(), origin, number, array=False)
+        document = json.loads(first_line.rstrip(_NEWLINE))
+    except ValueError as exc:
+        # A bad NDJSON line, or the first line of pretty-printed JSON: the next line tells.
+        read = _through_next_nonblank(stream)
+        if not read:
+            yield Malformed(origin, number, _line_malformed(exc))
+        elif read[-1].startswith("{"):
+            yield Malformed(origin, number, _line_malformed(exc))
+            yield from _ndjson(itertools.chain(read, stream), origin, number)
+        else:
+            text = first_line + "".join(read) + stream.read()
+            yield from _decode_all(text, origin, number, array=False)
         return
     yield _event(document, origin, number)
     yield from _ndjson(stream, origin, number)
 
 
-def _ndjson(stream: IO[str], origin: str, number: int) -> Iterator[Item]:
+def _through_next_nonblank(stream: IO[str]) -> list[str]:
+    """The lines read from `stream` up to and including the next non-blank one (none at the
+    end of the file)."""
+    read: list[str] = []
     for raw in stream:
+        read.append(raw)
+        if raw.strip(_BLANK):
+            return read
+    return []
+
+
+def _ndjson(lines: Iterable[str], origin: str, number: int) -> Iterator[Item]:
+    """One event per line, from the line after `number` on."""
+    for raw in lines:
         number += 1
         if not raw.strip(_BLANK):
             continue
         try:
-            document = json.loads(raw)
+            document = json.loads(raw.rstrip(_NEWLINE))
         except ValueError as exc:
-            yield Malformed(origin, number, f"malformed JSON: {_reason(exc)}")
+            yield Malformed(origin, number, _line_malformed(exc))
             continue
         yield _event(document, origin, number)
 
@@ -97,8 +126,12 @@ def _decode_all(text: str, origin: str, first_line: int, *, array: bool) -> Iter
         try:
             document, end = _DECODER.raw_decode(text, position)
         except ValueError as exc:
-            yield Malformed(origin, line_at(position), f"malformed JSON: {_reason(exc)}")
-            return
+            yield Malformed(origin, line_at(position), _malformed(exc, first_line))
+            resume = -1 if array else text.find("\n{", position)
+            if resume < 0:
+                return
+            position = resume + 1
+            continue
         yield _event(document, origin, line_at(position))
         position = _skip_blank(text, end)
         if not array:
@@ -131,5 +164,21 @@ def _skip_blank(text: str, position: int) -> int:
     return position
 
 
-def _reason(exc: ValueError) -> str:
-    return exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+def _line_malformed(exc: ValueError) -> str:
+    """Why one NDJSON line is not JSON, with the column (the line is the entry's)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed JSON at column {exc.colno}: {json_syntax_reason(exc)}"
+    return f"malformed JSON: {_too_long(exc)}"
+
+
+def _malformed(exc: ValueError, first_line: int) -> str:
+    """Why text whose first line is the file's line `first_line` is not JSON, and where."""
+    if isinstance(exc, json.JSONDecodeError):
+        line = first_line + exc.lineno - 1
+        return f"malformed JSON at line {line} column {exc.colno}: {json_syntax_reason(exc)}"
+    return f"malformed JSON: {_too_long(exc)}"
+
+
+def _too_long(exc: ValueError) -> str:
+    """A number too long to convert (the only other ValueError of the decoder), on one line."""
+    return str(exc).split(";")[0]

@@ -67,5 +67,13 @@ def one_line(exc: Exception) -> str:
     return " ".join(message.split())
 
 
+def database_failure(action: str, display_url: str, exc: Exception) -> str:
+    """One line for a database that cannot be prepared or migrated, with what to try."""
+    return (
+        f"cannot {action} {display_url}: {one_line(exc)}; check that the database is running "
+        "and reachable, and that --db (or UPSTREAM_DB_URL) names it"
+    )
+
+
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,8 @@ def path_of(loc: Iterable[int | str]) -> str:
 
 
 _UNION_TAGS = frozenset({"DATASET", "JOB"})
+#: The last step of a pydantic location whose dict key, not value, was refused.
+_DICT_KEY = "[key]"
 
 
 def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInput:
@@ -63,8 +66,25 @@ def from_validation_error(exc: ValidationError, prefix: str = "") -> InvalidInpu
         # Discriminated unions add their tag (DATASET, JOB) to the location; it is no path.
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
         message = str(err["msg"]).removeprefix("Value error, ")
+        if len(loc) >= 2 and loc[-1] == _DICT_KEY:
+            # A refused key (a blank field name): the problem is the mapping's, naming the key.
+            message = f"the key {shown(str(loc[-2]))} {message}"
+            loc = loc[:-2]
         key = (path_of(loc), message)
         if key not in seen:
             seen.add(key)
             problems.append(Problem(join_path(prefix, key[0]), message))
     return InvalidInput(problems)
+
+
+def json_syntax_reason(exc: json.JSONDecodeError) -> str:
+    """Why JSON text is malformed, as a whole phrase: the json module's messages for some errors
+    end mid-sentence ("Invalid control character at", "Unterminated string starting at"),
+    expecting the position after them. Callers give the position first."""
+    return exc.msg.removesuffix(" at").removesuffix(" starting")
+
+
+def shown(value: str, limit: int = 40) -> str:
+    """`value` quoted for a message, cut to `limit` characters: an answer never echoes a
+    10,000-character parameter back."""
+    return repr(value if len(value) <= limit else f"{value[:limit]}…")

@@ -97,7 +97,7 @@ class LineageDatasetEntry(_Facet):
     name: Name
     # None: not stated; []: explicitly no upstream.
     inputs: list[LineageInput] | None = None
-    fields: dict[str, LineageFieldEntry] | None = None
+    fields: dict[Name, LineageFieldEntry] | None = None
 
 
 class LineageJobEntry(_JobIdentity):
@@ -117,7 +117,7 @@ class LineageDatasetFacet(_Facet):
     """`dataset.facets.lineage`: explicit lineage of one target dataset."""
 
     inputs: list[LineageInput] | None = None
-    fields: dict[str, LineageFieldEntry] | None = None
+    fields: dict[Name, LineageFieldEntry] | None = None
 
 
 class ColumnInputField(_Facet):
@@ -136,7 +136,7 @@ class ColumnField(_Facet):
 class ColumnLineageFacet(_Facet):
     """`columnLineage`: output fields from input fields; `dataset` holds dataset-wide inputs."""
 
-    fields: Annotated[dict[str, ColumnField], BeforeValidator(lambda v: {} if v is None else v)]
+    fields: Annotated[dict[Name, ColumnField], BeforeValidator(lambda v: {} if v is None else v)]
     dataset: Annotated[list[ColumnInputField], BeforeValidator(_none_to_empty_list)] = []
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from upstream.model.errors import shown
+
 NodeKind = Literal["dataset", "datasetField", "job"]
 KINDS: tuple[NodeKind, ...] = ("datasetField", "dataset", "job")
 _VERSION = re.compile(
@@ -98,7 +100,7 @@ def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]
     kind = next((k for k in KINDS if value.startswith(k + ":")), None)
     if kind is None:
         raise InvalidNodeId(
-            f"nodeId: {value!r} must start with 'dataset:', 'datasetField:' or 'job:'"
+            f"nodeId: {shown(value)} must start with 'dataset:', 'datasetField:' or 'job:'"
         )
     rest = value[len(kind) + 1 :]
     bodies: list[tuple[str, uuid.UUID | None]] = []
@@ -112,7 +114,7 @@ def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]
     bodies = [(b, v) for b, v in bodies if b.count(":") >= needed and ":" in b[1:]]
     if not bodies:
         shape = "<namespace>:<name>:<field>" if kind == "datasetField" else "<namespace>:<name>"
-        raise InvalidNodeId(f"nodeId: {value!r} must have the form {kind}:{shape}")
+        raise InvalidNodeId(f"nodeId: {shown(value)} must have the form {kind}:{shape}")
     return kind, bodies
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from upstream.model.errors import shown
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _UNITS: dict[str, timedelta] = {
@@ -25,6 +27,9 @@ _UNITS: dict[str, timedelta] = {
 _EPOCH_SECONDS = re.compile(r"-?\d+(\.\d+)?")
 _TERM = re.compile(r"([+\- ])(\d+)(ms|s|m|h|d)")
 _FORMS = "epoch seconds, ISO-8601, now, or now with terms like -7d, +4h, -30m, -15s, -500ms"
+#: More digits than any term within the representable range (timedelta's 999,999,999 days)
+#: can have; longer ones are out of range before Python is asked to convert them.
+_MAX_TERM_DIGITS = 18
 
 
 def parse_time_expression(text: str, now: datetime) -> datetime:
@@ -40,9 +45,9 @@ def parse_time_expression(text: str, now: datetime) -> datetime:
         else:
             moment = _iso(value, text)
     except OverflowError:
-        raise ValueError(f"{text!r} is out of range") from None
+        raise ValueError(f"{shown(text)} is out of range") from None
     if moment < EPOCH:
-        raise ValueError(f"{text!r} is negative (before 1970-01-01T00:00:00Z)")
+        raise ValueError(f"{shown(text)} is negative (before 1970-01-01T00:00:00Z)")
     return moment
 
 
@@ -54,10 +59,12 @@ def _offset(terms: str, text: str) -> timedelta:
         if match.start() != position:
             break
         sign = -1 if match.group(1) == "-" else 1
+        if len(match.group(2)) > _MAX_TERM_DIGITS:
+            raise OverflowError(match.group(2))
         total += sign * int(match.group(2)) * _UNITS[match.group(3)]
         position = match.end()
     if position != len(terms):
-        raise ValueError(f"{text!r} is not a time; use {_FORMS}")
+        raise ValueError(f"{shown(text)} is not a time; use {_FORMS}")
     return total
 
 
@@ -65,5 +72,5 @@ def _iso(value: str, text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"{text!r} is not a time; use {_FORMS}") from None
+        raise ValueError(f"{shown(text)} is not a time; use {_FORMS}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

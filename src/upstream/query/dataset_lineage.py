@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidInput, Problem, shown
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
@@ -46,6 +46,9 @@ DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
 DEFAULT_LEVELS = 10
 _WHOLE_NUMBER = re.compile(r"[+-]?\d+")
+#: Digits of the longest `levels` compared as a number; a longer one is above any cap and is
+#: refused before Python is asked to convert it (it refuses past 4,300 digits).
+_MAX_DIGITS = 18
 _DIRECTIONS: dict[str, Direction] = {d: d for d in get_args(Direction)}
 _DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
 
@@ -91,8 +94,8 @@ class LineageParams:
         """Validate every parameter; InvalidInput lists each bad one by its name."""
         moment = now or datetime.now(UTC)
         problems: list[Problem] = []
-        start_at = _time("start", start or DEFAULT_START, moment, problems)
-        end_at = _time("end", end or DEFAULT_END, moment, problems)
+        start_at = _time("start", DEFAULT_START if start is None else start, moment, problems)
+        end_at = _time("end", DEFAULT_END if end is None else end, moment, problems)
         if start_at and end_at and start_at > end_at:
             problems.append(
                 Problem(
@@ -101,11 +104,11 @@ class LineageParams:
             )
         depth = _levels(levels, max_levels, problems)
         dimensions = _dimensions(collapse, problems)
-        if rollup not in (None, "", "workflow"):
-            problems.append(Problem("rollup", f"{rollup!r} is not supported; use 'workflow'"))
-        if direction not in (None, "", *_DIRECTIONS):
+        if rollup not in (None, "workflow"):
+            problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
+        if direction is not None and direction not in _DIRECTIONS:
             problems.append(
-                Problem("direction", f"{direction!r} is not one of both, upstream, downstream")
+                Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
         if problems or start_at is None or end_at is None:
             raise InvalidInput(problems)
@@ -115,7 +118,7 @@ class LineageParams:
             levels=depth,
             collapse=dimensions,
             rollup="workflow" if rollup == "workflow" else None,
-            direction=_DIRECTIONS.get(direction or "", "both"),
+            direction=_DIRECTIONS.get(direction or "both", "both"),
         )
 
 
@@ -128,10 +131,18 @@ def _time(name: str, text: str, now: datetime, problems: list[Problem]) -> datet
 
 
 def _levels(value: str | int | None, max_levels: int, problems: list[Problem]) -> int:
-    if value is None or value == "":
+    if value is None:
         return min(DEFAULT_LEVELS, max_levels)
     if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
-        problems.append(Problem("levels", f"{value!r} is not a whole number"))
+        problems.append(Problem("levels", f"{shown(value)} is not a whole number"))
+        return DEFAULT_LEVELS
+    if isinstance(value, str) and len(value.strip().lstrip("+-").lstrip("0")) > _MAX_DIGITS:
+        bound = (
+            "at least 1"
+            if value.strip().startswith("-")
+            else f"at most {max_levels} (the server's max_levels)"
+        )
+        problems.append(Problem("levels", f"must be {bound}, not {shown(value)}"))
         return DEFAULT_LEVELS
     depth = int(value)
     if depth < 1:
@@ -153,9 +164,9 @@ def _dimensions(values: Iterable[str], problems: list[Problem]) -> frozenset[Dim
             name = part.strip()
             if name in _DIMENSIONS:
                 found.add(_DIMENSIONS[name])
-            elif name:
+            else:
                 problems.append(
-                    Problem("collapse", f"{name!r} is not one of access, run, component")
+                    Problem("collapse", f"{shown(name)} is not one of access, run, component")
                 )
     return frozenset(found)
 

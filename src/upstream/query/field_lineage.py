@@ -19,7 +19,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidInput, Problem, shown
 from upstream.model.field_operations import SourceRef, Step, step_json
 from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
@@ -67,7 +67,7 @@ class FieldQuery:
         max_levels: int,
         start: str | None = None,
         end: str | None = None,
-        levels: str | None = None,
+        levels: str | int | None = None,
         direction: str | None = None,
         now: datetime | None = None,
     ) -> FieldQuery:
@@ -77,13 +77,17 @@ class FieldQuery:
         base: LineageParams | None = None
         try:
             base = LineageParams.parse(
-                max_levels=max_levels, start=start, end=end, levels=levels or "1", now=now
+                max_levels=max_levels,
+                start=start,
+                end=end,
+                levels="1" if levels is None else levels,
+                now=now,
             )
         except InvalidInput as exc:
             problems.extend(exc.problems)
-        if direction not in (None, "", *DIRECTIONS):
+        if direction is not None and direction not in DIRECTIONS:
             problems.append(
-                Problem("direction", f"{direction!r} is not one of incoming, outgoing, both")
+                Problem("direction", f"{shown(direction)} is not one of incoming, outgoing, both")
             )
         if problems or base is None:
             raise InvalidInput(problems)

@@ -1,6 +1,8 @@
 """Rich tables: what `upstream lineage`, `field-lineage` and `export` print by default.
 
-Every name goes into a `Text`, never into markup, so a dataset called `[bold]x` prints as is.
+Every name goes into a `Text`, never into markup, so a dataset called `[bold]x` prints as is;
+every cell and heading wraps at word and path boundaries (`upstream.render.wrap`), so a name is
+never split mid-word in a narrow terminal.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
+from upstream.render.wrap import Wrapped
 
 
 def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset: str) -> Group:
@@ -26,7 +30,8 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
         program_key = relation["program"]
         workflow = program_key.startswith("workflow.")
         program = _entity(program_key, entities, suffix=" (workflow)" if workflow else "")
-        table.add_row(
+        _add_row(
+            table,
             _entity(relation["data"], entities, focus=(namespace, dataset)),
             program,
             Text(", ".join(relation.get("accesses", []))),
@@ -40,7 +45,7 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
     )
     if response.get("truncated"):
         footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
-    return Group(table, footer)
+    return Group(table, Wrapped(footer))
 
 
 def field_summary_tables(
@@ -51,18 +56,18 @@ def field_summary_tables(
     for side, title in (("incoming", "comes from"), ("outgoing", "flows to")):
         if side not in response:
             continue
-        parts.append(Text(f"{namespace} / {dataset} . {field} {title}", style="bold"))
+        parts.append(Wrapped(Text(f"{namespace} / {dataset} . {field} {title}", style="bold")))
         table = Table()
         table.add_column("Namespace", overflow="fold")
         table.add_column("Dataset", overflow="fold")
         table.add_column("Fields", overflow="fold")
         for entry in response[side]:
             ref = entry["dataset"]
-            table.add_row(
-                Text(ref["namespace"]), Text(ref["name"]), Text(", ".join(entry["fields"]))
+            _add_row(
+                table, Text(ref["namespace"]), Text(ref["name"]), Text(", ".join(entry["fields"]))
             )
         if not response[side]:
-            table.add_row(Text("-", style="dim"), Text("(none)", style="dim"), Text(""))
+            _add_row(table, Text("-", style="dim"), Text("(none)", style="dim"), Text(""))
         parts.append(table)
     return Group(*parts)
 
@@ -75,12 +80,13 @@ def field_paths_tables(response: Mapping[str, Any], namespace: str, dataset: str
     for number, path in enumerate(paths, start=1):
         runs = path.get("runs", [])
         heading = f"Path {number} of {len(paths)} to {namespace} / {dataset} . {field}"
-        parts.append(Text(heading, style="bold"))
+        parts.append(Wrapped(Text(heading, style="bold")))
         table = Table(caption=Text(f"{_count(len(runs), 'run')}: {_run_list(runs)}"))
         for column in ("#", "Operation", "Inputs", "Outputs", "Description"):
             table.add_column(column, overflow="fold")
         for step, operation in enumerate(path.get("operations", []), start=1):
-            table.add_row(
+            _add_row(
+                table,
                 Text(str(step)),
                 Text(operation.get("name", "")),
                 Text(", ".join(_operation_input(i) for i in operation.get("inputs", []))),
@@ -89,7 +95,7 @@ def field_paths_tables(response: Mapping[str, Any], namespace: str, dataset: str
             )
         parts.append(table)
     if not paths:
-        parts.append(Text(f"No operations made {field} in this window.", style="dim"))
+        parts.append(Wrapped(Text(f"No operations made {field} in this window.", style="dim")))
     return Group(*parts)
 
 
@@ -100,7 +106,8 @@ def graph_tables(response: Mapping[str, Any]) -> Group:
     for column in ("Source", "Job", "Target", "Runs", "How"):
         table.add_column(column, overflow="fold")
     for flow in response.get("flows", []):
-        table.add_row(
+        _add_row(
+            table,
             _entity(flow["source"], entities),
             _entity(flow["program"], entities) if flow.get("program") else Text("-"),
             _entity(flow["target"], entities),
@@ -113,7 +120,11 @@ def graph_tables(response: Mapping[str, Any]) -> Group:
         f"{_count(len(response.get('flows', [])), 'flow')}",
         style="dim",
     )
-    return Group(table, footer)
+    return Group(table, Wrapped(footer))
+
+
+def _add_row(table: Table, *cells: Text) -> None:
+    table.add_row(*(Wrapped(cell) for cell in cells))
 
 
 def _entity(

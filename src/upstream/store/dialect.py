@@ -102,3 +102,35 @@ def for_update(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
     """Lock the selected rows until commit on PostgreSQL; SQLite's write lock already
     serialises writers."""
     return query.with_for_update() if conn.dialect.name == "postgresql" else query
+
+
+def names_a_dataset_in(
+    conn: Connection, payload: sa.ColumnElement[Any], namespace: str
+) -> sa.ColumnElement[bool]:
+    """The event JSON in `payload` (text) lists an input or output in `namespace`: SQLite
+    walks it with json_each, PostgreSQL with jsonb_array_elements."""
+    if conn.dialect.name == "postgresql":
+        document = sa.cast(payload, postgresql.JSONB)
+        nothing = sa.cast("[]", postgresql.JSONB)
+        datasets = sa.func.coalesce(document["inputs"], nothing).op("||")(
+            sa.func.coalesce(document["outputs"], nothing)
+        )
+        elements = sa.func.jsonb_array_elements(datasets).table_valued(
+            sa.column("value", postgresql.JSONB)
+        )
+        return (
+            sa.select(1)
+            .select_from(elements)
+            .where(elements.c.value["namespace"].astext == namespace)
+        ).exists()
+    found = [
+        sa.select(1)
+        .select_from(listed)
+        .where(sa.func.json_extract(listed.c.value, "$.namespace") == namespace)
+        .exists()
+        for listed in (
+            sa.func.json_each(payload, f"$.{key}").table_valued("value")
+            for key in ("inputs", "outputs")
+        )
+    ]
+    return sa.or_(*found)

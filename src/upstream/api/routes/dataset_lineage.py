@@ -9,9 +9,15 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
+from upstream.api.params import LEVELS, Collapse, End, Start, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute
-from upstream.model.errors import InvalidInput
-from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+from upstream.query.dataset_lineage import (
+    Direction,
+    LineageParams,
+    Rollup,
+    UnknownEntity,
+    dataset_lineage,
+)
 
 #: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
 #: path so each segment is decoded exactly once (DESIGN §4.4).
@@ -33,22 +39,24 @@ async def get_dataset_lineage(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Annotated[
-        str | None, Query(description="Window start (inclusive); default now-7d")
+    start: Start = None,
+    end: End = None,
+    levels: Annotated[
+        str | None,
+        Query(description="Levels to walk; default 10, at most the max_levels setting"),
+        LEVELS,
     ] = None,
-    end: Annotated[str | None, Query(description="Window end (exclusive); default now")] = None,
-    levels: Annotated[str | None, Query(description="Levels to walk; default 10")] = None,
-    collapse: Annotated[
-        list[str] | None, Query(description="access, run and/or component (repeatable)")
+    collapse: Collapse = None,
+    rollup: Annotated[
+        Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
     ] = None,
-    rollup: Annotated[str | None, Query(description="workflow")] = None,
     direction: Annotated[
-        str | None, Query(description="both (default), upstream or downstream")
+        Direction | None, Query(description="both (default), upstream or downstream")
     ] = None,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    try:
-        params = LineageParams.parse(
+    params = parsed(
+        lambda: LineageParams.parse(
             max_levels=settings.max_levels,
             start=start,
             end=end,
@@ -57,9 +65,7 @@ async def get_dataset_lineage(
             rollup=rollup,
             direction=direction,
         )
-    except InvalidInput as exc:
-        problems = [{"path": p.path, "message": p.message} for p in exc.problems]
-        raise ApiError(400, str(exc), errors=problems) from None
+    )
     try:
         return await run_in_threadpool(
             dataset_lineage,

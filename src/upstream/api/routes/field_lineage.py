@@ -11,8 +11,9 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.model.errors import InvalidInput
+from upstream.api.params import LEVELS, End, Start, parsed
 from upstream.query.field_lineage import (
+    Direction,
     FieldQuery,
     UnknownField,
     field_operations,
@@ -29,9 +30,9 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"description": "Unknown namespace, dataset or field"},
 }
 
-Start = Annotated[str | None, Query(description="Window start (inclusive); default now-7d")]
-End = Annotated[str | None, Query(description="Window end (exclusive); default now")]
-DirectionParam = Annotated[str | None, Query(description="incoming, outgoing or both (default)")]
+DirectionParam = Annotated[
+    Direction | None, Query(description="incoming, outgoing or both (default)")
+]
 T = TypeVar("T")
 
 
@@ -57,17 +58,15 @@ def _query(
     direction: str | None = None,
     levels: str | None = None,
 ) -> FieldQuery:
-    try:
-        return FieldQuery.parse(
+    return parsed(
+        lambda: FieldQuery.parse(
             max_levels=settings.max_levels,
             start=start,
             end=end,
             direction=direction,
             levels=levels,
         )
-    except InvalidInput as exc:
-        problems = [{"path": p.path, "message": p.message} for p in exc.problems]
-        raise ApiError(400, str(exc), errors=problems) from None
+    )
 
 
 async def _answer(service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -79,7 +78,7 @@ async def _answer(service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 @router.get(
     _DATASET + "/fields/{field:path}/lineage",
-    summary="How a field was made: its paths of operations (seed 000)",
+    summary="How a field was made: the paths of operations behind it",
     responses=_RESPONSES,
 )
 async def get_field_paths(
@@ -167,7 +166,11 @@ async def get_field_summary(
     start: Start = None,
     end: End = None,
     direction: DirectionParam = None,
-    levels: Annotated[str | None, Query(description="Hops to follow; default 1")] = None,
+    levels: Annotated[
+        str | None,
+        Query(description="Hops to follow; default 1, at most the max_levels setting"),
+        LEVELS,
+    ] = None,
 ) -> dict[str, Any]:
     """`{"incoming": [{"dataset", "fields"}], "outgoing": [...]}` from every kind of field
     edge (operations, lineage facet, columnLineage)."""

@@ -1,5 +1,5 @@
-"""`POST /v3/namespaces/{ns}/lineage/field-operations`: the seed's field-operations document,
-for programs that do not use the Python recorder (DESIGN §3.5)."""
+"""`POST /v3/namespaces/{ns}/lineage/field-operations`: CDAP's field-operations document as
+JSON, for programs that do not use the Python recorder (DESIGN §3.5)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ _SUFFIX = "/lineage/field-operations"
     "/v3/namespaces/{namespace:path}" + _SUFFIX,
     status_code=201,
     response_class=Response,
-    summary="Record field operations (seed 000's JSON form)",
+    summary="Record field operations (for programs that do not use the Python recorder)",
     responses={
         201: {"description": "Stored (or already stored); empty body"},
         400: {"description": "Malformed body"},

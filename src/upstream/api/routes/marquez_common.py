@@ -12,12 +12,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-from fastapi import Query
 from fastapi.routing import APIRoute
 from starlette.routing import Match
 from starlette.types import Scope
 
 from upstream.api.errors import ApiError
+from upstream.api.params import Limit, Offset, refused
+from upstream.model.errors import Problem
 from upstream.model.nodeid import InvalidNodeId
 from upstream.query.marquez.common import NotFound, Page
 from upstream.settings import Settings
@@ -53,14 +54,11 @@ def read(store: Store, query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             return query(conn, *args, **kwargs)
     except NotFound as exc:
         raise ApiError(404, exc.message) from None
-    except InvalidNodeId as exc:
-        raise ApiError(400, str(exc)) from None
+    except InvalidNodeId as exc:  # its message is "nodeId: why"
+        raise refused([Problem("nodeId", str(exc).removeprefix("nodeId: "))]) from None
 
 
-def page(
-    limit: int = Query(100, ge=1, le=2**63 - 1, description="Rows to return."),
-    offset: int = Query(0, ge=0, le=2**63 - 1, description="Rows to skip."),
-) -> Page:
+def page(limit: Limit = 100, offset: Offset = 0) -> Page:
     """Marquez's `limit`/`offset` query parameters."""
     return Page(limit=limit, offset=offset)
 
@@ -68,5 +66,5 @@ def page(
 def checked_depth(depth: int, settings: Settings) -> int:
     """`depth` within the configured cap, else 400 naming the parameter."""
     if depth > settings.max_levels:
-        raise ApiError(400, f"depth: must be at most {settings.max_levels}, not {depth}")
+        raise refused([Problem("depth", f"must be at most {settings.max_levels}, not {depth}")])
     return depth

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.params import After, Before, Limit, event_window, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute, checked_depth, page, read
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
-from upstream.query.marquez.events import lineage_events
+from upstream.query.marquez.events import lineage_events, recent_events
 from upstream.query.marquez.lineage import lineage_graph
 from upstream.query.marquez.search import search as search_entities
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 Doc = dict[str, Any]
+PageDep = Annotated[Page, Depends(page)]
 NodeIdParam = Annotated[
     str,
     Query(
         alias="nodeId",
+        # Not min_length: the node-id parser refuses an empty one with its own message.
+        json_schema_extra={"minLength": 1},
         description="dataset:<ns>:<name>, datasetField:<ns>:<name>:<field> or job:<ns>:<name>",
+        examples=["dataset:food_delivery:public.orders"],
     ),
 ]
 DepthParam = Annotated[int, Query(ge=0, description="How many jobs (fields) deep to go.")]
@@ -71,8 +75,10 @@ def search(
         Literal["NAME", "UPDATED_AT", "name", "updated_at", "UPDATE_AT", "update_at"],
         Query(description="By name, or newest update first."),
     ] = "NAME",
-    limit: Annotated[int, Query(ge=1, le=2**63 - 1)] = 10,
-    namespace: str | None = None,
+    limit: Limit = 10,
+    namespace: Annotated[
+        str | None, Query(min_length=1, description="Only datasets and jobs of this namespace.")
+    ] = None,
 ) -> Doc:
     """Datasets and jobs whose name contains `q`."""
     only = "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
@@ -83,12 +89,25 @@ def search(
 @router.get("/events/lineage")
 def list_lineage_events(
     store: StoreDep,
-    paging: Annotated[Page, Depends(page)],
-    before: datetime | None = None,
-    after: datetime | None = None,
+    paging: PageDep,
+    before: Before = None,
+    after: After = None,
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
 ) -> Doc:
     """The events received, verbatim, with `after <= eventTime < before`."""
+    upper, lower = parsed(lambda: event_window(before, after))
     return read(
-        store, lineage_events, before=before, after=after, direction=sort_direction, page=paging
+        store, lineage_events, before=upper, after=lower, direction=sort_direction, page=paging
     )
+
+
+@router.get("/events")
+def list_events(store: StoreDep, paging: PageDep) -> Doc:
+    """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
+    return read(store, recent_events, paging)
+
+
+@router.get("/events/{namespace:path}")
+def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+    """The events whose job, or any of whose datasets, is in the namespace, newest first."""
+    return read(store, recent_events, paging, namespace=namespace)

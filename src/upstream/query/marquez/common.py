@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
@@ -72,7 +73,7 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
         for reading in readings:
             if _entity_id(reading) in stored:
                 return reading
-    raise NotFound(f"nodeId: no dataset or job matches {value!r}")
+    raise NotFound(f"nodeId: no dataset or job matches {shown(value)}")
 
 
 def _entity_id(node: NodeId) -> uuid.UUID:

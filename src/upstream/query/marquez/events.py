@@ -1,4 +1,5 @@
-"""`GET /api/v1/events/lineage`: the OpenLineage events as received, verbatim."""
+"""`GET /api/v1/events/lineage` and `GET /api/v1/events`: the OpenLineage events as received,
+verbatim."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.query.marquez.common import Json, Page, total
 from upstream.store import schema as t
+from upstream.store.dialect import names_a_dataset_in
 
 SortDirection = Literal["asc", "desc"]
 
@@ -34,6 +36,24 @@ def lineage_events(
     ordered = query.order_by(*(c.desc() if direction == "desc" else c.asc() for c in order))
     payloads = conn.execute(page.apply(ordered)).scalars()
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
+
+
+def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> Json:
+    """Events newest first, as Marquez's `GET /api/v1/events` lists them (`{"events"}`, no
+    count); with `namespace`, only those whose job, or any input or output, is in it (an
+    unknown namespace has none)."""
+    e = t.events
+    query = sa.select(e.c.payload)
+    if namespace is not None:
+        query = query.where(
+            sa.or_(
+                e.c.job_namespace == namespace,
+                e.c.dataset_namespace == namespace,
+                names_a_dataset_in(conn, e.c.payload, namespace),
+            )
+        )
+    ordered = query.order_by(e.c.event_time.desc(), e.c.seq.desc())
+    return {"events": [json.loads(p) for p in conn.execute(page.apply(ordered)).scalars()]}
 
 
 def _utc(moment: datetime) -> datetime:

@@ -1,0 +1,104 @@
+"""Query parameters as the routes declare them: typed, so that FastAPI refuses a bad value with
+400 naming the parameter (`upstream.api.errors`) and the OpenAPI document says exactly what
+each accepts; and the same 400 for what the lineage services' own parsers refuse.
+
+Numbers, enums and booleans are FastAPI's to check. Time expressions (DESIGN §4.1) and
+`collapse` lists are strings that the services parse (`LineageParams.parse`, the rule the CLI
+shares); their schemas are declared here so the document still says what is accepted. Text that
+is no text at all (NUL, bad UTF-8) never gets this far: `upstream.api.url_text` refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, TypeVar
+
+from fastapi import Query
+from pydantic import WithJsonSchema
+
+from upstream.api.errors import ApiError
+from upstream.model.errors import InvalidInput, Problem
+from upstream.model.timeexpr import parse_time_expression
+from upstream.query.collapse import DIMENSIONS
+
+T = TypeVar("T")
+
+#: The OpenAPI `format` of a time expression; docs/api.md explains it.
+TIME_FORMAT = "time-expression"
+_TIME = WithJsonSchema({"type": "string", "format": TIME_FORMAT})
+_FORMS = "epoch seconds, ISO-8601, now, or now with terms such as -7d"
+
+Start = Annotated[
+    str | None, Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"), _TIME
+]
+End = Annotated[str | None, Query(description="Window end (exclusive); default now"), _TIME]
+Collapse = Annotated[
+    list[str] | None,
+    Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
+    WithJsonSchema(
+        {
+            "type": "array",
+            "items": {
+                "type": "string",
+                "pattern": "^(?:{0})(?:,(?:{0}))*$".format("|".join(sorted(DIMENSIONS))),
+            },
+        }
+    ),
+]
+
+
+#: The schema of a `levels` parameter: a whole number from 1 to the server's max_levels (the
+#: maximum is filled in from the settings, `upstream.api.openapi`). The value is a string that
+#: the lineage services parse, refusing what Python's int() would take (`1_0`).
+LEVELS = WithJsonSchema({"type": "integer", "minimum": 1})
+
+Limit = Annotated[int, Query(ge=1, le=2**63 - 1, description="Rows to return.")]
+Offset = Annotated[int, Query(ge=0, le=2**63 - 1, description="Rows to skip.")]
+
+
+def parsed(parse: Callable[[], T]) -> T:
+    """What `parse` returns; the parameters it refuses are a 400 naming each."""
+    try:
+        return parse()
+    except InvalidInput as exc:
+        raise refused(exc.problems) from None
+
+
+def refused(problems: list[Problem]) -> ApiError:
+    """The 400 for refused query parameters, each problem located by its parameter's name."""
+    return ApiError(
+        400,
+        "; ".join(str(p) for p in problems),
+        errors=[{"path": p.path, "message": p.message} for p in problems],
+    )
+
+
+def event_window(
+    before: str | None, after: str | None, *, now: datetime | None = None
+) -> tuple[datetime | None, datetime | None]:
+    """`before` and `after` as instants (either may be absent: no bound), `after` not later
+    than `before`; InvalidInput names each bad one."""
+    moment = now or datetime.now(UTC)
+    problems: list[Problem] = []
+    bounds: dict[str, datetime | None] = {"before": None, "after": None}
+    for name, value in (("before", before), ("after", after)):
+        try:
+            bounds[name] = None if value is None else parse_time_expression(value, moment)
+        except ValueError as exc:
+            problems.append(Problem(name, str(exc)))
+    upper, lower = bounds["before"], bounds["after"]
+    if upper is not None and lower is not None and lower > upper:
+        later = f"after ({lower.isoformat()}) is later than before ({upper.isoformat()})"
+        problems.append(Problem("after", later))
+    if problems:
+        raise InvalidInput(problems)
+    return upper, lower
+
+
+Before = Annotated[str | None, Query(description=f"Only events before this time: {_FORMS}"), _TIME]
+After = Annotated[
+    str | None,
+    Query(description="Only events at or after this time (not later than before)"),
+    _TIME,
+]
