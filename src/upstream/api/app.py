@@ -23,6 +23,7 @@ from upstream.api.routes import (
     marquez,
     marquez_lineage,
     openlineage,
+    run_lineage,
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
@@ -45,6 +46,7 @@ ROUTERS = [
     marquez.router,
     marquez_lineage.router,
     lineage_graph.router,
+    run_lineage.router,
 ]
 
 

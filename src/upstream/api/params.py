@@ -20,7 +20,9 @@ from pydantic import WithJsonSchema
 from upstream.api.errors import ApiError
 from upstream.model.errors import InvalidInput, Problem
 from upstream.model.timeexpr import parse_time_expression
+from upstream.model.window import Window
 from upstream.query.collapse import DIMENSIONS
+from upstream.query.dataset_lineage import as_of_time
 
 T = TypeVar("T")
 
@@ -33,6 +35,16 @@ Start = Annotated[
     str | None, Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"), _TIME
 ]
 End = Annotated[str | None, Query(description="Window end (exclusive); default now"), _TIME]
+AsOf = Annotated[
+    str | None,
+    Query(
+        alias="asOf",
+        description=f"Lineage as it stood at this time ({_FORMS}): runs that had started by "
+        "then, declarations as they were then; now in start and end means this time. "
+        "Default: now",
+    ),
+    _TIME,
+]
 Collapse = Annotated[
     list[str] | None,
     Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
@@ -94,6 +106,16 @@ def event_window(
     if problems:
         raise InvalidInput(problems)
     return upper, lower
+
+
+def history_window(as_of: str | None, *, now: datetime | None = None) -> Window | None:
+    """For answers over all runs: every run that had started by `as_of` (None: every run, as
+    now). InvalidInput names `asOf` when it is no time."""
+    problems: list[Problem] = []
+    at, _ = as_of_time(as_of, now, problems)
+    if problems:
+        raise InvalidInput(problems)
+    return Window.until(at) if at is not None else None
 
 
 Before = Annotated[str | None, Query(description=f"Only events before this time: {_FORMS}"), _TIME]

@@ -141,6 +141,7 @@ def _inputs_outputs(
                 event_time=time,
                 component=_component(dataset.inputFacets, f"{path}.inputFacets"),
                 facets=dict(dataset.inputFacets),
+                version=_named_version(dataset.facets),
             )
         )
     described = lineage.targets if lineage else set()
@@ -165,6 +166,7 @@ def _inputs_outputs(
                 lifecycle=lifecycle,
                 temporary=_temporary(all_facets, path),
                 facets=dict(output.outputFacets),
+                version=_named_version(output.facets),
             )
         )
         if owner.run_id is not None:
@@ -325,6 +327,15 @@ def _temporary(facets: dict[str, Any], path: str) -> bool:
     if raw is None:
         return False
     return parse_facet(TemporaryFacet, raw, f"{path}.facets.{TEMPORARY_FACET}").temporary
+
+
+def _named_version(facets: dict[str, Any]) -> str | None:
+    """The `version` facet's datasetVersion: which version of the dataset a run read or
+    wrote, in the producer's words (run lineage, DESIGN §4.5). A facet we only use to link
+    versions: a malformed one names no version rather than refusing the event."""
+    raw = facets.get("version")
+    named = raw.get("datasetVersion") if isinstance(raw, dict) else None
+    return named if isinstance(named, str) and named.strip() else None
 
 
 def _component(facets: dict[str, Any], path: str) -> str:

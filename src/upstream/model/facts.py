@@ -90,6 +90,8 @@ class RelationFact:
     temporary: bool = False
     origin: Literal["io", "edge"] = "io"
     facets: dict[str, Any] = field(default_factory=dict)
+    #: The dataset version the producer named (the `version` facet), if any.
+    version: str | None = None
 
     @property
     def id(self) -> uuid.UUID:

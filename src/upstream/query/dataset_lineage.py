@@ -38,7 +38,7 @@ from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
-from upstream.store.window import run_in_window
+from upstream.store.window import edges_as_of, run_in_window
 
 Direction = Literal["both", "upstream", "downstream"]
 Rollup = Literal["workflow"]
@@ -67,6 +67,8 @@ class LineageParams:
     collapse: frozenset[Dimension] = frozenset()
     rollup: Rollup | None = None
     direction: Direction = "both"
+    #: The lineage as it stood then (DESIGN §4.5); None: now.
+    as_of: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.levels < 1:
@@ -76,7 +78,7 @@ class LineageParams:
 
     @property
     def window(self) -> Window:
-        return Window(self.start, self.end)
+        return Window(self.start, self.end, self.as_of)
 
     @classmethod
     def parse(
@@ -89,11 +91,14 @@ class LineageParams:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         direction: str | None = None,
+        as_of: str | None = None,
         now: datetime | None = None,
     ) -> LineageParams:
-        """Validate every parameter; InvalidInput lists each bad one by its name."""
-        moment = now or datetime.now(UTC)
+        """Validate every parameter; InvalidInput lists each bad one by its name. With
+        `as_of`, `now` in `start` and `end` (and their defaults) means that time: the
+        lineage a query made then would have shown."""
         problems: list[Problem] = []
+        as_of_at, moment = as_of_time(as_of, now, problems)
         start_at = _time("start", DEFAULT_START if start is None else start, moment, problems)
         end_at = _time("end", DEFAULT_END if end is None else end, moment, problems)
         if start_at and end_at and start_at > end_at:
@@ -102,7 +107,7 @@ class LineageParams:
                     "start", f"start ({start_at.isoformat()}) is after end ({end_at.isoformat()})"
                 )
             )
-        depth = _levels(levels, max_levels, problems)
+        depth = parse_levels(levels, max_levels, problems)
         dimensions = _dimensions(collapse, problems)
         if rollup not in (None, "workflow"):
             problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
@@ -119,7 +124,20 @@ class LineageParams:
             collapse=dimensions,
             rollup="workflow" if rollup == "workflow" else None,
             direction=_DIRECTIONS.get(direction or "both", "both"),
+            as_of=as_of_at,
         )
+
+
+def as_of_time(
+    text: str | None, now: datetime | None, problems: list[Problem], name: str = "asOf"
+) -> tuple[datetime | None, datetime]:
+    """The `asOf` instant (None when not asked for) and the moment `now` stands for in the
+    query's other time expressions: that instant, or the present."""
+    present = now or datetime.now(UTC)
+    if text is None:
+        return None, present
+    at = _time(name, text, present, problems)
+    return at, at or present
 
 
 def _time(name: str, text: str, now: datetime, problems: list[Problem]) -> datetime | None:
@@ -130,12 +148,15 @@ def _time(name: str, text: str, now: datetime, problems: list[Problem]) -> datet
         return None
 
 
-def _levels(value: str | int | None, max_levels: int, problems: list[Problem]) -> int:
+def parse_levels(
+    value: str | int | None, max_levels: int, problems: list[Problem], default: int = DEFAULT_LEVELS
+) -> int:
+    """`levels`: a whole number from 1 to `max_levels`, `default` when absent."""
     if value is None:
-        return min(DEFAULT_LEVELS, max_levels)
+        return min(default, max_levels)
     if isinstance(value, str) and not _WHOLE_NUMBER.fullmatch(value.strip()):
         problems.append(Problem("levels", f"{shown(value)} is not a whole number"))
-        return DEFAULT_LEVELS
+        return default
     if isinstance(value, str) and len(value.strip().lstrip("+-").lstrip("0")) > _MAX_DIGITS:
         bound = (
             "at least 1"
@@ -143,7 +164,7 @@ def _levels(value: str | int | None, max_levels: int, problems: list[Problem]) -
             else f"at most {max_levels} (the server's max_levels)"
         )
         problems.append(Problem("levels", f"must be {bound}, not {shown(value)}"))
-        return DEFAULT_LEVELS
+        return default
     depth = int(value)
     if depth < 1:
         problems.append(Problem("levels", f"must be at least 1, not {depth}"))
@@ -427,7 +448,7 @@ class _Walk:
         """Edges with a job end (lineage facet JOB entries and inputs). Upstream: a job K
         that feeds a frontier dataset T writes T; then whatever feeds K (a dataset S that
         K reads, or a job whose turn comes at the next level). Downstream mirrors it."""
-        e = t.edges.c
+        e = edges_as_of(self.window).c
         near, far = ("target", "source") if upstream else ("source", "target")
         col = {
             name: getattr(e, name)
@@ -597,6 +618,7 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
     response: dict[str, Any] = {
         "start": int(walk.params.start.timestamp()),
         "end": int(walk.params.end.timestamp()),
+        **({"asOf": walk.params.as_of.isoformat()} if walk.params.as_of else {}),
         "relations": collapse(keyed, walk.params.collapse, run_order),
         "data": dict(sorted(data.items())),
         "programs": dict(sorted(program_entries.items())),

@@ -35,9 +35,8 @@ from upstream.query.field_operation_sets import (
     reading_destinations,
     require_field,
 )
-from upstream.store import schema as t
 from upstream.store.engine import Store
-from upstream.store.window import run_in_window
+from upstream.store.window import edges_as_of, run_in_window
 
 Direction = Literal["incoming", "outgoing", "both"]
 DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "both")
@@ -69,6 +68,7 @@ class FieldQuery:
         end: str | None = None,
         levels: str | int | None = None,
         direction: str | None = None,
+        as_of: str | None = None,
         now: datetime | None = None,
     ) -> FieldQuery:
         """Times and levels as the dataset lineage reads them (DESIGN §4.1), `levels`
@@ -81,6 +81,7 @@ class FieldQuery:
                 start=start,
                 end=end,
                 levels="1" if levels is None else levels,
+                as_of=as_of,
                 now=now,
             )
         except InvalidInput as exc:
@@ -189,7 +190,7 @@ def fields_with_lineage(
 
 def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:
     """Fields of `dataset` at either end of a field edge stored in the window."""
-    e = t.edges
+    e = edges_as_of(window)
     found: set[str] = set()
     for end in ("source", "target"):
         query = (

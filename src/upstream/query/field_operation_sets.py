@@ -20,7 +20,7 @@ from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.window import run_in_window
+from upstream.store.window import edges_as_of, run_in_window
 
 
 class UnknownField(LookupError):
@@ -124,7 +124,7 @@ def current_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
 def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
     """Every field the dataset is known to have: its current fields, those alive after any
     operation set recorded for it, those operations read from it, and the ends of field edges
-    on it (any time)."""
+    on it (any time, in any declaration)."""
     found = current_fields(conn, dataset)
     for operations in operation_sets(conn, [dataset.id], None).sets.values():
         found.update(operations.alive)
@@ -133,14 +133,14 @@ def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
         conn, reading_destinations(conn, dataset, None), None
     ).sets.values():
         found.update(f for step in operations.steps if source in step.sources for f in step.outputs)
-    e = t.edges
-    for end in ("target", "source"):
-        query = (
-            sa.select(e.c[f"{end}_field"])
-            .where(e.c[f"{end}_dataset_id"] == dataset.id, e.c[f"{end}_field"].is_not(None))
-            .distinct()
-        )
-        found.update(conn.execute(query).scalars())
+    for e in (t.edges, t.declared_edges):  # declarations since replaced count too
+        for end in ("target", "source"):
+            query = (
+                sa.select(e.c[f"{end}_field"])
+                .where(e.c[f"{end}_dataset_id"] == dataset.id, e.c[f"{end}_field"].is_not(None))
+                .distinct()
+            )
+            found.update(conn.execute(query).scalars())
     return found
 
 
@@ -174,7 +174,7 @@ def reading_destinations(
 ) -> set[uuid.UUID]:
     """Datasets whose recorded operations read `dataset` (each source has a dataset edge to
     the destination, even when every field read from it was dropped)."""
-    e = t.edges
+    e = edges_as_of(window)
     query = (
         sa.select(e.c.target_dataset_id)
         .where(

@@ -18,10 +18,9 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, existing_dataset, require_field
-from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
-from upstream.store.window import run_in_window
+from upstream.store.window import edges_as_of, run_in_window
 
 FieldNode = tuple[uuid.UUID, str]
 
@@ -69,7 +68,7 @@ def _neighbours(
     direction: Literal["upstream", "downstream"],
     window: Window | None,
 ) -> set[FieldNode]:
-    e = t.edges
+    e = edges_as_of(window)
     near, far = ("target", "source") if direction == "upstream" else ("source", "target")
     fields = sorted({f for _, f in nodes})
     found: set[FieldNode] = set()

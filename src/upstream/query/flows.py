@@ -24,7 +24,12 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.window import run_in_window
+from upstream.store.window import (
+    declared_with_lineage_facet,
+    edges_as_of,
+    relations_as_of,
+    run_in_window,
+)
 
 Direction = Literal["upstream", "downstream"]
 
@@ -70,7 +75,7 @@ def _order(flow: Flow) -> tuple[int, int, int, int]:
 def _explicit(
     conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
-    e = t.edges
+    e = edges_as_of(window)
     anchor = e.c.target_dataset_id if direction == "upstream" else e.c.source_dataset_id
     found: set[Flow] = set()
     for matches in id_filters(conn, anchor, datasets):
@@ -98,17 +103,28 @@ def _inferred(
     (run_id; job_id with no run), where one statement joining on "same run, or both without
     a run" made the database pair every read and write of a job across all its runs."""
     return _inferred_in_runs(conn, datasets, direction, window) | _inferred_declared(
-        conn, datasets, direction
+        conn, datasets, direction, window
     )
 
 
-@cache
-def _io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
+def _io_pairs(direction: Direction, window: Window | None) -> tuple[sa.Select[Any], Any, Any]:
     """Reads and writes of the same job, as sources and targets; the anchor is the end the
-    walk starts from. Built once per direction: statements are immutable, and building
-    them again for every chunk showed in profiles."""
-    reads = t.relations.alias("reads")
-    writes = t.relations.alias("writes")
+    walk starts from."""
+    if window is None or window.as_of is None:
+        return _current_io_pairs(direction)
+    return _io_pairs_of(direction, relations_as_of(window))
+
+
+@cache
+def _current_io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
+    """Built once per direction: statements are immutable, and building them again for
+    every chunk showed in profiles."""
+    return _io_pairs_of(direction, t.relations)
+
+
+def _io_pairs_of(direction: Direction, relations: sa.FromClause) -> tuple[sa.Select[Any], Any, Any]:
+    reads = relations.alias("reads")
+    writes = relations.alias("writes")
     anchor = writes.c.dataset_id if direction == "upstream" else reads.c.dataset_id
     query = sa.select(
         reads.c.dataset_id.label("source"),
@@ -129,7 +145,7 @@ def _io_pairs(direction: Direction) -> tuple[sa.Select[Any], Any, Any]:
 def _inferred_in_runs(
     conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
-    query, (reads, writes), anchor = _io_pairs(direction)
+    query, (reads, writes), anchor = _io_pairs(direction, window)
     explicit_for_output = (
         sa.select(sa.literal(1))
         .select_from(t.edges)
@@ -160,25 +176,21 @@ def _inferred_in_runs(
 
 
 def _inferred_declared(
-    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction
+    conn: Connection, datasets: Collection[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[Flow]:
-    query, (reads, writes), anchor = _io_pairs(direction)
+    query, (reads, writes), anchor = _io_pairs(direction, window)
+    edges = edges_as_of(window)
     explicit_for_output = (
         sa.select(sa.literal(1))
-        .select_from(t.edges)
+        .select_from(edges)
         .where(
-            t.edges.c.job_id == writes.c.job_id,
-            t.edges.c.target_dataset_id == writes.c.dataset_id,
-            t.edges.c.scope == "job",
+            edges.c.job_id == writes.c.job_id,
+            edges.c.target_dataset_id == writes.c.dataset_id,
+            edges.c.scope == "job",
         )
         .exists()
     )
-    job_declared_facet = (
-        sa.select(sa.literal(1))
-        .select_from(t.jobs)
-        .where(t.jobs.c.id == writes.c.job_id, t.jobs.c.declared_lineage_facet)
-        .exists()
-    )
+    job_declared_facet = declared_with_lineage_facet(writes.c.job_id, window)
     query = query.where(
         reads.c.run_id.is_(None),
         writes.c.run_id.is_(None),

@@ -19,7 +19,7 @@ from upstream.model.window import Window
 from upstream.model.workflow import TemporaryMark
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.window import run_in_window
+from upstream.store.window import relations_as_of, run_in_window
 
 #: A relation without its component: (dataset, job, run, access).
 RelationKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str]
@@ -59,34 +59,34 @@ def relations_of_datasets(
 ) -> set[Relation]:
     """Every relation of any of `dataset_ids` whose run overlaps `window` (only reads or
     only writes when `access` says so)."""
-    return _relations(conn, t.relations.c.dataset_id, dataset_ids, window, access)
+    return _relations(conn, "dataset_id", dataset_ids, window, access)
 
 
 def relations_of_jobs(
     conn: Connection, job_ids: Collection[uuid.UUID], window: Window | None
 ) -> set[Relation]:
     """Every relation of any of `job_ids` whose run overlaps `window`."""
-    return _relations(conn, t.relations.c.job_id, job_ids, window)
+    return _relations(conn, "job_id", job_ids, window)
 
 
 def relations_of_runs(
     conn: Connection, run_ids: Collection[uuid.UUID], window: Window | None
 ) -> set[Relation]:
     """Every relation made in any of `run_ids` that overlaps `window`."""
-    return _relations(conn, t.relations.c.run_id, run_ids, window)
+    return _relations(conn, "run_id", run_ids, window)
 
 
 def _relations(
     conn: Connection,
-    column: sa.Column[uuid.UUID],
+    column: str,
     ids: Collection[uuid.UUID],
     window: Window | None,
     access: str | None = None,
 ) -> set[Relation]:
-    r = t.relations.c
+    r = relations_as_of(window).c
     found: set[Relation] = set()
     only = sa.true() if access is None else r.access == access
-    for matches in id_filters(conn, column, ids):
+    for matches in id_filters(conn, r[column], ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
             matches, only, run_in_window(r.run_id, window)
         )
@@ -101,7 +101,7 @@ def components_of(
     are absent). Read through the keys' runs (and, for declared keys, their jobs), which
     hold a handful of relations each, rather than through their datasets, which may hold
     thousands."""
-    r = t.relations.c
+    r = relations_as_of(window).c
     runs = {run for _, _, run, _ in keys if run is not None}
     declared = {job for _, job, run, _ in keys if run is None}
     accesses = r.access.in_(sorted({access for _, _, _, access in keys}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -14,6 +15,11 @@ T = TypeVar("T")
 
 #: Bound parameters per IN list; SQLite allows 32,766 per statement.
 CHUNK = 2000
+
+
+def aware(value: datetime) -> datetime:
+    """SQLite hands timestamps back naive; they were stored in UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def insert_ignoring_conflicts(conn: Connection, table: sa.Table, *index_columns: str) -> Any:

@@ -123,6 +123,9 @@ relations = sa.Table(
     # inputFacets / outputFacets seen with the dataset in this run.
     sa.Column("facets", Json, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
+    # The dataset version the producer named (`version` facet's datasetVersion): which
+    # version a run read, or the one it wrote (run lineage, DESIGN §4.5).
+    sa.Column("version", sa.Text),
 )
 
 edges = sa.Table(
@@ -154,6 +157,41 @@ edges = sa.Table(
     sa.Column("transformations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
+
+declarations = sa.Table(
+    "declarations",
+    metadata,
+    # Every JobEvent's or DatasetEvent's declared lineage, kept after a later one replaces it,
+    # so lineage can be answered as it stood at a time (DESIGN §4.5). `edges` and `relations`
+    # hold only the declarations in force now; these three tables hold all of them.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("declared_at", Timestamp, nullable=False),
+    # The next declaration's event time: in force from declared_at until then (NULL: now).
+    sa.Column("replaced_at", Timestamp),
+    sa.Column("has_lineage_facet", sa.Boolean, nullable=False),
+)
+
+
+def _declared_copy(name: str, table: sa.Table) -> sa.Table:
+    """`table`'s columns, for the rows of every declaration (see `declarations`)."""
+    return sa.Table(
+        name,
+        metadata,
+        *(column._copy() for column in table.columns),
+        sa.Column(
+            "declaration_id",
+            sa.Uuid,
+            sa.ForeignKey("declarations.id"),
+            nullable=False,
+            index=True,
+        ),
+    )
+
+
+declared_edges = _declared_copy("declared_edges", edges)
+declared_relations = _declared_copy("declared_relations", relations)
 
 dataset_versions = sa.Table(
     "dataset_versions",

@@ -1,6 +1,11 @@
-"""The run-overlaps-window condition, in SQL (DESIGN §4.1)."""
+"""The time bounds of a lineage answer, in SQL, in one place (DESIGN §4.1, §4.5): which runs
+overlap the query's window and had started by its `as_of` time, and which declarations were
+in force then. Every read of runs' and declarations' lineage goes through these."""
 
 from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -15,7 +20,8 @@ _WINDOW_RUN = t.runs.alias("window_run")
 def run_in_window(
     run_id: sa.ColumnElement[object], window: Window | None
 ) -> sa.ColumnElement[bool]:
-    """True for declared lineage (no run) and for runs that overlap `window`.
+    """True for declared lineage (no run) and for runs that overlap `window` and had started
+    by its `as_of` time.
 
     A correlated EXISTS on the run's primary key: the database looks up only the runs the
     query touches, where `run_id IN (runs overlapping the window)` made it collect every run
@@ -30,7 +36,74 @@ def run_in_window(
             run.c.id == run_id,
             run.c.started_at < window.end,
             sa.or_(run.c.ended_at.is_(None), run.c.ended_at >= window.start),
+            run_started_by(run, window.as_of),
         )
         .exists()
     )
     return sa.or_(run_id.is_(None), overlapping)
+
+
+def run_started_by(
+    run: sa.FromClause, as_of: datetime | sa.BindParameter[Any] | None
+) -> sa.ColumnElement[bool]:
+    """The run (a `runs` row) had started by `as_of`; every run when there is no `as_of`."""
+    return sa.true() if as_of is None else run.c.started_at <= as_of
+
+
+def edges_as_of(window: Window | None) -> sa.FromClause:
+    """The `edges` an answer reads: runs' edges and the declarations in force at the window's
+    `as_of` time (the current ones without it). Same columns as `edges`."""
+    as_of = window.as_of if window is not None else None
+    if as_of is None:
+        return t.edges
+    return _with_declarations(t.edges, t.declared_edges, t.edges.c.scope == "run", as_of)
+
+
+def relations_as_of(window: Window | None) -> sa.FromClause:
+    """The `relations` an answer reads, as `edges_as_of` does for edges."""
+    as_of = window.as_of if window is not None else None
+    if as_of is None:
+        return t.relations
+    current_runs = t.relations.c.run_id.is_not(None)
+    return _with_declarations(t.relations, t.declared_relations, current_runs, as_of)
+
+
+def declared_with_lineage_facet(
+    job_id: sa.ColumnElement[object], window: Window | None
+) -> sa.ColumnElement[bool]:
+    """The job's declaration (in force at `as_of`, or now) carried a lineage facet: then
+    nothing is inferred from its declared inputs and outputs (DESIGN §3.2)."""
+    as_of = window.as_of if window is not None else None
+    if as_of is None:
+        jobs = t.jobs.c
+        return (
+            sa.select(sa.literal(1))
+            .select_from(t.jobs)
+            .where(jobs.id == job_id, jobs.declared_lineage_facet)
+            .exists()
+        )
+    d = t.declarations.c
+    return (
+        sa.select(sa.literal(1))
+        .select_from(t.declarations)
+        .where(d.owner_id == job_id, d.scope == "job", d.has_lineage_facet, _in_force(as_of))
+        .exists()
+    )
+
+
+def _in_force(as_of: datetime) -> sa.ColumnElement[bool]:
+    d = t.declarations.c
+    return sa.and_(d.declared_at <= as_of, sa.or_(d.replaced_at.is_(None), d.replaced_at > as_of))
+
+
+def _with_declarations(
+    current: sa.Table, history: sa.Table, run_rows: sa.ColumnElement[bool], as_of: datetime
+) -> sa.FromClause:
+    names = [column.name for column in current.columns]
+    of_runs = sa.select(*(current.c[n] for n in names)).where(run_rows)
+    declared = (
+        sa.select(*(history.c[n] for n in names))
+        .join(t.declarations, t.declarations.c.id == history.c.declaration_id)
+        .where(_in_force(as_of))
+    )
+    return sa.union_all(of_runs, declared).subquery(current.name)

@@ -28,7 +28,8 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
+from upstream.store.declaration_history import record_declaration
+from upstream.store.dialect import aware, for_update, id_filters, insert_rows_ignoring
 
 Row = dict[str, Any]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -66,7 +67,7 @@ def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)
-    edges, relations = _resolve_declarations(conn, batch)
+    edges, relations = _resolve_declarations(conn, batch, now)
     _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
     _insert_edges(conn, _resolve_precedence(conn, edges), now)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
@@ -339,27 +340,20 @@ def _later_state(stored: Row, new: Row) -> bool:
     if stored["state_time"] is None:
         return True
     if new["state_time"] != stored["state_time"]:
-        return bool(_aware(new["state_time"]) > _aware(stored["state_time"]))
+        return bool(aware(new["state_time"]) > aware(stored["state_time"]))
     return new["state"] in TERMINAL or stored["state"] not in TERMINAL
 
 
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None or b is None:
         return a or b
-    return a if _aware(a) <= _aware(b) else b
+    return a if aware(a) <= aware(b) else b
 
 
 def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None or b is None:
         return a or b
-    return a if _aware(a) >= _aware(b) else b
-
-
-def _aware(value: datetime) -> datetime:
-    """SQLite hands timestamps back naive; they were stored in UTC."""
-    from datetime import UTC
-
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return a if aware(a) >= aware(b) else b
 
 
 def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
@@ -393,10 +387,11 @@ def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
 
 
 def _resolve_declarations(
-    conn: Connection, batch: list[EventFacts]
+    conn: Connection, batch: list[EventFacts], now: datetime
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
     """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
-    latest declaration by event time (DESIGN §3.2). Returns the edges and relations to keep."""
+    latest declaration by event time (DESIGN §3.2), and every declaration is kept in the
+    history (`upstream.store.declaration_history`). Returns the edges and relations to keep."""
     edges: list[EdgeFact] = []
     relations: list[RelationFact] = []
     winners: dict[tuple[str, uuid.UUID], EventFacts] = {}
@@ -406,12 +401,18 @@ def _resolve_declarations(
             edges.extend(facts.edges)
             relations.extend(facts.relations)
             continue
+        record_declaration(
+            conn,
+            decl,
+            [_edge_row(edge, now) for edge in facts.edges],
+            _relation_rows(facts.relations).values(),
+        )
         key = (decl.scope, decl.owner.id)
         best = winners.get(key)
         if (
             best is None
             or best.declaration is None
-            or (_aware(decl.event_time) >= _aware(best.declaration.event_time))
+            or (aware(decl.event_time) >= aware(best.declaration.event_time))
         ):
             winners[key] = facts
     for (scope, owner), facts in sorted(winners.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -421,7 +422,7 @@ def _resolve_declarations(
         stored = conn.execute(
             for_update(conn, sa.select(table.c.declared_at).where(table.c.id == owner))
         ).scalar()
-        if stored is not None and _aware(stored) > _aware(decl.event_time):
+        if stored is not None and aware(stored) > aware(decl.event_time):
             continue  # an older declaration arrived late: the newer one stands
         if scope == "job":
             conn.execute(
@@ -470,6 +471,7 @@ def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, Row]:
                 "origin": rel.origin,
                 "facets": rel.facets,
                 "event_time": rel.event_time,
+                "version": rel.version,
             },
             _merge_relation,
         )
@@ -483,6 +485,7 @@ def _merge_relation(stored: Row, new: Row) -> Row:
     merged["temporary"] = stored["temporary"] or new["temporary"]
     merged["origin"] = "io" if "io" in (stored["origin"], new["origin"]) else "edge"
     merged["event_time"] = _earliest(stored["event_time"], new["event_time"])
+    merged["version"] = new["version"] or stored["version"]
     return merged
 
 

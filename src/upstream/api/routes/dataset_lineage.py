@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, Collapse, End, Start, parsed
+from upstream.api.params import LEVELS, AsOf, Collapse, End, Start, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute
 from upstream.query.dataset_lineage import (
     Direction,
@@ -53,6 +53,7 @@ async def get_dataset_lineage(
     direction: Annotated[
         Direction | None, Query(description="both (default), upstream or downstream")
     ] = None,
+    as_of: AsOf = None,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
     params = parsed(
@@ -64,6 +65,7 @@ async def get_dataset_lineage(
             collapse=collapse or (),
             rollup=rollup,
             direction=direction,
+            as_of=as_of,
         )
     )
     try:

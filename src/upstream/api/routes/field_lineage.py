@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, End, Start, parsed
+from upstream.api.params import LEVELS, AsOf, End, Start, parsed
 from upstream.query.field_lineage import (
     Direction,
     FieldQuery,
@@ -57,6 +57,7 @@ def _query(
     end: str | None,
     direction: str | None = None,
     levels: str | None = None,
+    as_of: str | None = None,
 ) -> FieldQuery:
     return parsed(
         lambda: FieldQuery.parse(
@@ -65,6 +66,7 @@ def _query(
             end=end,
             direction=direction,
             levels=levels,
+            as_of=as_of,
         )
     )
 
@@ -90,11 +92,12 @@ async def get_field_paths(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
+    as_of: AsOf = None,
 ) -> dict[str, Any]:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first."""
     ns, ds, name = _names(request, 3, (namespace, dataset, field))
-    query = _query(settings, start=start, end=end)
+    query = _query(settings, start=start, end=end, as_of=as_of)
     return await _answer(field_paths, store, ns, ds, name, query)
 
 
@@ -111,6 +114,7 @@ async def get_fields_with_lineage(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
+    as_of: AsOf = None,
     prefix: Annotated[str | None, Query(description="Field name prefix, any case")] = None,
     include_current: Annotated[
         bool,
@@ -122,7 +126,7 @@ async def get_fields_with_lineage(
 ) -> list[Any]:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
     ns, ds = _names(request, 2, (namespace, dataset))
-    query = _query(settings, start=start, end=end)
+    query = _query(settings, start=start, end=end, as_of=as_of)
     return await _answer(
         fields_with_lineage, store, ns, ds, query, prefix=prefix, include_current=include_current
     )
@@ -142,12 +146,13 @@ async def get_field_operations(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
+    as_of: AsOf = None,
     direction: DirectionParam = None,
 ) -> dict[str, Any]:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run."""
     ns, ds, name = _names(request, 3, (namespace, dataset, field))
-    query = _query(settings, start=start, end=end, direction=direction)
+    query = _query(settings, start=start, end=end, direction=direction, as_of=as_of)
     return await _answer(field_operations, store, ns, ds, name, query)
 
 
@@ -165,6 +170,7 @@ async def get_field_summary(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
+    as_of: AsOf = None,
     direction: DirectionParam = None,
     levels: Annotated[
         str | None,
@@ -175,5 +181,5 @@ async def get_field_summary(
     """`{"incoming": [{"dataset", "fields"}], "outgoing": [...]}` from every kind of field
     edge (operations, lineage facet, columnLineage)."""
     ns, ds, name = _names(request, 3, (namespace, dataset, field))
-    query = _query(settings, start=start, end=end, direction=direction, levels=levels)
+    query = _query(settings, start=start, end=end, direction=direction, levels=levels, as_of=as_of)
     return await _answer(field_summary, store, ns, ds, name, query)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.params import After, Before, Limit, event_window, parsed
+from upstream.api.params import After, AsOf, Before, Limit, event_window, history_window, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute, checked_depth, page, read
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
@@ -33,15 +33,21 @@ DepthParam = Annotated[int, Query(ge=0, description="How many jobs (fields) deep
 
 @router.get("/lineage")
 def get_lineage(
-    node_id: NodeIdParam, store: StoreDep, settings: SettingsDep, depth: DepthParam = 20
+    node_id: NodeIdParam,
+    store: StoreDep,
+    settings: SettingsDep,
+    depth: DepthParam = 20,
+    as_of: AsOf = None,
 ) -> Doc:
-    """The job<->dataset graph around a dataset or job, cumulative over all runs."""
+    """The job<->dataset graph around a dataset or job, cumulative over all runs (all runs
+    that had started by `asOf`, with the declarations of then)."""
     return read(
         store,
         lineage_graph,
         node_id,
         checked_depth(depth, settings),
         settings.max_lineage_nodes,
+        parsed(lambda: history_window(as_of)),
     )
 
 

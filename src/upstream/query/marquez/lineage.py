@@ -34,12 +34,13 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
+from upstream.model.window import Window
 from upstream.query.flows import Direction, Flow, flows
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
-from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.window import edges_as_of, relations_as_of, run_in_window
 
 Kind = Literal["dataset", "job"]
 DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
@@ -79,8 +80,11 @@ class _Graph:
         return True
 
 
-def lineage_graph(conn: Connection, node_id: str, depth: int, max_nodes: int) -> Json:
-    """The graph around `node_id` (a dataset or job), `depth` jobs deep each way."""
+def lineage_graph(
+    conn: Connection, node_id: str, depth: int, max_nodes: int, window: Window | None = None
+) -> Json:
+    """The graph around `node_id` (a dataset or job), `depth` jobs deep each way; with a
+    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seed = resolve_node(conn, node_id)
     if seed.kind == "datasetField":
         raise InvalidNodeId("nodeId: lineage takes a dataset or job node id; use /column-lineage")
@@ -103,12 +107,17 @@ def lineage_graph(conn: Connection, node_id: str, depth: int, max_nodes: int) ->
         if not any(frontier for frontier, _ in walks.values()):
             break
         for direction, (frontier, seen) in list(walks.items()):
-            walks[direction] = (_step(conn, graph, frontier, seen, direction), seen)
-    return {"graph": _render(conn, graph), "truncated": graph.truncated}
+            walks[direction] = (_step(conn, graph, frontier, seen, direction, window), seen)
+    return {"graph": _render(conn, graph, window), "truncated": graph.truncated}
 
 
 def _step(
-    conn: Connection, graph: _Graph, frontier: _Frontier, seen: _Frontier, direction: Direction
+    conn: Connection,
+    graph: _Graph,
+    frontier: _Frontier,
+    seen: _Frontier,
+    direction: Direction,
+    window: Window | None,
 ) -> _Frontier:
     """Cross one job level in `direction`; returns the next frontier (nodes `seen` in this
     direction are not expanded again)."""
@@ -131,11 +140,11 @@ def _step(
     # each job only the datasets the flow really reaches.
     near_access = "read" if direction == "downstream" else "write"
     reached_jobs: set[uuid.UUID] = set()
-    for _, job, _ in sorted(_relations(conn, frontier.datasets, access=near_access)):
+    for _, job, _ in sorted(_relations(conn, window, frontier.datasets, access=near_access)):
         graph.add("job", job)
         if job in graph.jobs:
             reached_jobs.add(job)
-    for flow in flows(conn, frontier.datasets, direction):
+    for flow in flows(conn, frontier.datasets, direction, window):
         far = flow.target if direction == "downstream" else flow.source
         if flow.job_id is not None:
             graph.add("job", flow.job_id)
@@ -146,11 +155,12 @@ def _step(
             following.datasets.add(far)
     # From whole jobs: everything they wrote (downstream) or read (upstream).
     far_access = "write" if direction == "downstream" else "read"
-    for dataset, _, _ in sorted(_relations(conn, None, jobs=frontier.jobs, access=far_access)):
+    jobs_relations = _relations(conn, window, None, jobs=frontier.jobs, access=far_access)
+    for dataset, _, _ in sorted(jobs_relations):
         if reach("dataset", dataset):
             following.datasets.add(dataset)
     # Job -> job edges carry data between jobs with no dataset in between.
-    for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction)):
+    for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction, window)):
         other = target if direction == "downstream" else source
         if reach("job", other):
             following.jobs.add(other)
@@ -159,17 +169,21 @@ def _step(
 
 def _relations(
     conn: Connection,
+    window: Window | None,
     datasets: Iterable[uuid.UUID] | None,
     *,
     jobs: Iterable[uuid.UUID] | None = None,
     access: str | None = None,
 ) -> set[tuple[uuid.UUID, uuid.UUID, str]]:
-    """Distinct (dataset, job, access) relations over all runs, anchored on datasets or jobs."""
-    r = t.relations
+    """Distinct (dataset, job, access) relations over the runs of `window` (all runs without
+    one), anchored on datasets or jobs."""
+    r = relations_as_of(window)
     anchor, anchored = (r.c.dataset_id, datasets) if datasets is not None else (r.c.job_id, jobs)
     found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for matches in id_filters(conn, anchor, anchored or ()):
-        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(matches)
+        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(
+            matches, run_in_window(r.c.run_id, window)
+        )
         if access is not None:
             query = query.where(r.c.access == access)
         found.update(tuple(row) for row in conn.execute(query.distinct()))
@@ -177,23 +191,28 @@ def _relations(
 
 
 def _job_edges(
-    conn: Connection, jobs: Iterable[uuid.UUID], direction: Direction
+    conn: Connection, jobs: Iterable[uuid.UUID], direction: Direction, window: Window | None
 ) -> set[tuple[uuid.UUID, uuid.UUID]]:
     """(source job, target job) of job->job edges leaving (downstream) or entering `jobs`."""
-    e = t.edges
+    e = edges_as_of(window)
     anchor = e.c.source_job_id if direction == "downstream" else e.c.target_job_id
     found: set[tuple[uuid.UUID, uuid.UUID]] = set()
     for matches in id_filters(conn, anchor, jobs):
         query = (
             sa.select(e.c.source_job_id, e.c.target_job_id)
-            .where(matches, e.c.source_type == "job", e.c.target_type == "job")
+            .where(
+                matches,
+                e.c.source_type == "job",
+                e.c.target_type == "job",
+                run_in_window(e.c.run_id, window),
+            )
             .distinct()
         )
         found.update((row.source_job_id, row.target_job_id) for row in conn.execute(query))
     return found
 
 
-def _render(conn: Connection, graph: _Graph) -> list[Json]:
+def _render(conn: Connection, graph: _Graph, window: Window | None) -> list[Json]:
     datasets = dataset_docs(conn, graph.datasets)
     jobs = job_docs(conn, graph.jobs, recent_runs=1)
     for doc in [*datasets.values(), *jobs.values()]:
@@ -212,13 +231,13 @@ def _render(conn: Connection, graph: _Graph) -> list[Json]:
                 edges[key]["targets"] = []
         return edges[key]
 
-    for dataset, job, access in sorted(_relations(conn, graph.datasets)):
+    for dataset, job, access in sorted(_relations(conn, window, graph.datasets)):
         if job in graph.jobs:
             if access == "read":
                 edge(dataset, job)
             else:
                 edge(job, dataset)
-    for flow in _flows_within(conn, graph):
+    for flow in _flows_within(conn, graph, window):
         if flow.job_id is None:
             edge(flow.source, flow.target)
             continue
@@ -228,7 +247,7 @@ def _render(conn: Connection, graph: _Graph) -> list[Json]:
             carried.append(ids[flow.source])
         if ids[flow.target] not in fed:
             fed.append(ids[flow.target])
-    for source, target in _job_edges(conn, graph.jobs, "downstream"):
+    for source, target in _job_edges(conn, graph.jobs, "downstream", window):
         if target in graph.jobs:
             edge(source, target)
     incoming: dict[str, list[Json]] = defaultdict(list)
@@ -255,10 +274,10 @@ def _render(conn: Connection, graph: _Graph) -> list[Json]:
     return sorted(nodes, key=lambda n: str(n["id"]))
 
 
-def _flows_within(conn: Connection, graph: _Graph) -> list[Flow]:
+def _flows_within(conn: Connection, graph: _Graph, window: Window | None) -> list[Flow]:
     """Every flow whose datasets (and job) are all in the graph."""
     return [
         f
-        for f in flows(conn, graph.datasets, "downstream")
+        for f in flows(conn, graph.datasets, "downstream", window)
         if f.target in graph.datasets and (f.job_id is None or f.job_id in graph.jobs)
     ]

@@ -1,0 +1,59 @@
+"""`GET /v3/runs/{runId}/lineage`: which runs made the data a run read, and which runs read
+what it wrote (DESIGN §4.5)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
+
+from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import ApiError
+from upstream.api.params import LEVELS, AsOf, parsed
+from upstream.query.dataset_lineage import UnknownEntity
+from upstream.query.run_lineage import RunDirection, RunLineageParams, run_lineage
+
+router = APIRouter(tags=["run lineage"])
+
+
+@router.get(
+    "/v3/runs/{run_id}/lineage",
+    summary="Lineage of a run: the runs and dataset versions it read from and fed",
+    responses={
+        400: {"description": "A bad parameter; the message names it"},
+        404: {"description": "Unknown run, or one that had not started by asOf"},
+    },
+)
+async def get_run_lineage(
+    run_id: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    direction: Annotated[
+        RunDirection | None, Query(description="both (default), upstream or downstream")
+    ] = None,
+    levels: Annotated[
+        str | None,
+        Query(description="Runs to step through; default 5, at most the max_levels setting"),
+        LEVELS,
+    ] = None,
+    as_of: AsOf = None,
+) -> dict[str, Any]:
+    """Runs (job, state, start, end) and the dataset versions between them: for each read,
+    the run that wrote the version read (the version the producer named, else the latest
+    run that completed writing it before the read started)."""
+    params = parsed(
+        lambda: RunLineageParams.parse(
+            run_id,
+            max_levels=settings.max_levels,
+            direction=direction,
+            levels=levels,
+            as_of=as_of,
+        )
+    )
+    try:
+        return await run_in_threadpool(
+            run_lineage, store, params, max_nodes=settings.max_lineage_nodes
+        )
+    except UnknownEntity as exc:
+        raise ApiError(404, str(exc)) from None

@@ -1,0 +1,76 @@
+"""Every declaration kept: lineage as a JobEvent or DatasetEvent stated it, at its event time.
+
+`edges` and `relations` hold the declarations in force now (the latest by event time replaces
+the earlier one, DESIGN §3.2), which is what every current answer reads. The history tables
+hold each declaration ever accepted, with the time it was replaced, so an answer `asOf` a past
+time uses the declaration that stood then (DESIGN §4.5; `upstream.store.window` reads them).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.facts import Declaration
+from upstream.model.identity import stable_id
+from upstream.store import schema as t
+from upstream.store.dialect import aware
+
+Row = dict[str, Any]
+
+
+def declaration_id(scope: str, owner: uuid.UUID, declared_at: datetime) -> uuid.UUID:
+    """One declaration per owner and event time: a second one at the same time replaces it."""
+    return stable_id("declaration", scope, owner, aware(declared_at).astimezone(UTC).isoformat())
+
+
+def record_declaration(
+    conn: Connection,
+    declaration: Declaration,
+    edge_rows: Iterable[Row],
+    relation_rows: Iterable[Row],
+) -> None:
+    """Keep `declaration` with its rows, and give each of its owner's declarations the time
+    the next one replaced it. Arrival order does not matter: a late, older declaration takes
+    its place in the history (and the current tables keep the newer one)."""
+    decl_id = declaration_id(declaration.scope, declaration.owner.id, declaration.event_time)
+    for table in (t.declared_edges, t.declared_relations):
+        conn.execute(table.delete().where(table.c.declaration_id == decl_id))
+    conn.execute(t.declarations.delete().where(t.declarations.c.id == decl_id))
+    conn.execute(
+        t.declarations.insert().values(
+            id=decl_id,
+            scope=declaration.scope,
+            owner_id=declaration.owner.id,
+            declared_at=declaration.event_time,
+            replaced_at=None,
+            has_lineage_facet=declaration.has_lineage_facet,
+        )
+    )
+    for table, rows in ((t.declared_edges, edge_rows), (t.declared_relations, relation_rows)):
+        copies = {}
+        for row in rows:
+            copy = {**row, "id": stable_id("declared", row["id"], decl_id)}
+            copies[copy["id"]] = {**copy, "declaration_id": decl_id}
+        if copies:
+            conn.execute(table.insert(), list(copies.values()))
+    _chain(conn, declaration.scope, declaration.owner.id)
+
+
+def _chain(conn: Connection, scope: str, owner: uuid.UUID) -> None:
+    """Each declaration of `owner` is in force until the next one's event time."""
+    d = t.declarations.c
+    stored = conn.execute(
+        sa.select(d.id, d.declared_at, d.replaced_at)
+        .where(d.owner_id == owner, d.scope == scope)
+        .order_by(d.declared_at)
+    ).all()
+    for (decl_id, _, replaced_at), following in zip(stored, [*stored[1:], None], strict=True):
+        until = following.declared_at if following is not None else None
+        if (aware(until) if until else None) != (aware(replaced_at) if replaced_at else None):
+            conn.execute(t.declarations.update().where(d.id == decl_id).values(replaced_at=until))
