@@ -64,10 +64,7 @@ def _fresh_resolution(tmp_path: Path) -> dict[str, str]:
             pytest.fail(reason)
         pytest.skip(f"{reason} (no package index reachable?)")
     installs = json.loads(report.read_text(encoding="utf-8"))["install"]
-    return {
-        _canonical(item["metadata"]["name"]): item["metadata"]["version"]
-        for item in installs
-    }
+    return {_canonical(item["metadata"]["name"]): item["metadata"]["version"] for item in installs}
 
 
 @pytest.mark.slow

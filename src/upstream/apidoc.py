@@ -37,10 +37,14 @@ Conventions that hold for every endpoint:
 - Every parameter is checked as its type below says (numbers within their bounds, one of the
   listed values, a time); an empty value is refused like any other bad one, except for free
   text such as `prefix`. Leave a parameter out to get its default.
-- Times (type `string (time-expression)`: `start`, `end`, `before`, `after`) accept epoch
-  seconds, ISO-8601, `now` and `now-7d`-style expressions (units `ms`, `s`, `m`, `h`, `d`,
-  combinable: `now-1d+4h`); times before 1970 are refused. `start` is inclusive and `end`
-  exclusive, and `start` must not be after `end` (nor `after` after `before`).
+- Times (type `string (time-expression)`: `start`, `end`, `asOf`, `against`, `before`,
+  `after`) accept epoch seconds, ISO-8601, `now` and `now-7d`-style expressions (units `ms`,
+  `s`, `m`, `h`, `d`, combinable: `now-1d+4h`); times before 1970 are refused. `start` is
+  inclusive and `end` exclusive, and `start` must not be after `end` (nor `after` after
+  `before`). A window (type `string (time-window)`: `from`, `to`) is two times, `START..END`.
+- `asOf` answers with the lineage as it stood at that time: only runs that had started by
+  then, and each job's and dataset's declared lineage as its latest JobEvent or DatasetEvent
+  before then stated it; `now` in `start` and `end` (and their defaults) means that time.
 - Every response carries an `X-Request-ID` header (the caller's, when it sent a sane one); the
   same id tags the server's log lines for that request.
 """

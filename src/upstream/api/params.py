@@ -28,13 +28,15 @@ T = TypeVar("T")
 
 #: The OpenAPI `format` of a time expression; docs/api.md explains it.
 TIME_FORMAT = "time-expression"
-_TIME = WithJsonSchema({"type": "string", "format": TIME_FORMAT})
+TIME_SCHEMA = WithJsonSchema({"type": "string", "format": TIME_FORMAT})
 _FORMS = "epoch seconds, ISO-8601, now, or now with terms such as -7d"
 
 Start = Annotated[
-    str | None, Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"), _TIME
+    str | None,
+    Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"),
+    TIME_SCHEMA,
 ]
-End = Annotated[str | None, Query(description="Window end (exclusive); default now"), _TIME]
+End = Annotated[str | None, Query(description="Window end (exclusive); default now"), TIME_SCHEMA]
 AsOf = Annotated[
     str | None,
     Query(
@@ -43,7 +45,7 @@ AsOf = Annotated[
         "then, declarations as they were then; now in start and end means this time. "
         "Default: now",
     ),
-    _TIME,
+    TIME_SCHEMA,
 ]
 Collapse = Annotated[
     list[str] | None,
@@ -118,9 +120,11 @@ def history_window(as_of: str | None, *, now: datetime | None = None) -> Window 
     return Window.until(at) if at is not None else None
 
 
-Before = Annotated[str | None, Query(description=f"Only events before this time: {_FORMS}"), _TIME]
+Before = Annotated[
+    str | None, Query(description=f"Only events before this time: {_FORMS}"), TIME_SCHEMA
+]
 After = Annotated[
     str | None,
     Query(description="Only events at or after this time (not later than before)"),
-    _TIME,
+    TIME_SCHEMA,
 ]

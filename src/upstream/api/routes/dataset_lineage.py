@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import WithJsonSchema
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, AsOf, Collapse, End, Start, parsed
+from upstream.api.params import LEVELS, TIME_SCHEMA, AsOf, Collapse, End, Start, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute
 from upstream.query.dataset_lineage import (
     Direction,
@@ -18,21 +19,35 @@ from upstream.query.dataset_lineage import (
     UnknownEntity,
     dataset_lineage,
 )
+from upstream.query.lineage_diff import DiffParams, lineage_diff
 
 #: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
 #: path so each segment is decoded exactly once (DESIGN §4.4).
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
 
 _PATH = "/v3/namespaces/{namespace}/datasets/{dataset}/lineage"
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "A bad parameter; the message names it"},
+    404: {"description": "Unknown namespace or dataset"},
+}
+Levels = Annotated[
+    str | None,
+    Query(description="Levels to walk; default 10, at most the max_levels setting"),
+    LEVELS,
+]
+RollupParam = Annotated[
+    Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
+]
+DirectionParam = Annotated[
+    Direction | None, Query(description="both (default), upstream or downstream")
+]
+_WINDOW = WithJsonSchema({"type": "string", "format": "time-window"})
 
 
 @router.get(
     _PATH,
     summary="Lineage of a dataset (CDAP style)",
-    responses={
-        400: {"description": "A bad parameter; the message names it"},
-        404: {"description": "Unknown namespace or dataset"},
-    },
+    responses=_RESPONSES,
 )
 async def get_dataset_lineage(
     namespace: str,
@@ -41,18 +56,10 @@ async def get_dataset_lineage(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
-    levels: Annotated[
-        str | None,
-        Query(description="Levels to walk; default 10, at most the max_levels setting"),
-        LEVELS,
-    ] = None,
+    levels: Levels = None,
     collapse: Collapse = None,
-    rollup: Annotated[
-        Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
-    ] = None,
-    direction: Annotated[
-        Direction | None, Query(description="both (default), upstream or downstream")
-    ] = None,
+    rollup: RollupParam = None,
+    direction: DirectionParam = None,
     as_of: AsOf = None,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
@@ -76,6 +83,84 @@ async def get_dataset_lineage(
             dataset,
             params,
             max_nodes=settings.max_lineage_nodes,
+        )
+    except UnknownEntity as exc:
+        raise ApiError(404, str(exc)) from None
+
+
+@router.get(
+    _PATH + "/diff",
+    summary="What changed in a dataset's lineage between two windows or two times",
+    responses=_RESPONSES,
+)
+async def get_lineage_diff(
+    namespace: str,
+    dataset: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    from_window: Annotated[
+        str | None,
+        Query(
+            alias="from",
+            description="The earlier window, START..END; default the window of the same "
+            "length just before `to`",
+        ),
+        _WINDOW,
+    ] = None,
+    to_window: Annotated[
+        str | None,
+        Query(alias="to", description="The later window, START..END; default now-7d..now"),
+        _WINDOW,
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        Query(
+            alias="asOf",
+            description="Instead of windows, two times: the lineage as it stood at this time "
+            "(default now) against its state at `against`",
+        ),
+        TIME_SCHEMA,
+    ] = None,
+    against: Annotated[
+        str | None,
+        Query(description="The earlier time to compare with; default seven days before asOf"),
+        TIME_SCHEMA,
+    ] = None,
+    start: Annotated[
+        str | None,
+        Query(description="With asOf and against: each side's window start; default now-7d"),
+        TIME_SCHEMA,
+    ] = None,
+    end: Annotated[
+        str | None,
+        Query(description="With asOf and against: each side's window end; default now"),
+        TIME_SCHEMA,
+    ] = None,
+    levels: Levels = None,
+    collapse: Collapse = None,
+    rollup: RollupParam = None,
+    direction: DirectionParam = None,
+) -> dict[str, Any]:
+    """Relations and field edges `added` and `removed`, the runs of each kept relation on
+    both sides, and the datasets and programs that appeared or disappeared."""
+    params = parsed(
+        lambda: DiffParams.parse(
+            max_levels=settings.max_levels,
+            from_window=from_window,
+            to_window=to_window,
+            as_of=as_of,
+            against=against,
+            start=start,
+            end=end,
+            levels=levels,
+            collapse=collapse or (),
+            rollup=rollup,
+            direction=direction,
+        )
+    )
+    try:
+        return await run_in_threadpool(
+            lineage_diff, store, namespace, dataset, params, max_nodes=settings.max_lineage_nodes
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None

@@ -3,9 +3,10 @@ what it wrote (DESIGN §4.5)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
@@ -18,7 +19,7 @@ router = APIRouter(tags=["run lineage"])
 
 
 @router.get(
-    "/v3/runs/{run_id}/lineage",
+    "/v3/runs/{runId}/lineage",
     summary="Lineage of a run: the runs and dataset versions it read from and fed",
     responses={
         400: {"description": "A bad parameter; the message names it"},
@@ -26,7 +27,7 @@ router = APIRouter(tags=["run lineage"])
     },
 )
 async def get_run_lineage(
-    run_id: str,
+    run_id: Annotated[uuid.UUID, Path(alias="runId", description="The run's id (a UUID)")],
     store: StoreDep,
     settings: SettingsDep,
     direction: Annotated[
@@ -44,7 +45,7 @@ async def get_run_lineage(
     run that completed writing it before the read started)."""
     params = parsed(
         lambda: RunLineageParams.parse(
-            run_id,
+            str(run_id),
             max_levels=settings.max_levels,
             direction=direction,
             levels=levels,

@@ -1,0 +1,255 @@
+"""What changed in a dataset's lineage between two windows or two times (DESIGN §4.5): the
+service behind `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff`.
+
+Both sides are answers of the dataset-lineage service with the same levels, direction,
+collapse and rollup; the diff compares the answers, never the walk. Runs are what differ
+between two windows, so a relation's identity is its dataset, program, accesses and
+components with its runs collapsed: a relation in one answer and not the other is `added` or
+`removed`, and a kept relation says how many runs it had on each side. Field edges between
+each answer's datasets, and the datasets and programs themselves, are compared the same way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.identity import DatasetRef
+from upstream.model.timeexpr import EPOCH
+from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.field_edges import field_edges_among
+from upstream.store.engine import Store
+
+#: How a window is written in `from` and `to`: START..END, each a time expression.
+WINDOW_SEPARATOR = ".."
+DEFAULT_TO = "now-7d..now"
+DEFAULT_AGAINST = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class DiffParams:
+    """The two sides of a diff: `before` (from, or against) and `after` (to, or asOf)."""
+
+    before: LineageParams
+    after: LineageParams
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        max_levels: int,
+        from_window: str | None = None,
+        to_window: str | None = None,
+        as_of: str | None = None,
+        against: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        levels: str | int | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+        direction: str | None = None,
+        now: datetime | None = None,
+    ) -> DiffParams:
+        """Two windows, `from` and `to` (START..END): `to` defaults to the last seven days
+        and `from` to the window of the same length just before `to`, so no parameter at all
+        asks what changed since last week. Or two times, `asOf` (default now) and `against`
+        (default seven days before `asOf`), each with the window `start`..`end` taken
+        relative to it (default the week before it). InvalidInput names each bad parameter."""
+        present = now or datetime.now(UTC)
+        shared = {
+            "max_levels": max_levels,
+            "levels": levels,
+            "collapse": list(collapse),
+            "rollup": rollup,
+            "direction": direction,
+            "now": present,
+        }
+        problems: list[Problem] = []
+        if as_of is None and against is None:
+            for name, value in (("start", start), ("end", end)):
+                if value is not None:
+                    problems.append(Problem(name, "applies to asOf and against; use from and to"))
+            after = _side(
+                "to", shared, problems, window=DEFAULT_TO if to_window is None else to_window
+            )
+            before = None
+            if after is not None:
+                before = _side("from", shared, problems, window=from_window, following=after)
+        elif from_window is not None or to_window is not None:
+            problems.append(Problem("from", "give either from and to, or asOf and against"))
+            before = after = None
+        else:
+            after = _side(
+                "asOf",
+                shared,
+                problems,
+                start=start,
+                end=end,
+                as_of="now" if as_of is None else as_of,
+            )
+            if after is not None and after.as_of is not None:
+                earlier = after.as_of - DEFAULT_AGAINST
+                if against is None:
+                    against = str(max(earlier, EPOCH).timestamp())
+            before = _side("against", shared, problems, start=start, end=end, as_of=against)
+        if problems or before is None or after is None:
+            raise InvalidInput(problems)
+        return cls(before, after)
+
+
+def _side(
+    name: str,
+    shared: dict[str, Any],
+    problems: list[Problem],
+    *,
+    window: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    as_of: str | None = None,
+    following: LineageParams | None = None,
+) -> LineageParams | None:
+    """One side's dataset-lineage parameters; problems of its window or time are named by
+    the parameter that holds them (`from`, `to`, `asOf`, `against`). Without a window, the
+    window of the same length just before `following`'s."""
+    if window is None and following is not None:
+        length = following.end - following.start
+        start = str(max(following.start - length, EPOCH).timestamp())
+        end = str(following.start.timestamp())
+    elif window is not None:
+        if WINDOW_SEPARATOR not in window:
+            problems.append(Problem(name, f"{shown(window)} is not START..END"))
+            return None
+        start, end = (part.strip() for part in window.split(WINDOW_SEPARATOR, 1))
+    try:
+        return LineageParams.parse(start=start, end=end, as_of=as_of, **shared)
+    except InvalidInput as exc:
+        for problem in exc.problems:
+            own = problem.path in ("start", "end", "asOf")
+            located = Problem(name, f"{problem.path}: {problem.message}") if own else problem
+            if located not in problems:
+                problems.append(located)
+        return None
+
+
+def lineage_diff(
+    store: Store | Connection,
+    namespace: str,
+    name: str,
+    params: DiffParams,
+    *,
+    max_nodes: int,
+) -> dict[str, Any]:
+    """`added`, `removed` and `kept` between the two sides; UnknownEntity (404) for an
+    unknown dataset. Each side is capped at `max_nodes` like a lineage answer; a cut side
+    makes the diff say `"truncated": true`."""
+    if isinstance(store, Store):
+        with store.read() as conn:
+            return lineage_diff(conn, namespace, name, params, max_nodes=max_nodes)
+    conn = store
+    sides = [_Answer.of(conn, namespace, name, p, max_nodes) for p in (params.before, params.after)]
+    before, after = sides
+    response: dict[str, Any] = {
+        "from": _described(params.before),
+        "to": _described(params.after),
+        "added": _only_in(after, before),
+        "removed": _only_in(before, after),
+        "kept": [
+            {**after.relations[key], "runs": {"from": before.runs[key], "to": after.runs[key]}}
+            for key in sorted(after.relations.keys() & before.relations.keys())
+        ],
+        "data": dict(sorted({**before.body["data"], **after.body["data"]}.items())),
+        "programs": dict(sorted({**before.body["programs"], **after.body["programs"]}.items())),
+    }
+    if before.body.get("truncated") or after.body.get("truncated"):
+        response["truncated"] = True
+    return response
+
+
+RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
+FieldEdgeKey = tuple[str, str, str, str]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """One side: the lineage answer, its relations by identity (runs collapsed) with their
+    run counts, and its field edges."""
+
+    body: dict[str, Any]
+    relations: dict[RelationId, dict[str, Any]]
+    runs: dict[RelationId, int]
+    field_edges: dict[FieldEdgeKey, dict[str, Any]]
+
+    @classmethod
+    def of(
+        cls, conn: Connection, namespace: str, name: str, params: LineageParams, max_nodes: int
+    ) -> _Answer:
+        runs_collapsed = replace(params, collapse=params.collapse | {"run"})
+        body = dataset_lineage(conn, namespace, name, runs_collapsed, max_nodes=max_nodes)
+        relations: dict[RelationId, dict[str, Any]] = {}
+        runs: dict[RelationId, int] = {}
+        for relation in body["relations"]:
+            key = (
+                relation["data"],
+                relation["program"],
+                tuple(relation["accesses"]),
+                tuple(relation["components"]),
+            )
+            relations[key] = {k: v for k, v in relation.items() if k != "runs"}
+            runs[key] = len(relation["runs"])
+        return cls(body, relations, runs, _field_edges(conn, body, params))
+
+
+def _field_edges(
+    conn: Connection, body: dict[str, Any], params: LineageParams
+) -> dict[FieldEdgeKey, dict[str, Any]]:
+    keys: dict[uuid.UUID, tuple[str, dict[str, Any]]] = {}
+    for key, entry in body["data"].items():
+        entity = entry["entityId"]
+        keys[DatasetRef(entity["namespace"], entity["name"]).id] = (key, entity)
+    found: dict[FieldEdgeKey, dict[str, Any]] = {}
+    for edge in field_edges_among(conn, keys, params.window):
+        (source_key, source), (target_key, target) = keys[edge.source], keys[edge.target]
+        found[(source_key, edge.source_field, target_key, edge.target_field)] = {
+            "source": {
+                "namespace": source["namespace"],
+                "name": source["name"],
+                "field": edge.source_field,
+            },
+            "target": {
+                "namespace": target["namespace"],
+                "name": target["name"],
+                "field": edge.target_field,
+            },
+        }
+    return found
+
+
+def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
+    return {
+        "relations": [
+            {**side.relations[key], "runs": side.runs[key]}
+            for key in sorted(side.relations.keys() - other.relations.keys())
+        ],
+        "fieldEdges": [
+            side.field_edges[key]
+            for key in sorted(side.field_edges.keys() - other.field_edges.keys())
+        ],
+        "data": sorted(side.body["data"].keys() - other.body["data"].keys()),
+        "programs": sorted(side.body["programs"].keys() - other.body["programs"].keys()),
+    }
+
+
+def _described(params: LineageParams) -> dict[str, Any]:
+    side: dict[str, Any] = {
+        "start": int(params.start.timestamp()),
+        "end": int(params.end.timestamp()),
+    }
+    if params.as_of is not None:
+        side["asOf"] = params.as_of.isoformat()
+    return side
