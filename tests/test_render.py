@@ -240,6 +240,7 @@ _NODE = re.compile(rf"  n\d+(?:\[\({_LABEL}\)\]|\[\[{_LABEL}\]\]|\(\[{_LABEL}\]\
 _EDGE = re.compile(rf"  n\d+ -->(?:\|{_LABEL}\|)? n\d+")
 _CLASS_DEF = re.compile(r"  classDef [a-z]+ [a-z-]+:[0-9a-z ]+")
 _CLASS = re.compile(r"  class n\d+(?:,n\d+)* [a-z]+")
+_LINK_STYLE = re.compile(r"  linkStyle (\d+(?:,\d+)*) stroke:#[0-9a-f]{6},stroke-width:\dpx")
 
 
 def assert_valid_flowchart(text: str) -> list[str]:
@@ -247,7 +248,12 @@ def assert_valid_flowchart(text: str) -> list[str]:
     lines = text.rstrip("\n").split("\n")
     assert lines[0] == "flowchart LR"
     for line in lines[1:]:
-        assert any(p.fullmatch(line) for p in (_NODE, _EDGE, _CLASS_DEF, _CLASS)), line
+        patterns = (_NODE, _EDGE, _CLASS_DEF, _CLASS, _LINK_STYLE)
+        assert any(p.fullmatch(line) for p in patterns), line
+    edges = sum(bool(_EDGE.fullmatch(line)) for line in lines)
+    for line in lines:  # a link style names edges by their position
+        if styled := _LINK_STYLE.fullmatch(line):
+            assert all(int(i) < edges for i in styled.group(1).split(",")), line
     declared = {m.group(1) for m in re.finditer(r"^  (n\d+)[\[(]", text, re.MULTILINE)}
     for line in lines:
         if _EDGE.fullmatch(line):

@@ -21,13 +21,22 @@ from upstream.client.http import DEFAULT_URL
 from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
 from upstream.commands.target import Target, event_sink, lineage_reader
 from upstream.render.dot import to_dot
-from upstream.render.graph import Graph, dataset_lineage_graph, field_summary_graph, whole_graph
+from upstream.render.graph import (
+    Graph,
+    dataset_lineage_graph,
+    field_summary_graph,
+    lineage_diff_graph,
+    run_lineage_graph,
+    whole_graph,
+)
 from upstream.render.mermaid import to_mermaid
 from upstream.render.tables import (
     dataset_lineage_tables,
     field_paths_tables,
     field_summary_tables,
     graph_tables,
+    lineage_diff_tables,
+    run_lineage_tables,
 )
 from upstream.settings import SettingsError, load_settings
 
@@ -115,6 +124,14 @@ class OnError(StrEnum):
     stop = "stop"
 
 
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="The lineage as it stood at this time: runs that had started by then, "
+        "declarations as they were then (now in --start and --end means this time).",
+    ),
+]
 FormatOption = Annotated[
     OutputFormat,
     typer.Option("--format", "-f", help="table (readable), json, dot (Graphviz) or mermaid."),
@@ -294,6 +311,7 @@ def lineage(
     rollup: Annotated[
         Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
     ] = None,
+    as_of: AsOfOption = None,
     output_format: FormatOption = OutputFormat.table,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
@@ -306,6 +324,7 @@ def lineage(
     \b
       upstream lineage default EmpAgg --rollup workflow --collapse run --levels 2
       upstream lineage myns mytableds --direction upstream --format dot | dot -Tsvg > g.svg
+      upstream lineage myns mytableds --as-of 2026-11-24T09:00:00Z
     """
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
@@ -318,12 +337,138 @@ def lineage(
             direction=direction.value,
             collapse=[c.value for c in collapse or []],
             rollup=rollup.value if rollup else None,
+            as_of=as_of,
         )
         _show(
             response,
             output_format,
             table=lambda: dataset_lineage_tables(response, namespace, dataset),
             graph=lambda: dataset_lineage_graph(response, (namespace, dataset)),
+        )
+
+
+@app.command()
+def diff(
+    ctx: typer.Context,
+    namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],
+    dataset: Annotated[str, typer.Argument(help="The dataset's name.")],
+    from_window: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="The earlier window, START..END (default: the window of the same length "
+            "just before --to).",
+        ),
+    ] = None,
+    to_window: Annotated[
+        str | None,
+        typer.Option("--to", help="The later window, START..END (default now-7d..now)."),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Compare two times instead: the lineage as it stood then (default now)…",
+        ),
+    ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help="…against the lineage as it stood at this earlier time (default "
+            "seven days before --as-of)."
+        ),
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option(help="With --as-of/--against: each side's window start.")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option(help="With --as-of/--against: each side's window end.")
+    ] = None,
+    levels: Annotated[
+        int | None, typer.Option(min=1, help="Hops to follow (server default 10).")
+    ] = None,
+    direction: Annotated[
+        Direction, typer.Option(help="both (CDAP's walk), upstream or downstream.")
+    ] = Direction.both,
+    collapse: Annotated[
+        list[Collapse] | None,
+        typer.Option(help="Merge relations differing only in this (repeatable)."),
+    ] = None,
+    rollup: Annotated[
+        Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
+    ] = None,
+    output_format: FormatOption = OutputFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Show what changed around a dataset: relations and field edges added and removed, and
+    the runs of the ones kept. Graphs draw added edges green and removed ones red.
+
+    Examples:
+
+    \b
+      upstream diff myns orders --direction upstream
+      upstream diff myns orders --from now-14d..now-7d --to now-7d..now --format json
+      upstream diff myns orders --as-of now --against now-30d --format mermaid
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        response = reader.lineage_diff(
+            namespace,
+            dataset,
+            from_window=from_window,
+            to_window=to_window,
+            as_of=as_of,
+            against=against,
+            start=start,
+            end=end,
+            levels=levels,
+            direction=direction.value,
+            collapse=[c.value for c in collapse or []],
+            rollup=rollup.value if rollup else None,
+        )
+        _show(
+            response,
+            output_format,
+            table=lambda: lineage_diff_tables(response, namespace, dataset),
+            graph=lambda: lineage_diff_graph(response, (namespace, dataset)),
+        )
+
+
+@app.command("run-lineage")
+def run_lineage(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run's id (a UUID).")],
+    direction: Annotated[
+        Direction, typer.Option(help="upstream, downstream or both.")
+    ] = Direction.both,
+    levels: Annotated[
+        int | None, typer.Option(min=1, help="Runs to step through (server default 5).")
+    ] = None,
+    as_of: AsOfOption = None,
+    output_format: FormatOption = OutputFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Show which run of which job wrote each dataset version a run read, and which runs
+    read what it wrote.
+
+    Examples:
+
+    \b
+      upstream run-lineage bcef9942-cb5c-476a-995b-3e5ca14aff27 --direction upstream
+      upstream run-lineage 155dbf08-c4c5-43e6-bb3a-8095c4ba59b8 --format dot | dot -Tsvg > r.svg
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        response = reader.run_lineage(run_id, direction=direction.value, levels=levels, as_of=as_of)
+        _show(
+            response,
+            output_format,
+            table=lambda: run_lineage_tables(response),
+            graph=lambda: run_lineage_graph(response),
         )
 
 

@@ -110,12 +110,55 @@ class UpstreamClient:
         direction: str | None = None,
         collapse: Iterable[str] = (),
         rollup: str | None = None,
+        as_of: str | None = None,
     ) -> JsonObject:
-        """The dataset's lineage as CDAP's relations (DESIGN §4.2)."""
+        """The dataset's lineage as CDAP's relations (DESIGN §4.2), as of a time if asked."""
         params = _params(
-            start=start, end=end, levels=levels, direction=direction, rollup=rollup
+            start=start, end=end, levels=levels, direction=direction, rollup=rollup, asOf=as_of
         ) + [("collapse", c) for c in collapse]
         return self._json("GET", f"{_dataset_path(namespace, dataset)}/lineage", params=params)
+
+    def lineage_diff(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        from_window: str | None = None,
+        to_window: str | None = None,
+        as_of: str | None = None,
+        against: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        levels: int | None = None,
+        direction: str | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+    ) -> JsonObject:
+        """What changed in the dataset's lineage between two windows or times (DESIGN §4.5)."""
+        params = _params(
+            **{"from": from_window, "to": to_window},
+            asOf=as_of,
+            against=against,
+            start=start,
+            end=end,
+            levels=levels,
+            direction=direction,
+            rollup=rollup,
+        ) + [("collapse", c) for c in collapse]
+        path = f"{_dataset_path(namespace, dataset)}/lineage/diff"
+        return self._json("GET", path, params=params)
+
+    def run_lineage(
+        self,
+        run_id: str,
+        *,
+        direction: str | None = None,
+        levels: int | None = None,
+        as_of: str | None = None,
+    ) -> JsonObject:
+        """The runs that made what a run read, and those that read what it wrote."""
+        params = _params(direction=direction, levels=levels, asOf=as_of)
+        return self._json("GET", f"/v3/runs/{segment(run_id)}/lineage", params=params)
 
     def field_lineage(
         self,

@@ -6,11 +6,11 @@ the same answers; only the transport differs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -21,10 +21,14 @@ from upstream.model.errors import InvalidInput
 from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
 from upstream.query.field_lineage import FieldQuery, UnknownField, field_paths
 from upstream.query.field_summary import field_summary
+from upstream.query.lineage_diff import DiffParams, lineage_diff
+from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
 from upstream.store.migrate import current_revision, head_revision, upgrade
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,9 +100,10 @@ class DatabaseReader:
         direction: str | None = None,
         collapse: Iterable[str] = (),
         rollup: str | None = None,
+        as_of: str | None = None,
     ) -> dict[str, Any]:
-        try:
-            params = LineageParams.parse(
+        params = _checked(
+            lambda: LineageParams.parse(
                 max_levels=self.settings.max_levels,
                 start=start,
                 end=end,
@@ -106,19 +111,72 @@ class DatabaseReader:
                 collapse=collapse,
                 rollup=rollup,
                 direction=direction,
+                as_of=as_of,
             )
-        except InvalidInput as exc:
-            raise ParameterError(str(exc)) from None
-        try:
-            return dataset_lineage(
-                self.store,
-                namespace,
-                dataset,
-                params,
-                max_nodes=self.settings.max_lineage_nodes,
+        )
+        return _found(
+            lambda: dataset_lineage(
+                self.store, namespace, dataset, params, max_nodes=self.settings.max_lineage_nodes
             )
-        except UnknownEntity as exc:
-            raise CliError(str(exc)) from None
+        )
+
+    def lineage_diff(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        from_window: str | None = None,
+        to_window: str | None = None,
+        as_of: str | None = None,
+        against: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        levels: int | None = None,
+        direction: str | None = None,
+        collapse: Iterable[str] = (),
+        rollup: str | None = None,
+    ) -> dict[str, Any]:
+        params = _checked(
+            lambda: DiffParams.parse(
+                max_levels=self.settings.max_levels,
+                from_window=from_window,
+                to_window=to_window,
+                as_of=as_of,
+                against=against,
+                start=start,
+                end=end,
+                levels=levels,
+                collapse=collapse,
+                rollup=rollup,
+                direction=direction,
+            )
+        )
+        return _found(
+            lambda: lineage_diff(
+                self.store, namespace, dataset, params, max_nodes=self.settings.max_lineage_nodes
+            )
+        )
+
+    def run_lineage(
+        self,
+        run_id: str,
+        *,
+        direction: str | None = None,
+        levels: int | None = None,
+        as_of: str | None = None,
+    ) -> dict[str, Any]:
+        params = _checked(
+            lambda: RunLineageParams.parse(
+                run_id,
+                max_levels=self.settings.max_levels,
+                direction=direction,
+                levels=levels,
+                as_of=as_of,
+            )
+        )
+        return _found(
+            lambda: run_lineage(self.store, params, max_nodes=self.settings.max_lineage_nodes)
+        )
 
     def field_lineage(
         self,
@@ -130,10 +188,7 @@ class DatabaseReader:
         end: str | None = None,
     ) -> dict[str, Any]:
         query = self._field_query(start=start, end=end)
-        try:
-            return field_paths(self.store, namespace, dataset, field, query)
-        except UnknownField as exc:
-            raise CliError(str(exc)) from None
+        return _found(lambda: field_paths(self.store, namespace, dataset, field, query))
 
     def field_lineage_summary(
         self,
@@ -152,10 +207,7 @@ class DatabaseReader:
             direction=direction,
             levels=None if levels is None else str(levels),
         )
-        try:
-            return field_summary(self.store, namespace, dataset, field, query)
-        except UnknownField as exc:
-            raise CliError(str(exc)) from None
+        return _found(lambda: field_summary(self.store, namespace, dataset, field, query))
 
     def _field_query(
         self,
@@ -165,20 +217,35 @@ class DatabaseReader:
         direction: str | None = None,
         levels: str | None = None,
     ) -> FieldQuery:
-        try:
-            return FieldQuery.parse(
+        return _checked(
+            lambda: FieldQuery.parse(
                 max_levels=self.settings.max_levels,
                 start=start,
                 end=end,
                 direction=direction,
                 levels=levels,
             )
-        except InvalidInput as exc:
-            raise ParameterError(str(exc)) from None
+        )
 
     def lineage_graph(self) -> dict[str, Any]:
         with self.store.read() as conn:
             return lineage_graph(conn)
+
+
+def _checked(parse: Callable[[], T]) -> T:
+    """What `parse` returns; refused parameters become the CLI's parameter error."""
+    try:
+        return parse()
+    except InvalidInput as exc:
+        raise ParameterError(str(exc)) from None
+
+
+def _found(answer: Callable[[], T]) -> T:
+    """What `answer` returns; an unknown entity becomes the CLI's error saying so."""
+    try:
+        return answer()
+    except (UnknownEntity, UnknownField) as exc:
+        raise CliError(str(exc)) from None
 
 
 @contextmanager

@@ -13,6 +13,13 @@ _LOOKS = {
 }
 
 
+#: A diff's added edges are green, its removed ones red and dashed.
+_CHANGE_LOOKS = {
+    "added": ['color="#16a34a"', "penwidth=2"],
+    "removed": ['color="#dc2626"', "penwidth=2", "style=dashed"],
+}
+
+
 def quoted(text: str) -> str:
     """A DOT double-quoted string showing `text` literally: quotes and backslashes escaped
     (a bare backslash would start an escape such as \\N), line breaks kept as breaks."""
@@ -32,8 +39,10 @@ def to_dot(graph: Graph) -> str:
     ]
     lines += [f"  {ids[node.key]} [{_attributes(node)}];" for node in graph.nodes]
     for edge in graph.edges:
-        label = f" [label={quoted(edge.label)}]" if edge.label else ""
-        lines.append(f"  {ids[edge.source]} -> {ids[edge.target]}{label};")
+        looks = [f"label={quoted(edge.label)}"] if edge.label else []
+        looks += _CHANGE_LOOKS.get(edge.change, [])
+        attributes = f" [{', '.join(looks)}]" if looks else ""
+        lines.append(f"  {ids[edge.source]} -> {ids[edge.target]}{attributes};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 NodeKind = Literal["dataset", "job", "workflow", "field"]
+#: How an edge of a lineage diff changed: "" for one on both sides.
+Change = Literal["", "added", "removed"]
 NodeKey = tuple[str, str, str, str]
 _KIND_OF_KEY_PREFIX: dict[str, NodeKind] = {
     "dataset": "dataset",
@@ -40,11 +42,13 @@ class Node:
 
 @dataclass(frozen=True, order=True)
 class Edge:
-    """Data flows from `source` to `target` (node keys); `label` names what moved it."""
+    """Data flows from `source` to `target` (node keys); `label` names what moved it, and in
+    a diff `change` says whether the edge is new or gone (drawn green or red)."""
 
     source: NodeKey
     target: NodeKey
     label: str = ""
+    change: Change = ""
 
 
 @dataclass(frozen=True)
@@ -70,30 +74,58 @@ def build(title: str, nodes: Iterable[Node], edges: Iterable[Edge]) -> Graph:
 def dataset_lineage_graph(response: Mapping[str, Any], focus: tuple[str, str] | None) -> Graph:
     """Datasets and jobs of a dataset-lineage response (DESIGN §4.2): a read is an edge from
     the dataset into the job, a write one from the job into the dataset."""
-    nodes = {key: _entity_node(key, entry) for key, entry in response.get("data", {}).items()}
-    nodes.update(
-        {key: _entity_node(key, entry) for key, entry in response.get("programs", {}).items()}
-    )
-    if focus is not None:
-        nodes.update(
-            {
-                key: Node("dataset", n.namespace, n.name, focus=True, temporary=n.temporary)
-                for key, n in nodes.items()
-                if n.kind == "dataset" and (n.namespace, n.name) == focus
-            }
-        )
+    nodes = _focused({**response.get("data", {}), **response.get("programs", {})}, focus)
+    edges = _relation_edges(response.get("relations", []), nodes)
+    title = f"lineage of {focus[0]}/{focus[1]}" if focus else "lineage"
+    return build(title, nodes.values(), edges)
+
+
+def _focused(entries: Mapping[str, Any], focus: tuple[str, str] | None) -> dict[str, Node]:
+    nodes = {key: _entity_node(key, entry) for key, entry in entries.items()}
+    return {
+        key: Node("dataset", n.namespace, n.name, focus=True, temporary=n.temporary)
+        if focus is not None and n.kind == "dataset" and (n.namespace, n.name) == focus
+        else n
+        for key, n in nodes.items()
+    }
+
+
+def _relation_edges(
+    relations: Iterable[Mapping[str, Any]], nodes: Mapping[str, Node], change: Change = ""
+) -> set[Edge]:
+    """A read is an edge from the dataset into the job, a write one from the job out."""
     edges: set[Edge] = set()
-    for relation in response.get("relations", []):
+    for relation in relations:
         data, program = nodes.get(relation["data"]), nodes.get(relation["program"])
         if data is None or program is None:
             continue
         for access in relation.get("accesses", []):
             if access == "read":
-                edges.add(Edge(data.key, program.key))
+                edges.add(Edge(data.key, program.key, change=change))
             elif access == "write":
-                edges.add(Edge(program.key, data.key))
-    title = f"lineage of {focus[0]}/{focus[1]}" if focus else "lineage"
-    return build(title, nodes.values(), edges)
+                edges.add(Edge(program.key, data.key, change=change))
+    return edges
+
+
+def lineage_diff_graph(response: Mapping[str, Any], focus: tuple[str, str]) -> Graph:
+    """Both sides of a lineage diff (DESIGN §4.5) in one picture: kept relations as usual,
+    added ones green, removed ones red; a field edge that changed joins the two fields."""
+    nodes = _focused({**response.get("data", {}), **response.get("programs", {})}, focus)
+    edges = _relation_edges(response.get("kept", []), nodes)
+    extra: list[Node] = []
+    sides: tuple[Change, ...] = ("added", "removed")
+    for change in sides:
+        changes = response.get(change, {})
+        edges |= _relation_edges(changes.get("relations", []), nodes, change)
+        for field_edge in changes.get("fieldEdges", []):
+            ends = [
+                Node("field", end["namespace"], end["name"], end["field"])
+                for end in (field_edge["source"], field_edge["target"])
+            ]
+            extra += ends
+            edges.add(Edge(ends[0].key, ends[1].key, change=change))
+    title = f"lineage changes of {focus[0]}/{focus[1]}"
+    return build(title, [*nodes.values(), *extra], edges)
 
 
 def field_summary_graph(
@@ -159,3 +191,28 @@ def _entity_node(key: str, entry: Mapping[str, Any]) -> Node:
         str(entity.get("name", key)),
         temporary=bool(entry.get("temporary", False)),
     )
+
+
+def run_lineage_graph(response: Mapping[str, Any]) -> Graph:
+    """Runs (drawn as jobs, named with their job and short run id) and the dataset versions
+    between them (drawn as datasets, named with the writing run): reads flow from a version
+    into a run, writes from a run into a version."""
+    nodes: dict[str, Node] = {}
+    for run in response.get("runs", []):
+        job = run.get("job", {})
+        focus = run["runId"] == response.get("runId")
+        title = f"{job.get('name', '')} {str(run['runId'])[:8]}"
+        nodes[run["runId"]] = Node("job", str(job.get("namespace", "")), title, focus=focus)
+    for version in response.get("datasetVersions", []):
+        dataset = version.get("dataset", {})
+        writer = version.get("writtenBy")
+        title = f"{dataset.get('name', '')} @ {str(writer)[:8] if writer else 'unknown'}"
+        nodes[version["id"]] = Node("dataset", str(dataset.get("namespace", "")), title)
+    edges = []
+    for edge in response.get("edges", []):
+        run, version = nodes.get(edge["run"]), nodes.get(edge["datasetVersion"])
+        if run is None or version is None:
+            continue
+        pair = (version.key, run.key) if edge["type"] == "read" else (run.key, version.key)
+        edges.append(Edge(*pair))
+    return build(f"lineage of run {response.get('runId', '')}", nodes.values(), edges)

@@ -23,6 +23,10 @@ _SHAPES = {
 }
 
 
+#: A diff's added edges are green, its removed ones red (Mermaid styles links by position).
+_CHANGE_COLOURS = {"added": "#16a34a", "removed": "#dc2626"}
+
+
 def escape(text: str) -> str:
     """`text` with plain characters kept and everything else as a numeric entity."""
     return "".join(c if _PLAIN.fullmatch(c) else f"#{ord(c)};" for c in text)
@@ -41,6 +45,10 @@ def to_mermaid(graph: Graph) -> str:
     for edge in graph.edges:
         arrow = f"-->|{label(edge.label)}|" if edge.label else "-->"
         lines.append(f"  {ids[edge.source]} {arrow} {ids[edge.target]}")
+    for change, colour in _CHANGE_COLOURS.items():
+        numbers = [str(i) for i, edge in enumerate(graph.edges) if edge.change == change]
+        if numbers:
+            lines.append(f"  linkStyle {','.join(numbers)} stroke:{colour},stroke-width:2px")
     focus = [ids[n.key] for n in graph.nodes if n.focus]
     temporary = [ids[n.key] for n in graph.nodes if n.temporary]
     if focus:

@@ -48,6 +48,121 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
     return Group(table, Wrapped(footer))
 
 
+def lineage_diff_tables(response: Mapping[str, Any], namespace: str, dataset: str) -> Group:
+    """One row per relation that was added, removed or kept, with its runs on each side,
+    then the field edges that changed."""
+    entities = {**response.get("data", {}), **response.get("programs", {})}
+    sides = _sides_title(response)
+    table = Table(title=Text(f"Lineage changes of {namespace} / {dataset}\n{sides}"))
+    for column in ("Change", "Dataset", "Program", "Access", "Runs"):
+        table.add_column(column, overflow="fold")
+    rows: list[tuple[str, str, Mapping[str, Any], str]] = []
+    for side, style in (("added", "green"), ("removed", "red")):
+        for relation in response.get(side, {}).get("relations", []):
+            rows.append((side, style, relation, str(relation["runs"])))
+    for relation in response.get("kept", []):
+        runs = relation["runs"]
+        rows.append(("kept", "", relation, f"{runs['from']} → {runs['to']}"))
+    for change, style, relation, runs in rows:
+        _add_row(
+            table,
+            Text(change, style=style),
+            _entity(relation["data"], entities, focus=(namespace, dataset)),
+            _entity(relation["program"], entities),
+            Text(", ".join(relation.get("accesses", []))),
+            Text(runs),
+        )
+    parts: list[RenderableType] = [table]
+    fields = Table(title="Field edges")
+    for column in ("Change", "From field", "To field"):
+        fields.add_column(column, overflow="fold")
+    for side, style in (("added", "green"), ("removed", "red")):
+        for edge in response.get(side, {}).get("fieldEdges", []):
+            _add_row(
+                fields, Text(side, style=style), _field(edge["source"]), _field(edge["target"])
+            )
+    if fields.row_count:
+        parts.append(fields)
+    added, removed = response.get("added", {}), response.get("removed", {})
+    footer = Text(
+        f"{_count(len(added.get('relations', [])), 'relation')} added, "
+        f"{len(removed.get('relations', []))} removed, {len(response.get('kept', []))} kept; "
+        f"{_count(len(added.get('data', [])), 'dataset')} appeared, "
+        f"{len(removed.get('data', []))} disappeared",
+        style="dim",
+    )
+    if response.get("truncated"):
+        footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
+    parts.append(Wrapped(footer))
+    return Group(*parts)
+
+
+def run_lineage_tables(response: Mapping[str, Any]) -> Group:
+    """One row per read: the reading run, the dataset, and the run that wrote the version
+    it read; then the runs with their job, state and times."""
+    runs = {run["runId"]: run for run in response.get("runs", [])}
+    versions = {v["id"]: v for v in response.get("datasetVersions", [])}
+    reads = Table(title=Text(f"Lineage of run {response.get('runId', '')}"))
+    for column in ("Run", "Read", "Version written by"):
+        reads.add_column(column, overflow="fold")
+    for edge in response.get("edges", []):
+        if edge["type"] != "read":
+            continue
+        version = versions.get(edge["datasetVersion"], {})
+        writer = version.get("writtenBy")
+        dataset = version.get("dataset", {})
+        read = Text(str(dataset.get("name", "")))
+        read.append(f"\n{dataset.get('namespace', '')}", style="dim")
+        if version.get("producerVersion"):
+            read.append(f"\nversion {version['producerVersion']}", style="dim")
+        _add_row(
+            reads,
+            Text(_run(runs.get(edge["run"], {"runId": edge["run"]}))),
+            read,
+            Text(_run(runs.get(writer, {"runId": writer})) if writer else "unknown"),
+        )
+    table = Table(title="Runs")
+    for column in ("Run", "Job", "State", "Started", "Ended", "Level"):
+        table.add_column(column, overflow="fold")
+    for run in response.get("runs", []):
+        job = run.get("job", {})
+        job_text = Text(str(job.get("name", "")))
+        job_text.append(f"\n{job.get('namespace', '')}", style="dim")
+        _add_row(
+            table,
+            Text(str(run["runId"]), style="bold" if run["runId"] == response.get("runId") else ""),
+            job_text,
+            Text(str(run.get("state") or "-")),
+            Text(str(run.get("startedAt") or "-")),
+            Text(str(run.get("endedAt") or "-")),
+            Text(str(run.get("level", 0))),
+        )
+    footer = Text(
+        f"{_count(len(runs), 'run')}, {_count(len(versions), 'dataset version')}", style="dim"
+    )
+    if response.get("truncated"):
+        footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
+    return Group(reads, table, Wrapped(footer))
+
+
+def _field(end: Mapping[str, Any]) -> Text:
+    text = Text(f"{end.get('name')}.{end.get('field')}")
+    text.append(f"\n{end.get('namespace')}", style="dim")
+    return text
+
+
+def _sides_title(response: Mapping[str, Any]) -> str:
+    """`before: … ; after: …`, each side its window, or its time when the diff compares
+    times."""
+
+    def described(side: Mapping[str, Any]) -> str:
+        if "asOf" in side:
+            return f"as of {side['asOf']}"
+        return f"{_when(side['start'])} → {_when(side['end'])}"
+
+    return f"before: {described(response['from'])}; after: {described(response['to'])}"
+
+
 def field_summary_tables(
     response: Mapping[str, Any], namespace: str, dataset: str, field: str
 ) -> Group:
