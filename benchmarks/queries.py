@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,14 @@ from urllib.parse import quote
 
 import httpx
 import networkx as nx
+import sqlalchemy as sa
 
 from benchmarks.databases import fresh_database
 from benchmarks.generator import in_chunks, load_truth, read_events
 from benchmarks.server import Server
 from upstream.ingest.service import ingest_documents
+from upstream.model.identity import JobRef
+from upstream.store import schema as t
 from upstream.store.engine import Store
 
 LEVELS = (1, 5, 10, 20)
@@ -92,9 +96,12 @@ class Graphs:
         return self.walk(self.fields_upstream, starts, levels)
 
 
-def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
+def build_queries(
+    truth: dict[str, Any], graphs: Graphs, latest_run: str | None = None
+) -> list[Query]:
     """The measured set: upstream and downstream at every depth, each with every run listed
-    and collapsed by run, `both`, rollup, the Marquez graphs and the field queries."""
+    and collapsed by run, `both`, rollup, the Marquez graphs, the field queries, lineage
+    diffs, and run lineage from `latest_run` (the mart job's latest run) when given."""
     start, end = truth["window"]
     window = {"start": start, "end": end}
     targets = truth["targets"]
@@ -149,6 +156,7 @@ def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
             partial(graphs.dataset_fields, (ns, name), 10),
         )
     )
+    queries += _history_queries(truth, graphs, latest_run)
     ns, name, field_name = targets["field"]
     base = f"/v3/namespaces/{_seg(ns)}/datasets/{_seg(name)}"
     queries.append(
@@ -171,6 +179,62 @@ def build_queries(truth: dict[str, Any], graphs: Graphs) -> list[Query]:
     return queries
 
 
+def _history_queries(truth: dict[str, Any], graphs: Graphs, latest_run: str | None) -> list[Query]:
+    """Lineage diffs of the mart (the window's first half against its second) and run
+    lineage from the mart job's latest run. Their baselines walk the same datasets in
+    memory: the diff's two walks, the run's one walk of as many levels."""
+    start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in truth["window"])
+    middle = start + (end - start) / 2
+    halves = {
+        "from": f"{start.isoformat()}..{middle.isoformat()}",
+        "to": f"{middle.isoformat()}..{end.isoformat()}",
+    }
+    ns, name = truth["targets"]["upstream"]
+    path = f"/v3/namespaces/{_seg(ns)}/datasets/{_seg(name)}/lineage/diff"
+
+    def twice(direction: str, levels: int) -> int:
+        return 2 * graphs.dataset((ns, name), direction, levels)
+
+    queries = [
+        Query(
+            f"diff {direction} levels=10",
+            path,
+            {**halves, "direction": direction, "levels": 10},
+            partial(twice, direction, 10),
+        )
+        for direction in ("upstream", "both")
+    ]
+    if latest_run is not None:
+        queries += [
+            Query(
+                f"run {direction} levels=5",
+                f"/v3/runs/{latest_run}/lineage",
+                {"direction": direction, "levels": 5},
+                partial(graphs.dataset, (ns, name), "upstream", 5),
+            )
+            for direction in ("upstream", "both")
+        ]
+    return queries
+
+
+def latest_run(url: str, job: Sequence[str]) -> str | None:
+    """The id of `job`'s run that started last, read from the store before the clock runs."""
+    store = Store(url)
+    try:
+        with store.read() as conn:
+            runs = t.runs.c
+            query = (
+                sa.select(runs.id)
+                .where(runs.job_id == JobRef(job[0], job[1]).id, runs.started_at.is_not(None))
+                .order_by(runs.started_at.desc())
+                .limit(1)
+            )
+            found = conn.execute(query).scalar()
+    finally:
+        store.dispose()
+    return str(found) if found is not None else None
+
+
 def _seg(text: str) -> str:
     return quote(text, safe="")
 
@@ -183,6 +247,11 @@ def answer_size(document: Any) -> tuple[int, int]:
         return 0, len(document) if isinstance(document, list) else 0
     if "relations" in document:
         return len(document.get("data", {})), len(document["relations"])
+    if "kept" in document:  # a diff: both sides' datasets, every relation compared
+        changed = [document[side]["relations"] for side in ("added", "removed")]
+        return len(document["data"]), len(document["kept"]) + sum(map(len, changed))
+    if "datasetVersions" in document:  # run lineage: versions between runs, reads and writes
+        return len(document["datasetVersions"]), len(document["edges"])
     if "graph" in document:
         nodes = document["graph"]
         return (
@@ -268,8 +337,9 @@ def run_queries(
             )  # fmt: skip
     truth = load_truth(data_dir)
     graphs = Graphs(truth)
+    run = latest_run(url, truth["targets"]["upstream_job"])
     queries = [
-        q for q in build_queries(truth, graphs) if not only or any(o in q.name for o in only)
+        q for q in build_queries(truth, graphs, run) if not only or any(o in q.name for o in only)
     ]
     # The truth's millions of objects live until the end: frozen, the collector stops
     # scanning them during the timed calls (it added hundreds of ms to some samples).
