@@ -160,7 +160,16 @@ def test_now_in_the_window_means_as_of(client: TestClient) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [X + "/lineage", X + "/lineage/fields", X + "/lineage/fields/c", "/api/v1/lineage"],
+    [
+        X + "/lineage",
+        X + "/lineage/fields",
+        X + "/lineage/fields/c",
+        X + "/lineage/fields/c/operations",
+        X + "/fields/c/lineage",
+        "/api/v1/lineage",
+        "/api/v1/column-lineage",
+        "/v3/lineage/graph",
+    ],
 )
 def test_a_bad_as_of_is_refused_by_name(redeclared: TestClient, path: str) -> None:
     response = redeclared.get(path, params={"asOf": "last tuesday", "nodeId": f"dataset:{NS}:x"})
@@ -172,3 +181,21 @@ def test_window_until_includes_runs_that_started_at_that_time() -> None:
     window = Window.until(BASE_TIME)
     assert window.as_of == BASE_TIME
     assert window.start < BASE_TIME < window.end
+
+
+def test_column_lineage_and_the_whole_graph_as_of(redeclared: TestClient) -> None:
+    then = {"asOf": iso(BASE_TIME + hours(5))}
+
+    def columns(**params: Any) -> set[str]:
+        body = get(redeclared, "/api/v1/column-lineage", nodeId=f"dataset:{NS}:x", **params)
+        return {n["id"] for n in body["graph"]}
+
+    assert columns() == {f"datasetField:{NS}:x:c", f"datasetField:{NS}:b:v"}
+    assert columns(**then) == {f"datasetField:{NS}:x:c", f"datasetField:{NS}:a:v"}
+
+    def flows(**params: Any) -> set[tuple[str, str]]:
+        body = get(redeclared, "/v3/lineage/graph", **params)
+        return {(f["source"], f["target"]) for f in body["flows"]}
+
+    assert flows() == {("dataset.wh.b", "dataset.wh.x")}
+    assert flows(**then) == {("dataset.wh.a", "dataset.wh.x")}

@@ -16,21 +16,26 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.flows import flows
 from upstream.store import schema as t
+from upstream.store.window import edges_as_of, run_in_window
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
 FlowKey = tuple[str, str, str | None]
 
 
-def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, Any]:
+def lineage_graph(
+    conn: Connection, max_nodes: int | None = None, window: Window | None = None
+) -> dict[str, Any]:
     """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
     "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
 
     `programs` holds the jobs the flows and links name. With `max_nodes`, only the first
     `max_nodes` datasets (by namespace and name) and what connects them are kept, and the
-    answer says `"truncated": true` when some were left out.
+    answer says `"truncated": true` when some were left out. With a `window`, only its runs
+    count (`Window.until(as_of)`: the graph as it stood then).
     """
     d = t.datasets
     query = sa.select(d.c.id, d.c.namespace, d.c.name).order_by(d.c.namespace, d.c.name)
@@ -51,8 +56,8 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
         kind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
         jobs[job.id] = _key(kind, job.namespace, job.name)
         entities[jobs[job.id]] = _entity(kind, job.namespace, job.name)
-    found_flows = _flows(conn, datasets, jobs)
-    links = _job_links(conn, datasets, jobs)
+    found_flows = _flows(conn, datasets, jobs, window)
+    links = _job_links(conn, datasets, jobs, window)
     named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
     graph: dict[str, Any] = {
         "data": dict(sorted(data.items())),
@@ -66,13 +71,16 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
 
 
 def _flows(
-    conn: Connection, datasets: dict[uuid.UUID, str], jobs: dict[uuid.UUID, str]
+    conn: Connection,
+    datasets: dict[uuid.UUID, str],
+    jobs: dict[uuid.UUID, str],
+    window: Window | None,
 ) -> list[dict[str, Any]]:
     """One entry per (source, target, job), counting its runs; inferred only when every run's
     flow was inferred."""
     runs: dict[FlowKey, set[uuid.UUID | None]] = defaultdict(set)
     explicit: set[FlowKey] = set()
-    for flow in flows(conn, datasets.keys(), "downstream"):
+    for flow in flows(conn, datasets.keys(), "downstream", window):
         if flow.target not in datasets:
             continue
         program = jobs.get(flow.job_id) if flow.job_id else None
@@ -93,9 +101,12 @@ def _flows(
 
 
 def _job_links(
-    conn: Connection, datasets: dict[uuid.UUID, str], jobs: dict[uuid.UUID, str]
+    conn: Connection,
+    datasets: dict[uuid.UUID, str],
+    jobs: dict[uuid.UUID, str],
+    window: Window | None,
 ) -> list[dict[str, str]]:
-    e = t.edges
+    e = edges_as_of(window)
     query = (
         sa.select(
             e.c.source_type,
@@ -106,7 +117,11 @@ def _job_links(
             e.c.target_job_id,
         )
         .where(sa.or_(e.c.source_type == "job", e.c.target_type == "job"))
-        .where(e.c.source_field.is_(None), e.c.target_field.is_(None))
+        .where(
+            e.c.source_field.is_(None),
+            e.c.target_field.is_(None),
+            run_in_window(e.c.run_id, window),
+        )
         .distinct()
     )
     links: set[tuple[str, str]] = set()

@@ -58,8 +58,10 @@ def get_column_lineage(
     settings: SettingsDep,
     depth: DepthParam = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
+    as_of: AsOf = None,
 ) -> Doc:
-    """The field graph upstream of a dataset, field or job (and downstream if asked)."""
+    """The field graph upstream of a dataset, field or job (and downstream if asked); with
+    `asOf`, as it stood then."""
     return read(
         store,
         column_lineage,
@@ -67,6 +69,7 @@ def get_column_lineage(
         checked_depth(depth, settings),
         with_downstream,
         settings.max_lineage_nodes,
+        parsed(lambda: history_window(as_of)),
     )
 
 

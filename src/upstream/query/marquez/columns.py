@@ -13,6 +13,7 @@ source field in both `inEdges` and `outEdges` (Marquez writes `inEdges` the othe
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -24,9 +25,11 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
+from upstream.model.window import Window
 from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.window import edges_as_of, run_in_window
 
 FieldKey = tuple[uuid.UUID, str]
 
@@ -45,9 +48,15 @@ class _FieldEdges:
 
 
 def column_lineage(
-    conn: Connection, node_id: str, depth: int, with_downstream: bool, max_nodes: int
+    conn: Connection,
+    node_id: str,
+    depth: int,
+    with_downstream: bool,
+    max_nodes: int,
+    window: Window | None = None,
 ) -> Json:
-    """The field graph around `node_id` (a dataset, a dataset field or a job)."""
+    """The field graph around `node_id` (a dataset, a dataset field or a job); with a
+    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seeds = _seed_fields(conn, node_id)
     nodes: set[FieldKey] = set()
     truncated = False
@@ -65,7 +74,7 @@ def column_lineage(
         frontier, seen = set(start), set(start)
         for _ in range(depth):
             following: set[FieldKey] = set()
-            for source, target, transformations in _field_edges(conn, frontier, direction):
+            for source, target, transformations in _field_edges(conn, frontier, direction, window):
                 other = source if direction == "upstream" else target
                 if other not in nodes:
                     if len(nodes) >= max_nodes:
@@ -105,14 +114,14 @@ def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
 
 
 def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
-    """Schema fields of `datasets` and every field an edge names on them."""
+    """Schema fields of `datasets` and every field an edge names on them (in any run or
+    declaration, replaced ones included)."""
     found: set[FieldKey] = set()
-    e = t.edges
     for matches in id_filters(conn, t.datasets.c.id, datasets):
         rows = conn.execute(sa.select(t.datasets.c.id, t.datasets.c.fields).where(matches))
         for row in rows:
             found.update((row.id, name) for name in _names(row.fields))
-    for end in ("source", "target"):
+    for e, end in itertools.product((t.edges, t.declared_edges), ("source", "target")):
         dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
         for matches in id_filters(conn, dataset, datasets):
             query = sa.select(dataset, name).where(matches, name.is_not(None)).distinct()
@@ -127,10 +136,10 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
 
 
 def _field_edges(
-    conn: Connection, frontier: set[FieldKey], direction: str
+    conn: Connection, frontier: set[FieldKey], direction: str, window: Window | None
 ) -> list[tuple[FieldKey, FieldKey, list[Json]]]:
     """Field -> field edges into (upstream) or out of (downstream) the frontier's fields."""
-    e = t.edges
+    e = edges_as_of(window)
     near = "target" if direction == "upstream" else "source"
     result = []
     by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
@@ -149,6 +158,7 @@ def _field_edges(
             e.c.target_type == "dataset",
             e.c.source_field.is_not(None),
             e.c.target_field.is_not(None),
+            run_in_window(e.c.run_id, window),
         )
         for row in conn.execute(query):
             source = (row.source_dataset_id, row.source_field)
