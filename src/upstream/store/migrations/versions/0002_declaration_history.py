@@ -15,6 +15,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 from upstream.model.identity import stable_id
+from upstream.store import schema as t
 from upstream.store.declaration_history import declaration_id
 
 revision = "0002"
@@ -131,24 +132,16 @@ def upgrade() -> None:
 
 
 def _copy_current_declarations() -> None:
-    """The declarations in force become the first entries of the history."""
+    """The declarations in force become the first entries of the history. The tables are
+    the code's own (`upstream.store.schema`), whose column types read and write ids and
+    times alike on both databases; at this revision they are what the database holds."""
     conn = op.get_bind()
-    meta = sa.MetaData()
+    jobs, datasets, edges, relations = t.jobs, t.datasets, t.edges, t.relations
     tables = {
-        name: sa.Table(name, meta, autoload_with=conn)
-        for name in (
-            "jobs",
-            "datasets",
-            "edges",
-            "relations",
-            "declarations",
-            "declared_edges",
-            "declared_relations",
-        )
+        "declarations": t.declarations,
+        "declared_edges": t.declared_edges,
+        "declared_relations": t.declared_relations,
     }
-    jobs, datasets, edges, relations = (
-        tables[n] for n in ("jobs", "datasets", "edges", "relations")
-    )
     owners = [
         ("job", row.id, row.declared_at, row.declared_lineage_facet)
         for row in conn.execute(
