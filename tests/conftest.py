@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -222,3 +223,10 @@ def live_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
 
 def new_run_id() -> str:
     return str(uuid.uuid4())
+
+
+def post_events(client: TestClient, *events: dict[str, Any]) -> None:
+    """Post each event to the API, which must store it (201)."""
+    for event in events:
+        response = client.post("/api/v1/lineage", json=event)
+        assert response.status_code == 201, response.text

@@ -21,7 +21,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import new_run_id
+from tests.conftest import new_run_id, post_events
 from upstream.ingest.service import ingest_documents
 from upstream.model.window import Window
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
@@ -32,12 +32,6 @@ from upstream.store.migrate import alembic_config, upgrade
 
 NS = "wh"
 X = f"/v3/namespaces/{NS}/datasets/x"
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def get(client: TestClient, path: str, **params: Any) -> Any:
@@ -73,7 +67,7 @@ def redeclared(request: pytest.FixtureRequest, client: TestClient) -> TestClient
     """build_x declared x <- a at 0h and replaced it by x <- b at 10h, posted in either order
     (a late, older declaration takes its place in the history)."""
     first, second = declaration(0, "a"), declaration(10, "b")
-    post(client, *([first, second] if request.param == "in order" else [second, first]))
+    post_events(client, *([first, second] if request.param == "in order" else [second, first]))
     return client
 
 
@@ -125,7 +119,7 @@ def test_marquez_graph_as_of(redeclared: TestClient) -> None:
 
 def test_runs_that_started_later_are_not_in_the_answer(client: TestClient) -> None:
     early, late = new_run_id(), new_run_id()
-    post(
+    post_events(
         client,
         run_event(
             (NS, "early"), run_id=early, time=BASE_TIME, inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]
@@ -151,7 +145,7 @@ def test_runs_that_started_later_are_not_in_the_answer(client: TestClient) -> No
 def test_now_in_the_window_means_as_of(client: TestClient) -> None:
     """The default window (now-7d..now) is the week before asOf: the query made then."""
     old = new_run_id()
-    post(
+    post_events(
         client,
         run_event(
             (NS, "old"), run_id=old, time=BASE_TIME, inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]

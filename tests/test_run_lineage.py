@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, iso, run_event
-from tests.conftest import new_run_id
+from tests.conftest import new_run_id, post_events
 from upstream.query.run_lineage import state_as_of
 
 K = "grandmas.kitchen"
@@ -24,12 +24,6 @@ FILLING_2 = "e7d71919-25b3-49cc-a0f5-63ecbee72b0f"
 PIE_2 = "bcef9942-cb5c-476a-995b-3e5ca14aff27"
 CIDER = "5f974ced-9cb5-49cc-b15d-230d41d31005"
 VINEGAR = "a1060004-2a7b-4c3f-a8f9-696362c134df"
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def lineage(client: TestClient, run_id: str, **params: Any) -> dict[str, Any]:
@@ -56,7 +50,7 @@ def read_from(body: dict[str, Any]) -> set[tuple[str, str, str | None]]:
 @pytest.fixture
 def apples(client: TestClient, fixtures_dir: Path) -> TestClient:
     for path in sorted((fixtures_dir / "marquez" / "apples").glob("*.json")):
-        post(client, json.loads(path.read_text()))
+        post_events(client, json.loads(path.read_text()))
     return client
 
 
@@ -139,7 +133,7 @@ def test_both_directions_are_the_union(apples: TestClient) -> None:
 def test_a_read_during_a_rewrite_gets_the_earlier_complete_version(client: TestClient) -> None:
     ns = "warehouse"
     first, rewrite, reader, failed = (new_run_id() for _ in range(4))
-    post(
+    post_events(
         client,
         run_event((ns, "load"), run_id=first, event_type="START", time=BASE_TIME),
         run_event(
@@ -182,7 +176,7 @@ def test_the_version_the_producer_named_wins_over_time(client: TestClient) -> No
     def version(name: str) -> dict[str, Any]:
         return {"version": {"datasetVersion": name}}
 
-    post(
+    post_events(
         client,
         run_event((ns, "snap"), run_id=old, time=BASE_TIME, outputs=[ds(ns, "t", **version("v1"))]),
         run_event(
@@ -210,7 +204,7 @@ def test_a_cycle_of_runs_ends_at_the_levels(client: TestClient) -> None:
     """A job that reads and rewrites its own table: each run read the previous run's version."""
     ns = "loop"
     runs = [new_run_id() for _ in range(4)]
-    post(
+    post_events(
         client,
         *(
             run_event(
@@ -258,7 +252,7 @@ def test_the_answer_is_cut_at_the_node_cap(db_url: str, fixtures_dir: Path) -> N
 
     with TestClient(create_app(Settings(db_url=db_url, max_lineage_nodes=3))) as client:
         for path in sorted((fixtures_dir / "marquez" / "apples").glob("*.json")):
-            post(client, json.loads(path.read_text()))
+            post_events(client, json.loads(path.read_text()))
         body = lineage(client, PIE_2, direction="upstream")
     # Nearest first: the pie, the filling version and its writer fill the three places.
     assert body["truncated"] is True

@@ -124,6 +124,19 @@ class OnError(StrEnum):
     stop = "stop"
 
 
+LevelsOption = Annotated[
+    int | None, typer.Option(min=1, help="Hops to follow (server default 10).")
+]
+DirectionOption = Annotated[
+    Direction, typer.Option(help="both (CDAP's walk), upstream or downstream.")
+]
+CollapseOption = Annotated[
+    list[Collapse] | None,
+    typer.Option(help="Merge relations differing only in this (repeatable)."),
+]
+RollupOption = Annotated[
+    Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
+]
 AsOfOption = Annotated[
     str | None,
     typer.Option(
@@ -293,24 +306,15 @@ def lineage(
     ctx: typer.Context,
     namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],
     dataset: Annotated[str, typer.Argument(help="The dataset's name.")],
-    levels: Annotated[
-        int | None, typer.Option(min=1, help="Hops to follow (server default 10).")
-    ] = None,
-    direction: Annotated[
-        Direction, typer.Option(help="both (CDAP's walk), upstream or downstream.")
-    ] = Direction.both,
+    levels: LevelsOption = None,
+    direction: DirectionOption = Direction.both,
     start: Annotated[
         str | None,
         typer.Option(help="Window start: epoch seconds, ISO-8601, now-7d… (default now-7d)."),
     ] = None,
     end: Annotated[str | None, typer.Option(help="Window end (default now).")] = None,
-    collapse: Annotated[
-        list[Collapse] | None,
-        typer.Option(help="Merge relations differing only in this (repeatable)."),
-    ] = None,
-    rollup: Annotated[
-        Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
-    ] = None,
+    collapse: CollapseOption = None,
+    rollup: RollupOption = None,
     as_of: AsOfOption = None,
     output_format: FormatOption = OutputFormat.table,
     url: UrlOption = DEFAULT_URL,
@@ -384,19 +388,10 @@ def diff(
     end: Annotated[
         str | None, typer.Option(help="With --as-of/--against: each side's window end.")
     ] = None,
-    levels: Annotated[
-        int | None, typer.Option(min=1, help="Hops to follow (server default 10).")
-    ] = None,
-    direction: Annotated[
-        Direction, typer.Option(help="both (CDAP's walk), upstream or downstream.")
-    ] = Direction.both,
-    collapse: Annotated[
-        list[Collapse] | None,
-        typer.Option(help="Merge relations differing only in this (repeatable)."),
-    ] = None,
-    rollup: Annotated[
-        Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
-    ] = None,
+    levels: LevelsOption = None,
+    direction: DirectionOption = Direction.both,
+    collapse: CollapseOption = None,
+    rollup: RollupOption = None,
     output_format: FormatOption = OutputFormat.table,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
