@@ -40,7 +40,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 db_app = typer.Typer(
-    help="Manage the database schema. Example: upstream db upgrade --db sqlite:///lineage.db",
+    help="Manage the database: its schema, and lineage derived again from the kept events. "
+    "Example: upstream db upgrade --db sqlite:///lineage.db",
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
@@ -161,9 +162,9 @@ def serve(
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
     from upstream.api.metrics import multiprocess_directory
+    from upstream.commands.rebuild import prepare
     from upstream.serving import StartupError, listening_socket, run_server
     from upstream.store.engine import Store
-    from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db, host=host, port=port, workers=workers)
@@ -176,7 +177,7 @@ def serve(
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
     store = Store(settings.db_url)
     try:
-        upgrade(store)
+        prepare(store, Console(stderr=True))
     except Exception as exc:
         sock.close()
         raise _fail(database_failure("prepare the database", store.display_url, exc)) from None
@@ -188,12 +189,42 @@ def serve(
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
-    """Apply every pending migration.
+    """Apply every pending migration (and derive the lineage again from the kept events
+    when the new version derives it differently).
 
     Example: upstream db upgrade --db sqlite:///lineage.db
     """
+    from upstream.commands.rebuild import prepare, summary
     from upstream.store.engine import Store
-    from upstream.store.migrate import current_revision, upgrade
+    from upstream.store.migrate import current_revision
+
+    try:
+        settings = load_settings(db_url=db)
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    store = Store(settings.db_url)
+    try:
+        report = prepare(store, Console(stderr=True))
+        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
+        if report is not None:
+            typer.echo(summary(report))
+    except Exception as exc:
+        raise _fail(database_failure("migrate", store.display_url, exc)) from None
+    finally:
+        store.dispose()
+
+
+@db_app.command("rebuild")
+def db_rebuild(db: DbOption = None) -> None:
+    """Derive all lineage again from the kept raw events (datasets, jobs, runs, relations,
+    edges and the flow graph). Run it with no server writing to the database; an
+    interrupted rebuild continues where it stopped when run again.
+
+    Example: upstream db rebuild --db sqlite:///lineage.db
+    """
+    from upstream.commands.rebuild import rebuild_store, summary
+    from upstream.store.engine import Store
+    from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db)
@@ -202,9 +233,10 @@ def db_upgrade(db: DbOption = None) -> None:
     store = Store(settings.db_url)
     try:
         upgrade(store)
-        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
+        report = rebuild_store(store, Console(stderr=True))
+        typer.echo(f"{store.display_url}: {summary(report)}")
     except Exception as exc:
-        raise _fail(database_failure("migrate", store.display_url, exc)) from None
+        raise _fail(database_failure("rebuild", store.display_url, exc)) from None
     finally:
         store.dispose()
 

@@ -26,10 +26,10 @@ from upstream.api.routes import (
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
-from upstream.store.migrate import upgrade
 from upstream.web import routes as web_routes
 
 log = logging.getLogger("upstream")
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(settings.db_url, pool_size=settings.db_pool_size)
         if migrate:
-            upgrade(store)
+            prepare_store(store)
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)

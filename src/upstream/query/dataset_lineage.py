@@ -24,7 +24,6 @@ from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
-from upstream.query.flows import flows
 from upstream.query.relations import (
     Relation,
     RelationKey,
@@ -38,6 +37,7 @@ from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
+from upstream.store.walks import flows
 from upstream.store.window import run_in_window
 
 Direction = Literal["both", "upstream", "downstream"]

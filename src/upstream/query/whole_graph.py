@@ -1,8 +1,8 @@
 """The whole lineage graph at dataset level, for `upstream export` and `GET /v3/lineage/graph`.
 
-Every dataset and job, the dataset-to-dataset flows with the job that made each (from
-`query.flows`, so the lineage facet's precedence and the inputs x outputs inference are the
-same as everywhere else), and the explicit edges that touch a job itself (job -> job,
+Every dataset and job, the dataset-to-dataset flows with the job that made each (from the
+derived `flows` table, so the lineage facet's precedence and the inputs x outputs inference are
+the same as everywhere else), and the explicit edges that touch a job itself (job -> job,
 dataset -> job, job -> dataset), which have no dataset-level flow to stand for them. Keys and
 entity ids have the shape of the dataset lineage response (DESIGN §4.2).
 """
@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.workflow import is_workflow
-from upstream.query.flows import flows
 from upstream.store import schema as t
+from upstream.store.walks import flows
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
 FlowKey = tuple[str, str, str | None]
