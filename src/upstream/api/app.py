@@ -21,6 +21,7 @@ from upstream.api.routes import (
     health,
     lineage_graph,
     marquez,
+    marquez_changes,
     marquez_lineage,
     openlineage,
 )
@@ -43,6 +44,7 @@ ROUTERS = [
     field_operations.router,
     dataset_lineage.router,
     marquez.router,
+    marquez_changes.router,
     marquez_lineage.router,
     lineage_graph.router,
 ]

@@ -25,6 +25,15 @@ metadata = sa.MetaData(
 Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 Timestamp = sa.DateTime(timezone=True)
 
+
+def deleted_rows_index(table: str) -> sa.Index:
+    """A partial index of a table's deleted rows: few, so reviving them on every write is cheap."""
+    only_deleted = sa.text("deleted_at IS NOT NULL")
+    return sa.Index(
+        f"ix_{table}_deleted", "id", postgresql_where=only_deleted, sqlite_where=only_deleted
+    )
+
+
 namespaces = sa.Table(
     "namespaces",
     metadata,
@@ -33,6 +42,9 @@ namespaces = sa.Table(
     sa.Column("description", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # Soft deletion (DESIGN §4.5): set by DELETE, cleared by the next event naming the entity.
+    sa.Column("deleted_at", Timestamp),
+    deleted_rows_index("namespaces"),
 )
 
 datasets = sa.Table(
@@ -53,6 +65,8 @@ datasets = sa.Table(
     sa.Column("declared_at", Timestamp),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Column("deleted_at", Timestamp),
+    deleted_rows_index("datasets"),
 )
 
 jobs = sa.Table(
@@ -76,6 +90,8 @@ jobs = sa.Table(
     sa.Column("declared_lineage_facet", sa.Boolean, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Column("deleted_at", Timestamp),
+    deleted_rows_index("jobs"),
 )
 
 runs = sa.Table(
@@ -229,4 +245,32 @@ events = sa.Table(
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
     sa.Column("payload", sa.Text, nullable=False),
+)
+
+tags = sa.Table(
+    "tags",
+    metadata,
+    # Marquez's tags: a name (as given, case-sensitive) and an optional description.
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("description", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+dataset_tags = sa.Table(
+    "dataset_tags",
+    metadata,
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
+)
+
+field_tags = sa.Table(
+    "field_tags",
+    metadata,
+    # A tag on one field of a dataset; `field` is the field's name as the dataset lists it.
+    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), primary_key=True),
+    sa.Column("field", sa.Text, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
 )

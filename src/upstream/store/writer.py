@@ -28,6 +28,7 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
+from upstream.store.deletion import revive
 from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
 
 Row = dict[str, Any]
@@ -64,6 +65,12 @@ def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
     _namespaces(conn, batch, now)
     _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
+    revive(
+        conn,
+        {namespace_id(n) for f in batch for n in f.namespaces},
+        {d.ref.id for f in batch for d in f.datasets},
+        {j.ref.id for f in batch for j in f.jobs},
+    )
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)
     edges, relations = _resolve_declarations(conn, batch)

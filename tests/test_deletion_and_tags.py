@@ -1,0 +1,195 @@
+"""Soft deletion and tags through the Marquez-compatible API (DESIGN §4.4, §4.5), on both
+stores: what a DELETE answers, what leaves lists and search, what `includeDeleted` brings back,
+how a later event revives an entity, and tags on datasets and fields. Expected values are
+worked out by hand from the events each test posts."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from fastapi.testclient import TestClient
+
+from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
+
+W = "postgresql://warehouse"
+WE = quote(W, safe="")  # as clients send a namespace holding `/` in a path
+ETL = "etl"
+
+
+def post(client: TestClient, *events: dict[str, Any]) -> None:
+    for event in events:
+        response = client.post("/api/v1/lineage", json=event)
+        assert response.status_code == 201, response.text
+
+
+def ok(response: Any) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def load_orders(client: TestClient) -> None:
+    """`etl.load_orders` reads `raw.orders` and writes `sales.orders` (fields id, email)."""
+    post(
+        client,
+        run_event(
+            (ETL, "load_orders"),
+            inputs=[ds(W, "raw.orders")],
+            outputs=[ds(W, "sales.orders", schema=schema_facet(("id", "int"), ("email", "text")))],
+        ),
+    )
+
+
+def dataset_names(client: TestClient, **params: Any) -> list[str]:
+    listed = ok(client.get(f"/api/v1/namespaces/{WE}/datasets", params=params))
+    assert listed["totalCount"] == len(listed["datasets"])
+    return [d["name"] for d in listed["datasets"]]
+
+
+def test_deleting_a_dataset_answers_its_document_and_hides_it(client: TestClient) -> None:
+    load_orders(client)
+    deleted = ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders"))
+    assert deleted["id"] == {"namespace": W, "name": "sales.orders"}
+    assert deleted["deleted"] is True
+    assert dataset_names(client) == ["raw.orders"]
+    assert dataset_names(client, includeDeleted="true") == ["raw.orders", "sales.orders"]
+    missing = client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders")
+    assert missing.status_code == 404
+    assert "was deleted" in missing.json()["message"]
+    flagged = ok(
+        client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders?includeDeleted=true")
+    )
+    assert flagged["deleted"] is True
+    # Deleting it again: it is not there any more, as Marquez answers.
+    assert client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders").status_code == 404
+
+
+def test_deleted_entities_leave_search_unless_asked_for(client: TestClient) -> None:
+    load_orders(client)
+    ok(client.delete(f"/api/v1/namespaces/{ETL}/jobs/load_orders"))
+    found = ok(client.get("/api/v1/search", params={"q": "orders"}))
+    assert [(r["type"], r["name"]) for r in found["results"]] == [
+        ("DATASET", "raw.orders"),
+        ("DATASET", "sales.orders"),
+    ]
+    assert found["totalCount"] == 2
+    everything = ok(client.get("/api/v1/search", params={"q": "orders", "includeDeleted": True}))
+    assert [(r["type"], r["name"], r.get("deleted", False)) for r in everything["results"]] == [
+        ("JOB", "load_orders", True),
+        ("DATASET", "raw.orders", False),
+        ("DATASET", "sales.orders", False),
+    ]
+
+
+def test_deleting_a_job_hides_it_from_its_namespace(client: TestClient) -> None:
+    load_orders(client)
+    job = ok(client.delete(f"/api/v1/namespaces/{ETL}/jobs/load_orders"))
+    assert job["name"] == "load_orders"
+    assert job["deleted"] is True
+    jobs = ok(client.get(f"/api/v1/namespaces/{ETL}/jobs"))
+    assert jobs == {"jobs": [], "totalCount": 0}
+    assert client.get(f"/api/v1/namespaces/{ETL}/jobs/load_orders").status_code == 404
+    assert client.delete(f"/api/v1/namespaces/{ETL}/jobs/nothing").status_code == 404
+
+
+def test_deleting_a_namespace_deletes_what_it_holds(client: TestClient) -> None:
+    load_orders(client)
+    namespace = ok(client.delete(f"/api/v1/namespaces/{ETL}"))
+    assert namespace["name"] == ETL
+    assert namespace["isHidden"] is True
+    names = [n["name"] for n in ok(client.get("/api/v1/namespaces"))["namespaces"]]
+    assert names == [W]
+    hidden = ok(client.get("/api/v1/namespaces", params={"includeDeleted": True}))
+    assert [(n["name"], n["isHidden"]) for n in hidden["namespaces"]] == [
+        (ETL, True),
+        (W, False),
+    ]
+    assert client.get(f"/api/v1/namespaces/{ETL}/jobs").status_code == 404
+    job = ok(client.get(f"/api/v1/namespaces/{ETL}/jobs/load_orders?includeDeleted=true"))
+    assert job["deleted"] is True
+
+
+def test_a_later_event_naming_a_deleted_entity_revives_it(client: TestClient) -> None:
+    load_orders(client)
+    ok(client.delete(f"/api/v1/namespaces/{ETL}"))
+    ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders"))
+    post(
+        client,
+        run_event(
+            (ETL, "load_orders"),
+            time=BASE_TIME + hours(24),
+            outputs=[ds(W, "sales.orders")],
+        ),
+    )
+    assert ok(client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders"))["deleted"] is False
+    assert ok(client.get(f"/api/v1/namespaces/{ETL}/jobs/load_orders"))["deleted"] is False
+    assert ok(client.get(f"/api/v1/namespaces/{ETL}"))["isHidden"] is False
+    # raw.orders was not named by the new event: it stays as it was (not deleted either).
+    assert dataset_names(client) == ["raw.orders", "sales.orders"]
+
+
+def test_reposting_a_stored_event_does_not_revive(client: TestClient) -> None:
+    event = run_event((ETL, "load_orders"), outputs=[ds(W, "sales.orders")])
+    post(client, event)
+    ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders"))
+    post(client, event)  # the same event again: already stored, changes nothing
+    assert dataset_names(client) == []
+
+
+def test_tags_on_datasets_and_fields(client: TestClient) -> None:
+    load_orders(client)
+    created = ok(client.put("/api/v1/tags/PII", json={"description": "personal data"}))
+    assert created == {"name": "PII", "description": "personal data"}
+    tagged = ok(client.post(f"/api/v1/namespaces/{WE}/datasets/sales.orders/tags/gold"))
+    assert tagged["tags"] == ["gold"]
+    field = ok(
+        client.post(f"/api/v1/namespaces/{WE}/datasets/sales.orders/fields/email/tags/PII")
+    )
+    assert [(f["name"], f["tags"]) for f in field["fields"]] == [("id", []), ("email", ["PII"])]
+    tags = ok(client.get("/api/v1/tags"))
+    assert tags == {
+        "tags": [
+            {"name": "PII", "description": "personal data"},
+            {"name": "gold", "description": None},
+        ]
+    }
+    got = ok(client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders"))
+    assert got["tags"] == ["gold"]
+    assert got["fields"][1]["tags"] == ["PII"]
+    untagged = ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders/tags/gold"))
+    assert untagged["tags"] == []
+    cleared = ok(
+        client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders/fields/email/tags/PII")
+    )
+    assert cleared["fields"][1]["tags"] == []
+    # The tags themselves stay, as in Marquez.
+    assert [t["name"] for t in ok(client.get("/api/v1/tags"))["tags"]] == ["PII", "gold"]
+
+
+def test_put_tag_again_changes_its_description(client: TestClient) -> None:
+    ok(client.put("/api/v1/tags/PII", json={"description": "old"}))
+    assert ok(client.put("/api/v1/tags/PII", json={"description": "new"}))["description"] == "new"
+    assert ok(client.put("/api/v1/tags/bare"))["description"] is None
+    assert ok(client.get("/api/v1/tags", params={"limit": 1, "offset": 1}))["tags"] == [
+        {"name": "bare", "description": None}
+    ]
+
+
+def test_tagging_refuses_what_is_not_there(client: TestClient) -> None:
+    load_orders(client)
+    base = f"/api/v1/namespaces/{WE}/datasets"
+    missing_field = client.post(f"{base}/sales.orders/fields/nothing/tags/PII")
+    assert missing_field.status_code == 404
+    assert missing_field.json()["message"] == (
+        f"field 'nothing' not found in dataset 'sales.orders' of namespace '{W}'"
+    )
+    assert client.post(f"{base}/nothing/tags/PII").status_code == 404
+    blank = client.post(f"{base}/sales.orders/tags/%20")
+    assert blank.status_code in (400, 422)
+    assert "tag" in blank.text
+    extra = client.put("/api/v1/tags/PII", json={"description": "x", "colour": "red"})
+    assert extra.status_code == 400
+    assert "colour" in extra.text
+    # Nothing of the refused requests was stored.
+    assert ok(client.get("/api/v1/tags")) == {"tags": []}
+    assert ok(client.get(f"{base}/sales.orders"))["tags"] == []
