@@ -8,9 +8,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 from fastapi.testclient import TestClient
+from marquez_client import MarquezClient
 
 from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
+from tests.conftest import LiveServer
 
 W = "postgresql://warehouse"
 WE = quote(W, safe="")  # as clients send a namespace holding `/` in a path
@@ -56,9 +59,7 @@ def test_deleting_a_dataset_answers_its_document_and_hides_it(client: TestClient
     missing = client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders")
     assert missing.status_code == 404
     assert "was deleted" in missing.json()["message"]
-    flagged = ok(
-        client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders?includeDeleted=true")
-    )
+    flagged = ok(client.get(f"/api/v1/namespaces/{WE}/datasets/sales.orders?includeDeleted=true"))
     assert flagged["deleted"] is True
     # Deleting it again: it is not there any more, as Marquez answers.
     assert client.delete(f"/api/v1/namespaces/{WE}/datasets/sales.orders").status_code == 404
@@ -142,9 +143,7 @@ def test_tags_on_datasets_and_fields(client: TestClient) -> None:
     assert created == {"name": "PII", "description": "personal data"}
     tagged = ok(client.post(f"/api/v1/namespaces/{WE}/datasets/sales.orders/tags/gold"))
     assert tagged["tags"] == ["gold"]
-    field = ok(
-        client.post(f"/api/v1/namespaces/{WE}/datasets/sales.orders/fields/email/tags/PII")
-    )
+    field = ok(client.post(f"/api/v1/namespaces/{WE}/datasets/sales.orders/fields/email/tags/PII"))
     assert [(f["name"], f["tags"]) for f in field["fields"]] == [("id", []), ("email", ["PII"])]
     tags = ok(client.get("/api/v1/tags"))
     assert tags == {
@@ -193,3 +192,26 @@ def test_tagging_refuses_what_is_not_there(client: TestClient) -> None:
     # Nothing of the refused requests was stored.
     assert ok(client.get("/api/v1/tags")) == {"tags": []}
     assert ok(client.get(f"{base}/sales.orders"))["tags"] == []
+
+
+def test_the_marquez_python_client_tags(live_server: LiveServer) -> None:
+    """`create_tag`, `list_tags`, `tag_dataset` and `tag_dataset_field` of the real client."""
+    event = run_event(
+        (ETL, "load_orders"),
+        outputs=[ds(W, "sales.orders", schema=schema_facet(("id", "int"), ("email", "text")))],
+    )
+    assert httpx.post(f"{live_server.url}/api/v1/lineage", json=event).status_code == 201
+    marquez = MarquezClient(live_server.url)
+    assert marquez.create_tag("PII", "personal data") == {
+        "name": "PII",
+        "description": "personal data",
+    }
+    assert marquez.tag_dataset(W, "sales.orders", "gold")["tags"] == ["gold"]
+    field = marquez.tag_dataset_field(W, "sales.orders", "email", "PII")
+    assert [f["tags"] for f in field["fields"]] == [[], ["PII"]]
+    assert marquez.list_tags() == {
+        "tags": [
+            {"name": "PII", "description": "personal data"},
+            {"name": "gold", "description": None},
+        ]
+    }

@@ -27,22 +27,19 @@ def tags_of(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.U
     """The tags of `dataset_ids`, each list sorted by name (two statements per id chunk)."""
     found: dict[uuid.UUID, DatasetTags] = defaultdict(DatasetTags)
     for matches in id_filters(conn, t.dataset_tags.c.dataset_id, dataset_ids):
-        query = sa.select(t.dataset_tags.c.dataset_id, t.dataset_tags.c.tag).where(matches)
-        for row in conn.execute(query.order_by(t.dataset_tags.c.tag)):
+        tagged = sa.select(t.dataset_tags.c.dataset_id, t.dataset_tags.c.tag).where(matches)
+        for row in conn.execute(tagged.order_by(t.dataset_tags.c.tag)):
             found[row.dataset_id].dataset.append(row.tag)
     f = t.field_tags
     for matches in id_filters(conn, f.c.dataset_id, dataset_ids):
-        query = sa.select(f.c.dataset_id, f.c.field, f.c.tag).where(matches).order_by(f.c.tag)
-        for row in conn.execute(query):
-            found[row.dataset_id].fields[row.field].append(row.tag)
+        fields = sa.select(f.c.dataset_id, f.c.field, f.c.tag).where(matches).order_by(f.c.tag)
+        for on_field in conn.execute(fields):
+            found[on_field.dataset_id].fields[on_field.field].append(on_field.tag)
     return found
-
-
-def _tag_doc(row: sa.Row[tuple[str, str | None]]) -> Json:
-    return {"name": row[0], "description": row[1]}
 
 
 def list_tags(conn: Connection, page: Page) -> Json:
     """`GET /tags`: every tag, by name."""
     query = sa.select(t.tags.c.name, t.tags.c.description).order_by(t.tags.c.name)
-    return {"tags": [_tag_doc(row) for row in conn.execute(page.apply(query))]}
+    rows = conn.execute(page.apply(query))
+    return {"tags": [{"name": row.name, "description": row.description} for row in rows]}
