@@ -99,7 +99,7 @@ def test_dataset_lineage_returns_names_verbatim(hostile: TestClient) -> None:
             "name": name,
         }
         assert body["programs"][f"job.{KEY_NAMESPACE}.{name}"]["entityId"]["name"] == name
-        assert f"dataset.{NAMESPACE}.{name}.out" in body["data"]
+        assert f"dataset.{KEY_NAMESPACE}.{name}.out" in body["data"]
 
 
 def test_search_treats_wildcards_and_quotes_literally(hostile: TestClient) -> None:
