@@ -40,7 +40,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 db_app = typer.Typer(
-    help="Manage the database schema. Example: upstream db upgrade --db sqlite:///lineage.db",
+    help="Manage the database: schema and retention. Example: upstream db upgrade --db sqlite:///lineage.db",
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
@@ -207,6 +207,41 @@ def db_upgrade(db: DbOption = None) -> None:
         raise _fail(database_failure("migrate", store.display_url, exc)) from None
     finally:
         store.dispose()
+
+
+@db_app.command("prune")
+def db_prune(
+    ctx: typer.Context,
+    before: Annotated[
+        str,
+        typer.Option(
+            "--before",
+            help="Remove runs that ended before this time: ISO-8601, epoch seconds or now-90d.",
+            show_default=False,
+        ),
+    ],
+    keep_events: Annotated[
+        bool, typer.Option("--keep-events", help="Keep the removed runs' raw events.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would be removed.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove runs that ended before a time, with what was derived from them.
+
+    Their raw events go too unless --keep-events; declared lineage and everything still
+    referred to stays.
+
+    Example: upstream db prune --before now-90d --dry-run --db sqlite:///lineage.db
+    """
+    from upstream.commands.prune import prune_database
+
+    with reported_failures(ctx):
+        settings = load_settings(db_url=db)
+        typer.echo(
+            prune_database(settings.db_url, before, keep_events=keep_events, dry_run=dry_run)
+        )
 
 
 @app.command()

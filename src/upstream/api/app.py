@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from upstream.api.routes import (
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.logs import RequestContextMiddleware, configure_logging
+from upstream.retention import prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
@@ -76,9 +78,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # lineage walk makes enough objects to trigger several, which doubled its time.
         gc.collect()
         gc.freeze()
+        pruning = (
+            asyncio.create_task(prune_daily(store, settings.retention))
+            if settings.retention
+            else None
+        )
         try:
             yield
         finally:
+            if pruning is not None:
+                pruning.cancel()
             await app.state.group_commit.close()
             store.dispose()
 
