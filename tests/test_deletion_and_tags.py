@@ -11,9 +11,11 @@ from urllib.parse import quote
 import httpx
 from fastapi.testclient import TestClient
 from marquez_client import MarquezClient
+from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
 from tests.conftest import LiveServer
+from upstream.cli import app as cli_app
 
 W = "postgresql://warehouse"
 WE = quote(W, safe="")  # as clients send a namespace holding `/` in a path
@@ -215,3 +217,37 @@ def test_the_marquez_python_client_tags(live_server: LiveServer) -> None:
             {"name": "gold", "description": None},
         ]
     }
+
+
+def test_the_delete_command_on_a_database(client: TestClient, db_url: str) -> None:
+    load_orders(client)
+    runner = CliRunner()
+    done = runner.invoke(cli_app, ["delete", "dataset", W, "sales.orders", "--db", db_url])
+    assert done.exit_code == 0, done.output
+    assert done.output == (
+        f"deleted dataset 'sales.orders' in namespace '{W}'; the next event naming it brings it"
+        " back\n"
+    )
+    assert dataset_names(client) == ["raw.orders"]
+    again = runner.invoke(cli_app, ["delete", "dataset", W, "sales.orders", "--db", db_url])
+    assert again.exit_code == 1
+    assert "was deleted" in again.output
+    job = runner.invoke(cli_app, ["delete", "job", ETL, "load_orders", "--db", db_url])
+    assert job.exit_code == 0, job.output
+    namespace = runner.invoke(cli_app, ["delete", "namespace", W, "--db", db_url])
+    assert namespace.exit_code == 0, namespace.output
+    assert client.get(f"/api/v1/namespaces/{WE}/datasets").status_code == 404
+
+
+def test_the_delete_command_on_a_server(live_server: LiveServer) -> None:
+    event = run_event((ETL, "load_orders"), outputs=[ds(W, "sales.orders")])
+    assert httpx.post(f"{live_server.url}/api/v1/lineage", json=event).status_code == 201
+    runner = CliRunner()
+    args = ["--url", live_server.url]
+    done = runner.invoke(cli_app, ["delete", "job", ETL, "load_orders", *args])
+    assert done.exit_code == 0, done.output
+    jobs = httpx.get(f"{live_server.url}/api/v1/namespaces/{ETL}/jobs").json()
+    assert jobs["totalCount"] == 0
+    missing = runner.invoke(cli_app, ["delete", "dataset", W, "nothing", *args])
+    assert missing.exit_code == 1
+    assert f"dataset 'nothing' not found in namespace '{W}'" in missing.output

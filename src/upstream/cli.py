@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console, RenderableType
@@ -44,6 +44,12 @@ db_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
+delete_app = typer.Typer(
+    help="Delete a dataset, a job or a namespace: it leaves lists, search and lineage until an "
+    "event names it again. Example: upstream delete dataset warehouse sales.orders",
+    no_args_is_help=True,
+)
+app.add_typer(delete_app, name="delete")
 
 DbOption = Annotated[
     str | None,
@@ -242,6 +248,69 @@ def db_prune(
         typer.echo(
             prune_database(settings.db_url, before, keep_events=keep_events, dry_run=dry_run)
         )
+
+
+NamespaceArgument = Annotated[str, typer.Argument(help="The namespace.", show_default=False)]
+
+
+def _delete(
+    ctx: typer.Context,
+    target: Target,
+    kind: Literal["dataset", "job", "namespace"],
+    namespace: str,
+    name: str | None,
+) -> None:
+    from upstream.commands.delete import delete_entity
+
+    with reported_failures(ctx):
+        typer.echo(delete_entity(target, kind, namespace, name))
+
+
+@delete_app.command("dataset")
+def delete_dataset(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    name: Annotated[str, typer.Argument(help="The dataset's name.", show_default=False)],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a dataset.
+
+    Example: upstream delete dataset postgres://db:5432 sales.orders --token $TOKEN
+    """
+    _delete(ctx, _target(ctx, url, token, db), "dataset", namespace, name)
+
+
+@delete_app.command("job")
+def delete_job(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a job.
+
+    Example: upstream delete job airflow daily_orders.load --db sqlite:///lineage.db
+    """
+    _delete(ctx, _target(ctx, url, token, db), "job", namespace, name)
+
+
+@delete_app.command("namespace")
+def delete_namespace(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a namespace with every dataset and job in it.
+
+    Example: upstream delete namespace staging --token $TOKEN
+    """
+    _delete(ctx, _target(ctx, url, token, db), "namespace", namespace, None)
 
 
 @app.command()
