@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from marquez_client import MarquezClient
 from typer.testing import CliRunner
 
-from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
+from tests.builders import BASE_TIME, column_lineage, ds, hours, run_event, schema_facet
 from tests.conftest import LiveServer
 from upstream.cli import app as cli_app
 
@@ -251,3 +251,75 @@ def test_the_delete_command_on_a_server(live_server: LiveServer) -> None:
     missing = runner.invoke(cli_app, ["delete", "dataset", W, "nothing", *args])
     assert missing.exit_code == 1
     assert f"dataset 'nothing' not found in namespace '{W}'" in missing.output
+
+
+def pii_chain(client: TestClient) -> None:
+    """raw.users.email -> stage.users.contact -> mart.contacts.contact_email (columnLineage),
+    and stage.users.id from raw.users.id, which carries no tag."""
+    stage = ds(
+        W,
+        "stage.users",
+        schema=schema_facet(("id", "int"), ("contact", "text")),
+        columnLineage=column_lineage(
+            {"contact": [(W, "raw.users", "email")], "id": [(W, "raw.users", "id")]}
+        ),
+    )
+    mart = ds(
+        W,
+        "mart.contacts",
+        schema=schema_facet(("contact_email", "text")),
+        columnLineage=column_lineage({"contact_email": [(W, "stage.users", "contact")]}),
+    )
+    raw = ds(W, "raw.users", schema=schema_facet(("id", "int"), ("email", "text")))
+    post(
+        client,
+        run_event((ETL, "stage_users"), inputs=[raw], outputs=[stage]),
+        run_event((ETL, "build_contacts"), inputs=[ds(W, "stage.users")], outputs=[mart]),
+    )
+
+
+def test_a_tags_reach_follows_field_lineage_downstream(client: TestClient) -> None:
+    pii_chain(client)
+    ok(client.post(f"/api/v1/namespaces/{WE}/datasets/raw.users/fields/email/tags/PII"))
+    reach = ok(client.get("/v3/tags/PII/reach"))
+    assert reach == {
+        "tag": "PII",
+        "levels": 10,
+        "tagged": [{"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email"]}],
+        "reach": [
+            {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
+            {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]},
+        ],
+    }
+    near = ok(client.get("/v3/tags/PII/reach", params={"levels": 1}))
+    assert near["reach"] == [
+        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]}
+    ]
+
+
+def test_a_tag_on_a_dataset_reaches_from_each_of_its_fields(client: TestClient) -> None:
+    pii_chain(client)
+    ok(client.post(f"/api/v1/namespaces/{WE}/datasets/raw.users/tags/restricted"))
+    reach = ok(client.get("/v3/tags/restricted/reach"))
+    assert reach["tagged"] == [
+        {"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email", "id"]}
+    ]
+    assert reach["reach"] == [
+        {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
+        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact", "id"]},
+    ]
+
+
+def test_the_reach_of_an_unknown_or_unused_tag(client: TestClient) -> None:
+    pii_chain(client)
+    missing = client.get("/v3/tags/nothing/reach")
+    assert missing.status_code == 404
+    assert missing.json()["message"] == "tag 'nothing' not found"
+    ok(client.put("/api/v1/tags/unused"))
+    assert ok(client.get("/v3/tags/unused/reach")) == {
+        "tag": "unused",
+        "levels": 10,
+        "tagged": [],
+        "reach": [],
+    }
+    assert client.get("/v3/tags/unused/reach", params={"levels": 0}).status_code == 400

@@ -25,6 +25,7 @@ from upstream.api.routes import (
     marquez_changes,
     marquez_lineage,
     openlineage,
+    tag_reach,
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
@@ -49,6 +50,7 @@ ROUTERS = [
     marquez_changes.router,
     marquez_lineage.router,
     lineage_graph.router,
+    tag_reach.router,
 ]
 
 

@@ -33,6 +33,11 @@ Start = Annotated[
     str | None, Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"), _TIME
 ]
 End = Annotated[str | None, Query(description="Window end (exclusive); default now"), _TIME]
+HistoryStart = Annotated[
+    str | None,
+    Query(description=f"Window start (inclusive): {_FORMS}; default 0, all history"),
+    _TIME,
+]
 Collapse = Annotated[
     list[str] | None,
     Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
