@@ -26,14 +26,6 @@ Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 Timestamp = sa.DateTime(timezone=True)
 
 
-def deleted_rows_index(table: str) -> sa.Index:
-    """A partial index of a table's deleted rows: few, so reviving them on every write is cheap."""
-    only_deleted = sa.text("deleted_at IS NOT NULL")
-    return sa.Index(
-        f"ix_{table}_deleted", "id", postgresql_where=only_deleted, sqlite_where=only_deleted
-    )
-
-
 namespaces = sa.Table(
     "namespaces",
     metadata,
@@ -42,9 +34,6 @@ namespaces = sa.Table(
     sa.Column("description", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    # Soft deletion (DESIGN §4.5): set by DELETE, cleared by the next event naming the entity.
-    sa.Column("deleted_at", Timestamp),
-    deleted_rows_index("namespaces"),
 )
 
 datasets = sa.Table(
@@ -65,8 +54,6 @@ datasets = sa.Table(
     sa.Column("declared_at", Timestamp),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    sa.Column("deleted_at", Timestamp),
-    deleted_rows_index("datasets"),
 )
 
 jobs = sa.Table(
@@ -90,8 +77,6 @@ jobs = sa.Table(
     sa.Column("declared_lineage_facet", sa.Boolean, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    sa.Column("deleted_at", Timestamp),
-    deleted_rows_index("jobs"),
 )
 
 runs = sa.Table(
@@ -247,6 +232,17 @@ events = sa.Table(
     sa.Column("payload", sa.Text, nullable=False),
 )
 
+deletions = sa.Table(
+    "deletions",
+    metadata,
+    # Soft deletion (DESIGN §4.5) of a namespace, dataset or job, by its id. People delete, not
+    # events, so this is no derived table: a rebuild keeps it, and only an event received after
+    # `deleted_at` that names the entity ends the deletion.
+    sa.Column("entity_id", sa.Uuid, primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("deleted_at", Timestamp, nullable=False),
+)
+
 tags = sa.Table(
     "tags",
     metadata,
@@ -260,7 +256,9 @@ tags = sa.Table(
 dataset_tags = sa.Table(
     "dataset_tags",
     metadata,
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), primary_key=True),
+    # No foreign key to datasets: people tag, not events, and a rebuild re-creates the dataset
+    # rows (with the same ids, made from the names) while the tags stay.
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),
 )
@@ -269,7 +267,7 @@ field_tags = sa.Table(
     "field_tags",
     metadata,
     # A tag on one field of a dataset; `field` is the field's name as the dataset lists it.
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), primary_key=True),
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
     sa.Column("field", sa.Text, primary_key=True),
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),

@@ -67,9 +67,10 @@ def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
     revive(
         conn,
-        {namespace_id(n) for f in batch for n in f.namespaces},
-        {d.ref.id for f in batch for d in f.datasets},
-        {j.ref.id for f in batch for j in f.jobs},
+        {namespace_id(n) for f in batch for n in f.namespaces}
+        | {d.ref.id for f in batch for d in f.datasets}
+        | {j.ref.id for f in batch for j in f.jobs},
+        now,
     )
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)

@@ -114,8 +114,7 @@ def require_job(
 def _require(
     conn: Connection, table: sa.Table, entity: uuid.UUID, missing: str, include_deleted: bool
 ) -> None:
-    row = conn.execute(sa.select(table.c.deleted_at).where(table.c.id == entity)).first()
-    if row is None:
+    if conn.execute(sa.select(table.c.id).where(table.c.id == entity)).first() is None:
         raise NotFound(missing)
-    if is_deleted(row) and not include_deleted:
+    if not include_deleted and is_deleted(conn, entity):
         raise NotFound(f"{missing}: it was deleted (includeDeleted=true shows it)")

@@ -36,14 +36,14 @@ from upstream.store.dialect import insert_ignoring_conflicts
 def delete_dataset(conn: Connection, namespace: str, name: str, now: datetime) -> Json:
     """`DELETE /namespaces/{ns}/datasets/{ds}`: mark the dataset deleted."""
     dataset_id = require_dataset(conn, namespace, name)
-    mark_deleted(conn, t.datasets, [dataset_id], now)
+    mark_deleted(conn, "dataset", [dataset_id], now)
     return dataset_docs(conn, [dataset_id])[dataset_id]
 
 
 def delete_job(conn: Connection, namespace: str, name: str, now: datetime) -> Json:
     """`DELETE /namespaces/{ns}/jobs/{job}`: mark the job deleted."""
     job_id = require_job(conn, namespace, name)
-    mark_deleted(conn, t.jobs, [job_id], now)
+    mark_deleted(conn, "job", [job_id], now)
     return job_docs(conn, [job_id])[job_id]
 
 

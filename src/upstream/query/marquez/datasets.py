@@ -28,7 +28,7 @@ from upstream.query.marquez.common import (
 from upstream.query.marquez.runs import run_docs
 from upstream.query.marquez.tags import DatasetTags, tags_of
 from upstream.store import schema as t
-from upstream.store.deletion import shown
+from upstream.store.deletion import deleted, shown
 from upstream.store.dialect import id_filters
 
 
@@ -56,7 +56,8 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
     """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries."""
     rows: list[Any] = []
     for matches in id_filters(conn, t.datasets.c.id, dataset_ids):
-        rows.extend(conn.execute(sa.select(t.datasets).where(matches)).mappings())
+        query = sa.select(t.datasets, deleted(t.datasets)).where(matches)
+        rows.extend(conn.execute(query).mappings())
     ids = [row["id"] for row in rows]
     current = _current_versions(conn, ids)
     modified = _last_modified(conn, ids)
@@ -81,7 +82,7 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
             "description": row["description"],
             "facets": row["facets"] or {},
             "currentVersion": str(version[0]) if version else None,
-            "deleted": row["deleted_at"] is not None,
+            "deleted": row["deleted"],
         }
     return docs
 

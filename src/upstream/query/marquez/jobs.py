@@ -27,7 +27,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
 from upstream.store import schema as t
-from upstream.store.deletion import shown
+from upstream.store.deletion import deleted, shown
 from upstream.store.dialect import id_filters
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
@@ -41,7 +41,7 @@ def job_docs(
     `recent_runs` runs in `latestRuns`."""
     rows: list[Any] = []
     for matches in id_filters(conn, t.jobs.c.id, job_ids):
-        rows.extend(conn.execute(sa.select(t.jobs).where(matches)).mappings())
+        rows.extend(conn.execute(sa.select(t.jobs, deleted(t.jobs)).where(matches)).mappings())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
     latest = _latest_runs(conn, ids, recent_runs)
@@ -73,7 +73,7 @@ def job_docs(
             "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
             "labels": [],
             "tags": [],
-            "deleted": row["deleted_at"] is not None,
+            "deleted": row["deleted"],
         }
     return docs
 

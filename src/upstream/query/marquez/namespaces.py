@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.common import Json, NotFound, Page, iso, require_namespace, total
 from upstream.store import schema as t
-from upstream.store.deletion import shown
+from upstream.store.deletion import deleted, shown
 
 OWNER = "anonymous"
 
@@ -30,13 +30,15 @@ def _namespace_doc(row: Any) -> Json:
         "updatedAt": iso(row.updated_at),
         "ownerName": OWNER,
         "description": row.description,
-        "isHidden": row.deleted_at is not None,
+        "isHidden": row.deleted,
     }
 
 
 def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = False) -> Json:
     """`GET /namespaces`, by name; deleted ones only when asked for."""
-    query = sa.select(t.namespaces).where(shown(t.namespaces, include_deleted))
+    query = sa.select(t.namespaces, deleted(t.namespaces)).where(
+        shown(t.namespaces, include_deleted)
+    )
     rows = conn.execute(page.apply(query.order_by(t.namespaces.c.name))).all()
     return {"namespaces": [_namespace_doc(r) for r in rows], "totalCount": total(conn, query)}
 
@@ -44,7 +46,8 @@ def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = Fal
 def get_namespace(conn: Connection, name: str, *, include_deleted: bool = False) -> Json:
     """`GET /namespaces/{ns}`."""
     require_namespace(conn, name, include_deleted=include_deleted)
-    row = conn.execute(sa.select(t.namespaces).where(t.namespaces.c.id == namespace_id(name))).one()
+    query = sa.select(t.namespaces, deleted(t.namespaces))
+    row = conn.execute(query.where(t.namespaces.c.id == namespace_id(name))).one()
     return _namespace_doc(row)
 
 

@@ -15,7 +15,7 @@ from upstream.model.identity import namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.query.marquez.common import Json, iso, total
 from upstream.store import schema as t
-from upstream.store.deletion import shown
+from upstream.store.deletion import deleted, shown
 
 SearchType = Literal["DATASET", "JOB"]
 SearchSort = Literal["NAME", "UPDATED_AT"]
@@ -50,7 +50,7 @@ def search(
                     "updatedAt": iso(row.updated_at),
                     "namespace": row.namespace,
                     "nodeId": render(row.namespace, row.name),
-                    **({"deleted": True} if row.deleted_at is not None else {}),
+                    **({"deleted": True} if row.deleted else {}),
                 }
             )
     results.sort(key=lambda r: (r["name"], r["namespace"], r["type"]))
@@ -60,7 +60,7 @@ def search(
 
 
 def _matching(table: sa.Table, q: str, namespace: str | None) -> sa.Select[Any]:
-    columns = (table.c.name, table.c.namespace, table.c.updated_at, table.c.deleted_at)
+    columns = (table.c.name, table.c.namespace, table.c.updated_at, deleted(table))
     query = sa.select(*columns).where(
         sa.func.lower(table.c.name).contains(q.lower(), autoescape=True)
     )

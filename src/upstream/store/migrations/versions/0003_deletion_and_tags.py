@@ -15,20 +15,15 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-_DELETABLE = ("namespaces", "datasets", "jobs")
-
 
 def upgrade() -> None:
-    only_deleted = sa.text("deleted_at IS NOT NULL")
-    for table in _DELETABLE:
-        op.add_column(table, sa.Column("deleted_at", sa.DateTime(timezone=True), nullable=True))
-        op.create_index(
-            f"ix_{table}_deleted",
-            table,
-            ["id"],
-            postgresql_where=only_deleted,
-            sqlite_where=only_deleted,
-        )
+    op.create_table(
+        "deletions",
+        sa.Column("entity_id", sa.Uuid(), nullable=False),
+        sa.Column("kind", sa.Text(), nullable=False),
+        sa.Column("deleted_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("entity_id", name=op.f("pk_deletions")),
+    )
     op.create_table(
         "tags",
         sa.Column("name", sa.Text(), nullable=False),
@@ -42,9 +37,6 @@ def upgrade() -> None:
         sa.Column("dataset_id", sa.Uuid(), nullable=False),
         sa.Column("tag", sa.Text(), nullable=False),
         sa.Column("tagged_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["dataset_id"], ["datasets.id"], name=op.f("fk_dataset_tags_dataset_id_datasets")
-        ),
         sa.ForeignKeyConstraint(["tag"], ["tags.name"], name=op.f("fk_dataset_tags_tag_tags")),
         sa.PrimaryKeyConstraint("dataset_id", "tag", name=op.f("pk_dataset_tags")),
     )
@@ -55,9 +47,6 @@ def upgrade() -> None:
         sa.Column("field", sa.Text(), nullable=False),
         sa.Column("tag", sa.Text(), nullable=False),
         sa.Column("tagged_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["dataset_id"], ["datasets.id"], name=op.f("fk_field_tags_dataset_id_datasets")
-        ),
         sa.ForeignKeyConstraint(["tag"], ["tags.name"], name=op.f("fk_field_tags_tag_tags")),
         sa.PrimaryKeyConstraint("dataset_id", "field", "tag", name=op.f("pk_field_tags")),
     )
@@ -65,10 +54,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_table("field_tags")
-    op.drop_table("dataset_tags")
-    op.drop_table("tags")
-    for table in _DELETABLE:
-        op.drop_index(f"ix_{table}_deleted", table)
-        with op.batch_alter_table(table) as batch:
-            batch.drop_column("deleted_at")
+    for table in ("field_tags", "dataset_tags", "tags", "deletions"):
+        op.drop_table(table)
