@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from fastapi.testclient import TestClient
 
 from tests.builders import (
@@ -22,15 +21,17 @@ from tests.builders import (
     run_event,
 )
 from tests.conftest import new_run_id, post_events
+from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
 from upstream.model.window import Window
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.store import schema as t
 from upstream.store.dialect import aware
 from upstream.store.engine import Store
-from upstream.store.migrate import alembic_config, upgrade
 
 NS = "wh"
+#: The declaration history's tables, children first.
+HISTORY = (t.declared_flows, t.declared_edges, t.declared_relations, t.declarations)
 X = f"/v3/namespaces/{NS}/datasets/x"
 
 
@@ -203,25 +204,25 @@ def test_column_lineage_and_the_whole_graph_as_of(redeclared: TestClient) -> Non
     assert flows(**then) == {("dataset.wh.a", "dataset.wh.x")}
 
 
-def test_the_migration_keeps_the_declarations_already_stored(store: Store) -> None:
-    """A store made before the history existed: its current declarations become the history's
-    first entries, so asOf answers with them from their time on."""
-    ingest_documents(store, [declaration(0, "a")], batch=False)
-    with store.engine.connect() as conn:
-        command.downgrade(alembic_config(conn), "0001")
-        conn.commit()
-    upgrade(store)
+def test_a_rebuild_records_every_declaration_its_events_made(store: Store) -> None:
+    """The history is derived from the raw events: a store whose history is empty (built by
+    earlier rules) gets every declaration back, the replaced one included."""
+    ingest_documents(store, [declaration(0, "a"), declaration(10, "b")], batch=False)
+    store.write(lambda conn: [conn.execute(table.delete()) for table in HISTORY])
+    rebuild(store)
     with store.read() as conn:
-        history = conn.execute(sa.select(t.declarations.c.declared_at)).scalars().all()
-        copied = conn.execute(sa.select(sa.func.count()).select_from(t.declared_edges)).scalar()
-        relations = conn.execute(
-            sa.select(sa.func.count()).select_from(t.declared_relations)
-        ).scalar()
-    assert [aware(at) for at in history] == [BASE_TIME]
-    assert copied == 2  # a -> x (the entry, which the field edge implies too), a.v -> x.c
-    assert relations == 2  # build_x read a, wrote x
-    params = LineageParams.parse(
-        max_levels=10, direction="upstream", as_of=iso(BASE_TIME + hours(1))
-    )
-    body = dataset_lineage(store, NS, "x", params, max_nodes=100)
-    assert upstream_datasets(body) == {"dataset.wh.a"}
+        history = conn.execute(
+            sa.select(t.declarations.c.declared_at, t.declarations.c.replaced_at).order_by(
+                t.declarations.c.declared_at
+            )
+        ).all()
+    assert [(aware(a), b and aware(b)) for a, b in history] == [
+        (BASE_TIME, BASE_TIME + hours(10)),
+        (BASE_TIME + hours(10), None),
+    ]
+    for hour, source in ((5, "a"), (11, "b")):
+        params = LineageParams.parse(
+            max_levels=10, direction="upstream", as_of=iso(BASE_TIME + hours(hour))
+        )
+        body = dataset_lineage(store, NS, "x", params, max_nodes=100)
+        assert upstream_datasets(body) == {f"dataset.wh.{source}"}

@@ -47,6 +47,11 @@ AsOf = Annotated[
     ),
     TIME_SCHEMA,
 ]
+HistoryStart = Annotated[
+    str | None,
+    Query(description=f"Window start (inclusive): {_FORMS}; default 0, all history"),
+    TIME_SCHEMA,
+]
 Collapse = Annotated[
     list[str] | None,
     Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
@@ -69,6 +74,13 @@ LEVELS = WithJsonSchema({"type": "integer", "minimum": 1})
 
 Limit = Annotated[int, Query(ge=1, le=2**63 - 1, description="Rows to return.")]
 Offset = Annotated[int, Query(ge=0, le=2**63 - 1, description="Rows to skip.")]
+IncludeDeleted = Annotated[
+    bool,
+    Query(
+        alias="includeDeleted",
+        description="Also show deleted datasets, jobs and namespaces (flagged as deleted).",
+    ),
+]
 
 
 def parsed(parse: Callable[[], T]) -> T:

@@ -1,7 +1,7 @@
 """Every declaration kept: lineage as a JobEvent or DatasetEvent stated it, at its event time.
 
-`edges` and `relations` hold the declarations in force now (the latest by event time replaces
-the earlier one, DESIGN §3.2), which is what every current answer reads. The history tables
+`edges`, `relations` and `flows` hold the declarations in force now (the latest by event time
+replaces the earlier one, DESIGN §3.2), which is what every current answer reads. The history tables
 hold each declaration ever accepted, with the time it was replaced, so an answer `asOf` a past
 time uses the declaration that stood then (DESIGN §4.5; `upstream.store.window` reads them).
 """
@@ -17,9 +17,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.facts import Declaration
+from upstream.model.flow_rules import Access, OwnerLineage, derive_flows
 from upstream.model.identity import stable_id
 from upstream.store import schema as t
 from upstream.store.dialect import aware
+from upstream.store.flow_writer import dataset_edge, flow_row
 
 Row = dict[str, Any]
 
@@ -39,7 +41,8 @@ def record_declaration(
     the next one replaced it. Arrival order does not matter: a late, older declaration takes
     its place in the history (and the current tables keep the newer one)."""
     decl_id = declaration_id(declaration.scope, declaration.owner.id, declaration.event_time)
-    for table in (t.declared_edges, t.declared_relations):
+    edge_rows, relation_rows = list(edge_rows), list(relation_rows)
+    for table in (t.declared_flows, t.declared_edges, t.declared_relations):
         conn.execute(table.delete().where(table.c.declaration_id == decl_id))
     conn.execute(t.declarations.delete().where(t.declarations.c.id == decl_id))
     conn.execute(
@@ -52,6 +55,11 @@ def record_declaration(
             has_lineage_facet=declaration.has_lineage_facet,
         )
     )
+    flows = _flows(declaration, edge_rows, relation_rows)
+    if flows:
+        conn.execute(
+            t.declared_flows.insert(), [{**row, "declaration_id": decl_id} for row in flows]
+        )
     for table, rows in ((t.declared_edges, edge_rows), (t.declared_relations, relation_rows)):
         copies = {}
         for row in rows:
@@ -60,6 +68,21 @@ def record_declaration(
         if copies:
             conn.execute(table.insert(), list(copies.values()))
     _chain(conn, declaration.scope, declaration.owner.id)
+
+
+def _flows(declaration: Declaration, edge_rows: list[Row], relation_rows: list[Row]) -> list[Row]:
+    """The declaration's flows by the rules that derive the current ones (`flow_rules`)."""
+    lineage = OwnerLineage(
+        scope=declaration.scope,
+        owner_id=declaration.owner.id,
+        run_id=None,
+        no_product=declaration.scope == "dataset" or declaration.has_lineage_facet,
+        accesses=tuple(
+            Access(r["dataset_id"], r["job_id"], r["access"], r["origin"]) for r in relation_rows
+        ),
+        edges=tuple(dataset_edge(r) for r in edge_rows),
+    )
+    return [flow_row(lineage, flow, (None, None)) for flow in derive_flows(lineage)]
 
 
 def _chain(conn: Connection, scope: str, owner: uuid.UUID) -> None:

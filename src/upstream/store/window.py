@@ -68,27 +68,13 @@ def relations_as_of(window: Window | None) -> sa.FromClause:
     return _with_declarations(t.relations, t.declared_relations, current_runs, as_of)
 
 
-def declared_with_lineage_facet(
-    job_id: sa.ColumnElement[object], window: Window | None
-) -> sa.ColumnElement[bool]:
-    """The job's declaration (in force at `as_of`, or now) carried a lineage facet: then
-    nothing is inferred from its declared inputs and outputs (DESIGN §3.2)."""
+def flows_as_of(window: Window | None) -> sa.FromClause:
+    """The `flows` an answer reads, as `edges_as_of` does for edges: runs' flows and those of
+    the declarations in force at the window's `as_of` time."""
     as_of = window.as_of if window is not None else None
     if as_of is None:
-        jobs = t.jobs.c
-        return (
-            sa.select(sa.literal(1))
-            .select_from(t.jobs)
-            .where(jobs.id == job_id, jobs.declared_lineage_facet)
-            .exists()
-        )
-    d = t.declarations.c
-    return (
-        sa.select(sa.literal(1))
-        .select_from(t.declarations)
-        .where(d.owner_id == job_id, d.scope == "job", d.has_lineage_facet, _in_force(as_of))
-        .exists()
-    )
+        return t.flows
+    return _with_declarations(t.flows, t.declared_flows, t.flows.c.run_id.is_not(None), as_of)
 
 
 def _in_force(as_of: datetime) -> sa.ColumnElement[bool]:

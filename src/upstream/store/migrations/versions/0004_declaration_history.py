@@ -1,10 +1,12 @@
 """declaration history and named dataset versions
 
-Every declaration is kept from now on (`upstream.store.declaration_history`); those already
-stored are copied into the history, each in force since its owner's declared_at.
+Every declaration is kept from now on (`upstream.store.declaration_history`), and relations
+keep the dataset version a producer named. Both are derived from the events: a store that
+holds events is rebuilt from them on the next start (derivation rules "3"), which records
+every declaration its events ever made, replaced ones included.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01
 """
 
@@ -14,14 +16,14 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-from upstream.model.identity import stable_id
-from upstream.store import schema as t
-from upstream.store.declaration_history import declaration_id
-
-revision = "0002"
-down_revision = "0001"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
+
+
+#: What the derivation rules of this revision are called in store_state.derived_version.
+DERIVED_VERSION = "3"
 
 
 def upgrade() -> None:
@@ -91,6 +93,37 @@ def upgrade() -> None:
         )
 
     op.create_table(
+        "declared_flows",
+        sa.Column(
+            "id",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            autoincrement=True,
+            nullable=False,
+        ),
+        sa.Column("scope", sa.Text(), nullable=False),
+        sa.Column("owner_id", sa.Uuid(), nullable=False),
+        sa.Column("source_dataset_id", sa.Uuid(), nullable=False),
+        sa.Column("target_dataset_id", sa.Uuid(), nullable=False),
+        sa.Column("job_id", sa.Uuid(), nullable=True),
+        sa.Column("run_id", sa.Uuid(), nullable=True),
+        sa.Column("inferred", sa.Boolean(), nullable=False),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("declaration_id", sa.Uuid(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["declaration_id"],
+            ["declarations.id"],
+            name=op.f("fk_declared_flows_declaration_id_declarations"),
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_declared_flows")),
+    )
+    with op.batch_alter_table("declared_flows", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_declared_flows_declaration_id"), ["declaration_id"], unique=False
+        )
+        batch_op.create_index(batch_op.f("ix_declared_flows_owner_id"), ["owner_id"], unique=False)
+
+    op.create_table(
         "declared_relations",
         sa.Column("id", sa.Uuid(), nullable=False),
         sa.Column("dataset_id", sa.Uuid(), nullable=False),
@@ -98,7 +131,13 @@ def upgrade() -> None:
         sa.Column("run_id", sa.Uuid(), nullable=True),
         sa.Column("access", sa.Text(), nullable=False),
         sa.Column("component", sa.Text(), nullable=False),
-        sa.Column("lifecycle", sa.Text(), nullable=True),
+        sa.Column(
+            "lifecycles",
+            sa.JSON(none_as_null=True).with_variant(
+                postgresql.JSONB(none_as_null=True, astext_type=sa.Text()), "postgresql"
+            ),
+            nullable=True,
+        ),
         sa.Column("temporary", sa.Boolean(), nullable=False),
         sa.Column("origin", sa.Text(), nullable=False),
         sa.Column(
@@ -128,74 +167,13 @@ def upgrade() -> None:
 
     with op.batch_alter_table("relations", schema=None) as batch_op:
         batch_op.add_column(sa.Column("version", sa.Text(), nullable=True))
-    _copy_current_declarations()
-
-
-def _copy_current_declarations() -> None:
-    """The declarations in force become the first entries of the history. The tables are
-    the code's own (`upstream.store.schema`), whose column types read and write ids and
-    times alike on both databases; at this revision they are what the database holds."""
-    conn = op.get_bind()
-    jobs, datasets, edges, relations = t.jobs, t.datasets, t.edges, t.relations
-    tables = {
-        "declarations": t.declarations,
-        "declared_edges": t.declared_edges,
-        "declared_relations": t.declared_relations,
-    }
-    owners = [
-        ("job", row.id, row.declared_at, row.declared_lineage_facet)
-        for row in conn.execute(
-            sa.select(jobs.c.id, jobs.c.declared_at, jobs.c.declared_lineage_facet).where(
-                jobs.c.declared_at.is_not(None)
-            )
-        )
-    ] + [
-        ("dataset", row.id, row.declared_at, False)
-        for row in conn.execute(
-            sa.select(datasets.c.id, datasets.c.declared_at).where(
-                datasets.c.declared_at.is_not(None)
-            )
-        )
-    ]
-    for scope, owner, declared_at, has_facet in owners:
-        decl_id = declaration_id(scope, owner, declared_at)
-        conn.execute(
-            tables["declarations"]
-            .insert()
-            .values(
-                id=decl_id,
-                scope=scope,
-                owner_id=owner,
-                declared_at=declared_at,
-                replaced_at=None,
-                has_lineage_facet=bool(has_facet),
-            )
-        )
-        if scope == "job":
-            edge_rows = sa.select(edges).where(edges.c.scope == "job", edges.c.job_id == owner)
-            relation_rows = sa.select(relations).where(
-                relations.c.job_id == owner, relations.c.run_id.is_(None)
-            )
-            copies = [
-                (tables["declared_edges"], edge_rows),
-                (tables["declared_relations"], relation_rows),
-            ]
-        else:
-            edge_rows = sa.select(edges).where(
-                edges.c.scope == "dataset", edges.c.target_dataset_id == owner
-            )
-            copies = [(tables["declared_edges"], edge_rows)]
-        for target, query in copies:
-            rows = [
-                {
-                    **row._asdict(),
-                    "id": stable_id("declared", row.id, decl_id),
-                    "declaration_id": decl_id,
-                }
-                for row in conn.execute(query)
-            ]
-            if rows:
-                conn.execute(target.insert(), rows)
+    # With no events there is nothing to rebuild: the empty derived tables are current.
+    op.execute(
+        sa.text(
+            "UPDATE store_state SET value = :version WHERE key = 'derived_version' "
+            "AND NOT EXISTS (SELECT 1 FROM events)"
+        ).bindparams(version=DERIVED_VERSION)
+    )
 
 
 def downgrade() -> None:
@@ -209,6 +187,11 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_declared_relations_dataset_id"))
 
     op.drop_table("declared_relations")
+    with op.batch_alter_table("declared_flows", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_declared_flows_owner_id"))
+        batch_op.drop_index(batch_op.f("ix_declared_flows_declaration_id"))
+
+    op.drop_table("declared_flows")
     with op.batch_alter_table("declared_edges", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_declared_edges_target_job_id"))
         batch_op.drop_index(batch_op.f("ix_declared_edges_target_dataset_id"))
