@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
-from upstream.api.errors import install_error_handlers
+from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
@@ -28,7 +28,7 @@ from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.settings import Settings, load_settings
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 from upstream.store.migrate import upgrade
 from upstream.web import routes as web_routes
 
@@ -57,7 +57,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(settings.db_url, pool_size=settings.db_pool_size)
+        store = Store(
+            settings.db_url,
+            pool_size=settings.db_pool_size,
+            timeouts=Timeouts(
+                connect=settings.db_connect_timeout,
+                pool=settings.db_pool_timeout,
+                statement=settings.db_statement_timeout,
+                lock=settings.db_lock_timeout,
+            ),
+        )
         if migrate:
             upgrade(store)
         app.state.store = store
@@ -99,5 +108,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app

@@ -15,7 +15,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from upstream.store.engine import Store
+from upstream.store.engine import UNBOUNDED, Store
 
 _LOCK_KEY = 0x55505354  # "UPST"
 
@@ -28,9 +28,13 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def upgrade(store: Store, revision: str = "head") -> None:
-    """Bring the schema to `revision`."""
-    with store.engine.connect() as conn:
+    """Bring the schema to `revision`. Migrations may take long on a large database, and a
+    process may wait for another's: the statement and lock timeouts do not apply."""
+    with store.engine.connect() as plain:
+        conn = plain.execution_options(**{UNBOUNDED: True})
         if store.dialect == "postgresql":
+            conn.execute(text("SET statement_timeout = 0"))
+            conn.execute(text("SET lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_KEY})
             conn.commit()
         try:
@@ -39,6 +43,9 @@ def upgrade(store: Store, revision: str = "head") -> None:
         finally:
             if store.dialect == "postgresql":
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
+                # The connection goes back to the pool: its timeouts apply again.
+                conn.execute(text("RESET statement_timeout"))
+                conn.execute(text("RESET lock_timeout"))
                 conn.commit()
 
 
