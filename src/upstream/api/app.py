@@ -24,6 +24,7 @@ from upstream.api.routes import (
     marquez_lineage,
     openlineage,
 )
+from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.logs import RequestContextMiddleware, configure_logging
@@ -102,6 +103,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     # Inside the token check: a caller without a token learns nothing, not even that its URL
     # was malformed.
     app.add_middleware(UrlTextMiddleware)
+    app.add_middleware(
+        UploadRateMiddleware, grace=settings.client_timeout, min_rate=settings.min_upload_rate
+    )
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)

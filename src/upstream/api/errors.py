@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import InvalidInput, path_of
 from upstream.store.outage import RETRY_AFTER_SECONDS, DatabaseUnavailable
 
@@ -77,6 +78,13 @@ def install_error_handlers(app: FastAPI) -> None:
             503, "the database is unavailable; retry later (re-sending events is safe)"
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+
+    @app.exception_handler(SlowUpload)
+    async def _slow_upload(request: Request, exc: SlowUpload) -> JSONResponse:
+        log.info("%s %s: %s", request.method, request.url.path, exc)
+        response = error_response(408, str(exc))
+        response.headers["Connection"] = "close"  # the rest of the body is not read
         return response
 
     @app.exception_handler(ClientDisconnect)
