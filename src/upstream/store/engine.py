@@ -163,17 +163,30 @@ def _postgresql_engine(
         try:
             engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:
-            watchdog.disarm(dbapi_connection)
             raise DisconnectionError(f"the pooled connection is dead: {exc}") from exc
-        watchdog.arm(dbapi_connection, answer_within)
+        finally:
+            watchdog.disarm(dbapi_connection)
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _watch(conn: Connection, *_args: Any) -> None:
+    def _watch(conn: Connection) -> None:
         dbapi_connection = conn.connection.dbapi_connection
         if conn.get_execution_options().get(UNBOUNDED, False):
             watchdog.disarm(dbapi_connection)
         else:
             watchdog.arm(dbapi_connection, answer_within)
+
+    # Every exchange with the server is watched: statements, and the commit or rollback that
+    # ends a transaction (which stays watched until the connection is back in the pool).
+    event.listen(engine, "before_cursor_execute", lambda conn, *_: _watch(conn))
+    event.listen(engine, "commit", _watch)
+    event.listen(engine, "rollback", _watch)
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _answered(conn: Connection, *_args: Any) -> None:
+        watchdog.disarm(conn.connection.dbapi_connection)
+
+    @event.listens_for(engine, "reset")
+    def _watch_reset(dbapi_connection: Any, _record: Any, _state: Any) -> None:
+        watchdog.arm(dbapi_connection, answer_within)  # the pool's rollback on return
 
     @event.listens_for(engine, "checkin")
     def _unwatch(dbapi_connection: Any, _record: Any) -> None:
