@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, truncate_tables
 from tests.tcp_proxy import TcpProxy, proxy_to
 from upstream.api.app import create_app
 from upstream.settings import Settings
@@ -61,7 +61,7 @@ def _timed(call: Any) -> tuple[int, float, httpx.Headers]:
 @pytest.fixture
 def proxied_server(postgres_server: str, tmp_path: Path) -> Iterator[tuple[LiveServer, TcpProxy]]:
     """A live server whose PostgreSQL is reached through a proxy the test controls."""
-    _truncate_events(postgres_server)
+    truncate_tables(postgres_server)
     real = sa.make_url(postgres_server)
     with proxy_to(real.host or "127.0.0.1", real.port or 5432) as proxy:
         url = real.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
@@ -71,14 +71,6 @@ def proxied_server(postgres_server: str, tmp_path: Path) -> Iterator[tuple[LiveS
         finally:
             proxy.resume()
             server.stop()
-
-
-def _truncate_events(url: str) -> None:
-    engine = sa.create_engine(url)
-    tables = ", ".join(table.name for table in t.metadata.sorted_tables)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY"))
-    engine.dispose()
 
 
 def _stored_run_ids(url: str) -> set[str]:
