@@ -215,3 +215,42 @@ def test_a_full_pool_is_unavailable_not_an_error(db_url: str) -> None:
         for conn in holders:
             conn.close()
         store.dispose()
+
+
+def test_the_timeouts_reach_every_session(db_url: str) -> None:
+    store = Store(db_url, timeouts=Timeouts(statement=12.5, lock=3))
+    try:
+        with store.read() as conn:
+            if store.dialect == "postgresql":
+                shown = conn.execute(sa.text("SHOW statement_timeout")).scalar()
+                assert (shown, conn.execute(sa.text("SHOW lock_timeout")).scalar()) == (
+                    "12500ms",
+                    "3s",
+                )
+            else:
+                assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 3000
+    finally:
+        store.dispose()
+
+
+@pytest.mark.postgres
+def test_options_given_in_the_url_are_kept(postgres_server: str) -> None:
+    url = sa.make_url(postgres_server).update_query_dict(
+        {"options": "-c application_name=lineage-test", "connect_timeout": "3"}
+    )
+    store = Store(url.render_as_string(hide_password=False))
+    try:
+        with store.read() as conn:
+            assert conn.execute(sa.text("SHOW application_name")).scalar() == "lineage-test"
+            assert conn.execute(sa.text("SHOW statement_timeout")).scalar() == "30s"
+    finally:
+        store.dispose()
+
+
+def test_an_in_memory_sqlite_store_still_works() -> None:
+    store = Store("sqlite://")
+    try:
+        with store.read() as conn:
+            assert conn.exec_driver_sql("SELECT 1").scalar() == 1
+    finally:
+        store.dispose()

@@ -143,15 +143,22 @@ def create_engine(
 def _postgresql_engine(
     url: sa.URL, pool_size: int, timeouts: Timeouts, watchdog: Watchdog, echo: bool
 ) -> Engine:
-    """A pool whose every wait is bounded. `connect_timeout` in the URL, when given, wins."""
+    """A pool whose every wait is bounded. `connect_timeout` in the URL, when given, wins;
+    `options` in the URL are kept, the timeouts added after them."""
     options = f"-c statement_timeout={_ms(timeouts.statement)} -c lock_timeout={_ms(timeouts.lock)}"
+    given = url.query.get("options")
+    if isinstance(given, str) and given.strip():
+        options = f"{given} {options}"
+    connect_args: dict[str, Any] = {"options": options}
+    if "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = max(1, round(timeouts.connect))
     engine = sa.create_engine(
         url,
         echo=echo,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=timeouts.pool,
-        connect_args={"connect_timeout": max(1, round(timeouts.connect)), "options": options},
+        connect_args=connect_args,
     )
     answer_within = timeouts.statement + _ANSWER_GRACE
 
@@ -206,11 +213,11 @@ def _ms(seconds: float) -> int:
 
 
 def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
+    pool: dict[str, Any] = {}
     if url.database and url.database != ":memory:":
         Path(url.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(
-        url, echo=echo, pool_timeout=timeouts.pool, connect_args={"timeout": timeouts.lock}
-    )
+        pool["pool_timeout"] = timeouts.pool  # an in-memory database has one connection
+    engine = sa.create_engine(url, echo=echo, connect_args={"timeout": timeouts.lock}, **pool)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, record: Any) -> None:
