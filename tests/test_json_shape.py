@@ -43,6 +43,8 @@ def _skeleton_values(text: str) -> int:
         ('{"k": "[{,,,}]"}', 2),  # brackets and commas inside a string do not count
         ('{"k\\"[": "a\\\\", "x": "\\"{,"}', 3),  # nor escaped quotes and backslashes
         ('[null, true, false, -1.5e3, "\\u0041"]', 6),
+        ('["a", "b" , "c"]', 4),  # commas between strings are kept
+        ('{"a": "x,]", "b" :\n "[{"}', 3),  # a key and its value are blanked together
     ],
 )
 def test_values_are_counted_without_parsing(text: str, expected: int) -> None:
