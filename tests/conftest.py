@@ -106,7 +106,8 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _truncate(url: str) -> None:
+def truncate_tables(url: str) -> None:
+    """Empty every table of the database at `url`."""
     engine = sa.create_engine(url)
     tables = ", ".join(t.name for t in schema.metadata.sorted_tables)
     with engine.begin() as conn:
@@ -122,7 +123,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
         shutil.copy(sqlite_template, path)
         return f"sqlite:///{path}"
     url: str = request.getfixturevalue("postgres_server")
-    _truncate(url)
+    truncate_tables(url)
     return url
 
 

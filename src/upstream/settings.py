@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     max_batch_events: int = Field(
         5_000, ge=1, description="Most events accepted in one JSON array posted to the API."
     )
+    max_event_values: int = Field(
+        200_000,
+        ge=100,
+        description="Most JSON values (objects, arrays, strings, numbers) one posted event may "
+        "hold; a larger event is refused with 413 before it is parsed.",
+    )
     max_lineage_nodes: int = Field(
         5_000,
         ge=1,
@@ -102,6 +108,56 @@ class Settings(BaseSettings):
     )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
+    )
+    db_connect_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        description="Seconds to wait for a connection to the database (PostgreSQL), and for a "
+        "pooled connection's check that it still answers; longer is a 503.",
+    )
+    db_pool_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        description="Seconds a request waits for a free database connection of its process "
+        "when all are in use; longer is a 503.",
+    )
+    db_statement_timeout: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds one database statement may run; longer is cancelled and the "
+        "request gets a 503. A database that stops answering altogether is given this plus "
+        "5 seconds before the connection is cut.",
+    )
+    db_lock_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a statement waits for a lock another transaction holds; longer "
+        "is a 503 (writers then retry, so nothing acknowledged is lost).",
+    )
+    client_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a request's headers, and to start its body; "
+        "a connection that sends nothing for this long before a request is closed.",
+    )
+    min_upload_rate: int = Field(
+        10_000,
+        ge=1,
+        description="Least average speed, in bytes per second, of a request body after the "
+        "first client_timeout seconds; a slower upload is answered 408 and closed.",
+    )
+    worker_healthcheck_timeout: int = Field(
+        60,
+        ge=1,
+        le=3600,
+        description="With several workers, seconds a worker may take to answer the "
+        "supervisor's check that it is alive before it is restarted (a worker busy with a "
+        "large batch on a loaded machine answers late).",
     )
     tokens: Tokens = Field(
         (),

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
-from upstream.api.errors import install_error_handlers
+from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
@@ -27,13 +27,14 @@ from upstream.api.routes import (
     openlineage,
     tag_reach,
 )
+from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.retention import prune_daily
 from upstream.settings import Settings, load_settings
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 from upstream.web import routes as web_routes
 
 log = logging.getLogger("upstream")
@@ -63,7 +64,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(settings.db_url, pool_size=settings.db_pool_size)
+        store = Store(
+            settings.db_url,
+            pool_size=settings.db_pool_size,
+            timeouts=Timeouts(
+                connect=settings.db_connect_timeout,
+                pool=settings.db_pool_timeout,
+                statement=settings.db_statement_timeout,
+                lock=settings.db_lock_timeout,
+            ),
+        )
         if migrate:
             prepare_store(store)
         app.state.store = store
@@ -106,11 +116,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     # Inside the token check: a caller without a token learns nothing, not even that its URL
     # was malformed.
     app.add_middleware(UrlTextMiddleware)
+    app.add_middleware(
+        UploadRateMiddleware, grace=settings.client_timeout, min_rate=settings.min_upload_rate
+    )
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app

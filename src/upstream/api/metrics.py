@@ -36,10 +36,12 @@ REJECTION_REASONS = {
     400: "malformed",
     401: "unauthenticated",
     403: "forbidden",
+    408: "too_slow",
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid",
     429: "throttled",
+    499: "client_disconnected",
 }
 #: Latency buckets in seconds: from a cached read to a large batch on a busy database.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

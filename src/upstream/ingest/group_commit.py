@@ -12,7 +12,8 @@ transaction holding them committed, and a post is all-or-nothing as before. When
 transaction fails (an event that the store refuses, a database error), each post of the
 group is written again alone, in arrival order, so one bad post never fails the others and
 each gets the error its own write gives — exactly what separate transactions would have
-answered.
+answered. A database that is unavailable fails the whole group at once: writing each post
+alone would only make every one of them wait for the same outage in turn.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from upstream.ingest.service import store_facts
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
+from upstream.store.outage import DatabaseUnavailable
 from upstream.store.writer import WriteResult
 
 
@@ -91,8 +93,8 @@ class GroupCommit:
         try:
             shared = store_facts(self._store, [f for post in group for f in post.facts])
         except Exception as exc:
-            if len(group) == 1:
-                return [exc]
+            if len(group) == 1 or isinstance(exc, DatabaseUnavailable):
+                return [exc] * len(group)
             return [self._alone(post) for post in group]
         return _shares(group, shared)
 

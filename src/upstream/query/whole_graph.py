@@ -29,9 +29,10 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
     """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
     "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
 
-    `programs` holds the jobs the flows and links name. With `max_nodes`, only the first
-    `max_nodes` datasets (by namespace and name) and what connects them are kept, and the
-    answer says `"truncated": true` when some were left out.
+    `programs` holds the jobs the flows and links name. With `max_nodes`, datasets and
+    programs together are at most `max_nodes`: datasets are kept in order of namespace and
+    name, each with the programs that connect it to those kept before, until the next would
+    pass the cap; the answer then says `"truncated": true`.
     """
     d = t.datasets
     query = sa.select(d.c.id, d.c.namespace, d.c.name).order_by(d.c.namespace, d.c.name)
@@ -55,15 +56,56 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
     found_flows = _flows(conn, datasets, jobs)
     links = _job_links(conn, datasets, jobs)
     named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
+    programs = {key: entities[key] for key in sorted(named & entities.keys())}
+    if max_nodes is not None and len(data) + len(programs) > max_nodes:
+        kept_data, kept_programs = _within_cap(sorted(data), found_flows, links, max_nodes)
+        truncated = True
+        data = {key: data[key] for key in kept_data}
+        programs = {key: programs[key] for key in sorted(kept_programs)}
+        kept = kept_data | kept_programs
+        found_flows = [
+            f
+            for f in found_flows
+            if {f["source"], f["target"]} <= kept_data and f["program"] in kept | {None}
+        ]
+        links = [link for link in links if {link["source"], link["target"]} <= kept]
     graph: dict[str, Any] = {
         "data": dict(sorted(data.items())),
-        "programs": {key: entities[key] for key in sorted(named & entities.keys())},
+        "programs": programs,
         "flows": found_flows,
         "links": links,
     }
     if truncated:
         graph["truncated"] = True
     return graph
+
+
+def _within_cap(
+    datasets: list[str], found_flows: list[dict[str, Any]], links: list[dict[str, str]], cap: int
+) -> tuple[set[str], set[str]]:
+    """The datasets (in the given order) and programs that fit in `cap` nodes: each dataset
+    comes with the programs of its flows to datasets kept before it and the programs it is
+    linked to directly; the first dataset that does not fit ends the graph."""
+    needs: dict[str, list[tuple[str, str]]] = defaultdict(list)  # dataset -> (other, program)
+    for flow in found_flows:
+        if flow["program"] is not None:
+            needs[flow["source"]].append((flow["target"], flow["program"]))
+            needs[flow["target"]].append((flow["source"], flow["program"]))
+    linked: dict[str, set[str]] = defaultdict(set)  # dataset -> programs linked to it
+    for link in links:
+        for end, other in ((link["source"], link["target"]), (link["target"], link["source"])):
+            if not other.startswith("dataset."):
+                linked[end].add(other)
+    kept_data: set[str] = set()
+    kept_programs: set[str] = set()
+    for dataset in datasets:
+        wanted = {p for other, p in needs[dataset] if other in kept_data or other == dataset}
+        wanted = (wanted | linked[dataset]) - kept_programs
+        if len(kept_data) + len(kept_programs) + 1 + len(wanted) > cap:
+            break
+        kept_data.add(dataset)
+        kept_programs |= wanted
+    return kept_data, kept_programs
 
 
 def _flows(
