@@ -19,10 +19,12 @@ from upstream.api.routes import (
     field_lineage,
     field_operations,
     health,
+    job_lineage,
     lineage_graph,
     marquez,
     marquez_lineage,
     openlineage,
+    workflow_contents,
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
@@ -42,6 +44,8 @@ ROUTERS = [
     field_lineage.router,
     field_operations.router,
     dataset_lineage.router,
+    job_lineage.router,
+    workflow_contents.router,
     marquez.router,
     marquez_lineage.router,
     lineage_graph.router,
