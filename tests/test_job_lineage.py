@@ -241,3 +241,32 @@ def test_workflow_contents_list_its_runs_and_jobs(client: TestClient) -> None:
     bad = client.get(f"/v3/namespaces/{NS}/jobs/nightly/contents", params={"start": "soon"})
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["path"] == "start"
+
+
+def test_a_workflows_graph_shows_its_jobs_or_rolls_them_up(client: TestClient) -> None:
+    w, e, t_ = rid(), rid(), rid()
+    inside = ((NS, "nightly"), w)
+    post(
+        client,
+        run_event((NS, "nightly"), run_id=w, event_type="START", time=BASE_TIME),
+        run("extract", e, reads=["A"], writes=["B"], parent=inside),
+        run("transform", t_, reads=["B"], writes=["C"], parent=inside),
+    )
+    assert rels(lineage(client, "nightly", levels=1)) == {
+        ("A", job("extract"), "read", e),
+        ("B", job("extract"), "write", e),
+        ("B", job("transform"), "read", t_),
+        ("C", job("transform"), "write", t_),
+    }
+    assert rels(lineage(client, "nightly", levels=1, rollup="workflow")) == {
+        ("A", workflow("nightly"), "read", w),
+        ("B", workflow("nightly"), "write", w),
+        ("B", workflow("nightly"), "read", w),
+        ("C", workflow("nightly"), "write", w),
+    }
+    # Downstream from the workflow: what its jobs wrote, B and C, and their readers.
+    assert rels(lineage(client, "nightly", levels=1, direction="downstream")) == {
+        ("B", job("extract"), "write", e),
+        ("C", job("transform"), "write", t_),
+        ("B", job("transform"), "read", t_),
+    }

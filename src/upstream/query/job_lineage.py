@@ -5,7 +5,8 @@ It is composed from the dataset-lineage service rather than walked again, so bot
 follow the same rules (DESIGN §4.2, §3.4): `levels` levels of dataset lineage from each
 dataset the job touched in the window (`upstream`: the datasets it read, `downstream`: those
 it wrote, `both`: all), plus the job's own reads (upstream) or writes (downstream), which a
-directed walk from those datasets does not pass through. docs/dataset-lineage.md says more.
+directed walk from those datasets does not pass through. A workflow touches what the runs
+inside its runs touched. docs/dataset-lineage.md says more.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.identity import JobRef, namespace_id
+from upstream.model.workflow import is_workflow
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
-from upstream.query.relations import Relation, relations_of_jobs
+from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
 from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
@@ -45,7 +47,7 @@ def job_lineage(
             return job_lineage(conn, namespace, name, params, max_nodes=max_nodes)
     conn = store
     job_id = existing_job(conn, namespace, name)
-    own = relations_of_jobs(conn, {job_id}, params.window)
+    own = _own_relations(conn, job_id, params)
     wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
         params.direction, {"read", "write"}
     )
@@ -74,6 +76,18 @@ def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
         raise UnknownEntity(f"job {name!r} not found in namespace {namespace!r}")
     return job_id
+
+
+def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
+    """The job's relations in the window; a workflow's are those of the runs inside its
+    runs, so its graph shows its jobs (or, rolled up, itself) rather than nothing."""
+    own = relations_of_jobs(conn, {job_id}, params.window)
+    kind = sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
+    job_type, seen_as_parent = conn.execute(kind).one()
+    if is_workflow(job_type, seen_as_parent):
+        members = WorkflowIndex(conn).members({job_id}, params.window)
+        own |= relations_of_runs(conn, members, params.window)
+    return own
 
 
 def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> set[tuple[str, str]]:
