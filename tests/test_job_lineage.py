@@ -21,25 +21,25 @@ from upstream.api.app import create_app
 from upstream.settings import Settings
 
 
-def get(client: TestClient, name: str, namespace: str = NS, **params: Any) -> Any:
-    path = f"/v3/namespaces/{quote(namespace, safe='')}/jobs/{quote(name, safe='')}/lineage"
+def get(client: TestClient, name: str, what: str = "lineage", **params: Any) -> Any:
+    """`…/jobs/{name}/{what}` of namespace `ns` (another with `namespace=`)."""
+    namespace = quote(params.pop("namespace", NS), safe="")
+    path = f"/v3/namespaces/{namespace}/jobs/{quote(name, safe='')}/{what}"
     return client.get(path, params={**WINDOW, **params})
 
 
-def lineage(client: TestClient, name: str, **params: Any) -> dict[str, Any]:
-    response = get(client, name, **params)
+def answer(response: Any) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+def lineage(client: TestClient, name: str, **params: Any) -> dict[str, Any]:
+    return answer(get(client, name, **params))
 
 
 def contents(client: TestClient, name: str, **params: Any) -> dict[str, Any]:
-    response = client.get(
-        f"/v3/namespaces/{NS}/jobs/{quote(name, safe='')}/contents", params={**WINDOW, **params}
-    )
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+    return answer(get(client, name, "contents", **params))
 
 
 @pytest.fixture
@@ -236,9 +236,8 @@ def test_workflow_contents_list_its_runs_and_jobs(client: TestClient) -> None:
     # A job that is no workflow contains nothing.
     plain = contents(client, "outside")
     assert (plain["isWorkflow"], plain["runs"], plain["jobs"]) == (False, [], [])
-    missing = client.get(f"/v3/namespaces/{NS}/jobs/ghost/contents")
-    assert missing.status_code == 404
-    bad = client.get(f"/v3/namespaces/{NS}/jobs/nightly/contents", params={"start": "soon"})
+    assert get(client, "ghost", "contents").status_code == 404
+    bad = get(client, "nightly", "contents", start="soon")
     assert bad.status_code == 400
     assert bad.json()["errors"][0]["path"] == "start"
 

@@ -577,18 +577,7 @@ def test_thousand_node_graph_is_drawn(
     assert len(drawn["labels"]) == nodes
     assert len(drawn["edges"]) == edges
     _shot(page, "9-thousand-nodes")
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "web-ui-timing.json").write_text(
-        json.dumps(
-            {
-                "nodes": nodes,
-                "edges": edges,
-                "fetch_ms": round(drawn["fetchMs"]),
-                "layout_ms": round(drawn["layoutMs"]),
-                "request_to_drawn_ms": round(drawn["ms"]),
-            }
-        )
-    )
+    _write_timing("web-ui-timing.json", nodes, edges, drawn)
     print(
         f"\n{nodes} nodes, {edges} edges: fetched in {drawn['fetchMs']:.0f} ms, laid out in "
         f"{drawn['layoutMs']:.0f} ms, drawn {drawn['ms']:.0f} ms after the request"
@@ -609,6 +598,23 @@ def test_ui_is_served_with_cacheable_assets(server: LiveServer) -> None:
     assert missing.status_code == 404
     assert missing.json()["message"] == "name: no asset called 'nothing.js'"
     assert httpx.get(f"{server.url}/assets/..%2Findex.html").status_code == 404
+
+
+def _write_timing(name: str, nodes: int, edges: int, drawn: dict[str, Any]) -> None:
+    """A drawn graph's size and times (ms) in test-artifacts/, for reading, not asserting."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / name).write_text(
+        json.dumps(
+            {
+                "nodes": nodes,
+                "edges": edges,
+                "fetch_ms": round(drawn["fetchMs"]),
+                "first_paint_ms": round(drawn["firstPaintMs"]),
+                "layout_ms": round(drawn["layoutMs"]),
+                "request_to_drawn_ms": round(drawn["ms"]),
+            }
+        )
+    )
 
 
 def _quote(text: str) -> str:
@@ -1052,19 +1058,7 @@ def test_six_hundred_node_graph_layered_and_progressive(server: LiveServer, page
     assert rightward is True
     assert drawn["firstPaintMs"] <= drawn["ms"]
     _shot(page, "14-six-hundred-nodes")
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "web-ui-timing-600.json").write_text(
-        json.dumps(
-            {
-                "nodes": nodes,
-                "edges": edges,
-                "first_paint_ms": round(drawn["firstPaintMs"]),
-                "fetch_ms": round(drawn["fetchMs"]),
-                "layout_ms": round(drawn["layoutMs"]),
-                "request_to_drawn_ms": round(drawn["ms"]),
-            }
-        )
-    )
+    _write_timing("web-ui-timing-600.json", nodes, edges, drawn)
 
 
 def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any) -> None:

@@ -24,7 +24,6 @@ from upstream.api.routes import (
     marquez,
     marquez_lineage,
     openlineage,
-    workflow_contents,
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
@@ -45,7 +44,6 @@ ROUTERS = [
     field_operations.router,
     dataset_lineage.router,
     job_lineage.router,
-    workflow_contents.router,
     marquez.router,
     marquez_lineage.router,
     lineage_graph.router,
