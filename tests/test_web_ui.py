@@ -662,58 +662,40 @@ P = "paths"
 RULES_NS = "rules"
 
 
+def _step(
+    job: tuple[str, str],
+    reads: list[tuple[str, str]],
+    writes: tuple[str, str] | None = None,
+    columns: dict[str, list[tuple[str, str, str]]] | None = None,
+) -> dict[str, Any]:
+    """One run an hour ago of `job`, reading `reads` and writing `writes` (with a
+    columnLineage facet when `columns` is given)."""
+    facets = {"columnLineage": column_lineage(columns)} if columns else {}
+    return run_event(
+        job,
+        time=_recent(1),
+        inputs=[ds(*dataset) for dataset in reads],
+        outputs=[ds(*writes, **facets)] if writes else [],
+    )
+
+
 def _seed_paths(url: str) -> None:
-    when = _recent(1)
+    raw, clean = (P, "raw_orders"), (P, "clean_orders")
     _post(
         url,
         [
-            run_event(
+            _step(
                 (P, "ingest"),
-                time=when,
-                inputs=[ds(P, "raw_orders")],
-                outputs=[
-                    ds(
-                        P,
-                        "clean_orders",
-                        columnLineage=column_lineage(
-                            {
-                                "id": [(P, "raw_orders", "id")],
-                                "amount": [(P, "raw_orders", "amount")],
-                            }
-                        ),
-                    )
-                ],
+                [raw],
+                clean,
+                {"id": [(*raw, "id")], "amount": [(*raw, "amount")]},
             ),
-            run_event(
-                (P, "revenue_job"),
-                time=when,
-                inputs=[ds(P, "clean_orders")],
-                outputs=[
-                    ds(
-                        P,
-                        "daily_revenue",
-                        columnLineage=column_lineage({"total": [(P, "clean_orders", "amount")]}),
-                    )
-                ],
+            _step(
+                (P, "revenue_job"), [clean], (P, "daily_revenue"), {"total": [(*clean, "amount")]}
             ),
-            run_event(
-                (P, "publish"),
-                time=when,
-                inputs=[ds(P, "daily_revenue")],
-                outputs=[ds(P, "report")],
-            ),
-            run_event(
-                (P, "audit_job"),
-                time=when,
-                inputs=[ds(P, "clean_orders")],
-                outputs=[ds(P, "order_audit")],
-            ),
-            run_event(
-                (P, "rules_job"),
-                time=when,
-                inputs=[ds(RULES_NS, "audit_rules")],
-                outputs=[ds(P, "order_audit")],
-            ),
+            _step((P, "publish"), [(P, "daily_revenue")], (P, "report")),
+            _step((P, "audit_job"), [clean], (P, "order_audit")),
+            _step((P, "rules_job"), [(RULES_NS, "audit_rules")], (P, "order_audit")),
         ],
     )
 
@@ -941,30 +923,15 @@ def test_field_page_draws_the_fields_graph(server: LiveServer, page: Any) -> Non
 def _seed_lookalikes(url: str) -> None:
     """Names that a 20-letter cut made alike: one long task name in two DAG runs' namespaces,
     two tasks differing only at the end, and a dataset and a job of the same name."""
-    when = _recent(1)
     prefix = "dag_int08_001.int08_load_orders_from_the_warehouse"
+    hub = ("look", "hub")
     _post(
         url,
         [
-            run_event(
-                ("look", f"{prefix}_daily"),
-                time=when,
-                inputs=[ds("look", "hub")],
-                outputs=[ds("look", "orders_daily")],
-            ),
-            run_event(
-                ("look", f"{prefix}_hourly"),
-                time=when,
-                inputs=[ds("look", "hub")],
-                outputs=[ds("look", "orders_hourly")],
-            ),
-            run_event(
-                ("look-staging", f"{prefix}_daily"),
-                time=when,
-                inputs=[ds("look", "hub")],
-                outputs=[ds("look-staging", "orders_daily")],
-            ),
-            run_event(("look", "hub"), time=when, outputs=[ds("look", "hub")]),
+            _step(("look", f"{prefix}_daily"), [hub], ("look", "orders_daily")),
+            _step(("look", f"{prefix}_hourly"), [hub], ("look", "orders_hourly")),
+            _step(("look-staging", f"{prefix}_daily"), [hub], ("look-staging", "orders_daily")),
+            _step(hub, [], hub),
         ],
     )
 
