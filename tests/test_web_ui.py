@@ -577,7 +577,7 @@ def test_thousand_node_graph_is_drawn(
     assert len(drawn["labels"]) == nodes
     assert len(drawn["edges"]) == edges
     _shot(page, "9-thousand-nodes")
-    _write_timing("web-ui-timing.json", nodes, edges, drawn)
+    _write_timing("web-ui-timing.json", nodes, edges, drawn, page)
     print(
         f"\n{nodes} nodes, {edges} edges: fetched in {drawn['fetchMs']:.0f} ms, laid out in "
         f"{drawn['layoutMs']:.0f} ms, drawn {drawn['ms']:.0f} ms after the request"
@@ -600,14 +600,42 @@ def test_ui_is_served_with_cacheable_assets(server: LiveServer) -> None:
     assert httpx.get(f"{server.url}/assets/..%2Findex.html").status_code == 404
 
 
-def _write_timing(name: str, nodes: int, edges: int, drawn: dict[str, Any]) -> None:
-    """A drawn graph's size and times (ms) in test-artifacts/, for reading, not asserting."""
+def _crossings(page: Any) -> int:
+    """Pairs of edges that cross between the same two layers (same source and target x):
+    one goes above the other at its start and below it at its end."""
+    count: int = page.evaluate(
+        """() => {
+            const spans = new Map();
+            window.__upstreamGraph.cy.edges().forEach((e) => {
+                const s = e.source().position(), t = e.target().position();
+                const key = `${Math.round(s.x)}>${Math.round(t.x)}`;
+                if (!spans.has(key)) spans.set(key, []);
+                spans.get(key).push([s.y, t.y]);
+            });
+            let crossings = 0;
+            for (const list of spans.values()) {
+                for (let i = 0; i < list.length; i++) {
+                    for (let j = i + 1; j < list.length; j++) {
+                        if ((list[i][0] - list[j][0]) * (list[i][1] - list[j][1]) < 0) crossings++;
+                    }
+                }
+            }
+            return crossings;
+        }"""
+    )
+    return count
+
+
+def _write_timing(name: str, nodes: int, edges: int, drawn: dict[str, Any], page: Any) -> None:
+    """A drawn graph's size, times (ms) and crossings in test-artifacts/, for reading, not
+    asserting."""
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / name).write_text(
         json.dumps(
             {
                 "nodes": nodes,
                 "edges": edges,
+                "crossings": _crossings(page),
                 "fetch_ms": round(drawn["fetchMs"]),
                 "first_paint_ms": round(drawn["firstPaintMs"]),
                 "layout_ms": round(drawn["layoutMs"]),
@@ -1025,7 +1053,7 @@ def test_six_hundred_node_graph_layered_and_progressive(server: LiveServer, page
     assert rightward is True
     assert drawn["firstPaintMs"] <= drawn["ms"]
     _shot(page, "14-six-hundred-nodes")
-    _write_timing("web-ui-timing-600.json", nodes, edges, drawn)
+    _write_timing("web-ui-timing-600.json", nodes, edges, drawn, page)
 
 
 def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any) -> None:

@@ -27,7 +27,8 @@ export interface LayoutEdge {
 export type Positions = Record<string, { x: number; y: number }>;
 
 /** Above this many nodes the crossing minimisation does fewer passes and skips its greedy
- * switch: on the tests' 1,169-node graph that halves the time (docs/web-ui.md). */
+ * switch: about 40 % faster for 14 % more crossings on the tests' 1,169-node graph
+ * (docs/web-ui.md). */
 const QUICK_LAYOUT_NODES = 400;
 
 type Elk = InstanceType<typeof ELK>;
