@@ -34,6 +34,7 @@ from upstream.query.relations import (
     relations_of_runs,
 )
 from upstream.query.rollup import roll_up, workflow_pairs
+from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
@@ -557,7 +558,7 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
     conn = walk.conn
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
-    run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+    run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
@@ -618,20 +619,3 @@ def _programs(
             workflow = row.id in rolled_up or is_workflow(row.job_type, row.seen_as_parent)
             found[row.id] = _Program(row.namespace, row.name, workflow)
     return found
-
-
-def _newest_first(conn: Connection, run_ids: set[uuid.UUID]) -> Any:
-    """A sort key for run ids: newest start first, runs without a start time last, ties by
-    id, so the order is the same on every call and on both databases."""
-    started: dict[str, float] = {}
-    r = t.runs.c
-    for matches in id_filters(conn, r.id, run_ids):
-        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)).all():
-            if at is not None:
-                started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-
-    def key(run_id: str) -> tuple[bool, float, str]:
-        moment = started.get(run_id)
-        return (moment is None, -(moment or 0.0), run_id)
-
-    return key

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, Collapse, End, Start, parsed
+from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute
-from upstream.query.dataset_lineage import (
-    Direction,
-    LineageParams,
-    Rollup,
-    UnknownEntity,
-    dataset_lineage,
-)
+from upstream.query.dataset_lineage import UnknownEntity, dataset_lineage
 
 #: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
 #: path so each segment is decoded exactly once (DESIGN §4.4).
@@ -39,33 +33,9 @@ async def get_dataset_lineage(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    levels: Annotated[
-        str | None,
-        Query(description="Levels to walk; default 10, at most the max_levels setting"),
-        LEVELS,
-    ] = None,
-    collapse: Collapse = None,
-    rollup: Annotated[
-        Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
-    ] = None,
-    direction: Annotated[
-        Direction | None, Query(description="both (default), upstream or downstream")
-    ] = None,
+    params: LineageParamsDep,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    params = parsed(
-        lambda: LineageParams.parse(
-            max_levels=settings.max_levels,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse or (),
-            rollup=rollup,
-            direction=direction,
-        )
-    )
     try:
         return await run_in_threadpool(
             dataset_lineage,
