@@ -76,3 +76,39 @@ def test_statements_do_not_grow_with_width(
             sizes[tag] = len(body["data"]) + len(body["programs"])
         assert costs["wide"] == costs["narrow"], options
         assert sizes["wide"] > sizes["narrow"], options
+
+
+def chain(client: TestClient, length: int) -> None:
+    """S0 -J1- S1 -J2- ... S<length>, each step a run of its own job; every third run (the
+    first and the last among them) is inside a workflow run of its own, so workflows are
+    met at every depth."""
+    events = []
+    for k in range(1, length + 1):
+        parent = ((NS, f"chain-wf{k}"), rid()) if k % 3 == 1 else None
+        events.append(
+            run(f"chainJ{k}", rid(), reads=[f"chainS{k - 1}"], writes=[f"chainS{k}"], parent=parent)
+        )
+    post(client, *events)
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_statements_do_not_grow_with_depth(
+    client: TestClient, counted: tuple[Store, list[str]], options: dict[str, Any]
+) -> None:
+    """One walk reads what all its levels need up front: as many statements at levels 20
+    as at levels 1, though the answer grows with every level (DESIGN §6)."""
+    store, statements = counted
+    chain(client, 25)
+    seed = "chainS25" if options.get("direction") == "upstream" else "chainS0"
+    costs: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for levels in (1, 5, 10, 20):
+        params = LineageParams(
+            start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": levels, **options}
+        )
+        statements.clear()
+        body = dataset_lineage(store, NS, seed, params, max_nodes=5000)
+        costs[levels] = len(statements)
+        sizes[levels] = len(body["data"])
+    assert len(set(costs.values())) == 1, costs
+    assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes

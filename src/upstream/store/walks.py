@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -18,6 +18,7 @@ from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.window import run_in_window
 
 Direction = Literal["upstream", "downstream"]
 
@@ -58,3 +59,93 @@ def all_flows(conn: Connection) -> list[Flow]:
     """Every flow of the store, sorted (the whole graph's export)."""
     found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS)).all()))
     return sorted(found, key=flow_order)
+
+
+#: What a walk steps over: data flow one way (`upstream`, `downstream`), or every access
+#: relation ignoring read and write (`both`, CDAP's walk).
+WalkMode = Literal["upstream", "downstream", "both"]
+#: A node of the walk: ("dataset" | "job", id).
+Node = tuple[str, uuid.UUID]
+
+
+def reach(
+    conn: Connection, seed: uuid.UUID, mode: WalkMode, levels: int, window: Window
+) -> dict[Node, int]:
+    """Every dataset and job a walk of `levels` levels from `seed` processes, with the
+    first level (from 0) it does so at, in one recursive statement whatever `levels` is.
+
+    A level goes from the frontier datasets to the next: along a flow (upstream: into the
+    frontier), or through a job a job-end edge connects to a frontier dataset, which is
+    reached in the same level and whose own feeders (datasets, jobs) come next; for `both`,
+    through every job with a relation to a frontier dataset. Jobs reached at a level are
+    processed in it, datasets at a level in the next, so the statement stops where the walk
+    stops. Each (node, level) row is kept once, so cycles end and the rows stay below
+    nodes x levels."""
+    steps = _steps(mode, window).subquery("steps")
+    start = sa.select(
+        sa.literal("dataset").label("kind"),
+        sa.literal(seed, sa.Uuid).label("node"),
+        sa.literal(0).label("depth"),
+    )
+    walk = start.cte("walk", recursive=True)
+    deeper = (walk.c.depth + steps.c.weight).label("depth")
+    walk = walk.union(
+        sa.select(steps.c.to_kind, steps.c.to_id, deeper)
+        .select_from(walk)
+        .join(steps, sa.and_(steps.c.from_kind == walk.c.kind, steps.c.from_id == walk.c.node))
+        .where(walk.c.depth + steps.c.weight < levels)
+    )
+    query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
+        walk.c.kind, walk.c.node
+    )
+    return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def _steps(mode: WalkMode, window: Window) -> sa.CompoundSelect[Any]:
+    """The walk's steps as (from kind, from id, to kind, to id, weight) rows."""
+    if mode == "both":
+        r = t.relations.c
+        in_window = run_in_window(r.run_id, window)
+        return sa.union_all(
+            _step("dataset", r.dataset_id, "job", r.job_id, 0).where(in_window),
+            _step("job", r.job_id, "dataset", r.dataset_id, 1).where(in_window),
+        )
+    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
+    e = t.edges.c
+    in_window = run_in_window(e.run_id, window)
+
+    def end(side: str, column: str) -> Any:
+        return getattr(e, f"{side}_{column}")
+
+    def typed(side: str, kind: str) -> sa.ColumnElement[bool]:
+        matches: sa.ColumnElement[bool] = end(side, "type") == kind
+        return matches
+
+    return sa.union_all(
+        _step(
+            "dataset",
+            getattr(_F, f"{near}_dataset_id"),
+            "dataset",
+            getattr(_F, f"{far}_dataset_id"),
+            1,
+        ).where(flow_in_window(window)),
+        _step("dataset", end(near, "dataset_id"), "job", end(far, "job_id"), 0).where(
+            typed(near, "dataset"), typed(far, "job"), in_window
+        ),
+        _step("job", end(near, "job_id"), "dataset", end(far, "dataset_id"), 1).where(
+            typed(near, "job"), typed(far, "dataset"), in_window
+        ),
+        _step("job", end(near, "job_id"), "job", end(far, "job_id"), 1).where(
+            typed(near, "job"), typed(far, "job"), in_window
+        ),
+    )
+
+
+def _step(from_kind: str, from_id: Any, to_kind: str, to_id: Any, weight: int) -> sa.Select[Any]:
+    return sa.select(
+        sa.literal(from_kind).label("from_kind"),
+        from_id.label("from_id"),
+        sa.literal(to_kind).label("to_kind"),
+        to_id.label("to_id"),
+        sa.literal(weight).label("weight"),
+    )
