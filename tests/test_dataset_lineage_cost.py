@@ -112,3 +112,22 @@ def test_statements_do_not_grow_with_depth(
         sizes[levels] = len(body["data"])
     assert len(set(costs.values())) == 1, costs
     assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
+
+
+def test_the_marquez_graph_costs_the_same_at_any_depth(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    from upstream.query.marquez.lineage import lineage_graph
+
+    store, statements = counted
+    chain(client, 25)
+    costs: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for depth in (1, 5, 10, 20):
+        statements.clear()
+        with store.read() as conn:
+            body = lineage_graph(conn, f"dataset:{NS}:chainS12", depth, 5000)
+        costs[depth] = len(statements)
+        sizes[depth] = len(body["graph"])
+    assert len(set(costs.values())) == 1, costs
+    assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes

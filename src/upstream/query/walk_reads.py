@@ -13,15 +13,15 @@ prefetch being complete; only the number of statements does.
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
-from typing import Any, Generic, NamedTuple, TypeVar
+from collections.abc import Collection
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.flow_rules import Flow
 from upstream.model.window import Window
+from upstream.query.keyed_rows import KeyedRows
 from upstream.query.relations import (
     Relation,
     RelationKey,
@@ -35,8 +35,6 @@ from upstream.store.dialect import id_filters
 from upstream.store.walks import Direction, WalkMode, flows, reach
 from upstream.store.window import run_in_window
 
-T = TypeVar("T")
-
 
 class JobFeed(NamedTuple):
     """A job-end edge seen from its near end (upstream: the edge's target): the far end is
@@ -49,31 +47,6 @@ class JobFeed(NamedTuple):
     run_id: uuid.UUID | None
 
 
-class _ByKey(Generic[T]):
-    """Rows grouped by one id, loaded for many ids at a time and kept for the query."""
-
-    def __init__(
-        self, load: Callable[[set[uuid.UUID]], Iterable[T]], key: Callable[[T], uuid.UUID]
-    ) -> None:
-        self._load = load
-        self._key = key
-        self._rows: dict[uuid.UUID, list[T]] = defaultdict(list)
-        self._loaded: set[uuid.UUID] = set()
-
-    def fetch(self, ids: Iterable[uuid.UUID]) -> None:
-        missing = {i for i in ids if i is not None} - self._loaded
-        if not missing:
-            return
-        for row in self._load(missing):
-            self._rows[self._key(row)].append(row)
-        self._loaded |= missing
-
-    def get(self, ids: Iterable[uuid.UUID]) -> list[T]:
-        wanted = set(ids)
-        self.fetch(wanted)
-        return [row for i in wanted for row in self._rows.get(i, ())]
-
-
 class WalkReads:
     """The rows one walk reads, within one window, kept for the walk's duration."""
 
@@ -82,25 +55,27 @@ class WalkReads:
         self.window = window
         self.mode = mode
         near_access = "write" if mode == "upstream" else "read"
-        self._near = _ByKey(
+        self._near = KeyedRows(
             lambda ids: relations_of_datasets(conn, ids, window, near_access),
             lambda r: r.dataset_id,
         )
-        self._of_datasets = _ByKey(
+        self._of_datasets = KeyedRows(
             lambda ids: relations_of_datasets(conn, ids, window), lambda r: r.dataset_id
         )
-        self._of_jobs = _ByKey(lambda ids: relations_of_jobs(conn, ids, window), lambda r: r.job_id)
-        self._of_runs = _ByKey(lambda ids: relations_of_runs(conn, ids, window), _run_of)
-        self._declared = _ByKey(
+        self._of_jobs = KeyedRows(
+            lambda ids: relations_of_jobs(conn, ids, window), lambda r: r.job_id
+        )
+        self._of_runs = KeyedRows(lambda ids: relations_of_runs(conn, ids, window), _run_of)
+        self._declared = KeyedRows(
             lambda ids: declared_relations_of_jobs(conn, ids), lambda r: r.job_id
         )
         direction: Direction = "upstream" if mode == "upstream" else "downstream"
-        self._flows = _ByKey(
+        self._flows = KeyedRows(
             lambda ids: flows(conn, ids, direction, window),
             (lambda f: f.target) if mode == "upstream" else (lambda f: f.source),
         )
-        self._feeds_datasets = _ByKey(lambda ids: self._job_feeds(ids, "dataset"), _near_of)
-        self._feeds_jobs = _ByKey(lambda ids: self._job_feeds(ids, "job"), _near_of)
+        self._feeds_datasets = KeyedRows(lambda ids: self._job_feeds(ids, "dataset"), _near_of)
+        self._feeds_jobs = KeyedRows(lambda ids: self._job_feeds(ids, "job"), _near_of)
 
     # -- the prefetch ----------------------------------------------------------------------
 

@@ -71,34 +71,72 @@ Node = tuple[str, uuid.UUID]
 def reach(
     conn: Connection, seed: uuid.UUID, mode: WalkMode, levels: int, window: Window
 ) -> dict[Node, int]:
-    """Every dataset and job a walk of `levels` levels from `seed` processes, with the
-    first level (from 0) it does so at, in one recursive statement whatever `levels` is.
+    """Every dataset and job a dataset-lineage walk of `levels` levels from `seed`
+    processes, with the first level (from 0) it does so at.
 
     A level goes from the frontier datasets to the next: along a flow (upstream: into the
     frontier), or through a job a job-end edge connects to a frontier dataset, which is
     reached in the same level and whose own feeders (datasets, jobs) come next; for `both`,
     through every job with a relation to a frontier dataset. Jobs reached at a level are
     processed in it, datasets at a level in the next, so the statement stops where the walk
-    stops. Each (node, level) row is kept once, so cycles end and the rows stay below
-    nodes x levels."""
-    steps = _steps(mode, window).subquery("steps")
+    stops."""
+    return _reach(conn, ("dataset", seed), _steps(mode, window), levels)
+
+
+def marquez_reach(
+    conn: Connection, seed: Node, direction: Direction, depth: int
+) -> dict[Node, int]:
+    """Every node the Marquez graph's walk (`query.marquez.lineage`) expands in
+    `direction` within `depth` job levels, over all runs: from a dataset, the jobs that
+    wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
+    the datasets its flows come from (go to); from a job, the datasets it read (wrote) and
+    the jobs its job -> job edges connect it to."""
+    return _reach(conn, seed, _marquez_steps(direction), depth)
+
+
+def _reach(
+    conn: Connection, seed: Node, steps: sa.CompoundSelect[Any], levels: int
+) -> dict[Node, int]:
+    """The nodes `steps` (from kind, from id, to kind, to id, weight) reach from `seed`
+    below `levels`, each with its least depth, in one recursive statement whatever
+    `levels` is. Each (node, depth) row is kept once, so cycles end and the rows stay
+    below nodes x levels."""
+    table = steps.subquery("steps")
+    kind, node = seed
     start = sa.select(
-        sa.literal("dataset").label("kind"),
-        sa.literal(seed, sa.Uuid).label("node"),
+        sa.literal(kind).label("kind"),
+        sa.literal(node, sa.Uuid).label("node"),
         sa.literal(0).label("depth"),
     )
     walk = start.cte("walk", recursive=True)
-    deeper = (walk.c.depth + steps.c.weight).label("depth")
+    deeper = (walk.c.depth + table.c.weight).label("depth")
     walk = walk.union(
-        sa.select(steps.c.to_kind, steps.c.to_id, deeper)
+        sa.select(table.c.to_kind, table.c.to_id, deeper)
         .select_from(walk)
-        .join(steps, sa.and_(steps.c.from_kind == walk.c.kind, steps.c.from_id == walk.c.node))
-        .where(walk.c.depth + steps.c.weight < levels)
+        .join(table, sa.and_(table.c.from_kind == walk.c.kind, table.c.from_id == walk.c.node))
+        .where(walk.c.depth + table.c.weight < levels)
     )
     query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
         walk.c.kind, walk.c.node
     )
     return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
+    near, far = ("source", "target") if direction == "downstream" else ("target", "source")
+    near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
+    r, e = t.relations.c, t.edges.c
+    flow_near, flow_far = (getattr(_F, f"{side}_dataset_id") for side in (near, far))
+    job_near, job_far = (getattr(e, f"{side}_job_id") for side in (near, far))
+    job_to_job = sa.and_(e.source_type == "job", e.target_type == "job")
+    return sa.union_all(
+        _step("dataset", flow_near, "dataset", flow_far, 1),
+        _step("dataset", flow_near, "reached", _F.job_id, 0).where(_F.job_id.is_not(None)),
+        _step("dataset", r.dataset_id, "reached", r.job_id, 0).where(r.access == near_access),
+        _step("reached", job_near, "job", job_far, 1).where(job_to_job),
+        _step("job", job_near, "job", job_far, 1).where(job_to_job),
+        _step("job", r.job_id, "dataset", r.dataset_id, 1).where(r.access == far_access),
+    )
 
 
 def _steps(mode: WalkMode, window: Window) -> sa.CompoundSelect[Any]:
