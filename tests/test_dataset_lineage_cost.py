@@ -131,3 +131,54 @@ def test_the_marquez_graph_costs_the_same_at_any_depth(
         sizes[depth] = len(body["graph"])
     assert len(set(costs.values())) == 1, costs
     assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
+
+
+def field_chain(client: TestClient, length: int) -> None:
+    """F0.id -> F1.id -> ... -> F<length>.id by columnLineage, one run per step."""
+    from tests.builders import column_lineage, ds, run_event
+
+    post(
+        client,
+        *(
+            run_event(
+                (NS, f"fieldJ{k}"),
+                run_id=rid(),
+                inputs=[ds(NS, f"F{k - 1}")],
+                outputs=[
+                    ds(NS, f"F{k}", columnLineage=column_lineage({"id": [(NS, f"F{k - 1}", "id")]}))
+                ],
+            )
+            for k in range(1, length + 1)
+        ),
+    )
+
+
+def test_field_walks_cost_the_same_at_any_depth(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    """Field summaries and the Marquez column graph read every hop in one go."""
+    from upstream.model.window import Window
+    from upstream.query.field_lineage import FieldQuery
+    from upstream.query.field_summary import field_summary
+    from upstream.query.marquez.columns import column_lineage
+
+    store, statements = counted
+    field_chain(client, 25)
+    window = Window(BASE_TIME - DAY, BASE_TIME + DAY)
+    costs: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
+    sizes: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
+    for levels in (1, 5, 10, 20):
+        statements.clear()
+        summary = field_summary(store, NS, "F12", "id", FieldQuery(window, levels, "both"))
+        costs["summary"][levels] = len(statements)
+        sizes["summary"][levels] = sum(
+            len(side) for side in (summary["incoming"], summary["outgoing"])
+        )
+        statements.clear()
+        with store.read() as conn:
+            graph = column_lineage(conn, f"datasetField:{NS}:F12:id", levels, True, 5000)
+        costs["columns"][levels] = len(statements)
+        sizes["columns"][levels] = len(graph["graph"])
+    for kind, cost in costs.items():
+        assert len(set(cost.values())) == 1, (kind, cost)
+        assert sizes[kind][1] < sizes[kind][5] < sizes[kind][10] < sizes[kind][20], sizes

@@ -80,7 +80,7 @@ def reach(
     through every job with a relation to a frontier dataset. Jobs reached at a level are
     processed in it, datasets at a level in the next, so the statement stops where the walk
     stops."""
-    return _reach(conn, ("dataset", seed), _steps(mode, window), levels)
+    return _reach(conn, [("dataset", seed)], _steps(mode, window), levels)
 
 
 def marquez_reach(
@@ -91,23 +91,30 @@ def marquez_reach(
     wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
     the datasets its flows come from (go to); from a job, the datasets it read (wrote) and
     the jobs its job -> job edges connect it to."""
-    return _reach(conn, seed, _marquez_steps(direction), depth)
+    return _reach(conn, [seed], _marquez_steps(direction), depth)
 
 
 def _reach(
-    conn: Connection, seed: Node, steps: sa.CompoundSelect[Any], levels: int
+    conn: Connection, seeds: Collection[Node], steps: sa.CompoundSelect[Any], levels: int
 ) -> dict[Node, int]:
-    """The nodes `steps` (from kind, from id, to kind, to id, weight) reach from `seed`
+    """The nodes `steps` (from kind, from id, to kind, to id, weight) reach from `seeds`
     below `levels`, each with its least depth, in one recursive statement whatever
     `levels` is. Each (node, depth) row is kept once, so cycles end and the rows stay
     below nodes x levels."""
+    if not seeds:
+        return {}
     table = steps.subquery("steps")
-    kind, node = seed
-    start = sa.select(
-        sa.literal(kind).label("kind"),
-        sa.literal(node, sa.Uuid).label("node"),
-        sa.literal(0).label("depth"),
-    )
+    starts = sa.union_all(
+        *(
+            sa.select(
+                sa.literal(kind).label("kind"),
+                sa.literal(node, sa.Uuid).label("node"),
+                sa.literal(0).label("depth"),
+            )
+            for kind, node in sorted(seeds)
+        )
+    ).subquery("starts")
+    start = sa.select(starts.c.kind, starts.c.node, starts.c.depth)
     walk = start.cte("walk", recursive=True)
     deeper = (walk.c.depth + table.c.weight).label("depth")
     walk = walk.union(
@@ -120,6 +127,60 @@ def _reach(
         walk.c.kind, walk.c.node
     )
     return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def field_dataset_reach(
+    conn: Connection, seeds: Collection[uuid.UUID], direction: Direction, depth: int
+) -> set[uuid.UUID]:
+    """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
+    that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
+    hop need not pass through the fields the walk follows)."""
+    e = t.edges.c
+    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
+    field_edges = _step(
+        "dataset", getattr(e, f"{near}_dataset_id"), "dataset", getattr(e, f"{far}_dataset_id"), 1
+    ).where(
+        e.source_type == "dataset",
+        e.target_type == "dataset",
+        e.source_field.is_not(None),
+        e.target_field.is_not(None),
+    )
+    steps = sa.union_all(field_edges)
+    return {node for _, node in _reach(conn, [("dataset", s) for s in seeds], steps, depth)}
+
+
+def field_reach(
+    conn: Connection,
+    start: tuple[uuid.UUID, str],
+    direction: Direction,
+    levels: int,
+    window: Window | None,
+) -> set[tuple[uuid.UUID, str]]:
+    """The fields reached from `start` against (upstream) or along (downstream) field edges
+    in at most `levels` hops, in one recursive statement; `start` itself is never part of
+    the answer, even when a cycle leads back to it."""
+    e = t.edges.c
+    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
+    near_dataset, near_field = getattr(e, f"{near}_dataset_id"), getattr(e, f"{near}_field")
+    far_dataset, far_field = getattr(e, f"{far}_dataset_id"), getattr(e, f"{far}_field")
+    walk = sa.select(
+        sa.literal(start[0], sa.Uuid).label("dataset_id"),
+        sa.literal(start[1], sa.Text).label("field"),
+        sa.literal(0).label("depth"),
+    ).cte("field_walk", recursive=True)
+    walk = walk.union(
+        sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"))
+        .select_from(walk)
+        .join(t.edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
+        .where(
+            walk.c.depth < levels,
+            far_field.is_not(None),
+            far_dataset.is_not(None),
+            run_in_window(e.run_id, window),
+        )
+    )
+    query = sa.select(walk.c.dataset_id, walk.c.field).distinct()
+    return {(row[0], row[1]) for row in conn.execute(query)} - {start}
 
 
 def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
