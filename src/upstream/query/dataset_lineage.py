@@ -173,23 +173,29 @@ def dataset_lineage(
     params: LineageParams,
     *,
     max_nodes: int,
+    max_relations: int,
 ) -> dict[str, Any]:
     """The lineage of one dataset in the response shape of DESIGN §4.2; raises UnknownEntity
-    for an unknown namespace or dataset. At most `max_nodes` datasets and programs are
-    returned; a larger result is cut (deepest levels first) and says `"truncated": true`."""
+    for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
+    `max_relations` relations (before collapsing) are returned; a larger result is cut
+    (deepest levels first) and says `"truncated": true` with how many of the nodes and
+    relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
+    stops once a cap is passed, so deeper levels are not counted)."""
     if isinstance(store, Store):
         with store.read() as conn:
-            return dataset_lineage(conn, namespace, name, params, max_nodes=max_nodes)
+            return dataset_lineage(
+                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
+            )
     conn = store
     seed = _existing_dataset(conn, namespace, name)
-    walk = _Walk(conn, params, seed, max_nodes)
+    walk = _Walk(conn, params, seed, max_nodes, max_relations)
     walk.prefetch()
     if params.direction == "both":
         walk.both()
     else:
         walk.directed()
-    relations, truncated = walk.result()
-    return _render(walk, relations, truncated)
+    relations, omitted = walk.result()
+    return _render(walk, relations, omitted)
 
 
 def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
@@ -201,6 +207,14 @@ def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     if conn.execute(exists).first() is None:
         raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")
     return dataset_id
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """How many of the nodes and relations a walk found a cut answer leaves out."""
+
+    nodes: int
+    relations: int
 
 
 @dataclass(frozen=True)
@@ -223,6 +237,7 @@ class _Walk:
     params: LineageParams
     seed: uuid.UUID
     max_nodes: int
+    max_relations: int
     found: dict[Relation, int] = field(default_factory=dict)
     nodes: set[tuple[str, uuid.UUID]] = field(default_factory=set)
     #: Jobs standing for the runs inside their runs after the rollup (`workflow.` keys).
@@ -257,7 +272,7 @@ class _Walk:
         return self.params.window
 
     def full(self) -> bool:
-        return len(self.nodes) > self.max_nodes
+        return len(self.nodes) > self.max_nodes or len(self.found) > self.max_relations
 
     def add(self, relations: Iterable[Relation], level: int) -> None:
         for relation in relations:
@@ -472,22 +487,28 @@ class _Walk:
 
     # -- result ---------------------------------------------------------------------------
 
-    def result(self) -> tuple[list[Relation], bool]:
-        """The relations found, cut to `max_nodes` nodes: nearer levels first, then a
-        stable order, so a cut result is the same on every call."""
+    def result(self) -> tuple[list[Relation], Omitted | None]:
+        """The relations found, cut to `max_nodes` nodes and `max_relations` relations:
+        nearer levels first, then a stable order, so a cut result is the same on every call.
+        Also what was left out of what the walk found (None when nothing was)."""
         ordered = sorted(self.found, key=lambda r: (self.found[r], r.sort_key))
         nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
         kept: list[Relation] = []
-        truncated = False
         for relation in ordered:
+            if len(kept) >= self.max_relations:
+                break
             dataset, program = ("dataset", relation.dataset_id), ("program", relation.job_id)
             if len(nodes) + (dataset not in nodes) + (program not in nodes) > self.max_nodes:
-                truncated = True
                 continue
             nodes.add(dataset)
             nodes.add(program)
             kept.append(relation)
-        return kept, truncated
+        if len(kept) == len(ordered):
+            return kept, None
+        every = {("dataset", r.dataset_id) for r in ordered} | {
+            ("program", r.job_id) for r in ordered
+        }
+        return kept, Omitted(len(every - nodes), len(ordered) - len(kept))
 
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
         """Datasets temporary to the workflow run of one of their relations' runs. After a
@@ -518,7 +539,7 @@ class _Program:
         return f"{'workflow' if self.workflow else 'job'}.{self.namespace}.{self.name}"
 
 
-def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str, Any]:
+def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
     conn = walk.conn
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
@@ -567,8 +588,10 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
         "data": dict(sorted(data.items())),
         "programs": dict(sorted(program_entries.items())),
     }
-    if truncated:
+    if omitted is not None:
         response["truncated"] = True
+        response["omittedNodes"] = omitted.nodes
+        response["omittedRelations"] = omitted.relations
     return response
 
 
