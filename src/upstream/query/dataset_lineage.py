@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidInput, Problem, shown
 from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.keys import entity_key
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
@@ -536,7 +537,7 @@ class _Program:
 
     @property
     def key(self) -> str:
-        return f"{'workflow' if self.workflow else 'job'}.{self.namespace}.{self.name}"
+        return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
 
 
 def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
@@ -548,7 +549,7 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
 
     def data_key(dataset_id: uuid.UUID) -> str:
         namespace, name = walk.datasets[dataset_id]
-        return f"dataset.{namespace}.{name}"
+        return entity_key("dataset", namespace, name)
 
     data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
     program_keys = {job_id: program.key for job_id, program in programs.items()}

@@ -33,12 +33,13 @@ def field_summary(
         result: dict[str, Any] = {}
         for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
             if query.direction in (side, "both"):
-                reached = field_reach(conn, start, direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = _render(conn, reached)
+                reached = field_reach(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
+                result[side] = render_fields_by_dataset(conn, reached)
     return result
 
 
-def _render(conn: Connection, reached: set[FieldNode]) -> list[dict[str, Any]]:
+def render_fields_by_dataset(conn: Connection, reached: set[FieldNode]) -> list[dict[str, Any]]:
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted."""
     names = dataset_names(conn, {d for d, _ in reached})
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for dataset_id, field_name in reached:

@@ -29,6 +29,7 @@ NullableJson = sa.JSON(none_as_null=True).with_variant(
 )
 Timestamp = sa.DateTime(timezone=True)
 
+
 namespaces = sa.Table(
     "namespaces",
     metadata,
@@ -274,4 +275,45 @@ events = sa.Table(
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
     sa.Column("payload", sa.Text, nullable=False),
+)
+
+deletions = sa.Table(
+    "deletions",
+    metadata,
+    # Soft deletion (DESIGN §4.5) of a namespace, dataset or job, by its id. People delete, not
+    # events, so this is no derived table: a rebuild keeps it, and only an event received after
+    # `deleted_at` that names the entity ends the deletion.
+    sa.Column("entity_id", sa.Uuid, primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("deleted_at", Timestamp, nullable=False),
+)
+
+tags = sa.Table(
+    "tags",
+    metadata,
+    # Marquez's tags: a name (as given, case-sensitive) and an optional description.
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("description", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+dataset_tags = sa.Table(
+    "dataset_tags",
+    metadata,
+    # No foreign key to datasets: people tag, not events, and a rebuild re-creates the dataset
+    # rows (with the same ids, made from the names) while the tags stay.
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
+)
+
+field_tags = sa.Table(
+    "field_tags",
+    metadata,
+    # A tag on one field of a dataset; `field` is the field's name as the dataset lists it.
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("field", sa.Text, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
 )

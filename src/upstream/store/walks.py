@@ -151,23 +151,33 @@ def field_dataset_reach(
 
 def field_reach(
     conn: Connection,
-    start: tuple[uuid.UUID, str],
+    starts: Collection[tuple[uuid.UUID, str]],
     direction: Direction,
     levels: int,
     window: Window | None,
 ) -> set[tuple[uuid.UUID, str]]:
-    """The fields reached from `start` against (upstream) or along (downstream) field edges
-    in at most `levels` hops, in one recursive statement; `start` itself is never part of
-    the answer, even when a cycle leads back to it."""
+    """The fields reached from `starts` against (upstream) or along (downstream) field
+    edges in at most `levels` hops, in one recursive statement; the starts themselves are
+    never part of the answer, even when a cycle leads back to one."""
+    if not starts:
+        return set()
     e = t.edges.c
     near, far = ("target", "source") if direction == "upstream" else ("source", "target")
     near_dataset, near_field = getattr(e, f"{near}_dataset_id"), getattr(e, f"{near}_field")
     far_dataset, far_field = getattr(e, f"{far}_dataset_id"), getattr(e, f"{far}_field")
-    walk = sa.select(
-        sa.literal(start[0], sa.Uuid).label("dataset_id"),
-        sa.literal(start[1], sa.Text).label("field"),
-        sa.literal(0).label("depth"),
-    ).cte("field_walk", recursive=True)
+    seeds = sa.union_all(
+        *(
+            sa.select(
+                sa.literal(dataset, sa.Uuid).label("dataset_id"),
+                sa.literal(field, sa.Text).label("field"),
+                sa.literal(0).label("depth"),
+            )
+            for dataset, field in sorted(starts)
+        )
+    ).subquery("seeds")
+    walk = sa.select(seeds.c.dataset_id, seeds.c.field, seeds.c.depth).cte(
+        "field_walk", recursive=True
+    )
     walk = walk.union(
         sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"))
         .select_from(walk)
@@ -180,7 +190,7 @@ def field_reach(
         )
     )
     query = sa.select(walk.c.dataset_id, walk.c.field).distinct()
-    return {(row[0], row[1]) for row in conn.execute(query)} - {start}
+    return {(row[0], row[1]) for row in conn.execute(query)} - set(starts)
 
 
 def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:

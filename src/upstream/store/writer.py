@@ -28,6 +28,7 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
+from upstream.store.deletion import revive
 from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
 from upstream.store.flow_writer import Owners, rederive_flows
 
@@ -67,6 +68,13 @@ def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> Non
     _namespaces(conn, batch, now)
     _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
+    revive(
+        conn,
+        {namespace_id(n) for f in batch for n in f.namespaces}
+        | {d.ref.id for f in batch for d in f.datasets}
+        | {j.ref.id for f in batch for j in f.jobs},
+        now,
+    )
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
