@@ -27,6 +27,7 @@ from upstream.query.relations import Relation, relations_of_jobs, relations_of_r
 from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
 
@@ -38,13 +39,17 @@ def job_lineage(
     params: LineageParams,
     *,
     max_nodes: int,
+    max_relations: int,
 ) -> dict[str, Any]:
     """The lineage around one job in the response shape of dataset lineage (DESIGN §4.2);
     raises UnknownEntity for an unknown namespace or job. At most `max_nodes` datasets and
-    programs: a larger answer keeps the job's own relations first and says `"truncated"`."""
+    programs: a larger answer keeps the job's own relations first and says `"truncated"`;
+    each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
     if isinstance(store, Store):
         with store.read() as conn:
-            return job_lineage(conn, namespace, name, params, max_nodes=max_nodes)
+            return job_lineage(
+                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
+            )
     conn = store
     job_id = existing_job(conn, namespace, name)
     own = _own_relations(conn, job_id, params)
@@ -60,10 +65,14 @@ def job_lineage(
         across = replace(plain, levels=1, direction="both")
         centre = _centre_runs(conn, own, params)
         for seed in seeds:
-            answer = dataset_lineage(conn, *seed, across, max_nodes=max_nodes)
+            answer = dataset_lineage(
+                conn, *seed, across, max_nodes=max_nodes, max_relations=max_relations
+            )
             answers.append(_centred(answer, seed, (namespace, name), centre))
     for seed in seeds:
-        answers.append(dataset_lineage(conn, *seed, plain, max_nodes=max_nodes))
+        answers.append(
+            dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
+        )
     return _merged(conn, answers, params, max_nodes)
 
 
@@ -75,6 +84,8 @@ def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     job_id = JobRef(namespace, name).id
     if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
         raise UnknownEntity(f"job {name!r} not found in namespace {namespace!r}")
+    if is_deleted(conn, job_id):
+        raise UnknownEntity(f"job {name!r} in namespace {namespace!r} was deleted")
     return job_id
 
 

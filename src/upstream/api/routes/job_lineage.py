@@ -35,7 +35,13 @@ async def get_job_lineage(
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
     try:
         return await run_in_threadpool(
-            job_lineage, store, namespace, job, params, max_nodes=settings.max_lineage_nodes
+            job_lineage,
+            store,
+            namespace,
+            job,
+            params,
+            max_nodes=settings.max_lineage_nodes,
+            max_relations=settings.max_lineage_relations,
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None
