@@ -6,8 +6,10 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from upstream import __version__
 from upstream.api import metrics
@@ -31,6 +33,9 @@ from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 from upstream.web import routes as web_routes
+
+if TYPE_CHECKING:
+    from upstream.kafka.background import BackgroundConsumers
 
 log = logging.getLogger("upstream")
 
@@ -63,6 +68,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)
+        consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)
         if not tokens.enabled:
             log.warning(
@@ -77,6 +83,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         try:
             yield
         finally:
+            if consumers is not None:
+                await run_in_threadpool(consumers.stop)
             await app.state.group_commit.close()
             store.dispose()
 
@@ -101,3 +109,23 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _kafka_consumers(
+    settings: Settings, store: Store, app_metrics: metrics.Metrics
+) -> BackgroundConsumers | None:
+    """The Kafka consumers this process runs beside the API, started; None when asked for none."""
+    if not settings.kafka_consumers:
+        return None
+    from upstream.kafka.background import BackgroundConsumers
+    from upstream.kafka.consumer import ConsumerConfig
+    from upstream.kafka.metrics import ConsumerMetrics
+
+    consumers = BackgroundConsumers(
+        store,
+        ConsumerConfig.from_settings(settings),
+        ConsumerMetrics(app_metrics.registry),
+        settings.kafka_consumers,
+    )
+    consumers.start()
+    return consumers
