@@ -101,7 +101,8 @@ class LineageConsumer:
         self.stop = stop
         self.totals = Totals()
         self._owned: set[tuple[str, int]] = set()
-        self._last_error: str | None = None
+        #: The client error seen last (the broker unreachable…), None once data flows again.
+        self.last_client_error: str | None = None
         self._consumer = Consumer(
             {
                 **config.client_settings(),
@@ -110,6 +111,7 @@ class LineageConsumer:
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
                 "logger": logging.getLogger("upstream.kafka.client"),
+                "error_cb": self._client_error,
             }
         )
         self._producer: Producer | None = None
@@ -170,23 +172,27 @@ class LineageConsumer:
         self._measure_lag()
 
     def _readable(self, messages: list[Message]) -> list[Message]:
-        """The messages with data; a client error (broker away, no such topic) is logged
-        once until it changes, and librdkafka keeps trying by itself."""
+        """The messages with data; the errors among them (no such topic…) are reported."""
         good: list[Message] = []
         for message in messages:
             error = message.error()
             if error is None:
                 good.append(message)
-                self._last_error = None
+                self.last_client_error = None
                 continue
             if error.fatal():
                 raise KafkaException(error)
             if error.code() == KafkaError._PARTITION_EOF:
                 continue
-            if str(error) != self._last_error:
-                self._last_error = str(error)
-                log.warning("kafka: %s (retrying)", error.str())
+            self._client_error(error)
         return good
+
+    def _client_error(self, error: KafkaError) -> None:
+        """A client-wide or partition error: logged once until it changes; librdkafka keeps
+        reconnecting by itself."""
+        if error.str() != self.last_client_error:
+            self.last_client_error = error.str()
+            log.warning("kafka: %s (retrying)", error.str())
 
     def _until_available(self, attempt: Callable[[], T]) -> T | None:
         """`attempt()`, again and again while the database or the dead-letter topic is
@@ -315,10 +321,10 @@ class LineageConsumer:
 
 def _dead_letter(
     producer: Producer, config: ConsumerConfig, refusals: Sequence[tuple[Message, Refusal]]
-) -> None:
+) -> int:
     """Copy each refused message, key and value untouched, to the dead-letter topic with
-    where it came from and why it was refused in headers; raises Unavailable unless every
-    copy is acknowledged."""
+    where it came from and why it was refused in headers; the number of copies. Raises
+    Unavailable unless every copy is acknowledged."""
     failures: list[str] = []
 
     def delivered(error: KafkaError | None, _: Message) -> None:
@@ -343,6 +349,7 @@ def _dead_letter(
     if producer.flush(DEAD_LETTER_TIMEOUT) or failures:
         reason = failures[0] if failures else "not acknowledged in time"
         raise Unavailable(f"the dead-letter topic {config.dead_letter_topic}: {reason}")
+    return len(refusals)
 
 
 def _where(message: Message) -> tuple[str, int, int]:

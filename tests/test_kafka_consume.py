@@ -1,0 +1,276 @@
+"""Consuming OpenLineage events from a real Kafka-protocol broker (Tansu, started by the
+`kafka_broker` fixture) into SQLite and PostgreSQL: what the OpenLineage client's Kafka
+transport writes is stored as if posted, offsets follow the stored events, bad messages are
+refused alone and dead-lettered, redelivery stores nothing twice, and an unreachable database
+or broker pauses the consumer without losing anything."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from openlineage.client import OpenLineageClient
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.serde import Serde
+from openlineage.client.transport.kafka import KafkaConfig, KafkaTransport
+from prometheus_client import CollectorRegistry
+
+from tests.builders import PRODUCER, ds, run_event
+from tests.kafka_support import QUICK_GROUP, TansuBroker, TcpProxy, free_port
+from tests.readback import counts, dataset_flows, edges, relations
+from tests.test_openlineage_client import summaries_event
+from upstream.ingest.service import ingest_documents
+from upstream.kafka.consumer import ConsumerConfig, LineageConsumer
+from upstream.kafka.messages import Limits
+from upstream.kafka.metrics import ConsumerMetrics
+from upstream.store.engine import Store
+from upstream.store.migrate import upgrade
+
+LIMITS = Limits(max_bytes=10_000_000, max_events=5_000)
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
+    """Wait for `condition`; the deadline only bounds a failing test, it measures nothing."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def consuming(
+    db_url: str,
+    bootstrap: str,
+    topic: str,
+    *,
+    group: str | None = None,
+    dead_letter_topic: str | None = None,
+    batch_messages: int = 500,
+) -> Iterator[LineageConsumer]:
+    """A consumer running on a thread of its own until the block ends."""
+    store = Store(db_url)
+    config = ConsumerConfig(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        group=group or f"group-{uuid.uuid4().hex[:8]}",
+        limits=LIMITS,
+        dead_letter_topic=dead_letter_topic,
+        batch_messages=batch_messages,
+        client_options=QUICK_GROUP,
+    )
+    stop = threading.Event()
+    consumer = LineageConsumer(store, config, ConsumerMetrics(CollectorRegistry()), stop)
+    thread = threading.Thread(target=consumer.run)
+    thread.start()
+    try:
+        yield consumer
+    finally:
+        stop.set()
+        thread.join(60)
+        store.dispose()
+    assert not thread.is_alive()
+
+
+def transport(broker: TansuBroker, topic: str, *, flush: bool = True) -> KafkaTransport:
+    """OpenLineage's own Kafka transport, configured as a producer would configure it."""
+    return KafkaTransport(
+        KafkaConfig(config={"bootstrap.servers": broker.bootstrap}, topic=topic, flush=flush)
+    )
+
+
+def stored_alike(kafka_store: Store, http_store: Store) -> None:
+    assert edges(kafka_store, implied=True) == edges(http_store, implied=True)
+    assert relations(kafka_store) == relations(http_store)
+    assert dataset_flows(kafka_store) == dataset_flows(http_store)
+    assert counts(kafka_store) == counts(http_store)
+
+
+def test_the_kafka_transport_stores_what_a_post_stores(
+    kafka_broker: TansuBroker, db_url: str, store: Store, tmp_path: Path, fixtures_dir: Path
+) -> None:
+    """Real producers' events (dbt) and a Lineage Job Facet built with the client's classes,
+    through OpenLineage's KafkaTransport, give the very rows the same events posted give."""
+    topic = kafka_broker.create_topic(partitions=2)
+    client = OpenLineageClient(transport=transport(kafka_broker, topic))
+    dbt = [
+        json.loads(path.read_text())
+        for path in sorted((fixtures_dir / "dbt-csv-to-postgres").glob("event_*.json"))
+    ]
+    facet_event = summaries_event(str(uuid.uuid4()))
+    client.emit(facet_event)
+    kafka_broker.produce(topic, [json.dumps(doc).encode() for doc in dbt], key=b"run:dbt/all")
+    expected = [json.loads(Serde.to_json(facet_event)), *dbt]
+
+    http_store = Store(f"sqlite:///{tmp_path / 'posted.db'}")
+    upgrade(http_store)
+    for document in expected:
+        ingest_documents(http_store, [document], batch=False)
+    with consuming(db_url, kafka_broker.bootstrap, topic) as consumer:
+        eventually(lambda: consumer.totals.consumed == len(expected), "every event consumed")
+    assert consumer.totals.refused == 0
+    assert consumer.totals.stored + consumer.totals.duplicates == len(expected)
+    assert counts(store)["events"] == counts(http_store)["events"]
+    assert (
+        "job:airflow://prod/upstream.extract",
+        "job:https://example.com/jobs/build_summaries",
+    ) in edges(store)
+    stored_alike(store, http_store)
+    http_store.dispose()
+
+
+def test_a_burst_of_1000_events_is_stored_and_committed(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """1,000 runs emitted by the OpenLineage client without waiting for each (`flush: false`),
+    keyed by job as the transport keys them, over four partitions."""
+    topic = kafka_broker.create_topic(partitions=4)
+    emitter = transport(kafka_broker, topic, flush=False)
+    client = OpenLineageClient(transport=emitter)
+    for n in range(1000):
+        client.emit(
+            RunEvent(
+                eventType=RunState.COMPLETE,
+                eventTime=datetime.now(UTC).isoformat(),
+                run=Run(runId=str(uuid.uuid4())),
+                job=Job(namespace="burst", name=f"job{n % 25}"),
+                producer=PRODUCER,
+                inputs=[InputDataset(namespace="pg", name=f"in{n % 25}")],
+                outputs=[OutputDataset(namespace="pg", name=f"out{n}")],
+            )
+        )
+    assert emitter.wait_for_completion(30)
+    group = f"burst-{uuid.uuid4().hex[:6]}"
+    with consuming(db_url, kafka_broker.bootstrap, topic, group=group) as consumer:
+        eventually(lambda: consumer.totals.stored == 1000, "1000 events stored")
+    assert consumer.totals.duplicates == 0
+    assert counts(store)["events"] == 1000
+    assert counts(store)["runs"] == 1000
+    assert len(dataset_flows(store)) == 1000  # in{n % 25} -> out{n}, one per run
+    assert sum(kafka_broker.committed(topic, group, 4)) == 1000
+
+
+def test_bad_messages_are_refused_alone_and_dead_lettered(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """One batch of good and bad messages: the good are stored, the bad are copied to the
+    dead-letter topic with the error, and every offset is committed (nothing blocks)."""
+    topic = kafka_broker.create_topic(partitions=1)
+    dead = kafka_broker.create_topic(partitions=1, prefix="refused")
+    no_name = run_event(("etl", ""))
+    good = [run_event(("etl", f"good{n}"), outputs=[ds("pg", f"t{n}")]) for n in range(3)]
+    values: list[bytes | None] = [
+        json.dumps(good[0]).encode(),
+        b"{not json",
+        json.dumps(no_name).encode(),
+        json.dumps(good[1]).encode(),
+        None,
+        json.dumps(good[2]).encode(),
+    ]
+    kafka_broker.produce(topic, values, key=b"run:etl/mixed")
+    group = f"mixed-{uuid.uuid4().hex[:6]}"
+    with consuming(
+        db_url, kafka_broker.bootstrap, topic, group=group, dead_letter_topic=dead
+    ) as consumer:
+        eventually(lambda: consumer.totals.consumed == 6, "six messages consumed")
+        eventually(lambda: kafka_broker.committed(topic, group, 1) == [6], "offsets committed")
+    assert (consumer.totals.stored, consumer.totals.refused) == (3, 3)
+    assert counts(store)["events"] == 3
+    assert {job for _, job, _, _ in relations(store)} == {"etl/good0", "etl/good1", "etl/good2"}
+    copies = kafka_broker.read_all(dead, expected=3)
+    headers = [dict(m.headers()) for m in copies]  # type: ignore[attr-defined]
+    assert [m.value() for m in copies] == [values[1], values[2], None]  # type: ignore[attr-defined]
+    assert [m.key() for m in copies] == [b"run:etl/mixed"] * 3  # type: ignore[attr-defined]
+    assert [h["upstream.offset"] for h in headers] == [b"1", b"2", b"4"]
+    assert {h["upstream.topic"] for h in headers} == {topic.encode()}
+    assert [h["upstream.reason"] for h in headers] == [b"malformed", b"invalid", b"malformed"]
+    assert headers[1]["upstream.error"].startswith(b"job.name:")
+    assert headers[2]["upstream.error"] == b"the message has no value (a tombstone)"
+
+
+def test_reading_a_topic_again_stores_nothing_twice(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """A second group reads every message again (as after a crash before a commit): each
+    event is a duplicate and no row changes."""
+    topic = kafka_broker.create_topic(partitions=2)
+    documents = [run_event(("etl", f"job{n}"), outputs=[ds("pg", f"t{n}")]) for n in range(40)]
+    kafka_broker.produce(topic, [json.dumps(d).encode() for d in documents])
+    with consuming(db_url, kafka_broker.bootstrap, topic) as first:
+        eventually(lambda: first.totals.stored == 40, "40 events stored")
+    before = counts(store)
+    with consuming(db_url, kafka_broker.bootstrap, topic) as again:
+        eventually(lambda: again.totals.consumed == 40, "40 events read again")
+    assert (again.totals.stored, again.totals.duplicates) == (0, 40)
+    assert counts(store) == before
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_database_outage_pauses_the_consumer_and_loses_nothing(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """The consumer reaches PostgreSQL through a proxy that is cut: the batch in hand waits,
+    its offsets stay uncommitted, and once the database is reachable again everything is
+    stored, without a restart."""
+    pg = sa.make_url(db_url)
+    proxy = TcpProxy(pg.port or 5432)
+    through_proxy = pg.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    topic = kafka_broker.create_topic(partitions=1)
+    group = f"outage-{uuid.uuid4().hex[:6]}"
+    first = [run_event(("etl", f"before{n}")) for n in range(5)]
+    later = [run_event(("etl", f"during{n}")) for n in range(5)]
+    try:
+        with consuming(through_proxy, kafka_broker.bootstrap, topic, group=group) as consumer:
+            kafka_broker.produce(topic, [json.dumps(d).encode() for d in first])
+            eventually(lambda: consumer.totals.stored == 5, "the first events stored")
+            proxy.cut()
+            kafka_broker.produce(topic, [json.dumps(d).encode() for d in later])
+            eventually(lambda: consumer.totals.waiting, "the consumer paused")
+            assert kafka_broker.committed(topic, group, 1) == [5]
+            assert counts(store)["events"] == 5
+            proxy.restore()
+            eventually(lambda: consumer.totals.stored == 10, "the later events stored")
+            eventually(lambda: kafka_broker.committed(topic, group, 1) == [10], "committed")
+            assert not consumer.totals.waiting
+    finally:
+        proxy.cut()
+    assert consumer.totals.refused == 0
+    assert counts(store)["events"] == 10
+
+
+def test_losing_the_broker_pauses_the_consumer_until_it_is_back(
+    db_url: str, store: Store, tmp_path: Path
+) -> None:
+    """Clients reach a broker of this test's own through a proxy; cut, the consumer keeps
+    running and, once the broker is reachable again, goes on with the new events."""
+    from tests.conftest import tansu_binary
+
+    advertised = free_port()
+    broker = TansuBroker(tansu_binary(), tmp_path / "tansu.log", advertised_port=advertised)
+    proxy = TcpProxy(broker.port, port=advertised)
+    try:
+        topic = broker.create_topic(partitions=1)
+        with consuming(db_url, broker.bootstrap, topic) as consumer:
+            broker.produce(
+                topic, [json.dumps(run_event(("etl", f"a{n}"))).encode() for n in range(3)]
+            )
+            eventually(lambda: consumer.totals.stored == 3, "the first events stored")
+            proxy.cut()
+            eventually(lambda: consumer.last_client_error is not None, "the loss noticed")
+            proxy.restore()
+            broker.produce(
+                topic, [json.dumps(run_event(("etl", f"b{n}"))).encode() for n in range(3)]
+            )
+            eventually(lambda: consumer.totals.stored == 6, "the later events stored")
+    finally:
+        proxy.cut()
+        broker.stop()
+    assert counts(store)["events"] == 6
