@@ -7,6 +7,10 @@ or broker pauses the consumer without losing anything."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -17,6 +21,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from confluent_kafka import Producer
+from fastapi.testclient import TestClient
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.serde import Serde
@@ -26,14 +32,18 @@ from prometheus_client import CollectorRegistry
 from tests.builders import PRODUCER, ds, run_event
 from tests.kafka_support import QUICK_GROUP, TansuBroker, TcpProxy, free_port
 from tests.readback import counts, dataset_flows, edges, relations
+from tests.test_metrics import scrape, value
 from tests.test_openlineage_client import summaries_event
+from upstream.api.app import create_app
 from upstream.ingest.service import ingest_documents
 from upstream.kafka.consumer import ConsumerConfig, LineageConsumer
 from upstream.kafka.messages import Limits
 from upstream.kafka.metrics import ConsumerMetrics
+from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 
+EVENTS = "upstream_kafka_events_total"
 LIMITS = Limits(max_bytes=10_000_000, max_events=5_000)
 
 
@@ -274,3 +284,137 @@ def test_losing_the_broker_pauses_the_consumer_until_it_is_back(
         proxy.cut()
         broker.stop()
     assert counts(store)["events"] == 6
+
+
+class ConsumerProcess:
+    """`upstream consume` in a process of its own."""
+
+    def __init__(self, db_url: str, bootstrap: str, topic: str, group: str, log: Path) -> None:
+        env = {**os.environ, "UPSTREAM_KAFKA_OPTIONS": json.dumps(QUICK_GROUP)}
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "upstream",
+                    "consume",
+                    "--bootstrap-servers",
+                    bootstrap,
+                    "--topic",
+                    topic,
+                    "--group",
+                    group,
+                    "--db",
+                    db_url,
+                    "--batch-size",
+                    "200",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode
+
+
+@pytest.mark.slow
+def test_two_consumers_share_four_partitions_and_a_killed_one_loses_nothing(
+    kafka_broker: TansuBroker, db_url: str, store: Store, tmp_path: Path
+) -> None:
+    """10,000 events flow into a 4-partition topic read by two `upstream consume` processes
+    of one group; one is killed (SIGKILL, mid-batch) and a third joins: in the end every event
+    is stored exactly once and every offset is committed."""
+    topic = kafka_broker.create_topic(partitions=4)
+    group = f"scale-{uuid.uuid4().hex[:6]}"
+    total = 10_000
+    log = tmp_path / "consumers.log"
+    first, second = (
+        ConsumerProcess(db_url, kafka_broker.bootstrap, topic, group, log) for _ in range(2)
+    )
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": kafka_broker.bootstrap, "linger.ms": 5})
+        for n in range(total):
+            job = f"job{n % 97}"
+            document = run_event(("scale", job), outputs=[ds("pg", f"t{n}")])
+            producer.produce(topic, key=f"run:scale/{job}", value=json.dumps(document))
+            if n % 1000 == 999:
+                producer.flush(30)
+        assert producer.flush(30) == 0
+
+    producing = threading.Thread(target=produce)
+    producing.start()
+    stored = lambda: counts(store)["events"]  # noqa: E731
+    replacement: ConsumerProcess | None = None
+    try:
+        eventually(lambda: stored() >= 2_000, "2,000 events stored", timeout=180)
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(10)
+        replacement = ConsumerProcess(db_url, kafka_broker.bootstrap, topic, group, log)
+        producing.join(120)
+        eventually(lambda: stored() == total, "every event stored", timeout=300)
+        eventually(
+            lambda: sum(kafka_broker.committed(topic, group, 4)) == total,
+            "every offset committed",
+            timeout=120,
+        )
+    finally:
+        for process in (first, second, replacement):
+            if process is not None:
+                process.stop()
+        producing.join(60)
+    assert first.process.returncode == -signal.SIGKILL
+    assert counts(store)["events"] == total
+    assert counts(store)["runs"] == total
+    assert len(relations(store)) == total  # one write per run, none twice
+
+
+def test_serve_runs_consumers_beside_the_api_and_metrics_show_them(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """With `kafka_consumers`, the API process consumes too; `/metrics` counts what was
+    consumed, stored, refused, and shows each partition's lag and the commit time."""
+    topic = kafka_broker.create_topic(partitions=2)
+    settings = Settings(
+        db_url=db_url,
+        kafka_bootstrap_servers=kafka_broker.bootstrap,
+        kafka_topic=topic,
+        kafka_group=f"serve-{uuid.uuid4().hex[:6]}",
+        kafka_consumers=1,
+        kafka_options=QUICK_GROUP,
+    )
+    good = [json.dumps(run_event(("etl", f"job{n}"))).encode() for n in range(4)]
+    kafka_broker.produce(topic, [*good, good[0], b"[]"], key=b"run:etl/one")
+    with TestClient(create_app(settings, migrate=False)) as client:
+
+        def stored() -> float:
+            return value(
+                scrape(client), "upstream_kafka_events_total", topic=topic, result="stored"
+            )
+
+        eventually(lambda: stored() == 4, "four events stored")
+        samples = scrape(client)
+    assert value(samples, "upstream_kafka_messages_consumed_total", topic=topic) == 6
+    assert value(samples, EVENTS, topic=topic, result="duplicate") == 1
+    assert (
+        value(samples, "upstream_kafka_messages_refused_total", topic=topic, reason="malformed")
+        == 1
+    )
+    assert value(samples, "upstream_kafka_batch_commit_seconds_count") >= 1
+    # All six messages share one key, so one partition holds them and the other is empty.
+    lags = {
+        labels: number
+        for (name, labels), number in samples.items()
+        if name == "upstream_kafka_consumer_lag"
+    }
+    assert set(lags.values()) == {0.0}
+    assert value(samples, "upstream_kafka_consumers_waiting") == 0
+    assert counts(store)["events"] == 4

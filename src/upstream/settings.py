@@ -144,11 +144,12 @@ class Settings(BaseSettings):
         description="Kafka consumers each `upstream serve` process runs beside the API "
         "(0: none; `upstream consume` runs them on their own).",
     )
-    kafka_options: dict[str, str] = Field(
+    kafka_options: dict[str, str | int | float | bool] = Field(
         {},
         description="More Kafka client settings (librdkafka names), for a cluster that needs "
         'them: a TOML table, or JSON such as {"security.protocol": "SASL_SSL", '
-        '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}.',
+        '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
+        "environment's JSON adds to the file's table.",
     )
     log_format: Literal["auto", "json", "text"] = Field(
         "auto",

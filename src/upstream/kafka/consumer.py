@@ -48,7 +48,7 @@ class ConsumerConfig:
     limits: Limits
     dead_letter_topic: str | None = None
     batch_messages: int = 500
-    client_options: Mapping[str, str] = field(default_factory=dict)
+    client_options: Mapping[str, str | int | float | bool] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConsumerConfig:
@@ -62,7 +62,7 @@ class ConsumerConfig:
             client_options=dict(settings.kafka_options),
         )
 
-    def client_settings(self) -> dict[str, str | int | bool]:
+    def client_settings(self) -> dict[str, str | int | float | bool]:
         """librdkafka settings shared by the consumer and the dead-letter producer; the
         user's options (security, SASL…) come first, so ours cannot be undone by mistake."""
         return {**self.client_options, "bootstrap.servers": self.bootstrap_servers}
