@@ -339,11 +339,11 @@ def consume(
     after the events are stored, so a stopped or killed consumer loses nothing, and an event
     read twice is stored once. Run several (same --group) to share the topic's partitions.
 
-    Example:
+    Examples:
 
     \b
-      upstream consume --bootstrap-servers kafka:9092 --topic openlineage \\
-        --db postgresql+psycopg://lineage@db/lineage --dead-letter-topic openlineage.refused
+      upstream consume --bootstrap-servers kafka:9092 --db postgresql+psycopg://db/lineage
+      upstream consume --bootstrap-servers kafka:9092 --dead-letter-topic openlineage.refused
     """
     from upstream.commands.consume import consume as run_consume
     from upstream.kafka.progress import progress_line

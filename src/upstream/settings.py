@@ -146,6 +146,7 @@ class Settings(BaseSettings):
     )
     kafka_options: dict[str, str | int | float | bool] = Field(
         {},
+        title="table",
         description="More Kafka client settings (librdkafka names), for a cluster that needs "
         'them: a TOML table, or JSON such as {"security.protocol": "SASL_SSL", '
         '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
