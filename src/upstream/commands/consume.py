@@ -12,13 +12,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry, start_http_server
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from upstream.commands.failures import CliError, database_failure
-from upstream.kafka.consumer import ConsumerConfig, LineageConsumer, Totals
+from upstream.kafka.consumer import ConsumerConfig, LineageConsumer, Totals, kafka_reason
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.kafka.progress import progress_line
 from upstream.logs import configure_logging
@@ -45,9 +46,11 @@ def consume(settings: Settings, console: Console, metrics_port: int | None = Non
         if metrics_port is not None:
             start_http_server(metrics_port, addr=settings.host, registry=registry)
         stop = threading.Event()
-        consumer = LineageConsumer(
-            store, ConsumerConfig.from_settings(settings), ConsumerMetrics(registry), stop
-        )
+        config = ConsumerConfig.from_settings(settings)
+        try:
+            consumer = LineageConsumer(store, config, ConsumerMetrics(registry), stop)
+        except KafkaException as exc:
+            raise CliError(f"the Kafka client refuses its settings: {kafka_reason(exc)}") from None
         with _stopped_by_signals(stop), _progress(console, consumer.totals):
             consumer.run()
         return consumer.totals

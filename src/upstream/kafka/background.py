@@ -32,13 +32,20 @@ class BackgroundConsumers:
         self._config = config
         self._metrics = metrics
         self._stopping = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._keep_running, name=f"kafka-consumer-{n}", daemon=True)
-            for n in range(1, count + 1)
-        ]
+        self._count = count
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        for thread in self._threads:
+        """Start the consumers; a Kafka setting the client refuses raises here, at start-up,
+        rather than failing on a thread again and again."""
+        for number in range(1, self._count + 1):
+            thread = threading.Thread(
+                target=self._keep_running,
+                args=(self._new_consumer(),),
+                name=f"kafka-consumer-{number}",
+                daemon=True,
+            )
+            self._threads.append(thread)
             thread.start()
 
     def stop(self, timeout: float = 60.0) -> None:
@@ -47,10 +54,15 @@ class BackgroundConsumers:
         for thread in self._threads:
             thread.join(timeout)
 
-    def _keep_running(self) -> None:
+    def _new_consumer(self) -> LineageConsumer:
+        return LineageConsumer(self._store, self._config, self._metrics, self._stopping)
+
+    def _keep_running(self, consumer: LineageConsumer) -> None:
         while not self._stopping.is_set():
             try:
-                LineageConsumer(self._store, self._config, self._metrics, self._stopping).run()
+                consumer.run()
             except Exception:
                 log.exception("a Kafka consumer failed; starting it again in %.0f s", RESTART_DELAY)
-                self._stopping.wait(RESTART_DELAY)
+                if self._stopping.wait(RESTART_DELAY):
+                    return
+                consumer = self._new_consumer()

@@ -272,7 +272,8 @@ class LineageConsumer:
             self._consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
             self.metrics.commit_failures.inc()
-            log.warning("offset commit refused (%s); the batch will be read again", exc)
+            reason = kafka_reason(exc)
+            log.warning("offset commit refused (%s); the batch will be read again", reason)
 
     def _report_refusal(self, message: Message, refusal: Refusal) -> None:
         topic, partition, offset = _where(message)
@@ -350,6 +351,12 @@ def _dead_letter(
         reason = failures[0] if failures else "not acknowledged in time"
         raise Unavailable(f"the dead-letter topic {config.dead_letter_topic}: {reason}")
     return len(refusals)
+
+
+def kafka_reason(exc: KafkaException) -> str:
+    """The readable part of a Kafka client exception (`No such configuration property: …`)."""
+    error = exc.args[0] if exc.args else None
+    return error.str() if isinstance(error, KafkaError) else str(exc)
 
 
 def _where(message: Message) -> tuple[str, int, int]:
