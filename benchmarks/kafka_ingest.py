@@ -29,12 +29,11 @@ from upstream.store import schema
 from upstream.store.engine import Store
 
 PARTITIONS = 4
-#: Group settings that let Tansu form the group in seconds (it waits for members up to the
-#: rebalance time-out); the consumers' storing is unchanged by them.
+#: Group settings that let Tansu form the group in seconds (it takes about half the session
+#: time-out); the consumers' storing is unchanged by them.
 QUICK_GROUP = {
     "session.timeout.ms": "6000",
     "heartbeat.interval.ms": "500",
-    "max.poll.interval.ms": "10000",
 }
 
 

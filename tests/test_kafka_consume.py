@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from confluent_kafka import Producer
@@ -28,6 +29,7 @@ from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, R
 from openlineage.client.serde import Serde
 from openlineage.client.transport.kafka import KafkaConfig, KafkaTransport
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import PRODUCER, ds, run_event
 from tests.kafka_support import QUICK_GROUP, TansuBroker, TcpProxy, free_port
@@ -289,7 +291,9 @@ def test_losing_the_broker_pauses_the_consumer_until_it_is_back(
 class ConsumerProcess:
     """`upstream consume` in a process of its own."""
 
-    def __init__(self, db_url: str, bootstrap: str, topic: str, group: str, log: Path) -> None:
+    def __init__(
+        self, db_url: str, bootstrap: str, topic: str, group: str, log: Path, *extra: str
+    ) -> None:
         env = {**os.environ, "UPSTREAM_KAFKA_OPTIONS": json.dumps(QUICK_GROUP)}
         with log.open("ab") as out:
             self.process = subprocess.Popen(
@@ -308,6 +312,7 @@ class ConsumerProcess:
                     db_url,
                     "--batch-size",
                     "200",
+                    *extra,
                 ],
                 env=env,
                 stdout=out,
@@ -418,3 +423,36 @@ def test_serve_runs_consumers_beside_the_api_and_metrics_show_them(
     assert set(lags.values()) == {0.0}
     assert value(samples, "upstream_kafka_consumers_waiting") == 0
     assert counts(store)["events"] == 4
+
+
+def test_upstream_consume_serves_metrics_and_stops_cleanly_on_sigterm(
+    kafka_broker: TansuBroker, db_url: str, store: Store, tmp_path: Path
+) -> None:
+    topic = kafka_broker.create_topic(partitions=1)
+    kafka_broker.produce(
+        topic, [json.dumps(run_event(("etl", f"j{n}"))).encode() for n in range(7)]
+    )
+    port = free_port()
+    log = tmp_path / "consume.log"
+    consumer = ConsumerProcess(
+        db_url, kafka_broker.bootstrap, topic, "metrics", log, "--metrics-port", str(port)
+    )
+
+    def stored() -> float:
+        try:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+        except httpx.HTTPError:
+            return 0.0
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == EVENTS and sample.labels.get("result") == "stored":
+                    return sample.value
+        return 0.0
+
+    try:
+        eventually(lambda: stored() == 7, "seven events stored, as /metrics says")
+    finally:
+        returncode = consumer.stop()
+    assert returncode == 0
+    assert "stopped: 7 consumed · 7 stored · 0 duplicates · 0 refused" in log.read_text()
+    assert counts(store)["events"] == 7
