@@ -74,10 +74,17 @@ class TansuBroker:
             future.result(30)
         return name
 
-    def produce(self, topic: str, values: list[bytes | None], key: bytes | None = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        values: list[bytes | None],
+        key: bytes | None = None,
+        partition: int | None = None,
+    ) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap})
+        where = {} if partition is None else {"partition": partition}
         for value in values:
-            producer.produce(topic, value=value, key=key)
+            producer.produce(topic, value=value, key=key, **where)
         assert producer.flush(30) == 0
 
     def committed(self, topic: str, group: str, partitions: int) -> list[int]:

@@ -258,6 +258,47 @@ def test_a_database_outage_pauses_the_consumer_and_loses_nothing(
     assert counts(store)["events"] == 10
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_rebalance_while_paused_loses_nothing_and_stores_nothing_twice(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """A consumer waits for its database with a batch of both partitions in hand; a second
+    consumer joins and takes one partition. The first stores its batch when the database is
+    back but commits only the partition it still owns; the second reads the other from its
+    committed offset. Every event is stored once and every offset committed."""
+    pg = sa.make_url(db_url)
+    proxy = TcpProxy(pg.port or 5432)
+    through_proxy = pg.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    topic = kafka_broker.create_topic(partitions=2)
+    group = f"rebalance-{uuid.uuid4().hex[:6]}"
+    documents = [run_event(("etl", f"job{n}")) for n in range(20)]
+    try:
+        with consuming(through_proxy, kafka_broker.bootstrap, topic, group=group) as first:
+            eventually(lambda: len(first.partitions) == 2, "both partitions assigned")
+            proxy.cut()
+            for partition in (0, 1):
+                values = [json.dumps(d).encode() for d in documents[partition::2]]
+                kafka_broker.produce(topic, values, partition=partition)
+            eventually(lambda: first.totals.waiting, "the first consumer paused")
+            with consuming(db_url, kafka_broker.bootstrap, topic, group=group) as second:
+                eventually(lambda: len(first.partitions) == 1, "a partition moved")
+                proxy.restore()
+                eventually(lambda: counts(store)["events"] == 20, "every event stored")
+                eventually(
+                    lambda: kafka_broker.committed(topic, group, 2) == [10, 10],
+                    "every offset committed",
+                )
+                eventually(lambda: not first.totals.waiting, "the first consumer resumed")
+    finally:
+        proxy.cut()
+    assert first.totals.refused == second.totals.refused == 0
+    assert counts(store)["events"] == counts(store)["runs"] == 20
+    assert first.totals.stored + second.totals.stored == 20
+    # An event both read (the moved partition's, when the first had it in hand) is a duplicate.
+    duplicates = first.totals.duplicates + second.totals.duplicates
+    assert first.totals.consumed + second.totals.consumed == 20 + duplicates
+
+
 def test_losing_the_broker_pauses_the_consumer_until_it_is_back(
     db_url: str, store: Store, tmp_path: Path
 ) -> None:

@@ -120,6 +120,11 @@ class LineageConsumer:
                 {**config.client_settings(), "logger": logging.getLogger("upstream.kafka.client")}
             )
 
+    @property
+    def partitions(self) -> frozenset[tuple[str, int]]:
+        """The (topic, partition) pairs this consumer owns now."""
+        return frozenset(self._owned)
+
     def run(self) -> None:
         """Consume until stopped; the batch in hand is finished (or left uncommitted) first."""
         self._consumer.subscribe(
