@@ -1,6 +1,7 @@
 """Stored lineage against the generator's ground truth: precision and recall of the effective
-dataset edges per run (explicit and inferred, as `upstream.query.flows` derives them) and of
-the stored field edges (edges with a field end, not the implied dataset edges)."""
+dataset edges per run (explicit and inferred, as `upstream.model.flow_rules` derives them when
+events are written) and of the stored field edges (edges with a field end, not the implied
+dataset edges)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from upstream.query.flows import flows
 from upstream.store import schema as t
 from upstream.store.engine import Store
+from upstream.store.walks import flows
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """`upstream consume`: one Kafka consumer in the foreground, until Ctrl+C or SIGTERM.
 
-The database is migrated first (consumers may start before any server). At a terminal a
+The database is prepared first, as `upstream serve` prepares it (migrated, and derived again
+when the rules changed), since consumers may start before any server. At a terminal a
 progress line shows what was consumed, stored and refused and the lag; elsewhere the log
 says it, and the totals are printed when the consumer stops.
 """
@@ -19,13 +20,13 @@ from rich.live import Live
 from rich.text import Text
 
 from upstream.commands.failures import CliError, database_failure
+from upstream.commands.rebuild import prepare
 from upstream.kafka.consumer import ConsumerConfig, LineageConsumer, Totals, kafka_reason
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.kafka.progress import progress_line
 from upstream.logs import configure_logging
 from upstream.settings import Settings
 from upstream.store.engine import Store
-from upstream.store.migrate import upgrade
 
 
 def consume(settings: Settings, console: Console, metrics_port: int | None = None) -> Totals:
@@ -38,7 +39,7 @@ def consume(settings: Settings, console: Console, metrics_port: int | None = Non
     store = Store(settings.db_url, pool_size=2)
     try:
         try:
-            upgrade(store)
+            prepare(store, console)
         except Exception as exc:
             failure = database_failure("prepare the database", store.display_url, exc)
             raise CliError(failure) from exc

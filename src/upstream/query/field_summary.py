@@ -38,29 +38,29 @@ def field_summary(
         result: dict[str, Any] = {}
         for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
             if query.direction in (side, "both"):
-                reached = field_walk(conn, start, direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = _render(conn, reached)
+                reached = field_walk(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
+                result[side] = render_fields_by_dataset(conn, reached)
     return result
 
 
 def field_walk(
     conn: Connection,
-    start: FieldNode,
+    starts: Collection[FieldNode],
     direction: Literal["upstream", "downstream"],
     levels: int,
     window: Window | None,
 ) -> set[FieldNode]:
-    """The fields reached from `start` against (upstream) or along (downstream) field edges
-    in at most `levels` hops; `start` itself is not part of the answer."""
-    seen: set[FieldNode] = {start}
-    frontier: set[FieldNode] = {start}
+    """The fields reached from `starts` against (upstream) or along (downstream) field edges
+    in at most `levels` hops; the starts themselves are not part of the answer."""
+    seen: set[FieldNode] = set(starts)
+    frontier: set[FieldNode] = set(starts)
     for _ in range(levels):
         if not frontier:
             break
         step = _neighbours(conn, frontier, direction, window) - seen
         seen |= step
         frontier = step
-    return seen - {start}
+    return seen - set(starts)
 
 
 def _neighbours(
@@ -96,7 +96,8 @@ def _neighbours(
     return found
 
 
-def _render(conn: Connection, reached: set[FieldNode]) -> list[dict[str, Any]]:
+def render_fields_by_dataset(conn: Connection, reached: set[FieldNode]) -> list[dict[str, Any]]:
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted."""
     names = dataset_names(conn, {d for d, _ in reached})
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for dataset_id, field_name in reached:
