@@ -103,7 +103,12 @@ def stored_alike(kafka_store: Store, http_store: Store) -> None:
     assert edges(kafka_store, implied=True) == edges(http_store, implied=True)
     assert relations(kafka_store) == relations(http_store)
     assert dataset_flows(kafka_store) == dataset_flows(http_store)
-    assert counts(kafka_store) == counts(http_store)
+    # store_state says how the schema and derived tables were prepared, not what was ingested.
+    lineage_counts = [
+        {table: n for table, n in counts(s).items() if table != "store_state"}
+        for s in (kafka_store, http_store)
+    ]
+    assert lineage_counts[0] == lineage_counts[1]
 
 
 def test_the_kafka_transport_stores_what_a_post_stores(
