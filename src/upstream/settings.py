@@ -13,7 +13,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -172,6 +179,51 @@ class Settings(BaseSettings):
         "; roles read, write (implies read) and admin (implies both). A token may be given "
         "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
     )
+    kafka_bootstrap_servers: str = Field(
+        "",
+        description="Kafka brokers to read OpenLineage events from, as host:port pairs, "
+        "comma-separated (what the producers' OpenLineage `transport: kafka` names as "
+        "`bootstrap.servers`).",
+    )
+    kafka_topic: str = Field(
+        "openlineage",
+        min_length=1,
+        description="Kafka topic the OpenLineage producers write to.",
+    )
+    kafka_group: str = Field(
+        "upstream",
+        min_length=1,
+        description="Kafka consumer group; every consumer of one group shares the topic's "
+        "partitions, so run as many as the topic has partitions to read in parallel.",
+    )
+    kafka_dead_letter_topic: str = Field(
+        "",
+        description="Kafka topic that receives a copy of every message that cannot be stored, "
+        "with the reason in its upstream.error header; empty: refused messages are only "
+        "logged and counted.",
+    )
+    kafka_batch_messages: int = Field(
+        500,
+        ge=1,
+        le=100_000,
+        description="Most Kafka messages stored in one transaction, before their offsets are "
+        "committed.",
+    )
+    kafka_consumers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Kafka consumers each `upstream serve` process runs beside the API "
+        "(0: none; `upstream consume` runs them on their own).",
+    )
+    kafka_options: dict[str, str | int | float | bool] = Field(
+        {},
+        title="table",
+        description="More Kafka client settings (librdkafka names), for a cluster that needs "
+        'them: a TOML table, or JSON such as {"security.protocol": "SASL_SSL", '
+        '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
+        "environment's JSON adds to the file's table.",
+    )
     log_format: Literal["auto", "json", "text"] = Field(
         "auto",
         description="Log lines as JSON objects (one per line, for log collectors) or as plain "
@@ -189,6 +241,15 @@ class Settings(BaseSettings):
         description="Least severe level of the server's own log lines (other libraries write "
         "warnings and worse only).",
     )
+
+    @model_validator(mode="after")
+    def _consumers_need_brokers(self) -> Settings:
+        if self.kafka_consumers and not self.kafka_bootstrap_servers.strip():
+            raise ValueError(
+                "UPSTREAM_KAFKA_CONSUMERS needs UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka "
+                "brokers to read from"
+            )
+        return self
 
     @field_validator("retention")
     @classmethod
@@ -221,10 +282,14 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"UPSTREAM_{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err["loc"], err["msg"]) for err in exc.errors())
         raise SettingsError(f"invalid setting: {problems}") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"invalid setting: config file: {exc}") from None
+
+
+def _problem(loc: tuple[int | str, ...], message: str) -> str:
+    """One setting's problem; a rule across settings names them in its own message."""
+    if not loc:
+        return message.removeprefix("Value error, ")
+    return f"UPSTREAM_{'.'.join(str(p) for p in loc).upper()}: {message}"

@@ -7,8 +7,10 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from upstream import __version__
 from upstream.api import metrics
@@ -37,6 +39,9 @@ from upstream.retention import prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
 from upstream.web import routes as web_routes
+
+if TYPE_CHECKING:
+    from upstream.kafka.background import BackgroundConsumers
 
 log = logging.getLogger("upstream")
 
@@ -81,6 +86,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)
+        consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)
         if not tokens.enabled:
             log.warning(
@@ -102,6 +108,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         finally:
             if pruning is not None:
                 pruning.cancel()
+            if consumers is not None:
+                await run_in_threadpool(consumers.stop)
             await app.state.group_commit.close()
             store.dispose()
 
@@ -130,3 +138,23 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _kafka_consumers(
+    settings: Settings, store: Store, app_metrics: metrics.Metrics
+) -> BackgroundConsumers | None:
+    """The Kafka consumers this process runs beside the API, started; None when asked for none."""
+    if not settings.kafka_consumers:
+        return None
+    from upstream.kafka.background import BackgroundConsumers
+    from upstream.kafka.consumer import ConsumerConfig
+    from upstream.kafka.metrics import ConsumerMetrics
+
+    consumers = BackgroundConsumers(
+        store,
+        ConsumerConfig.from_settings(settings),
+        ConsumerMetrics(app_metrics.registry),
+        settings.kafka_consumers,
+    )
+    consumers.start()
+    return consumers

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.service import store_facts
+from upstream.ingest.service import split_result, store_facts
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.outage import DatabaseUnavailable
@@ -96,25 +96,10 @@ class GroupCommit:
             if len(group) == 1 or isinstance(exc, DatabaseUnavailable):
                 return [exc] * len(group)
             return [self._alone(post) for post in group]
-        return _shares(group, shared)
+        return list(split_result(shared, [post.facts for post in group]))
 
     def _alone(self, post: _Post) -> WriteResult | Exception:
         try:
             return store_facts(self._store, post.facts)
         except Exception as exc:
             return exc
-
-
-def _shares(group: list[_Post], shared: WriteResult) -> list[WriteResult | Exception]:
-    """Each post's part of a shared result: an event is stored for the first post of the
-    group that carried it, and a duplicate for every other, as in separate transactions."""
-    claimed: set[str] = set()
-    results: list[WriteResult | Exception] = []
-    for post in group:
-        keys = [f.record.key for f in post.facts]
-        new = {k for k in keys if k in shared.new_keys and k not in claimed}
-        claimed |= new
-        results.append(
-            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
-        )
-    return results

@@ -33,6 +33,21 @@ def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
     return store.write(lambda conn: write_facts(conn, facts, now))
 
 
+def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> list[WriteResult]:
+    """Each part's share of one transaction's result: an event is stored for the first part
+    that carried it and a duplicate for every other, as separate transactions would say."""
+    claimed: set[str] = set()
+    results: list[WriteResult] = []
+    for facts in parts:
+        keys = [f.record.key for f in facts]
+        new = {k for k in keys if k in shared.new_keys and k not in claimed}
+        claimed |= new
+        results.append(
+            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
+        )
+    return results
+
+
 def prepare(documents: Sequence[Any], *, batch: bool) -> list[EventFacts]:
     """Validate and translate every document; collect the problems of all of them."""
     prepared: list[EventFacts] = []

@@ -10,6 +10,11 @@ with 503 and `Retry-After`, so nothing above the store needs to know SQLAlchemy'
 While the database is unreachable, `OutageBreaker` lets one request at a time try it and
 refuses the others at once: a hung database then costs each client one fast 503, not a wait
 for its own connect timeout, and the first request that gets through ends the outage.
+
+`is_database_outage` answers the same question for a Kafka consumer, which must wait out an
+outage (the database is restarting, unreachable, out of connections) and may refuse a message
+only when the data itself is wrong: confusing the two either drops good events or blocks a
+partition for ever.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
+
+#: PostgreSQL SQLSTATE classes of a server that cannot serve now: connection exceptions (08),
+#: insufficient resources (53), operator intervention such as a shutdown (57).
+_UNAVAILABLE_CLASSES = ("08", "53", "57")
 
 #: Seconds a client should wait before retrying, sent as `Retry-After`.
 RETRY_AFTER_SECONDS = 5
@@ -105,3 +114,19 @@ def _reason(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None) or exc
     lines = str(orig).strip().splitlines()
     return (lines[0] if lines else type(orig).__name__)[:200]
+
+
+def is_database_outage(exc: BaseException) -> bool:
+    """True when `exc` says the database cannot be reached or cannot serve now, so the same
+    write will succeed later; False for errors the data itself causes."""
+    if isinstance(exc, DatabaseUnavailable | sa_exc.TimeoutError):
+        return True
+    if not isinstance(exc, sa_exc.DBAPIError):
+        return False
+    if exc.connection_invalidated or isinstance(exc, sa_exc.InterfaceError):
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate.startswith(_UNAVAILABLE_CLASSES)
+    # SQLite and a PostgreSQL connection that failed before any answer carry no SQLSTATE.
+    return isinstance(exc, sa_exc.OperationalError)
