@@ -107,6 +107,11 @@ class Settings(BaseSettings):
         "; roles read, write (implies read) and admin (implies both). A token may be given "
         "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
     )
+    sql_lineage: bool = Field(
+        True,
+        description="Read column lineage from the SQL a job reports (its `sql` facet) for "
+        "outputs the producer gave no column lineage for; false stores none from SQL.",
+    )
     log_format: Literal["auto", "json", "text"] = Field(
         "auto",
         description="Log lines as JSON objects (one per line, for log collectors) or as plain "

@@ -6,12 +6,14 @@ stored (precedence across a run's events, the latest declaration winning).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from upstream.ingest.column_lineage import column_lineage_edges
 from upstream.ingest.context import Owner
 from upstream.ingest.field_operations import record_field_operations
 from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
+from upstream.ingest.sql_lineage import sql_facet_text, sql_lineage
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
     COMPONENT_FACET,
@@ -46,15 +48,19 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, JobRef
 
+log = logging.getLogger(__name__)
 
-def facts_for(event: OpenLineageEvent, record: EventRecord) -> EventFacts:
+
+def facts_for(
+    event: OpenLineageEvent, record: EventRecord, *, sql_lineage: bool = True
+) -> EventFacts:
     """Everything `event` contributes; raises InvalidInput for interpreted facets that are
-    malformed."""
+    malformed. `sql_lineage`: read the `sql` job facet for outputs without column lineage."""
     facts = EventFacts(record=record)
     if isinstance(event, RunEvent):
-        _run_event(event, facts)
+        _run_event(event, facts, sql_lineage)
     elif isinstance(event, JobEvent):
-        _job_event(event, facts)
+        _job_event(event, facts, sql_lineage)
     else:
         _dataset_event(event, facts)
     facts.namespaces.update(d.ref.namespace for d in facts.datasets)
@@ -62,7 +68,7 @@ def facts_for(event: OpenLineageEvent, record: EventRecord) -> EventFacts:
     return facts
 
 
-def _run_event(event: RunEvent, facts: EventFacts) -> None:
+def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     run_id = event.run.runId
     owner = Owner(job=job, run_id=run_id, scope="run", event_time=event.eventTime)
@@ -79,10 +85,10 @@ def _run_event(event: RunEvent, facts: EventFacts) -> None:
     _parent(event, run, facts)
     lineage = _job_lineage(event.job.facets, owner)
     run.has_lineage_facet = lineage is not None
-    _inputs_outputs(event, owner, lineage, facts)
+    _inputs_outputs(event, owner, lineage, facts, sql_lineage)
 
 
-def _job_event(event: JobEvent, facts: EventFacts) -> None:
+def _job_event(event: JobEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     owner = Owner(job=job, run_id=None, scope="job", event_time=event.eventTime)
     facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
@@ -91,7 +97,7 @@ def _job_event(event: JobEvent, facts: EventFacts) -> None:
         # Only a JobEvent that states lineage replaces the declared one; a JobEvent carrying
         # just documentation or ownership leaves it alone.
         facts.declaration = Declaration("job", job, event.eventTime, lineage is not None)
-    _inputs_outputs(event, owner, lineage, facts)
+    _inputs_outputs(event, owner, lineage, facts, sql_lineage)
 
 
 def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
@@ -123,10 +129,15 @@ def _job_lineage(job_facets: dict[str, Any], owner: Owner) -> FacetLineage | Non
 
 
 def _inputs_outputs(
-    event: RunEvent | JobEvent, owner: Owner, lineage: FacetLineage | None, facts: EventFacts
+    event: RunEvent | JobEvent,
+    owner: Owner,
+    lineage: FacetLineage | None,
+    facts: EventFacts,
+    sql_lineage: bool,
 ) -> None:
     """Relations for the event's inputs and outputs, and the edges of its facets, with the
-    lineage facet taking precedence over columnLineage per output (DESIGN §3.2)."""
+    lineage facet taking precedence over columnLineage, and that over the `sql` facet, per
+    output (DESIGN §3.2, §3.3)."""
     assert owner.job is not None
     time = event.eventTime
     for index, dataset in enumerate(event.inputs):
@@ -144,6 +155,7 @@ def _inputs_outputs(
             )
         )
     described = lineage.targets if lineage else set()
+    without_field_lineage: list[DatasetRef] = []
     for index, output in enumerate(event.outputs):
         path = f"outputs[{index}]"
         ref = DatasetRef(output.namespace, output.name)
@@ -180,12 +192,50 @@ def _inputs_outputs(
             edges, sources = column_lineage_edges(ref, column, owner)
             facts.edges.extend(edges)
             facts.relations.extend(_edge_relations(sources, "read", owner))
+        elif ref not in described and FIELD_OPERATIONS_FACET not in output.outputFacets:
+            without_field_lineage.append(ref)
+    if sql_lineage and without_field_lineage:
+        _sql_lineage(event, owner, without_field_lineage, facts)
     if lineage is not None:
         facts.edges.extend(lineage.edges)
         facts.relations.extend(_edge_relations(lineage.reads, "read", owner))
         facts.relations.extend(_edge_relations(lineage.writes, "write", owner))
     _drop_covered_edge_relations(facts)
     _register_edge_entities(facts)
+
+
+def _sql_lineage(
+    event: RunEvent | JobEvent, owner: Owner, pending: list[DatasetRef], facts: EventFacts
+) -> None:
+    """Field edges from the job's `sql` facet for the outputs nothing else describes (§3.3).
+    A statement no parser can read is logged and counted, never an error for the producer."""
+    text = sql_facet_text(event.job.facets)
+    if text is None:
+        return
+    fields = {d.ref: [f["name"] for f in d.fields] for d in facts.datasets if d.fields}
+    found = sql_lineage(
+        text[0],
+        text[1],
+        pending,
+        [DatasetRef(d.namespace, d.name) for d in event.inputs],
+        [DatasetRef(d.namespace, d.name) for d in event.outputs],
+        fields,
+        owner,
+    )
+    facts.edges.extend(found.edges)
+    facts.relations.extend(_edge_relations(found.sources, "read", owner))
+    facts.sql_parsed += found.parsed
+    facts.sql_unparsed += len(found.failures)
+    if found.failures:
+        log.warning(
+            "could not read %d statement(s) of the sql facet of job %s (run %s) for column "
+            "lineage: %s",
+            len(found.failures),
+            event.job.name,
+            owner.run_id,
+            "; ".join(found.failures),
+            extra={"run_id": str(owner.run_id) if owner.run_id else None, "job": event.job.name},
+        )
 
 
 def _drop_covered_edge_relations(facts: EventFacts) -> None:

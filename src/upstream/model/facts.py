@@ -16,11 +16,17 @@ from upstream.model.identity import DatasetRef, JobRef, stable_id
 
 Access = Literal["read", "write"]
 Scope = Literal["run", "job", "dataset"]
-Origin = Literal["lineage_facet", "field_operations", "column_lineage"]
+Origin = Literal["lineage_facet", "field_operations", "column_lineage", "sql"]
 
-#: Precedence per output (DESIGN §3.2): the lineage facet (and the recorder's field operations,
-#: which arrive as one) over columnLineage; inputs x outputs is inferred only where neither is.
-ORIGIN_RANK: dict[str, int] = {"lineage_facet": 3, "field_operations": 3, "column_lineage": 2}
+#: Precedence per output (DESIGN §3.2, §3.3): the lineage facet (and the recorder's field
+#: operations, which arrive as one) over columnLineage over the `sql` facet's parsed lineage;
+#: inputs x outputs is inferred only where none is.
+ORIGIN_RANK: dict[str, int] = {
+    "lineage_facet": 3,
+    "field_operations": 3,
+    "column_lineage": 2,
+    "sql": 1,
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -230,3 +236,6 @@ class EventFacts:
     symlinks: list[SymlinkFact] = field(default_factory=list)
     operation_sets: list[OperationSetFact] = field(default_factory=list)
     declaration: Declaration | None = None
+    #: Statements of the job's `sql` facet read for lineage, and those that could not be.
+    sql_parsed: int = 0
+    sql_unparsed: int = 0

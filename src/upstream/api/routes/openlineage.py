@@ -48,7 +48,10 @@ async def post_lineage(request: Request, writer: GroupCommitDep, settings: Setti
             413,
             f"a batch may hold at most {settings.max_batch_events} events, not {len(documents)}",
         )
-    facts = await run_in_threadpool(prepare, documents, batch=batch)
+    facts = await run_in_threadpool(
+        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage
+    )
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
+    metrics_of(request).count_sql(facts)
     return Response(status_code=201)
