@@ -294,7 +294,11 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
     assert incoming.exit_code == 0, incoming.output
     assert json.loads(incoming.stdout) == {
         "incoming": [
-            {"dataset": {"namespace": "src", "name": "users"}, "fields": ["first", "last"]}
+            {
+                "dataset": {"namespace": "src", "name": "users"},
+                "fields": ["first", "last"],
+                "origins": {"first": ["columnLineage"], "last": ["columnLineage"]},
+            }
         ]
     }
     api = client.get(
@@ -325,7 +329,13 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
         "json",
     )
     assert json.loads(outgoing.stdout) == {
-        "outgoing": [{"dataset": {"namespace": "dst", "name": "people"}, "fields": ["full_name"]}]
+        "outgoing": [
+            {
+                "dataset": {"namespace": "dst", "name": "people"},
+                "fields": ["full_name"],
+                "origins": {"full_name": ["columnLineage"]},
+            }
+        ]
     }
     unknown = invoke("field-lineage", "dst", "people", "nope", *WINDOW, "--db", db_url)
     assert unknown.exit_code == 1

@@ -27,6 +27,13 @@ ORIGIN_RANK: dict[str, int] = {
     "column_lineage": 2,
     "sql": 1,
 }
+#: How answers name each origin: after the facet or API that stated the edge.
+ORIGIN_SHOWN: dict[str, str] = {
+    "lineage_facet": "lineageFacet",
+    "field_operations": "fieldOperations",
+    "column_lineage": "columnLineage",
+    "sql": "sql",
+}
 
 
 @dataclass(frozen=True, order=True)
