@@ -158,6 +158,30 @@ def test_another_runs_sql_is_kept_beside_this_runs_column_lineage(
     assert {r["origin"] for r in edge_rows(store)} == {"sql", "column_lineage"}
 
 
+@pytest.mark.parametrize("in_one_batch", [False, True])
+def test_names_resolve_against_the_inputs_an_earlier_event_of_the_run_listed(
+    client: TestClient, store: Store, in_one_batch: bool
+) -> None:
+    """START lists the input (in another namespace), COMPLETE the output and the SQL."""
+    run_id = str(uuid.uuid4())
+    start = run_event(
+        JOB, run_id=run_id, event_type="START", inputs=[ds("s3://landing", "raw/orders/")]
+    )
+    complete = run_event(
+        JOB,
+        run_id=run_id,
+        time=BASE_TIME + hours(1),
+        outputs=[ds(PG, "public.orders")],
+        job_facets=sql_facet('INSERT INTO public.orders (id) SELECT id FROM "raw/orders/"'),
+    )
+    if in_one_batch:
+        response = client.post("/api/v1/lineage", json=[start, complete])
+        assert response.status_code == 201, response.text
+    else:
+        post(client, start, complete)
+    assert edges(store) == {("s3://landing/raw/orders/#id", d("public.orders", "id"))}
+
+
 def test_a_lineage_facet_entry_leaves_no_room_for_sql(client: TestClient, store: Store) -> None:
     event = load_event()
     event["job"]["facets"].update(

@@ -7,6 +7,8 @@ stored (precedence across a run's events, the latest declaration winning).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from upstream.ingest.column_lineage import column_lineage_edges
@@ -43,6 +45,8 @@ from upstream.model.facts import (
     JobFact,
     RelationFact,
     RunFact,
+    Scope,
+    SqlRequest,
     SymlinkFact,
     VersionFact,
 )
@@ -195,7 +199,7 @@ def _inputs_outputs(
         elif ref not in described and FIELD_OPERATIONS_FACET not in output.outputFacets:
             without_field_lineage.append(ref)
     if sql_lineage and without_field_lineage:
-        _sql_lineage(event, owner, without_field_lineage, facts)
+        _sql_request(event, without_field_lineage, facts)
     if lineage is not None:
         facts.edges.extend(lineage.edges)
         facts.relations.extend(_edge_relations(lineage.reads, "read", owner))
@@ -204,38 +208,74 @@ def _inputs_outputs(
     _register_edge_entities(facts)
 
 
-def _sql_lineage(
-    event: RunEvent | JobEvent, owner: Owner, pending: list[DatasetRef], facts: EventFacts
-) -> None:
-    """Field edges from the job's `sql` facet for the outputs nothing else describes (§3.3).
-    A statement no parser can read is logged and counted, never an error for the producer."""
+def _sql_request(event: RunEvent | JobEvent, pending: list[DatasetRef], facts: EventFacts) -> None:
+    """The `sql` facet, for the outputs nothing else describes (§3.3); read at write time
+    (`with_sql_lineage`), when the run's datasets from its earlier events are known too."""
     text = sql_facet_text(event.job.facets)
-    if text is None:
-        return
-    fields = {d.ref: [f["name"] for f in d.fields] for d in facts.datasets if d.fields}
+    if text is not None:
+        facts.sql = SqlRequest(
+            query=text[0],
+            dialect=text[1],
+            pending=tuple(pending),
+            inputs=tuple(DatasetRef(d.namespace, d.name) for d in event.inputs),
+            outputs=tuple(DatasetRef(d.namespace, d.name) for d in event.outputs),
+        )
+
+
+def with_sql_lineage(
+    facts: EventFacts, run_datasets: Mapping[DatasetRef, list[str] | None]
+) -> EventFacts:
+    """`facts` with the field edges of its `sql` request (a copy; `facts` itself only gets
+    the statement counts). `run_datasets` are the datasets the run listed in its other
+    events, with their fields: table names resolve against them too. A statement no parser
+    can read is logged and counted, never an error for the producer."""
+    request = facts.sql
+    if request is None:
+        return facts
+    fields = {ref: names for ref, names in run_datasets.items() if names}
+    fields.update({d.ref: [f["name"] for f in d.fields] for d in facts.datasets if d.fields})
+    others = tuple(ref for ref in run_datasets if ref not in request.outputs)
+    owner = _owner_of(facts)
     found = sql_lineage(
-        text[0],
-        text[1],
-        pending,
-        [DatasetRef(d.namespace, d.name) for d in event.inputs],
-        [DatasetRef(d.namespace, d.name) for d in event.outputs],
+        request.query,
+        request.dialect,
+        request.pending,
+        (*request.inputs, *others),
+        request.outputs,
         fields,
         owner,
     )
-    facts.edges.extend(found.edges)
-    facts.relations.extend(_edge_relations(found.sources, "read", owner))
-    facts.sql_parsed += found.parsed
-    facts.sql_unparsed += len(found.failures)
+    facts.sql_parsed = found.parsed
+    facts.sql_unparsed = len(found.failures)
     if found.failures:
         log.warning(
             "could not read %d statement(s) of the sql facet of job %s (run %s) for column "
             "lineage: %s",
             len(found.failures),
-            event.job.name,
+            owner.job.name if owner.job else "",
             owner.run_id,
             "; ".join(found.failures),
-            extra={"run_id": str(owner.run_id) if owner.run_id else None, "job": event.job.name},
+            extra={"run_id": str(owner.run_id) if owner.run_id else None},
         )
+    if not found.edges:
+        return facts
+    completed = replace(
+        facts,
+        edges=[*facts.edges, *found.edges],
+        relations=[*facts.relations, *_edge_relations(found.sources, "read", owner)],
+        datasets=list(facts.datasets),
+        jobs=list(facts.jobs),
+        runs=list(facts.runs),
+    )
+    _drop_covered_edge_relations(completed)
+    _register_edge_entities(completed)
+    return completed
+
+
+def _owner_of(facts: EventFacts) -> Owner:
+    record = facts.record
+    scope: Scope = "run" if record.run_id is not None else "job"
+    return Owner(job=record.job, run_id=record.run_id, scope=scope, event_time=record.event_time)
 
 
 def _drop_covered_edge_relations(facts: EventFacts) -> None:

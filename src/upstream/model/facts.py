@@ -228,6 +228,18 @@ class EventRecord:
     dataset: DatasetRef | None = None
 
 
+@dataclass(frozen=True)
+class SqlRequest:
+    """The job's `sql` facet, to be read for the outputs nothing else describes (§3.3) once
+    the run's other datasets are known (its earlier events may have listed the inputs)."""
+
+    query: str
+    dialect: object
+    pending: tuple[DatasetRef, ...]
+    inputs: tuple[DatasetRef, ...]
+    outputs: tuple[DatasetRef, ...]
+
+
 @dataclass
 class EventFacts:
     """Everything one event contributes."""
@@ -243,6 +255,7 @@ class EventFacts:
     symlinks: list[SymlinkFact] = field(default_factory=list)
     operation_sets: list[OperationSetFact] = field(default_factory=list)
     declaration: Declaration | None = None
+    sql: SqlRequest | None = None
     #: Statements of the job's `sql` facet read for lineage, and those that could not be.
     sql_parsed: int = 0
     sql_unparsed: int = 0
