@@ -16,14 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from upstream.ingest.context import Owner
 from upstream.ingest.sql_names import Resolver, dialect_for
-from upstream.ingest.sql_parse import parse, read
+from upstream.ingest.sql_parse import CACHE_SIZE, parse, read
 from upstream.ingest.sql_statements import StatementLineage, TableName, Transformation
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
+
+#: (source, target, transformations, implied) of one edge, before it has an owner.
+PlannedEdge = tuple[DatasetNode, DatasetNode, tuple[dict[str, Any], ...], bool]
 
 
 @dataclass
@@ -58,19 +62,56 @@ def sql_lineage(
 ) -> SqlLineage:
     """Edges for the `pending` outputs (those with no other field lineage) from the
     statements of `query`; `fields` are the event's datasets' schema field names."""
-    result = SqlLineage()
     if not pending:
-        return result
+        return SqlLineage()
+    known = set(inputs) | set(outputs)
+    plan = _plan(
+        query,
+        declared_dialect if isinstance(declared_dialect, str) else None,
+        tuple(pending),
+        tuple(inputs),
+        tuple(outputs),
+        tuple(sorted((ref, tuple(names)) for ref, names in fields.items() if ref in known)),
+    )
+    edges = [
+        owner.edge("sql", source, target, list(how), implied=implied)
+        for source, target, how, implied in plan.edges
+    ]
+    return SqlLineage(edges, set(plan.sources), plan.parsed, list(plan.failures))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one facet gives in one setting of datasets, whichever run sends it."""
+
+    edges: tuple[PlannedEdge, ...]
+    sources: frozenset[DatasetRef]
+    parsed: int
+    failures: tuple[str, ...]
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _plan(
+    query: str,
+    declared_dialect: str | None,
+    pending: tuple[DatasetRef, ...],
+    inputs: tuple[DatasetRef, ...],
+    outputs: tuple[DatasetRef, ...],
+    fields: tuple[tuple[DatasetRef, tuple[str, ...]], ...],
+) -> _Plan:
+    """Cached: a job's runs repeat their statement over the same datasets, so each but the
+    first costs only the building of its edges."""
+    schema_of = dict(fields)
     datasets = (*inputs, *outputs)
     dialect = dialect_for(declared_dialect, [d.namespace for d in (*pending, *datasets)])
     resolver = Resolver(datasets, pending[0].namespace, dialect)
     text = read(query, dialect)
     schemas = {
-        table: fields[ref] for table in text.tables if (ref := resolver.resolve(table)) in fields
+        table: schema_of[ref]
+        for table in text.tables
+        if (ref := resolver.resolve(table)) in schema_of
     }
     parsed = parse(query, dialect, schemas)
-    result.failures = list(parsed.failures)
-    result.parsed = len(parsed.statements)
     wanted = set(pending)
     targeted = any(s.target is not None for s in parsed.statements)
     collected = _Collected()
@@ -82,10 +123,13 @@ def sql_lineage(
         else:
             continue
         if target in wanted:
-            _statement_edges(statement, target, resolver, fields.get(target), collected)
-    result.edges = collected.edges(owner)
-    result.sources = collected.sources
-    return result
+            _statement_edges(statement, target, resolver, schema_of.get(target), collected)
+    return _Plan(
+        collected.edges(),
+        frozenset(collected.sources),
+        len(parsed.statements),
+        parsed.failures,
+    )
 
 
 @dataclass
@@ -107,23 +151,23 @@ class _Collected:
         self.field_edges.setdefault((source, target), set()).update(how)
         self.sources.add(source.dataset)
 
-    def edges(self, owner: Owner) -> list[EdgeFact]:
+    def edges(
+        self,
+    ) -> tuple[PlannedEdge, ...]:
+        """(source, target, transformations, implied) of every edge, in a stable order."""
         edges = [
-            owner.edge("sql", source, target, _transformations(how))
+            (source, target, _transformations(how), False)
             for (source, target), how in sorted(self.field_edges.items(), key=_edge_order)
         ]
         implied = {(s.dataset, t.dataset) for s, t in self.field_edges}
+        edges += [(DatasetNode(s), DatasetNode(t), (), True) for s, t in sorted(implied)]
         edges += [
-            owner.edge("sql", DatasetNode(s), DatasetNode(t), [], implied=True)
-            for s, t in sorted(implied)
-        ]
-        edges += [
-            owner.edge("sql", DatasetNode(s), DatasetNode(t), [])
+            (DatasetNode(s), DatasetNode(t), (), False)
             for s, t in sorted(self.whole - implied)
             if s != t
         ]
         self.sources.update(s for s, t in self.whole if s != t)
-        return edges
+        return tuple(edges)
 
 
 def _edge_order(item: tuple[tuple[DatasetNode, DatasetNode], object]) -> tuple[str, ...]:
@@ -166,13 +210,13 @@ def _statement_edges(
     collected.whole.update((dataset(table), target) for table in statement.tables)
 
 
-def _transformations(how: set[Transformation]) -> list[dict[str, Any]]:
+def _transformations(how: set[Transformation]) -> tuple[dict[str, Any], ...]:
     """OpenLineage's transformation objects, DIRECT before INDIRECT; a DIRECT of unknown
     subtype (openlineage-sql's) is dropped when the same edge has a known one."""
     known = {t for t in how if t[1]}
     kinds = {t[0] for t in known}
     rendered = known | {t for t in how if not t[1] and t[0] not in kinds}
-    return [
+    return tuple(
         {"type": kind, "subtype": subtype} if subtype else {"type": kind}
         for kind, subtype in sorted(rendered)
-    ]
+    )
