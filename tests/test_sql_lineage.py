@@ -16,6 +16,7 @@ from upstream.ingest.context import Owner
 from upstream.ingest.sql_lineage import SqlLineage, sql_facet_text, sql_lineage
 from upstream.ingest.sql_names import dialect_for
 from upstream.ingest.sql_parse import clear_cache, parse, read
+from upstream.ingest.sql_statements import TableName
 from upstream.model.facts import DatasetNode
 from upstream.model.identity import DatasetRef, JobRef
 
@@ -402,3 +403,15 @@ def test_parsing_is_cached_by_statement() -> None:
     assert read(sql, "postgres") is read(sql, "postgres")
     # Another dialect or other schemas are another parse.
     assert parse(sql, "snowflake", {}) is not first
+
+
+def test_analysing_a_cached_statement_never_changes_it() -> None:
+    clear_cache()
+    sql = "SELECT * FROM Orders"
+    unexpanded = parse(sql, "postgres", {})
+    expanded = parse(sql, "postgres", {TableName(("orders",), (False,)): ["id", "amount"]})
+    assert [c.name for c in unexpanded.statements[0].columns] == [None]
+    assert [c.name for c in expanded.statements[0].columns] == ["id", "amount"]
+    [statement] = read(sql, "postgres").statements
+    assert statement.tree is not None
+    assert statement.tree.sql() == "SELECT * FROM orders"  # folded, not qualified

@@ -68,9 +68,7 @@ def read(sql: str, dialect: str | None) -> SqlText:
 @lru_cache(maxsize=CACHE_SIZE)
 def _read(sql: str, dialect: str | None) -> SqlText:
     statements = tuple(split(sql, dialect))
-    tables = frozenset(
-        t for s in statements if s.tree is not None for t in tables_named(s.tree, dialect)
-    )
+    tables = frozenset(t for s in statements if s.tree is not None for t in tables_named(s.tree))
     return SqlText(statements, tables)
 
 

@@ -12,11 +12,11 @@ an aggregate DIRECT/AGGREGATION; a `CASE` condition INDIRECT/CONDITIONAL and a w
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import sqlglot
-from sqlglot import TokenType, exp
+from sqlglot import Token, TokenType, exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
@@ -79,7 +79,8 @@ class StatementLineage:
 
 @dataclass(frozen=True)
 class Statement:
-    """One statement of a text: as written, and its tree when sqlglot can read it."""
+    """One statement of a text: as written, and its tree (identifiers folded as the dialect
+    folds them) when sqlglot can read it. Trees are shared by the cache: never changed."""
 
     text: str
     tree: exp.Expr | None
@@ -89,31 +90,33 @@ class Statement:
 def split(sql: str, dialect: str | None) -> list[Statement]:
     """The statements of `sql`, split at its `;` tokens (not those inside strings or quoted
     names) and parsed one by one, so one broken statement does not hide the others."""
+    grammar = Dialect.get_or_raise(dialect)
     try:
-        tokens = sqlglot.tokenize(sql, dialect=dialect)
+        tokens = grammar.tokenize(sql)
     except SqlglotError as exc:
-        return [Statement(sql, None, _first_line(exc))]
-    cuts = [t.start for t in tokens if t.token_type == TokenType.SEMICOLON]
+        return [Statement(sql.strip(), None, _first_line(exc))]
+    chunks: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
     statements: list[Statement] = []
-    start = 0
-    for end in [*cuts, len(sql)]:
-        text = sql[start:end].strip()
-        start = end + 1
-        if not text:
-            continue
+    for chunk in filter(None, chunks):
+        text = sql[chunk[0].start : chunk[-1].end + 1].strip()
         try:
-            tree = sqlglot.parse_one(text, dialect=dialect)
+            trees = [t for t in grammar.parser().parse(chunk, sql) if t is not None]
         except SqlglotError as exc:
             statements.append(Statement(text, None, _first_line(exc)))
             continue
-        statements.append(Statement(text, tree))
+        statements += [Statement(text, normalize_identifiers(t, dialect=dialect)) for t in trees]
     return statements
 
 
-def tables_named(statement: exp.Expr, dialect: str | None) -> set[TableName]:
-    """Every physical table the statement names (CTE names excluded), folded as the dialect
-    folds them: what a caller resolves before asking for the statement's lineage."""
-    tree = normalize_identifiers(statement.copy(), dialect=dialect)
+def tables_named(statement: exp.Expr) -> set[TableName]:
+    """Every physical table the statement names (CTE names excluded): what a caller resolves
+    before asking for the statement's lineage."""
+    tree = statement
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     return {
         table_name(t)
@@ -130,12 +133,11 @@ def statement_lineage(
     """The lineage of one parsed statement, `SELECT *` expanded with `schema` (the columns of
     the tables it reads, where known). None for a statement that moves no data (DDL without
     a query, `DELETE`, `SET`…); UnparsableSql when its query cannot be analysed."""
-    tree = normalize_identifiers(statement.copy(), dialect=dialect)
-    shaped = _as_query(tree)
+    shaped = _as_query(statement)
     if shaped is None:
         return None
     target, query, names, by_position = shaped
-    root = build_scope(_qualified(query, dialect, schema))
+    root = build_scope(_qualified(query, lambda: _query_of(statement), dialect, schema))
     if root is None:
         return None
     projections = _projections(root)
@@ -160,19 +162,25 @@ def statement_lineage(
 
 
 def _qualified(
-    query: exp.Query, dialect: str | None, schema: Mapping[TableName, Sequence[str]]
+    query: exp.Query,
+    again: Callable[[], exp.Query],
+    dialect: str | None,
+    schema: Mapping[TableName, Sequence[str]],
 ) -> exp.Query:
-    """The query with every column tied to its table and `*` expanded where the schema
-    allows. A schema that contradicts the statement (a column it does not list) is not used;
-    when sqlglot cannot place every column (an unqualified column of a correlated subquery),
-    the tables are still qualified and columns stay as written."""
+    """`query` (a copy of its own, changed in place) with every column tied to its table
+    and `*` expanded where the schema allows. A schema that contradicts the statement (a
+    column it does not list) is not used; when sqlglot cannot place every column (an
+    unqualified column of a correlated subquery), the tables are still qualified and columns
+    stay as written. Each retry starts from a fresh copy (`again`): copying costs as much as
+    qualifying, so it is made only when needed."""
+    attempts: list[tuple[Mapping[TableName, Sequence[str]], bool]] = [({}, True), ({}, False)]
+    if schema:
+        attempts.insert(0, (schema, True))
     failure: Exception | None = None
-    for known, qualify_columns in ((schema, True), ({}, True), ({}, False)):
-        if qualify_columns and known is not schema and not schema:
-            continue  # the same attempt as the first
+    for number, (known, qualify_columns) in enumerate(attempts):
         try:
             return qualify(
-                query.copy(),
+                query if number == 0 else again(),
                 schema=_sqlglot_schema(known),
                 dialect=dialect,
                 qualify_columns=qualify_columns,
@@ -201,13 +209,19 @@ def table_name(table: exp.Table) -> TableName:
 # -- statement shapes -------------------------------------------------------------------------
 
 
+def _query_of(statement: exp.Expr) -> exp.Query:
+    shaped = _as_query(statement)
+    assert shaped is not None  # it had a query the first time
+    return shaped[1]
+
+
 def _as_query(
     tree: exp.Expr,
 ) -> tuple[TableName | None, exp.Query, list[str], bool] | None:
     """(target, the query whose projections are the target's columns, the column names the
     statement gives them, whether an INSERT fills the table's columns by position)."""
     if isinstance(tree, exp.Query):
-        return None, tree, [], False
+        return None, tree.copy(), [], False
     if isinstance(tree, exp.Insert) and isinstance(tree.expression, exp.Query):
         target, names = _target_of(tree.this)
         query = _with_ctes(tree.expression.copy(), tree.args.get("with_"))
