@@ -288,6 +288,18 @@ def test_snowflake_names_match_case_insensitively() -> None:
     }
 
 
+def test_bigquery_table_names_keep_their_case() -> None:
+    found = run(
+        "INSERT INTO sales.Out (id) SELECT id FROM sales.Orders",
+        inputs=("proj.sales.orders", "proj.sales.Orders"),
+        outputs=("proj.sales.Out",),
+        namespace="bigquery",
+    )
+    assert edges(found) == {
+        ("bigquery/proj.sales.Out#id", "bigquery/proj.sales.Orders#id", "IDENTITY")
+    }
+
+
 def test_a_table_the_event_does_not_list_is_in_the_outputs_namespace() -> None:
     found = run("INSERT INTO out (id) SELECT id FROM staging.raw_orders")
     assert edges(found) == {("shop.public.out#id", "staging.raw_orders#id", "IDENTITY")}

@@ -136,9 +136,13 @@ class Resolver:
         return unquoted and same and _folds_case(self.dialect)
 
 
+#: Dialects whose table names are case-sensitive though their column names are not.
+_CASE_SENSITIVE_TABLES = frozenset({"bigquery"})
+
+
 def _folds_case(dialect: str | None) -> bool:
+    """Whether unquoted table names are case-insensitive in `dialect`."""
+    if dialect in _CASE_SENSITIVE_TABLES:
+        return False
     strategy = Dialect.get_or_raise(dialect).normalization_strategy
-    return strategy not in (
-        NormalizationStrategy.CASE_SENSITIVE,
-        NormalizationStrategy.CASE_INSENSITIVE_EXCEPT_TABLES,
-    )
+    return strategy is not NormalizationStrategy.CASE_SENSITIVE
