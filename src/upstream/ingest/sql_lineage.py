@@ -69,7 +69,9 @@ def sql_lineage(
         query,
         declared_dialect if isinstance(declared_dialect, str) else None,
         tuple(pending),
-        tuple(inputs),
+        # Sorted: the same datasets in another order (as a run's earlier events list them)
+        # are the same setting, and should hit the cache.
+        tuple(sorted(set(inputs))),
         tuple(outputs),
         tuple(sorted((ref, tuple(names)) for ref, names in fields.items() if ref in known)),
     )
