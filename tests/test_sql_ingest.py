@@ -25,6 +25,7 @@ from tests.builders import (
     schema_facet,
 )
 from tests.readback import dataset_flows, edge_rows, edges
+from tests.test_ingest_semantics import post
 from tests.test_metrics import scrape, value
 from upstream.api.app import create_app
 from upstream.settings import Settings
@@ -62,12 +63,6 @@ def load_event(*, run_id: str | None = None, query: str = LOAD, **changes: Any) 
         job_facets=sql_facet(query),
         **changes,
     )
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def d(name: str, field: str | None = None) -> str:

@@ -9,15 +9,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
-from upstream.ingest.translate import facts_for, with_sql_lineage
+from upstream.ingest.sql_runs import with_run_sql_lineage
+from upstream.ingest.translate import facts_for
 from upstream.model.errors import InvalidInput, Problem
 from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.store.engine import Store
-from upstream.store.run_datasets import datasets_of_runs
 from upstream.store.writer import WriteResult, write_facts
 
 
@@ -36,29 +34,7 @@ def ingest_documents(
 def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
     """Write prepared events in one transaction (all-or-nothing)."""
     now = datetime.now(UTC)
-    return store.write(lambda conn: write_facts(conn, _with_sql(conn, facts), now))
-
-
-def _with_sql(conn: Connection, batch: Sequence[EventFacts]) -> list[EventFacts]:
-    """Each event's `sql` lineage, its table names resolved against the datasets its run
-    listed before: in stored events, and in earlier events of this batch. Done inside the
-    write, so a retried transaction computes it again from the same state."""
-    if all(f.sql is None for f in batch):
-        return list(batch)
-    runs = {f.record.run_id for f in batch if f.sql is not None and f.record.run_id}
-    known = datasets_of_runs(conn, runs) if runs else {}
-    completed: list[EventFacts] = []
-    for facts in batch:
-        run = facts.record.run_id
-        listed = known.setdefault(run, {}) if run in runs else {}
-        completed.append(with_sql_lineage(facts, dict(listed)) if facts.sql else facts)
-        if run in runs:
-            fields = {d.ref: d.fields for d in facts.datasets}
-            for relation in facts.relations:
-                if relation.origin == "io":
-                    names = [f["name"] for f in fields.get(relation.dataset) or []]
-                    listed[relation.dataset] = names or listed.get(relation.dataset)
-    return completed
+    return store.write(lambda conn: write_facts(conn, with_run_sql_lineage(conn, facts), now))
 
 
 def prepare(documents: Sequence[Any], *, batch: bool, sql_lineage: bool = True) -> list[EventFacts]:
