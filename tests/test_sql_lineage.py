@@ -11,6 +11,8 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from upstream.ingest.context import Owner
 from upstream.ingest.sql_lineage import SqlLineage, sql_facet_text, sql_lineage
@@ -427,3 +429,29 @@ def test_analysing_a_cached_statement_never_changes_it() -> None:
     [statement] = read(sql, "postgres").statements
     assert statement.tree is not None
     assert statement.tree.sql() == "SELECT * FROM orders"  # folded, not qualified
+
+
+_SQL_WORDS = st.sampled_from(
+    ["SELECT", "INSERT", "INTO", "FROM", "WHERE", "JOIN", "ON", "(", ")", ",", ";", "*", "a",
+     "b.c", '"Q"', "'s'", "1", "=", "AS", "WITH", "UNION", "MERGE", "USING", "CASE", "WHEN"]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_SQL_WORDS, max_size=30).map(" ".join) | st.text(max_size=80))
+def test_no_text_makes_sql_lineage_fail(text: str) -> None:
+    """Whatever a producer sends as its query, reading it never raises: each statement is
+    either read or reported."""
+    found = run(text, inputs=("shop.public.orders",))
+    assert found.parsed >= 0
+    assert all(isinstance(f, str) for f in found.failures)
+    assert all(e.origin == "sql" for e in found.edges)
+
+
+def test_very_long_sql_is_not_parsed() -> None:
+    long = "INSERT INTO out (id) SELECT id FROM orders WHERE " + " OR ".join(
+        f"id = {i}" for i in range(12_000)
+    )
+    found = run(long, inputs=("shop.public.orders",))
+    assert found.edges == []
+    assert found.failures == ["longer than 100,000 characters: not parsed"]

@@ -37,6 +37,9 @@ from upstream.ingest.sql_statements import (
 
 #: Distinct (statement, dialect, schemas) kept parsed per process.
 CACHE_SIZE = 4096
+#: Longer facet text is not parsed (counted as one unparsed statement): parsing runs inside
+#: the write, and a generated statement of megabytes would hold every writer up.
+MAX_SQL_CHARS = 100_000
 #: openlineage-sql reports a column it found, not how: a direct dependency of unknown subtype.
 DIRECT_UNKNOWN = ("DIRECT", "")
 
@@ -67,6 +70,8 @@ def read(sql: str, dialect: str | None) -> SqlText:
 
 @lru_cache(maxsize=CACHE_SIZE)
 def _read(sql: str, dialect: str | None) -> SqlText:
+    if len(sql) > MAX_SQL_CHARS:
+        return SqlText((), frozenset())
     statements = tuple(split(sql, dialect))
     tables = frozenset(t for s in statements if s.tree is not None for t in tables_named(s.tree))
     return SqlText(statements, tables)
@@ -80,6 +85,8 @@ def parse(sql: str, dialect: str | None, schemas: Mapping[TableName, Sequence[st
 
 @lru_cache(maxsize=CACHE_SIZE)
 def _parse(sql: str, dialect: str | None, schemas: Schemas) -> ParsedSql:
+    if len(sql) > MAX_SQL_CHARS:
+        return ParsedSql((), (f"longer than {MAX_SQL_CHARS:,} characters: not parsed",))
     lookup = dict(schemas)
     found: list[StatementLineage] = []
     failures: list[str] = []
@@ -88,7 +95,8 @@ def _parse(sql: str, dialect: str | None, schemas: Schemas) -> ParsedSql:
             if statement.tree is None:
                 raise UnparsableSql(statement.error or "not SQL")
             lineage = statement_lineage(statement.tree, dialect, lookup)
-        except UnparsableSql as exc:
+        except Exception as exc:  # any failure of a parser on the producer's text, not ours
+            exc = exc if isinstance(exc, UnparsableSql) else UnparsableSql(_reason(exc))
             alone = _openlineage_only(statement.text, dialect)
             if alone is None:
                 failures.append(str(exc))
@@ -99,6 +107,11 @@ def _parse(sql: str, dialect: str | None, schemas: Schemas) -> ParsedSql:
             _add_openlineage_columns(lineage, statement.text, dialect)
             found.append(lineage)
     return ParsedSql(tuple(found), tuple(failures))
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def clear_cache() -> None:

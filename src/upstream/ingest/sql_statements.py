@@ -93,7 +93,7 @@ def split(sql: str, dialect: str | None) -> list[Statement]:
     grammar = Dialect.get_or_raise(dialect)
     try:
         tokens = grammar.tokenize(sql)
-    except SqlglotError as exc:
+    except Exception as exc:  # sqlglot on a producer's text may fail in any way
         return [Statement(sql.strip(), None, _first_line(exc))]
     chunks: list[list[Token]] = [[]]
     for token in tokens:
@@ -106,7 +106,7 @@ def split(sql: str, dialect: str | None) -> list[Statement]:
         text = sql[chunk[0].start : chunk[-1].end + 1].strip()
         try:
             trees = [t for t in grammar.parser().parse(chunk, sql) if t is not None]
-        except SqlglotError as exc:
+        except Exception as exc:  # as above
             statements.append(Statement(text, None, _first_line(exc)))
             continue
         statements += [Statement(text, normalize_identifiers(t, dialect=dialect)) for t in trees]
