@@ -311,6 +311,8 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
     table = invoke(*common)
     assert "dst / people . full_name comes from" in table.stdout
     assert "first, last" in table.stdout
+    assert "Stated by" in table.stdout
+    assert "columnLineage" in table.stdout
     dot = invoke(*common, "-f", "dot")
     assert dot.stdout.count(" -> ") == 2
     assert_valid_flowchart(invoke(*common, "-f", "mermaid").stdout)

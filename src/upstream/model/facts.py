@@ -34,6 +34,13 @@ ORIGIN_SHOWN: dict[str, str] = {
     "column_lineage": "columnLineage",
     "sql": "sql",
 }
+#: How tables for people name each origin as answers show it.
+ORIGIN_LABELS: dict[str, str] = {
+    "lineageFacet": "lineage facet",
+    "fieldOperations": "field operations",
+    "columnLineage": "columnLineage",
+    "sql": "SQL",
+}
 
 
 @dataclass(frozen=True, order=True)
