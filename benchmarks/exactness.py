@@ -1,7 +1,8 @@
 """Stored lineage against the generator's ground truth: precision and recall of the effective
-dataset edges per run (explicit and inferred, as `upstream.query.flows` derives them), of the
-stored field edges the producers stated (edges with a field end, not the implied dataset
-edges), and of those the server parsed from the plain jobs' `sql` facets."""
+dataset edges per run (explicit and inferred, as `upstream.model.flow_rules` derives them when
+events are written), of the stored field edges the producers stated (edges with a field end,
+not the implied dataset edges), and of those the server parsed from the plain jobs' `sql`
+facets."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from upstream.query.flows import flows
 from upstream.store import schema as t
 from upstream.store.engine import Store
+from upstream.store.walks import flows
 
 
 @dataclass(frozen=True)

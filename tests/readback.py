@@ -7,9 +7,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from upstream.query.flows import flows
 from upstream.store import schema as t
 from upstream.store.engine import Store
+from upstream.store.walks import flows
 
 
 def _names(conn: sa.Connection) -> tuple[dict[Any, str], dict[Any, str]]:

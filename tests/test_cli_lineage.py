@@ -95,7 +95,7 @@ def test_upstream_lineage_follows_the_lineage_facet(db_url: str, warehouse: None
         "json",
     )
     assert result.exit_code == 0, result.output
-    job = "job.https://example.com/jobs.build_summaries"
+    job = "job.https://example%2Ecom/jobs.build_summaries"
     assert relations(json.loads(result.stdout)) == {
         (f"dataset.{WAREHOUSE}.raw.customers", job, ("read",)),
         (f"dataset.{WAREHOUSE}.analytics.customer_summary", job, ("write",)),
@@ -194,7 +194,7 @@ def test_export_whole_graph_has_the_real_flows_only(
     result = invoke("export", "--db", db_url)
     assert result.exit_code == 0, result.output
     graph = json.loads(result.stdout)
-    summaries = "job.https://example.com/jobs.build_summaries"
+    summaries = "job.https://example%2Ecom/jobs.build_summaries"
     assert [
         (f["source"], f["target"], f["program"], f["runs"], f["inferred"]) for f in graph["flows"]
     ] == [

@@ -94,18 +94,23 @@ def test_temporary_by_cdap_name_suffix() -> None:
 
 
 def test_temporary_by_producer_mark() -> None:
-    assert is_temporary_to(
-        "scratch", WF_RUN, [TemporaryMark(False, None), TemporaryMark(True, None)]
-    )
+    assert is_temporary_to("scratch", WF_RUN, [TemporaryMark(False), TemporaryMark(True)])
 
 
 def test_temporary_when_created_and_dropped() -> None:
-    marks = [TemporaryMark(False, "CREATE"), TemporaryMark(False, "drop")]
+    marks = [TemporaryMark(False, ("CREATE",)), TemporaryMark(False, ("drop",))]
     assert is_temporary_to("scratch", WF_RUN, marks)
-    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, "CREATE")])
-    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, "DROP")])
-    overwritten = [TemporaryMark(False, "CREATE"), TemporaryMark(False, "OVERWRITE")]
+    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("CREATE",))])
+    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("DROP",))])
+    overwritten = [TemporaryMark(False, ("CREATE",)), TemporaryMark(False, ("OVERWRITE",))]
     assert not is_temporary_to("scratch", WF_RUN, overwritten)
+
+
+def test_temporary_when_one_run_created_and_dropped_it() -> None:
+    """One relation that kept both states (CREATE on START, DROP on COMPLETE) is enough."""
+    assert is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("CREATE", "DROP"))])
+    assert TemporaryMark(False, ("OVERWRITE", "drop")).creates_or_drops
+    assert not TemporaryMark(False, ("OVERWRITE",)).creates_or_drops
 
 
 # -- roll_up --------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ def test_nested_parents_roll_up_to_the_nearest_workflow(client: TestClient) -> N
 
 # -- seed 002's EmpAgg: a temporary dataset inside the workflow run -------------------------
 
-TEMPORARY_KINDS = ["name", "upper-case name", "facet", "lifecycle"]
+TEMPORARY_KINDS = ["name", "upper-case name", "facet", "lifecycle", "lifecycle in one run"]
 
 
 def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
@@ -138,15 +138,19 @@ def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
     dropped: list[dict[str, Any]] = []
     if kind == "facet":
         written = {"upstream_temporary": {"temporary": True}}
-    if kind == "lifecycle":
+    if kind.startswith("lifecycle"):
         written = {"lifecycleStateChange": {"lifecycleStateChange": "CREATE"}}
         dropped = [ds(NS, tmp, lifecycleStateChange={"lifecycleStateChange": "DROP"})]
+    # "lifecycle in one run": phase-1 reports CREATE on START and DROP on COMPLETE; both
+    # states of its one relation count (DESIGN §3.3), not only the latest.
+    one_run = kind == "lifecycle in one run"
     post(
         client,
         run_event((NS, "EmployeePipe"), run_id=ids["W"], event_type="START", time=BASE_TIME),
         run_event(
             (NS, "phase-1"),
             run_id=ids["p1"],
+            event_type="START" if one_run else "COMPLETE",
             inputs=[ds(NS, "Employee")],
             outputs=[ds(NS, tmp, **written)],
             parent=pipe,
@@ -161,7 +165,17 @@ def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
             time=BASE_TIME + hours(2),
         ),
         *(
-            [run_event((NS, "cleanup"), run_id=rid(), outputs=dropped, parent=pipe)]
+            [
+                run_event(
+                    (NS, "phase-1"),
+                    run_id=ids["p1"],
+                    outputs=dropped,
+                    parent=pipe,
+                    time=BASE_TIME + hours(1.5),
+                )
+                if one_run
+                else run_event((NS, "cleanup"), run_id=rid(), outputs=dropped, parent=pipe)
+            ]
             if dropped
             else []
         ),

@@ -116,8 +116,8 @@ def test_quick_start_examples_run(
         params={"direction": "upstream"},
     ).json()
     assert sorted(upstream["data"]) == [
-        "dataset.postgres://db.example.com:5432.analytics.customer_summary",
-        "dataset.postgres://db.example.com:5432.shop.customers",
+        "dataset.postgres://db%2Eexample%2Ecom:5432.analytics.customer_summary",
+        "dataset.postgres://db%2Eexample%2Ecom:5432.shop.customers",
     ]
     # The recorder example: uniqueId was made by read -> parse -> concat -> create.
     made = httpx.get(

@@ -18,6 +18,8 @@ from upstream.store import schema as t
 from upstream.store.engine import Store
 
 NAMESPACE = 'hostile://db:5432/it\'s "100%_"'
+#: The namespace as a lineage key writes it (DESIGN §4.2): `%` as `%25`, `.` as `%2E`.
+KEY_NAMESPACE = 'hostile://db:5432/it\'s "100%25_"'
 HOSTILE = [
     'it\'s "quoted"',
     "100%_done",
@@ -91,13 +93,13 @@ def test_dataset_lineage_returns_names_verbatim(hostile: TestClient) -> None:
         )
         assert response.status_code == 200, (name, response.text)
         body = response.json()
-        assert body["data"][f"dataset.{NAMESPACE}.{name}"]["entityId"] == {
+        assert body["data"][f"dataset.{KEY_NAMESPACE}.{name}"]["entityId"] == {
             "type": "dataset",
             "namespace": NAMESPACE,
             "name": name,
         }
-        assert body["programs"][f"job.{NAMESPACE}.{name}"]["entityId"]["name"] == name
-        assert f"dataset.{NAMESPACE}.{name}.out" in body["data"]
+        assert body["programs"][f"job.{KEY_NAMESPACE}.{name}"]["entityId"]["name"] == name
+        assert f"dataset.{KEY_NAMESPACE}.{name}.out" in body["data"]
 
 
 def test_search_treats_wildcards_and_quotes_literally(hostile: TestClient) -> None:

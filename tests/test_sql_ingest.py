@@ -28,6 +28,7 @@ from tests.readback import dataset_flows, edge_rows, edges
 from tests.test_ingest_semantics import post
 from tests.test_metrics import scrape, value
 from upstream.api.app import create_app
+from upstream.ingest.rebuild import rebuild
 from upstream.settings import Settings
 from upstream.store.engine import Store
 
@@ -175,6 +176,25 @@ def test_names_resolve_against_the_inputs_an_earlier_event_of_the_run_listed(
     else:
         post(client, start, complete)
     assert edges(store) == {("s3://landing/raw/orders/#id", d("public.orders", "id"))}
+
+
+def test_a_rebuild_derives_the_same_sql_lineage(client: TestClient, store: Store) -> None:
+    run_id = str(uuid.uuid4())
+    start = run_event(
+        JOB, run_id=run_id, event_type="START", inputs=[ds("s3://landing", "raw/orders/")]
+    )
+    complete = run_event(
+        JOB,
+        run_id=run_id,
+        time=BASE_TIME + hours(1),
+        outputs=[ds(PG, "public.orders")],
+        job_facets=sql_facet('INSERT INTO public.orders (id) SELECT id FROM "raw/orders/"'),
+    )
+    post(client, start, complete, load_event())
+    before = (edges(store), dataset_flows(store))
+    assert rebuild(store).events == 3
+    assert (edges(store), dataset_flows(store)) == before
+    assert ("s3://landing/raw/orders/#id", d("public.orders", "id")) in before[0]
 
 
 def test_a_lineage_facet_entry_leaves_no_room_for_sql(client: TestClient, store: Store) -> None:

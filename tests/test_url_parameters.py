@@ -34,6 +34,7 @@ GOOD_PATH = {
     "field": "id",
     "job": "job",
     "source": "walk",
+    "tag": "PII",
 }
 GOOD_UUID = "00000000-0000-4000-8000-000000000001"
 #: Text no store can keep, as a client sends it: percent-encoded.
@@ -122,9 +123,10 @@ def request_url(path: str, parameters: list[dict[str, Any]], changed: dict[str, 
 
 
 def send(client: TestClient, method: str, url: str) -> httpx.Response:
-    if method == "POST":
-        return client.post(url, content=b"{}", headers={"content-type": "application/json"})
-    return client.get(url)
+    if method in ("POST", "PUT"):
+        headers = {"content-type": "application/json"}
+        return client.request(method, url, content=b"{}", headers=headers)
+    return client.request(method, url)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console, RenderableType
@@ -40,10 +40,17 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 db_app = typer.Typer(
-    help="Manage the database schema. Example: upstream db upgrade --db sqlite:///lineage.db",
+    help="Manage the database: its schema, retention, and lineage derived again from the kept "
+    "events. Example: upstream db upgrade --db sqlite:///lineage.db",
     no_args_is_help=True,
 )
 app.add_typer(db_app, name="db")
+delete_app = typer.Typer(
+    help="Delete a dataset, a job or a namespace: it leaves lists, search and lineage until an "
+    "event names it again. Example: upstream delete dataset warehouse sales.orders",
+    no_args_is_help=True,
+)
+app.add_typer(delete_app, name="delete")
 
 DbOption = Annotated[
     str | None,
@@ -161,9 +168,9 @@ def serve(
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
     from upstream.api.metrics import multiprocess_directory
+    from upstream.commands.rebuild import prepare
     from upstream.serving import StartupError, listening_socket, run_server
     from upstream.store.engine import Store
-    from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db, host=host, port=port, workers=workers)
@@ -176,7 +183,7 @@ def serve(
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
     store = Store(settings.db_url)
     try:
-        upgrade(store)
+        prepare(store, Console(stderr=True))
     except Exception as exc:
         sock.close()
         raise _fail(database_failure("prepare the database", store.display_url, exc)) from None
@@ -188,12 +195,42 @@ def serve(
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
-    """Apply every pending migration.
+    """Apply every pending migration (and derive the lineage again from the kept events
+    when the new version derives it differently).
 
     Example: upstream db upgrade --db sqlite:///lineage.db
     """
+    from upstream.commands.rebuild import prepare, summary
     from upstream.store.engine import Store
-    from upstream.store.migrate import current_revision, upgrade
+    from upstream.store.migrate import current_revision
+
+    try:
+        settings = load_settings(db_url=db)
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    store = Store(settings.db_url)
+    try:
+        report = prepare(store, Console(stderr=True))
+        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
+        if report is not None:
+            typer.echo(summary(report))
+    except Exception as exc:
+        raise _fail(database_failure("migrate", store.display_url, exc)) from None
+    finally:
+        store.dispose()
+
+
+@db_app.command("rebuild")
+def db_rebuild(db: DbOption = None) -> None:
+    """Derive all lineage again from the kept raw events (datasets, jobs, runs, relations,
+    edges and the flow graph). Run it with no server writing to the database; an
+    interrupted rebuild continues where it stopped when run again.
+
+    Example: upstream db rebuild --db sqlite:///lineage.db
+    """
+    from upstream.commands.rebuild import rebuild_store, summary
+    from upstream.store.engine import Store
+    from upstream.store.migrate import upgrade
 
     try:
         settings = load_settings(db_url=db)
@@ -202,11 +239,110 @@ def db_upgrade(db: DbOption = None) -> None:
     store = Store(settings.db_url)
     try:
         upgrade(store)
-        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
+        report = rebuild_store(store, Console(stderr=True))
+        typer.echo(f"{store.display_url}: {summary(report)}")
     except Exception as exc:
-        raise _fail(database_failure("migrate", store.display_url, exc)) from None
+        raise _fail(database_failure("rebuild", store.display_url, exc)) from None
     finally:
         store.dispose()
+
+
+@db_app.command("prune")
+def db_prune(
+    ctx: typer.Context,
+    before: Annotated[
+        str,
+        typer.Option(
+            "--before",
+            help="Remove runs that ended before this time: ISO-8601, epoch seconds or now-90d.",
+            show_default=False,
+        ),
+    ],
+    keep_events: Annotated[
+        bool, typer.Option("--keep-events", help="Keep the removed runs' raw events.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would be removed.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove runs that ended before a time, with what was derived from them.
+
+    Their raw events go too unless --keep-events; declared lineage and everything still
+    referred to stays.
+
+    Example: upstream db prune --before now-90d --dry-run --db sqlite:///lineage.db
+    """
+    from upstream.commands.prune import prune_database
+
+    with reported_failures(ctx):
+        settings = load_settings(db_url=db)
+        typer.echo(
+            prune_database(settings.db_url, before, keep_events=keep_events, dry_run=dry_run)
+        )
+
+
+NamespaceArgument = Annotated[str, typer.Argument(help="The namespace.", show_default=False)]
+
+
+def _delete(
+    ctx: typer.Context,
+    target: Target,
+    kind: Literal["dataset", "job", "namespace"],
+    namespace: str,
+    name: str | None,
+) -> None:
+    from upstream.commands.delete import delete_entity
+
+    with reported_failures(ctx):
+        typer.echo(delete_entity(target, kind, namespace, name))
+
+
+@delete_app.command("dataset")
+def delete_dataset(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    name: Annotated[str, typer.Argument(help="The dataset's name.", show_default=False)],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a dataset.
+
+    Example: upstream delete dataset postgres://db:5432 sales.orders --token $TOKEN
+    """
+    _delete(ctx, _target(ctx, url, token, db), "dataset", namespace, name)
+
+
+@delete_app.command("job")
+def delete_job(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    name: Annotated[str, typer.Argument(help="The job's name.", show_default=False)],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a job.
+
+    Example: upstream delete job airflow daily_orders.load --db sqlite:///lineage.db
+    """
+    _delete(ctx, _target(ctx, url, token, db), "job", namespace, name)
+
+
+@delete_app.command("namespace")
+def delete_namespace(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Delete a namespace with every dataset and job in it.
+
+    Example: upstream delete namespace staging --token $TOKEN
+    """
+    _delete(ctx, _target(ctx, url, token, db), "namespace", namespace, None)
 
 
 @app.command()

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -21,6 +21,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from upstream.model.timeexpr import parse_duration
 
 DEFAULT_DB_URL = "sqlite:///./upstream.db"
 #: Token roles, weakest first; each implies the ones before it (DESIGN §5).
@@ -118,11 +120,24 @@ class Settings(BaseSettings):
         "text for people; auto: text with colours when standard error is a terminal, JSON "
         "otherwise.",
     )
+    retention: str | None = Field(
+        None,
+        description="Keep runs this long after they end (e.g. 90d, 12h); once a day the server "
+        "removes older runs with what was derived from them and their raw events, as "
+        "`upstream db prune` does. Off when unset.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Least severe level of the server's own log lines (other libraries write "
         "warnings and worse only).",
     )
+
+    @field_validator("retention")
+    @classmethod
+    def _retention_is_a_length(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
 
     @classmethod
     def settings_customise_sources(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -21,15 +22,18 @@ from upstream.api.routes import (
     health,
     lineage_graph,
     marquez,
+    marquez_changes,
     marquez_lineage,
     openlineage,
+    tag_reach,
 )
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
+from upstream.retention import prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store
-from upstream.store.migrate import upgrade
 from upstream.web import routes as web_routes
 
 log = logging.getLogger("upstream")
@@ -43,8 +47,10 @@ ROUTERS = [
     field_operations.router,
     dataset_lineage.router,
     marquez.router,
+    marquez_changes.router,
     marquez_lineage.router,
     lineage_graph.router,
+    tag_reach.router,
 ]
 
 
@@ -59,7 +65,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(settings.db_url, pool_size=settings.db_pool_size)
         if migrate:
-            upgrade(store)
+            prepare_store(store)
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)
@@ -74,9 +80,16 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # lineage walk makes enough objects to trigger several, which doubled its time.
         gc.collect()
         gc.freeze()
+        pruning = (
+            asyncio.create_task(prune_daily(store, settings.retention))
+            if settings.retention
+            else None
+        )
         try:
             yield
         finally:
+            if pruning is not None:
+                pruning.cancel()
             await app.state.group_commit.close()
             store.dispose()
 

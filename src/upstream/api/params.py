@@ -33,6 +33,11 @@ Start = Annotated[
     str | None, Query(description=f"Window start (inclusive): {_FORMS}; default now-7d"), _TIME
 ]
 End = Annotated[str | None, Query(description="Window end (exclusive); default now"), _TIME]
+HistoryStart = Annotated[
+    str | None,
+    Query(description=f"Window start (inclusive): {_FORMS}; default 0, all history"),
+    _TIME,
+]
 Collapse = Annotated[
     list[str] | None,
     Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
@@ -55,6 +60,13 @@ LEVELS = WithJsonSchema({"type": "integer", "minimum": 1})
 
 Limit = Annotated[int, Query(ge=1, le=2**63 - 1, description="Rows to return.")]
 Offset = Annotated[int, Query(ge=0, le=2**63 - 1, description="Rows to skip.")]
+IncludeDeleted = Annotated[
+    bool,
+    Query(
+        alias="includeDeleted",
+        description="Also show deleted datasets, jobs and namespaces (flagged as deleted).",
+    ),
+]
 
 
 def parsed(parse: Callable[[], T]) -> T:

@@ -94,6 +94,13 @@ class UpstreamClient:
             "POST", f"/v3/namespaces/{segment(namespace)}/lineage/field-operations", body=document
         )
 
+    def delete(self, namespace: str, kind: str | None = None, name: str | None = None) -> None:
+        """Delete a namespace, or a dataset or job of it (`kind` "datasets" or "jobs")."""
+        path = f"/api/v1/namespaces/{segment(namespace)}"
+        if kind is not None and name is not None:
+            path += f"/{kind}/{segment(name)}"
+        self._request("DELETE", path)
+
     # -- reads ------------------------------------------------------------------------------
 
     def health(self) -> JsonObject:

@@ -74,3 +74,20 @@ def _iso(value: str, text: str) -> datetime:
     except ValueError:
         raise ValueError(f"{shown(text)} is not a time; use {_FORMS}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def parse_duration(text: str) -> timedelta:
+    """A positive length of time in the terms' units: `90d`, `12h`, `1d12h` (each term may
+    carry a sign, the first needs none); ValueError if it is not one."""
+    value = text.strip()
+    terms = value if value[:1] in ("+", "-") else f"+{value}"
+    terms = re.sub(r"(?<=[a-z])(?=\d)", "+", terms)  # 1d12h: an unsigned later term adds
+    try:
+        length = _offset(terms, text) if value else timedelta()
+    except OverflowError:
+        raise ValueError(f"{shown(text)} is out of range") from None
+    except ValueError:
+        raise ValueError(f"{shown(text)} is not a length of time such as 90d or 12h") from None
+    if length <= timedelta():
+        raise ValueError(f"{shown(text)} is not a positive length of time such as 90d or 12h")
+    return length

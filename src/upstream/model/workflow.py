@@ -54,7 +54,15 @@ class TemporaryMark:
     """What one relation of a run inside a workflow run says about a dataset's life."""
 
     temporary: bool
-    lifecycle: str | None
+    #: Every lifecycleStateChange the run reported for the dataset (CREATE, DROP…).
+    lifecycles: tuple[str, ...] = ()
+
+    @property
+    def creates_or_drops(self) -> bool:
+        return any(state.upper() in _CREATE_DROP for state in self.lifecycles)
+
+
+_CREATE_DROP = frozenset({"CREATE", "DROP"})
 
 
 def is_temporary_to(
@@ -70,6 +78,5 @@ def is_temporary_to(
     for mark in marks:
         if mark.temporary:
             return True
-        if mark.lifecycle:
-            lifecycles.add(mark.lifecycle.upper())
-    return {"CREATE", "DROP"} <= lifecycles
+        lifecycles.update(state.upper() for state in mark.lifecycles)
+    return lifecycles >= _CREATE_DROP

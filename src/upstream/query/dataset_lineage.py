@@ -20,11 +20,11 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidInput, Problem, shown
 from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.keys import entity_key
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
-from upstream.query.flows import flows
 from upstream.query.relations import (
     Relation,
     RelationKey,
@@ -38,6 +38,7 @@ from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
+from upstream.store.walks import flows
 from upstream.store.window import run_in_window
 
 Direction = Literal["both", "upstream", "downstream"]
@@ -549,7 +550,7 @@ class _Program:
 
     @property
     def key(self) -> str:
-        return f"{'workflow' if self.workflow else 'job'}.{self.namespace}.{self.name}"
+        return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
 
 
 def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str, Any]:
@@ -561,7 +562,7 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
 
     def data_key(dataset_id: uuid.UUID) -> str:
         namespace, name = walk.datasets[dataset_id]
-        return f"dataset.{namespace}.{name}"
+        return entity_key("dataset", namespace, name)
 
     data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
     program_keys = {job_id: program.key for job_id, program in programs.items()}

@@ -10,7 +10,7 @@ is breadth-first with a visited set (cycles end), one statement per hop for the 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -40,30 +40,31 @@ def field_summary(
         result: dict[str, Any] = {}
         for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
             if query.direction in (side, "both"):
-                reached = field_walk(conn, start, direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = _render(conn, reached)
+                reached = field_walk(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
+                result[side] = render_fields_by_dataset(conn, reached, reached)
     return result
 
 
 def field_walk(
     conn: Connection,
-    start: FieldNode,
+    starts: Collection[FieldNode],
     direction: Literal["upstream", "downstream"],
     levels: int,
     window: Window | None,
 ) -> dict[FieldNode, set[str]]:
-    """The fields reached from `start` against (upstream) or along (downstream) field edges
+    """The fields reached from `starts` against (upstream) or along (downstream) field edges
     in at most `levels` hops, each with the origins of the edges that reached it at its
-    nearest hop; `start` itself is not part of the answer."""
+    nearest hop; the starts themselves are not part of the answer."""
     reached: dict[FieldNode, set[str]] = {}
-    frontier: set[FieldNode] = {start}
+    begun = set(starts)
+    frontier: set[FieldNode] = set(begun)
     for _ in range(levels):
         if not frontier:
             break
         step = {
             node: origins
             for node, origins in _neighbours(conn, frontier, direction, window).items()
-            if node != start and node not in reached
+            if node not in begun and node not in reached
         }
         reached.update(step)
         frontier = set(step)
@@ -104,17 +105,27 @@ def _neighbours(
     return found
 
 
-def _render(conn: Connection, reached: dict[FieldNode, set[str]]) -> list[dict[str, Any]]:
-    names = dataset_names(conn, {d for d, _ in reached})
-    by_dataset: dict[uuid.UUID, dict[str, set[str]]] = {}
-    for (dataset_id, field_name), origins in reached.items():
-        by_dataset.setdefault(dataset_id, {})[field_name] = origins
-    ordered = sorted(by_dataset.items(), key=lambda item: names[item[0]])
-    return [
-        {
-            "dataset": {"namespace": names[d].namespace, "name": names[d].name},
-            "fields": sorted(fields),
-            "origins": {name: sorted(origins) for name, origins in sorted(fields.items())},
+def render_fields_by_dataset(
+    conn: Connection,
+    fields: Collection[FieldNode],
+    origins: Mapping[FieldNode, Collection[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted;
+    with `origins`, each entry also says, per field, what stated the edges that reached it."""
+    names = dataset_names(conn, {d for d, _ in fields})
+    by_dataset: dict[uuid.UUID, list[str]] = {}
+    for dataset_id, field_name in fields:
+        by_dataset.setdefault(dataset_id, []).append(field_name)
+    rendered = []
+    for dataset_id, names_of_fields in sorted(by_dataset.items(), key=lambda i: names[i[0]]):
+        ref = names[dataset_id]
+        entry: dict[str, Any] = {
+            "dataset": {"namespace": ref.namespace, "name": ref.name},
+            "fields": sorted(names_of_fields),
         }
-        for d, fields in ordered
-    ]
+        if origins is not None:
+            entry["origins"] = {
+                f: sorted(origins.get((dataset_id, f), ())) for f in sorted(names_of_fields)
+            }
+        rendered.append(entry)
+    return rendered

@@ -129,16 +129,19 @@ class RunMark:
 
 
 def temporary_marks(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> Iterator[RunMark]:
-    """Relations of runs that mark one of `dataset_ids` temporary, or CREATE or DROP it.
+    """Relations of runs that mark one of `dataset_ids` temporary, or CREATE or DROP it
+    (among all the lifecycle states the run reported for it).
 
     Not limited to the query's window: a workflow run's temporaries are a fact about the
     whole workflow run, even where some of its runs fall outside the window."""
     r = t.relations.c
     for matches in id_filters(conn, r.dataset_id, dataset_ids):
-        query = sa.select(r.dataset_id, r.run_id, r.temporary, r.lifecycle).where(
+        query = sa.select(r.dataset_id, r.run_id, r.temporary, r.lifecycles).where(
             matches,
             r.run_id.is_not(None),
-            sa.or_(r.temporary, sa.func.upper(r.lifecycle).in_(["CREATE", "DROP"])),
+            sa.or_(r.temporary, r.lifecycles.is_not(None)),
         )
         for row in conn.execute(query).all():
-            yield RunMark(row.dataset_id, row.run_id, TemporaryMark(row.temporary, row.lifecycle))
+            mark = TemporaryMark(row.temporary, tuple(row.lifecycles or ()))
+            if mark.temporary or mark.creates_or_drops:
+                yield RunMark(row.dataset_id, row.run_id, mark)

@@ -1,8 +1,8 @@
 """The whole lineage graph at dataset level, for `upstream export` and `GET /v3/lineage/graph`.
 
-Every dataset and job, the dataset-to-dataset flows with the job that made each (from
-`query.flows`, so the lineage facet's precedence and the inputs x outputs inference are the
-same as everywhere else), and the explicit edges that touch a job itself (job -> job,
+Every dataset and job, the dataset-to-dataset flows with the job that made each (from the
+derived `flows` table, so the lineage facet's precedence and the inputs x outputs inference are
+the same as everywhere else), and the explicit edges that touch a job itself (job -> job,
 dataset -> job, job -> dataset), which have no dataset-level flow to stand for them. Keys and
 entity ids have the shape of the dataset lineage response (DESIGN §4.2).
 """
@@ -16,9 +16,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.keys import EntityKind, entity_key
 from upstream.model.workflow import is_workflow
-from upstream.query.flows import flows
 from upstream.store import schema as t
+from upstream.store.walks import flows
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
 FlowKey = tuple[str, str, str | None]
@@ -41,15 +42,15 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
     datasets: dict[uuid.UUID, str] = {}
     data: dict[str, Any] = {}
     for row in rows[:max_nodes]:
-        datasets[row.id] = _key("dataset", row.namespace, row.name)
+        datasets[row.id] = entity_key("dataset", row.namespace, row.name)
         data[datasets[row.id]] = _entity("dataset", row.namespace, row.name)
     jobs: dict[uuid.UUID, str] = {}
     entities: dict[str, Any] = {}
     j = t.jobs
     query = sa.select(j.c.id, j.c.namespace, j.c.name, j.c.job_type, j.c.seen_as_parent)
     for job in conn.execute(query):
-        kind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
-        jobs[job.id] = _key(kind, job.namespace, job.name)
+        kind: EntityKind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
+        jobs[job.id] = entity_key(kind, job.namespace, job.name)
         entities[jobs[job.id]] = _entity(kind, job.namespace, job.name)
     found_flows = _flows(conn, datasets, jobs)
     links = _job_links(conn, datasets, jobs)
@@ -128,10 +129,6 @@ def _end(
     if kind == "job":
         return jobs.get(job_id) if job_id else None
     return datasets.get(dataset_id) if dataset_id else None
-
-
-def _key(kind: str, namespace: str, name: str) -> str:
-    return f"{kind}.{namespace}.{name}"
 
 
 def _entity(kind: str, namespace: str, name: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -50,10 +51,17 @@ def insert_rows_ignoring(
         f"AS u({names}) ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
     )
     params = {
-        f"p{i}": [json.dumps(r[c.name]) for r in rows] if _is_json(c) else [r[c.name] for r in rows]
+        f"p{i}": [_json_or_null(r[c.name]) for r in rows]
+        if _is_json(c)
+        else [r[c.name] for r in rows]
         for i, c in enumerate(columns)
     }
     return set(conn.exec_driver_sql(sql, params).scalars().all())
+
+
+def _json_or_null(value: Any) -> str | None:
+    """A document as JSON text; None stays SQL NULL (only nullable columns are given one)."""
+    return None if value is None else json.dumps(value)
 
 
 def _is_json(column: sa.Column[Any]) -> bool:
@@ -102,6 +110,26 @@ def for_update(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
     """Lock the selected rows until commit on PostgreSQL; SQLite's write lock already
     serialises writers."""
     return query.with_for_update() if conn.dialect.name == "postgresql" else query
+
+
+def advisory_xact_locks(conn: Connection, ids: Iterable[uuid.UUID]) -> None:
+    """Hold a PostgreSQL transaction-level advisory lock on each id until commit, taken in
+    key order so that two writers never wait on each other in a cycle. SQLite's write lock
+    already serialises writers."""
+    keys = sorted({_lock_key(i) for i in ids})
+    if conn.dialect.name != "postgresql" or not keys:
+        return
+    conn.exec_driver_sql(
+        "SELECT pg_advisory_xact_lock(k) FROM (SELECT k FROM unnest(%(keys)s::bigint[]) AS k "
+        "ORDER BY k) AS ordered",
+        {"keys": keys},
+    )
+
+
+def _lock_key(value: uuid.UUID) -> int:
+    """A signed 64-bit key from an id (its top 64 bits)."""
+    key = value.int >> 64
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 def names_a_dataset_in(

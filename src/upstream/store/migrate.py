@@ -6,6 +6,8 @@ turns, so exactly one of them migrates.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -29,16 +31,26 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def upgrade(store: Store, revision: str = "head") -> None:
     """Bring the schema to `revision`."""
+    with session_lock(store, _LOCK_KEY) as conn:
+        command.upgrade(alembic_config(conn), revision)
+        conn.commit()
+
+
+@contextmanager
+def session_lock(store: Store, key: int) -> Iterator[Connection]:
+    """Hold PostgreSQL's advisory lock `key` (concurrent holders take turns) on a
+    connection of its own, handed out for work that must happen under it. SQLite needs
+    none: its writers queue on the database lock."""
     with store.engine.connect() as conn:
         if store.dialect == "postgresql":
-            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _LOCK_KEY})
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
             conn.commit()
         try:
-            command.upgrade(alembic_config(conn), revision)
-            conn.commit()
+            yield conn
         finally:
             if store.dialect == "postgresql":
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _LOCK_KEY})
+                conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
                 conn.commit()
 
 

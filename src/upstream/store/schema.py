@@ -23,7 +23,12 @@ metadata = sa.MetaData(
 
 #: JSON documents: JSONB on PostgreSQL (indexable, compact), JSON text on SQLite.
 Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+#: The same, where a missing document is SQL NULL (so `IS NULL` finds it), not JSON `null`.
+NullableJson = sa.JSON(none_as_null=True).with_variant(
+    postgresql.JSONB(none_as_null=True), "postgresql"
+)
 Timestamp = sa.DateTime(timezone=True)
+
 
 namespaces = sa.Table(
     "namespaces",
@@ -114,8 +119,10 @@ relations = sa.Table(
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("access", sa.Text, nullable=False),
     sa.Column("component", sa.Text, nullable=False),
-    # lifecycleStateChange of an output in this run (CREATE, DROP, OVERWRITE…).
-    sa.Column("lifecycle", sa.Text),
+    # Every lifecycleStateChange this run reported for the output, each once and sorted, so
+    # the order events arrive in does not matter (["CREATE", "DROP"]: created on START,
+    # dropped on COMPLETE); NULL when none.
+    sa.Column("lifecycles", NullableJson),
     # The producer marked the dataset temporary to the run's workflow run (DESIGN §3.4).
     sa.Column("temporary", sa.Boolean, nullable=False),
     # Why the relation exists: "io" (event inputs/outputs) or "edge" (implied by an edge).
@@ -154,6 +161,45 @@ edges = sa.Table(
     sa.Column("target_run_id", sa.Uuid),
     sa.Column("transformations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+)
+
+flows = sa.Table(
+    "flows",
+    metadata,
+    # The dataset-level flow graph (DESIGN §6), derived when an event is written by
+    # `upstream.model.flow_rules`: precedence, implied edges and the inputs x outputs product
+    # are resolved here, so walks only read. Re-deriving an owner (a run; a job's or a
+    # dataset's declaration) deletes its rows and inserts the new ones.
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("source_dataset_id", sa.Uuid, nullable=False),
+    sa.Column("target_dataset_id", sa.Uuid, nullable=False),
+    # NULL for a DatasetEvent's declaration, which names no job.
+    sa.Column("job_id", sa.Uuid),
+    # NULL for declared lineage, which every window includes.
+    sa.Column("run_id", sa.Uuid),
+    # Made by the inputs x outputs product rather than stated by the producer.
+    sa.Column("inferred", sa.Boolean, nullable=False),
+    # Copies of the run's span, so the window is tested on the flow row itself.
+    sa.Column("started_at", Timestamp),
+    sa.Column("ended_at", Timestamp),
+    sa.Index("ix_flows_source", "source_dataset_id", "started_at"),
+    sa.Index("ix_flows_target", "target_dataset_id", "started_at"),
+)
+
+store_state = sa.Table(
+    "store_state",
+    metadata,
+    # Facts about the store itself, such as which version of the derivation rules built the
+    # derived tables (`derived_version`): a start with newer rules rebuilds them.
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
 )
 
 dataset_versions = sa.Table(
@@ -230,4 +276,45 @@ events = sa.Table(
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
     sa.Column("payload", sa.Text, nullable=False),
+)
+
+deletions = sa.Table(
+    "deletions",
+    metadata,
+    # Soft deletion (DESIGN §4.5) of a namespace, dataset or job, by its id. People delete, not
+    # events, so this is no derived table: a rebuild keeps it, and only an event received after
+    # `deleted_at` that names the entity ends the deletion.
+    sa.Column("entity_id", sa.Uuid, primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("deleted_at", Timestamp, nullable=False),
+)
+
+tags = sa.Table(
+    "tags",
+    metadata,
+    # Marquez's tags: a name (as given, case-sensitive) and an optional description.
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("description", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+dataset_tags = sa.Table(
+    "dataset_tags",
+    metadata,
+    # No foreign key to datasets: people tag, not events, and a rebuild re-creates the dataset
+    # rows (with the same ids, made from the names) while the tags stay.
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
+)
+
+field_tags = sa.Table(
+    "field_tags",
+    metadata,
+    # A tag on one field of a dataset; `field` is the field's name as the dataset lists it.
+    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("field", sa.Text, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
 )

@@ -28,7 +28,9 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
+from upstream.store.deletion import revive
 from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
+from upstream.store.flow_writer import Owners, rederive_flows
 
 Row = dict[str, Any]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -52,7 +54,7 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     new_keys = _insert_events(conn, list(unique.values()), now)
     fresh = [f for key, f in unique.items() if key in new_keys]
     if fresh:
-        _apply(conn, fresh, now)
+        apply_facts(conn, fresh, now)
     return WriteResult(
         stored=len(fresh),
         duplicates=len(batch) - len(fresh),
@@ -60,15 +62,27 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     )
 
 
-def _apply(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+    """Derive the stored facts of events already kept in `events` (a write, or a rebuild
+    replaying them); `now` is when they were received."""
     _namespaces(conn, batch, now)
     _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
+    revive(
+        conn,
+        {namespace_id(n) for f in batch for n in f.namespaces}
+        | {d.ref.id for f in batch for d in f.datasets}
+        | {j.ref.id for f in batch for j in f.jobs},
+        now,
+    )
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)
-    edges, relations = _resolve_declarations(conn, batch)
+    owners = Owners()
+    edges, relations = _resolve_declarations(conn, batch, owners)
     _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
     _insert_edges(conn, _resolve_precedence(conn, edges), now)
+    owners.runs |= _runs_described(batch)
+    rederive_flows(conn, owners)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
     _insert_ignoring(
         conn,
@@ -392,11 +406,21 @@ def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
 # -- declarations, relations, edges ---------------------------------------------------------
 
 
+def _runs_described(batch: list[EventFacts]) -> set[uuid.UUID]:
+    """The runs whose flows the batch may change: those with events in it, and any run
+    one of its relations or run edges belongs to."""
+    runs = {r.run_id for f in batch for r in f.runs if r.has_events}
+    runs |= {r.run_id for f in batch for r in f.relations if r.run_id is not None}
+    runs |= {e.run_id for f in batch for e in f.edges if e.scope == "run" and e.run_id}
+    return runs
+
+
 def _resolve_declarations(
-    conn: Connection, batch: list[EventFacts]
+    conn: Connection, batch: list[EventFacts], owners: Owners
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
     """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
-    latest declaration by event time (DESIGN §3.2). Returns the edges and relations to keep."""
+    latest declaration by event time (DESIGN §3.2). Returns the edges and relations to keep
+    and adds the declarations that replaced the stored ones to `owners`."""
     edges: list[EdgeFact] = []
     relations: list[RelationFact] = []
     winners: dict[tuple[str, uuid.UUID], EventFacts] = {}
@@ -437,6 +461,7 @@ def _resolve_declarations(
                 .where(t.jobs.c.id == owner)
                 .values(declared_at=decl.event_time, declared_lineage_facet=decl.has_lineage_facet)
             )
+            owners.jobs.add(owner)
         else:
             conn.execute(
                 t.edges.delete().where(
@@ -448,6 +473,7 @@ def _resolve_declarations(
                 .where(t.datasets.c.id == owner)
                 .values(declared_at=decl.event_time)
             )
+            owners.datasets.add(owner)
         edges.extend(facts.edges)
         relations.extend(facts.relations)
     return edges, relations
@@ -465,7 +491,7 @@ def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, Row]:
                 "run_id": rel.run_id,
                 "access": rel.access,
                 "component": rel.component,
-                "lifecycle": rel.lifecycle,
+                "lifecycles": [rel.lifecycle] if rel.lifecycle else None,
                 "temporary": rel.temporary,
                 "origin": rel.origin,
                 "facets": rel.facets,
@@ -479,7 +505,8 @@ def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, Row]:
 def _merge_relation(stored: Row, new: Row) -> Row:
     merged = dict(stored)
     merged["facets"] = {**stored["facets"], **new["facets"]}
-    merged["lifecycle"] = new["lifecycle"] or stored["lifecycle"]
+    lifecycles = {*(stored["lifecycles"] or ()), *(new["lifecycles"] or ())}
+    merged["lifecycles"] = sorted(lifecycles) or None
     merged["temporary"] = stored["temporary"] or new["temporary"]
     merged["origin"] = "io" if "io" in (stored["origin"], new["origin"]) else "edge"
     merged["event_time"] = _earliest(stored["event_time"], new["event_time"])

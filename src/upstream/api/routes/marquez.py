@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import StoreDep
+from upstream.api.params import IncludeDeleted
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute, page, read
 from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.common import Page
@@ -18,15 +19,15 @@ Doc = dict[str, Any]
 
 
 @router.get("/namespaces")
-def list_namespaces(store: StoreDep, paging: PageDep) -> Doc:
+def list_namespaces(store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False) -> Doc:
     """Every namespace, by name."""
-    return read(store, namespaces.list_namespaces, paging)
+    return read(store, namespaces.list_namespaces, paging, include_deleted=deleted)
 
 
 @router.get("/namespaces/{namespace}")
-def get_namespace(namespace: str, store: StoreDep) -> Doc:
+def get_namespace(namespace: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
     """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
-    return read(store, namespaces.get_namespace, namespace)
+    return read(store, namespaces.get_namespace, namespace, include_deleted=deleted)
 
 
 @router.get("/sources")
@@ -42,15 +43,19 @@ def get_source(source: str, store: StoreDep) -> Doc:
 
 
 @router.get("/namespaces/{namespace}/datasets")
-def list_datasets(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+def list_datasets(
+    namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+) -> Doc:
     """The namespace's datasets, by name."""
-    return read(store, datasets.list_datasets, namespace, paging)
+    return read(store, datasets.list_datasets, namespace, paging, include_deleted=deleted)
 
 
 @router.get("/namespaces/{namespace}/datasets/{dataset}")
-def get_dataset(namespace: str, dataset: str, store: StoreDep) -> Doc:
-    """One dataset: current fields and facets, current version, last successful write."""
-    return read(store, datasets.get_dataset, namespace, dataset)
+def get_dataset(
+    namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
+) -> Doc:
+    """One dataset: current fields and facets, tags, current version, last successful write."""
+    return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
 
 
 @router.get("/namespaces/{namespace}/datasets/{dataset}/versions")
@@ -66,15 +71,17 @@ def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store:
 
 
 @router.get("/namespaces/{namespace}/jobs")
-def list_jobs(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+def list_jobs(
+    namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+) -> Doc:
     """The namespace's jobs, by name."""
-    return read(store, jobs.list_jobs, namespace, paging)
+    return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
 
 
 @router.get("/namespaces/{namespace}/jobs/{job}")
-def get_job(namespace: str, job: str, store: StoreDep) -> Doc:
+def get_job(namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
     """One job, with every dataset its runs read and wrote and its latest runs."""
-    return read(store, jobs.get_job, namespace, job)
+    return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
 
 
 @router.get("/namespaces/{namespace}/jobs/{job}/versions")

@@ -1,4 +1,5 @@
-"""What the Marquez routes share: percent-encoded path segments, errors, one read per request.
+"""What the Marquez routes share: percent-encoded path segments, errors, one read or change
+per request.
 
 Names hold `/` (`s3://bucket`), which clients send percent-encoded inside one segment
 (`s3%3A%2F%2Fbucket`; marquez-python quotes with `safe=''`). The server decodes the whole path
@@ -9,6 +10,7 @@ raw path instead and decodes each captured segment exactly once (DESIGN §4.4).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -56,6 +58,16 @@ def read(store: Store, query: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise ApiError(404, exc.message) from None
     except InvalidNodeId as exc:  # its message is "nodeId: why"
         raise refused([Problem("nodeId", str(exc).removeprefix("nodeId: "))]) from None
+
+
+def change(store: Store, work: Callable[..., T], *args: Any) -> T:
+    """Run one change (`work(conn, *args, now)`) in one write transaction; unknown entities
+    are 404. The time is taken once, so a retried transaction writes the same one."""
+    now = datetime.now(UTC)
+    try:
+        return store.write(lambda conn: work(conn, *args, now))
+    except NotFound as exc:
+        raise ApiError(404, exc.message) from None
 
 
 def page(limit: Limit = 100, offset: Offset = 0) -> Page:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.params import After, Before, Limit, event_window, parsed
+from upstream.api.params import After, Before, IncludeDeleted, Limit, event_window, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute, checked_depth, page, read
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
@@ -79,11 +79,21 @@ def search(
     namespace: Annotated[
         str | None, Query(min_length=1, description="Only datasets and jobs of this namespace.")
     ] = None,
+    deleted: IncludeDeleted = False,
 ) -> Doc:
     """Datasets and jobs whose name contains `q`."""
     only = "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
     order = "NAME" if sort.upper() == "NAME" else "UPDATED_AT"
-    return read(store, search_entities, q, only=only, sort=order, limit=limit, namespace=namespace)
+    return read(
+        store,
+        search_entities,
+        q,
+        only=only,
+        sort=order,
+        limit=limit,
+        namespace=namespace,
+        include_deleted=deleted,
+    )
 
 
 @router.get("/events/lineage")

@@ -14,6 +14,7 @@ from upstream.model.errors import shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 
 Json = dict[str, Any]
@@ -82,27 +83,38 @@ def _entity_id(node: NodeId) -> uuid.UUID:
     return DatasetRef(node.namespace, node.name).id
 
 
-def require_namespace(conn: Connection, namespace: str) -> None:
-    found = conn.execute(
-        sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
-    ).first()
-    if found is None:
-        raise NotFound(f"namespace {namespace!r} not found")
+def require_namespace(conn: Connection, namespace: str, *, include_deleted: bool = False) -> None:
+    """NotFound unless the namespace is stored (and not deleted, unless asked for)."""
+    missing = f"namespace {namespace!r} not found"
+    _require(conn, t.namespaces, namespace_id(namespace), missing, include_deleted)
 
 
-def require_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+def require_dataset(
+    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+) -> uuid.UUID:
     """The id of a stored dataset; NotFound names the namespace or the dataset missing."""
-    require_namespace(conn, namespace)
+    require_namespace(conn, namespace, include_deleted=include_deleted)
     dataset_id = DatasetRef(namespace, name).id
-    if conn.execute(sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)).first():
-        return dataset_id
-    raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
+    missing = f"dataset {name!r} not found in namespace {namespace!r}"
+    _require(conn, t.datasets, dataset_id, missing, include_deleted)
+    return dataset_id
 
 
-def require_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+def require_job(
+    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+) -> uuid.UUID:
     """The id of a stored job; NotFound names the namespace or the job missing."""
-    require_namespace(conn, namespace)
+    require_namespace(conn, namespace, include_deleted=include_deleted)
     job_id = JobRef(namespace, name).id
-    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first():
-        return job_id
-    raise NotFound(f"job {name!r} not found in namespace {namespace!r}")
+    missing = f"job {name!r} not found in namespace {namespace!r}"
+    _require(conn, t.jobs, job_id, missing, include_deleted)
+    return job_id
+
+
+def _require(
+    conn: Connection, table: sa.Table, entity: uuid.UUID, missing: str, include_deleted: bool
+) -> None:
+    if conn.execute(sa.select(table.c.id).where(table.c.id == entity)).first() is None:
+        raise NotFound(missing)
+    if not include_deleted and is_deleted(conn, entity):
+        raise NotFound(f"{missing}: it was deleted (includeDeleted=true shows it)")

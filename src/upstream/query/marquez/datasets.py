@@ -9,7 +9,7 @@ names a dataset's data source by its namespace).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,18 +26,24 @@ from upstream.query.marquez.common import (
     total,
 )
 from upstream.query.marquez.runs import run_docs
+from upstream.query.marquez.tags import DatasetTags, tags_of
 from upstream.store import schema as t
+from upstream.store.deletion import deleted, shown
 from upstream.store.dialect import id_filters
 
 
-def render_fields(fields: list[Json] | None) -> list[Json]:
-    """Schema fields as Marquez lists them (`tags` always present); nested fields are kept."""
+def render_fields(
+    fields: list[Json] | None, tags: Mapping[str, list[str]] | None = None
+) -> list[Json]:
+    """Schema fields as Marquez lists them (`tags` always present); nested fields are kept.
+
+    `tags` are the field tags by top-level field name (a tag names a field as listed)."""
     rendered = []
     for f in fields or []:
         doc: Json = {
             "name": f.get("name"),
             "type": f.get("type"),
-            "tags": [],
+            "tags": list((tags or {}).get(f.get("name") or "", [])),
             "description": f.get("description"),
         }
         if f.get("fields"):
@@ -50,13 +56,16 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
     """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries."""
     rows: list[Any] = []
     for matches in id_filters(conn, t.datasets.c.id, dataset_ids):
-        rows.extend(conn.execute(sa.select(t.datasets).where(matches)).mappings())
+        query = sa.select(t.datasets, deleted(t.datasets)).where(matches)
+        rows.extend(conn.execute(query).mappings())
     ids = [row["id"] for row in rows]
     current = _current_versions(conn, ids)
     modified = _last_modified(conn, ids)
+    tags = tags_of(conn, ids)
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
         version = current.get(row["id"])
+        tagged = tags.get(row["id"], DatasetTags())
         docs[row["id"]] = {
             "id": {"namespace": row["namespace"], "name": row["name"]},
             "type": "DB_TABLE",
@@ -66,14 +75,14 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
             "updatedAt": iso(row["updated_at"]),
             "namespace": row["namespace"],
             "sourceName": row["source_name"] or row["namespace"],
-            "fields": render_fields(row["fields"]),
-            "tags": [],
+            "fields": render_fields(row["fields"], tagged.fields),
+            "tags": tagged.dataset,
             "lastModifiedAt": iso(modified.get(row["id"])),
             "lastLifecycleState": version[1] if version else None,
             "description": row["description"],
             "facets": row["facets"] or {},
             "currentVersion": str(version[0]) if version else None,
-            "deleted": False,
+            "deleted": row["deleted"],
         }
     return docs
 
@@ -117,19 +126,26 @@ def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.
     return result
 
 
-def list_datasets(conn: Connection, namespace: str, page: Page) -> Json:
-    """`GET /namespaces/{ns}/datasets`, by name."""
-    require_namespace(conn, namespace)
-    query = sa.select(t.datasets.c.id).where(t.datasets.c.namespace_id == namespace_id(namespace))
+def list_datasets(
+    conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
+) -> Json:
+    """`GET /namespaces/{ns}/datasets`, by name; deleted ones only when asked for."""
+    require_namespace(conn, namespace, include_deleted=include_deleted)
+    query = sa.select(t.datasets.c.id).where(
+        t.datasets.c.namespace_id == namespace_id(namespace),
+        shown(t.datasets, include_deleted),
+    )
     ordered = query.order_by(t.datasets.c.name, t.datasets.c.id)
     ids = list(conn.execute(page.apply(ordered)).scalars())
     docs = dataset_docs(conn, ids)
     return {"datasets": [docs[i] for i in ids], "totalCount": total(conn, query)}
 
 
-def get_dataset(conn: Connection, namespace: str, name: str) -> Json:
+def get_dataset(
+    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+) -> Json:
     """`GET /namespaces/{ns}/datasets/{ds}`."""
-    dataset_id = require_dataset(conn, namespace, name)
+    dataset_id = require_dataset(conn, namespace, name, include_deleted=include_deleted)
     return dataset_docs(conn, [dataset_id])[dataset_id]
 
 
@@ -167,6 +183,7 @@ def _version_docs(
         query = sa.select(v).where(v.c.dataset_id == dataset_id, matches)
         rows.extend(conn.execute(query).mappings())
     runs = run_docs(conn, [row["run_id"] for row in rows])
+    tagged = tags_of(conn, [dataset_id]).get(dataset_id, DatasetTags())
     return {
         row["id"]: {
             "id": {
@@ -181,8 +198,8 @@ def _version_docs(
             "version": str(row["id"]),
             "namespace": dataset["namespace"],
             "sourceName": dataset["source_name"] or dataset["namespace"],
-            "fields": render_fields(row["fields"]),
-            "tags": [],
+            "fields": render_fields(row["fields"], tagged.fields),
+            "tags": tagged.dataset,
             "lifecycleState": row["lifecycle"],
             "description": dataset["description"],
             "createdByRun": runs.get(row["run_id"]),

@@ -27,6 +27,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
 from upstream.store import schema as t
+from upstream.store.deletion import deleted, shown
 from upstream.store.dialect import id_filters
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
@@ -40,7 +41,7 @@ def job_docs(
     `recent_runs` runs in `latestRuns`."""
     rows: list[Any] = []
     for matches in id_filters(conn, t.jobs.c.id, job_ids):
-        rows.extend(conn.execute(sa.select(t.jobs).where(matches)).mappings())
+        rows.extend(conn.execute(sa.select(t.jobs, deleted(t.jobs)).where(matches)).mappings())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
     latest = _latest_runs(conn, ids, recent_runs)
@@ -72,6 +73,7 @@ def job_docs(
             "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
             "labels": [],
             "tags": [],
+            "deleted": row["deleted"],
         }
     return docs
 
@@ -154,18 +156,22 @@ def _parent_jobs(
     return result
 
 
-def list_jobs(conn: Connection, namespace: str, page: Page) -> Json:
-    """`GET /namespaces/{ns}/jobs`, by name."""
-    require_namespace(conn, namespace)
-    query = sa.select(t.jobs.c.id).where(t.jobs.c.namespace_id == namespace_id(namespace))
+def list_jobs(
+    conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
+) -> Json:
+    """`GET /namespaces/{ns}/jobs`, by name; deleted ones only when asked for."""
+    require_namespace(conn, namespace, include_deleted=include_deleted)
+    query = sa.select(t.jobs.c.id).where(
+        t.jobs.c.namespace_id == namespace_id(namespace), shown(t.jobs, include_deleted)
+    )
     ids = list(conn.execute(page.apply(query.order_by(t.jobs.c.name, t.jobs.c.id))).scalars())
     docs = job_docs(conn, ids)
     return {"jobs": [docs[i] for i in ids], "totalCount": total(conn, query)}
 
 
-def get_job(conn: Connection, namespace: str, name: str) -> Json:
+def get_job(conn: Connection, namespace: str, name: str, *, include_deleted: bool = False) -> Json:
     """`GET /namespaces/{ns}/jobs/{job}`."""
-    job_id = require_job(conn, namespace, name)
+    job_id = require_job(conn, namespace, name, include_deleted=include_deleted)
     return job_docs(conn, [job_id])[job_id]
 
 

@@ -4,8 +4,9 @@ Marquez draws a job's latest inputs and outputs, so a job that reads `customers`
 and writes `customer_summary` and `order_summary` looks as if each output came from both
 inputs, and outputs of earlier runs vanish. Here:
 
-- The walk follows real data flow (`upstream.query.flows`: explicit edges, then columnLineage,
-  then inputs x outputs where nothing explicit exists) over every run and declaration.
+- The walk follows real data flow (the flows derived at write time: explicit edges, then
+  columnLineage, then inputs x outputs where nothing explicit exists) over every run and
+  declaration.
   Upstream of a dataset are the jobs that wrote it and, through each, only the datasets that
   really fed it; downstream are the jobs that read it and only the outputs it really fed. A job
   seed contributes everything it read and wrote. Job->job edges (lineage facet JOB entries) are
@@ -32,14 +33,15 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.flow_rules import Flow
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
-from upstream.query.flows import Direction, Flow, flows
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.walks import Direction, flows
 
 Kind = Literal["dataset", "job"]
 DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")

@@ -16,8 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.identity import namespace_id
-from upstream.query.marquez.common import Json, NotFound, Page, iso, total
+from upstream.query.marquez.common import Json, NotFound, Page, iso, require_namespace, total
 from upstream.store import schema as t
+from upstream.store.deletion import deleted, shown
 
 OWNER = "anonymous"
 
@@ -29,24 +30,24 @@ def _namespace_doc(row: Any) -> Json:
         "updatedAt": iso(row.updated_at),
         "ownerName": OWNER,
         "description": row.description,
-        "isHidden": False,
+        "isHidden": row.deleted,
     }
 
 
-def list_namespaces(conn: Connection, page: Page) -> Json:
-    """`GET /namespaces`, by name."""
-    query = sa.select(t.namespaces)
+def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = False) -> Json:
+    """`GET /namespaces`, by name; deleted ones only when asked for."""
+    query = sa.select(t.namespaces, deleted(t.namespaces)).where(
+        shown(t.namespaces, include_deleted)
+    )
     rows = conn.execute(page.apply(query.order_by(t.namespaces.c.name))).all()
     return {"namespaces": [_namespace_doc(r) for r in rows], "totalCount": total(conn, query)}
 
 
-def get_namespace(conn: Connection, name: str) -> Json:
+def get_namespace(conn: Connection, name: str, *, include_deleted: bool = False) -> Json:
     """`GET /namespaces/{ns}`."""
-    row = conn.execute(
-        sa.select(t.namespaces).where(t.namespaces.c.id == namespace_id(name))
-    ).first()
-    if row is None:
-        raise NotFound(f"namespace {name!r} not found")
+    require_namespace(conn, name, include_deleted=include_deleted)
+    query = sa.select(t.namespaces, deleted(t.namespaces))
+    row = conn.execute(query.where(t.namespaces.c.id == namespace_id(name))).one()
     return _namespace_doc(row)
 
 

@@ -15,6 +15,7 @@ from upstream.model.identity import namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.query.marquez.common import Json, iso, total
 from upstream.store import schema as t
+from upstream.store.deletion import deleted, shown
 
 SearchType = Literal["DATASET", "JOB"]
 SearchSort = Literal["NAME", "UPDATED_AT"]
@@ -28,14 +29,16 @@ def search(
     sort: SearchSort = "NAME",
     limit: int = 10,
     namespace: str | None = None,
+    include_deleted: bool = False,
 ) -> Json:
-    """Up to `limit` datasets and jobs matching `q`, by name (A-Z) or newest update first."""
+    """Up to `limit` datasets and jobs matching `q`, by name (A-Z) or newest update first;
+    deleted ones only when asked for (then flagged `deleted`)."""
     results: list[Json] = []
     count = 0
     for kind, table in (("DATASET", t.datasets), ("JOB", t.jobs)):
         if only is not None and only != kind:
             continue
-        query = _matching(table, q, namespace)
+        query = _matching(table, q, namespace).where(shown(table, include_deleted))
         count += total(conn, query)
         ordered = query.order_by(*_order(table, sort)).limit(limit)
         for row in conn.execute(ordered):
@@ -47,6 +50,7 @@ def search(
                     "updatedAt": iso(row.updated_at),
                     "namespace": row.namespace,
                     "nodeId": render(row.namespace, row.name),
+                    **({"deleted": True} if row.deleted else {}),
                 }
             )
     results.sort(key=lambda r: (r["name"], r["namespace"], r["type"]))
@@ -56,7 +60,8 @@ def search(
 
 
 def _matching(table: sa.Table, q: str, namespace: str | None) -> sa.Select[Any]:
-    query = sa.select(table.c.name, table.c.namespace, table.c.updated_at).where(
+    columns = (table.c.name, table.c.namespace, table.c.updated_at, deleted(table))
+    query = sa.select(*columns).where(
         sa.func.lower(table.c.name).contains(q.lower(), autoescape=True)
     )
     if namespace is not None:

@@ -1,0 +1,49 @@
+"""`GET /v3/tags/{tag}/reach` (DESIGN §4.5): where the data of tagged fields went."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.params import LEVELS, End, HistoryStart, parsed
+from upstream.api.routes.marquez_common import EncodedSegmentsRoute, read
+from upstream.query.field_lineage import FieldQuery
+from upstream.query.tag_reach import tag_reach
+
+router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
+
+#: Hops a reach follows unless asked: far, since the question is where the data ended up.
+DEFAULT_LEVELS = "10"
+
+
+@router.get(
+    "/v3/tags/{tag}/reach",
+    summary="Every dataset and field downstream of the fields carrying a tag",
+    responses={404: {"description": "Unknown tag"}, 400: {"description": "A bad parameter"}},
+)
+def get_tag_reach(
+    tag: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    start: HistoryStart = None,
+    end: End = None,
+    levels: Annotated[
+        str | None,
+        Query(description="Hops to follow; default 10, at most the max_levels setting"),
+        LEVELS,
+    ] = None,
+) -> dict[str, Any]:
+    """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
+    fields (a tagged dataset tags each of its fields) and what their data flowed into, through
+    every origin of field edges."""
+    query = parsed(
+        lambda: FieldQuery.parse(
+            max_levels=settings.max_levels,
+            start="0" if start is None else start,
+            end=end,
+            levels=DEFAULT_LEVELS if levels is None else levels,
+        )
+    )
+    return read(store, tag_reach, tag, query)

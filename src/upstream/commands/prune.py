@@ -1,0 +1,49 @@
+"""`upstream db prune`: retention by hand, with a summary of what went (or would go)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from upstream.commands.failures import CliError, ParameterError
+from upstream.commands.target import database
+from upstream.model.timeexpr import parse_time_expression
+from upstream.retention import prune_store
+from upstream.store.prune import PruneReport
+
+#: How the summary names each table's rows.
+_WHAT = {
+    "events": "raw events",
+    "flows": "data flows",
+    "runs": "runs",
+    "relations": "dataset reads and writes",
+    "edges": "lineage edges",
+    "dataset_versions": "dataset versions",
+    "run_operation_sets": "recorded field operations",
+    "operation_sets": "unused field operation sets",
+    "datasets": "datasets",
+    "jobs": "jobs",
+    "namespaces": "namespaces",
+}
+
+
+def prune_database(db_url: str, before: str, *, keep_events: bool, dry_run: bool) -> str:
+    """Prune the database at `db_url` of runs that ended before `before`; the summary."""
+    try:
+        cutoff = parse_time_expression(before, datetime.now(UTC))
+    except ValueError as exc:
+        raise ParameterError(f"--before: {exc}") from None
+    with database(db_url, migrate=True) as store:
+        report = prune_store(store, cutoff, keep_events=keep_events, dry_run=dry_run)
+    if report is None:
+        raise CliError("another process is pruning this database; try again when it is done")
+    return summary(report)
+
+
+def summary(report: PruneReport) -> str:
+    """`removed 3 runs, 6 raw events … that ended before <cutoff>` (or `would remove`)."""
+    verb = "would remove" if report.dry_run else "removed"
+    counts = [f"{n:,} {_WHAT.get(table, table)}" for table, n in report.removed.items() if n]
+    when = report.cutoff.isoformat().replace("+00:00", "Z")
+    if not counts:
+        return f"nothing to remove: no run ended before {when}"
+    return f"{verb} {', '.join(counts)} (runs that ended before {when})"

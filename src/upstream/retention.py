@@ -1,0 +1,62 @@
+"""Retention (DESIGN §5): `upstream db prune` and the server's daily prune.
+
+Both remove the same thing, by `upstream.store.prune`; here the cutoff is worked out and the
+work scheduled. Several server processes may each run the daily prune: on PostgreSQL the
+first takes an advisory lock for its transaction and the others skip that day's turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from starlette.concurrency import run_in_threadpool
+
+from upstream.model.timeexpr import parse_duration
+from upstream.store.engine import Store
+from upstream.store.prune import PruneReport, prune
+
+log = logging.getLogger("upstream.retention")
+
+#: How often the server prunes when `retention` is set.
+PRUNE_EVERY = timedelta(days=1)
+_PRUNE_LOCK = 0x50524E45  # "PRNE"
+
+
+def prune_store(
+    store: Store, cutoff: datetime, *, keep_events: bool = False, dry_run: bool = False
+) -> PruneReport | None:
+    """Prune `store` at `cutoff` in one transaction; None when another process is pruning."""
+
+    def work(conn: Connection) -> PruneReport | None:
+        if conn.dialect.name == "postgresql":
+            locked = conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_PRUNE_LOCK)))
+            if not locked.scalar_one():
+                return None
+        return prune(conn, cutoff, keep_events=keep_events, dry_run=dry_run)
+
+    return store.write(work)
+
+
+async def prune_daily(store: Store, retention: str) -> None:
+    """Prune what is older than `retention` now and then once every `PRUNE_EVERY`, until
+    cancelled (the server's shutdown). A failed prune is logged and tried again next time."""
+    keep = parse_duration(retention)
+    while True:
+        cutoff = datetime.now(UTC) - keep
+        try:
+            report = await run_in_threadpool(prune_store, store, cutoff)
+        except Exception:
+            log.exception("retention: pruning runs that ended before %s failed", cutoff)
+        else:
+            if report is not None:
+                log.info(
+                    "retention: removed %d runs that ended before %s (%s)",
+                    report.runs,
+                    cutoff.isoformat(),
+                    ", ".join(f"{n} {table}" for table, n in report.removed.items() if n),
+                )
+        await asyncio.sleep(PRUNE_EVERY.total_seconds())

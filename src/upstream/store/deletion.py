@@ -1,0 +1,64 @@
+"""Soft deletion of namespaces, datasets and jobs (DESIGN §4.5), and the rule of what is shown.
+
+A deletion is a row of `deletions` naming the entity's id; the entity keeps its rows and its
+history. People delete, events do not, so deletions are not derived data: `upstream db
+rebuild` keeps them, and only an event *received after* the deletion that names the entity
+ends it (Marquez revives hidden datasets and jobs the same way). Comparing with the time the
+event was received, not with the time of the write, makes a rebuild, which replays events with
+their original receipt times, end exactly the deletions that live writes ended.
+Whether a row is shown is decided here only, by `shown`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from datetime import datetime
+from typing import Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store import schema as t
+from upstream.store.dialect import id_filters, insert_ignoring_conflicts
+
+Kind = Literal["namespace", "dataset", "job"]
+_D = t.deletions.c
+
+
+def deleted(table: sa.Table) -> sa.ColumnElement[bool]:
+    """Whether the row of `table` (namespaces, datasets or jobs) is deleted, as a column."""
+    return sa.exists().where(_D.entity_id == table.c.id).label("deleted")
+
+
+def shown(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[bool]:
+    """The condition under which a row of `table` appears in an answer."""
+    return sa.true() if include_deleted else ~sa.exists().where(_D.entity_id == table.c.id)
+
+
+def is_deleted(conn: Connection, entity: uuid.UUID) -> bool:
+    found = conn.execute(sa.select(_D.entity_id).where(_D.entity_id == entity)).first()
+    return found is not None
+
+
+def mark_deleted(conn: Connection, kind: Kind, ids: Collection[uuid.UUID], now: datetime) -> None:
+    """Delete the entities `ids` at `now` (those deleted already keep their time)."""
+    rows = [{"entity_id": i, "kind": kind, "deleted_at": now} for i in ids]
+    if rows:
+        conn.execute(insert_ignoring_conflicts(conn, t.deletions, "entity_id"), rows)
+
+
+def delete_namespace_contents(conn: Connection, namespace: uuid.UUID, now: datetime) -> None:
+    """Delete a namespace with every dataset and job in it, as Marquez does."""
+    contents: tuple[tuple[sa.Table, Kind], ...] = ((t.datasets, "dataset"), (t.jobs, "job"))
+    for table, kind in contents:
+        ids = conn.execute(sa.select(table.c.id).where(table.c.namespace_id == namespace))
+        mark_deleted(conn, kind, list(ids.scalars()), now)
+    mark_deleted(conn, "namespace", [namespace], now)
+
+
+def revive(conn: Connection, named: Collection[uuid.UUID], received_at: datetime) -> None:
+    """End the deletion of every entity in `named` deleted before `received_at`: the entities
+    that events received then name. Deletions are few, so each statement reads a small table."""
+    for matches in id_filters(conn, _D.entity_id, named):
+        conn.execute(sa.delete(t.deletions).where(matches, _D.deleted_at < received_at))

@@ -1,0 +1,190 @@
+"""Keep the `flows` table true: re-derive the flows of the owners a write touched (DESIGN §6).
+
+An owner is a run, or the declaration of a job or of a dataset. Its flows are derived from all
+it has stored so far (`upstream.model.flow_rules.derive_flows`), then its old rows are deleted
+and the new ones inserted, in the writer's transaction: a later event of the same run that
+adds inputs, outputs or a facet re-derives the whole run, so arrival order never matters.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.flow_rules import Access, DatasetEdge, Flow, OwnerLineage, derive_flows
+from upstream.store import schema as t
+from upstream.store.dialect import advisory_xact_locks, id_filters
+
+#: Version of the derivation rules. A store whose derived tables were built by other rules
+#: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
+#: from `sql` job facets (DESIGN §3.3).
+DERIVED_VERSION = "3"
+
+
+@dataclass
+class Owners:
+    """The owners whose flows a write may have changed."""
+
+    runs: set[uuid.UUID] = field(default_factory=set)
+    jobs: set[uuid.UUID] = field(default_factory=set)
+    datasets: set[uuid.UUID] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.runs or self.jobs or self.datasets)
+
+
+def rederive_flows(conn: Connection, owners: Owners) -> None:
+    """Replace the flows of every owner in `owners` by those its stored facts give now.
+
+    On PostgreSQL each owner is locked for the transaction first (in id order, so writers
+    never deadlock), so two writers of one run cannot interleave their delete and insert."""
+    if not owners:
+        return
+    every = sorted(owners.runs | owners.jobs | owners.datasets)
+    advisory_xact_locks(conn, every)
+    lineages = [
+        *_run_lineages(conn, owners.runs),
+        *_job_lineages(conn, owners.jobs),
+        *_dataset_lineages(conn, owners.datasets),
+    ]
+    spans = _spans(conn, owners.runs)
+    for matches in id_filters(conn, t.flows.c.owner_id, every):
+        conn.execute(t.flows.delete().where(matches))
+    rows = [
+        _flow_row(lineage, flow, spans.get(lineage.owner_id, (None, None)))
+        for lineage in lineages
+        for flow in derive_flows(lineage)
+    ]
+    if rows:
+        conn.execute(t.flows.insert(), rows)
+
+
+def _flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[str, Any]:
+    return {
+        "scope": lineage.scope,
+        "owner_id": lineage.owner_id,
+        "source_dataset_id": flow.source,
+        "target_dataset_id": flow.target,
+        "job_id": flow.job_id,
+        "run_id": flow.run_id,
+        "inferred": flow.inferred,
+        "started_at": span[0],
+        "ended_at": span[1],
+    }
+
+
+def _spans(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[Any, Any]]:
+    r = t.runs.c
+    spans: dict[uuid.UUID, tuple[Any, Any]] = {}
+    for matches in id_filters(conn, r.id, run_ids):
+        query = sa.select(r.id, r.started_at, r.ended_at).where(matches)
+        spans.update({row.id: (row.started_at, row.ended_at) for row in conn.execute(query)})
+    return spans
+
+
+def _accesses(
+    conn: Connection, column: sa.Column[Any], ids: Collection[uuid.UUID], *where: Any
+) -> dict[uuid.UUID, list[Access]]:
+    r = t.relations.c
+    found: dict[uuid.UUID, list[Access]] = defaultdict(list)
+    for matches in id_filters(conn, column, ids):
+        query = sa.select(column.label("owner"), r.dataset_id, r.job_id, r.access, r.origin).where(
+            matches, *where
+        )
+        for owner, *access in conn.execute(query):
+            found[owner].append(Access(*access))
+    return found
+
+
+def _edges(
+    conn: Connection, column: sa.Column[Any], ids: Collection[uuid.UUID], scope: str
+) -> dict[uuid.UUID, list[DatasetEdge]]:
+    e = t.edges.c
+    found: dict[uuid.UUID, list[DatasetEdge]] = defaultdict(list)
+    for matches in id_filters(conn, column, ids):
+        query = sa.select(
+            column.label("owner"),
+            e.source_type,
+            e.source_dataset_id,
+            e.source_field,
+            e.target_type,
+            e.target_dataset_id,
+            e.target_field,
+            e.job_id,
+        ).where(matches, e.scope == scope)
+        for row in conn.execute(query):
+            found[row[0]].append(_dataset_edge(row))
+    return found
+
+
+def _dataset_edge(row: Any) -> DatasetEdge:
+    dataset_ends = (
+        row.source_type == "dataset"
+        and row.target_type == "dataset"
+        and row.source_field is None
+        and row.target_field is None
+    )
+    return DatasetEdge(
+        source=row.source_dataset_id if dataset_ends else None,
+        target=row.target_dataset_id if dataset_ends else None,
+        job_id=row.job_id,
+        target_dataset=row.target_dataset_id,
+    )
+
+
+def _run_lineages(conn: Connection, run_ids: Collection[uuid.UUID]) -> Iterable[OwnerLineage]:
+    accesses = _accesses(conn, t.relations.c.run_id, run_ids)
+    edges = _edges(conn, t.edges.c.run_id, run_ids, "run")
+    no_product: set[uuid.UUID] = set()
+    r = t.runs.c
+    for matches in id_filters(conn, r.id, run_ids):
+        query = sa.select(r.id).where(matches, r.has_lineage_facet)
+        no_product.update(conn.execute(query).scalars())
+    for run_id in sorted(run_ids):
+        yield OwnerLineage(
+            scope="run",
+            owner_id=run_id,
+            run_id=run_id,
+            no_product=run_id in no_product,
+            accesses=tuple(accesses.get(run_id, ())),
+            edges=tuple(edges.get(run_id, ())),
+        )
+
+
+def _job_lineages(conn: Connection, job_ids: Collection[uuid.UUID]) -> Iterable[OwnerLineage]:
+    accesses = _accesses(conn, t.relations.c.job_id, job_ids, t.relations.c.run_id.is_(None))
+    edges = _edges(conn, t.edges.c.job_id, job_ids, "job")
+    no_product: set[uuid.UUID] = set()
+    j = t.jobs.c
+    for matches in id_filters(conn, j.id, job_ids):
+        query = sa.select(j.id).where(matches, j.declared_lineage_facet)
+        no_product.update(conn.execute(query).scalars())
+    for job_id in sorted(job_ids):
+        yield OwnerLineage(
+            scope="job",
+            owner_id=job_id,
+            run_id=None,
+            no_product=job_id in no_product,
+            accesses=tuple(accesses.get(job_id, ())),
+            edges=tuple(edges.get(job_id, ())),
+        )
+
+
+def _dataset_lineages(
+    conn: Connection, dataset_ids: Collection[uuid.UUID]
+) -> Iterable[OwnerLineage]:
+    edges = _edges(conn, t.edges.c.target_dataset_id, dataset_ids, "dataset")
+    for dataset_id in sorted(dataset_ids):
+        yield OwnerLineage(
+            scope="dataset",
+            owner_id=dataset_id,
+            run_id=None,
+            no_product=True,
+            edges=tuple(edges.get(dataset_id, ())),
+        )

@@ -1,0 +1,50 @@
+"""The store's facts about itself (`store_state`), and clearing what is derived from events.
+
+`derived_version` names the derivation rules that built the derived tables; while a rebuild
+runs, `rebuild_version` and `rebuild_seq` say which rules it applies and how far through the
+events it got, so an interrupted rebuild continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store import schema as t
+
+DERIVED_VERSION_KEY = "derived_version"
+REBUILD_VERSION_KEY = "rebuild_version"
+REBUILD_SEQ_KEY = "rebuild_seq"
+
+#: Every table derived from the raw events, children before the tables they refer to.
+DERIVED_TABLES = (
+    t.flows,
+    t.run_operation_sets,
+    t.operation_sets,
+    t.dataset_versions,
+    t.dataset_symlinks,
+    t.edges,
+    t.relations,
+    t.runs,
+    t.datasets,
+    t.jobs,
+    t.namespaces,
+)
+
+
+def read_state(conn: Connection) -> dict[str, str]:
+    return {row.key: row.value for row in conn.execute(sa.select(t.store_state))}
+
+
+def write_state(conn: Connection, **values: str | None) -> None:
+    """Set each key to its value (None removes the key)."""
+    for key, value in values.items():
+        conn.execute(t.store_state.delete().where(t.store_state.c.key == key))
+        if value is not None:
+            conn.execute(t.store_state.insert().values(key=key, value=value))
+
+
+def clear_derived(conn: Connection) -> None:
+    """Empty every table derived from the events; the events themselves stay."""
+    for table in DERIVED_TABLES:
+        conn.execute(table.delete())
