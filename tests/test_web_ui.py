@@ -474,6 +474,32 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     _shot(page, "6-field-paths")
 
 
+def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -> None:
+    """A job that sent only its SQL: the field view says the lineage came from it."""
+    ns = "postgres://warehouse:5432"
+    event = run_event(
+        ("etl", "daily_totals"),
+        time=_recent(),
+        inputs=[ds(ns, "shop.public.orders")],
+        outputs=[ds(ns, "shop.public.daily")],
+        job_facets={
+            "sql": {
+                "_producer": PRODUCER,
+                "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/SQLJobFacet.json",
+                "query": "INSERT INTO public.daily (total) SELECT sum(amount) FROM public.orders",
+            }
+        },
+    )
+    _post(server.url, [event])
+    page.goto(f"{server.url}/#/fields?ns={quote(ns, safe='')}&name=shop.public.daily&field=total")
+    page.wait_for_selector(".summary.incoming .chips li")
+    assert _texts(page, ".summary.incoming .chips a") == ["amount"]
+    badge = page.locator(".summary.incoming .chips .origin")
+    assert badge.inner_text() == "SQL"
+    assert badge.get_attribute("title") == "read by Upstream from the job's SQL"
+    _shot(page, "7-field-from-sql")
+
+
 def test_job_page_shows_runs_io_and_parent_workflow(server: LiveServer, page: Any) -> None:
     page.goto(f"{server.url}/#/job?ns={NS}&name=load_users")
     page.wait_for_selector("table.runs")

@@ -210,6 +210,9 @@ export interface FieldPaths {
 export interface FieldSummarySide {
   dataset: DatasetRef;
   fields: string[];
+  /** Per field, what stated the edges that reached it: lineageFacet, fieldOperations,
+   * columnLineage or sql (the job's SQL, parsed by the server). */
+  origins?: Record<string, string[]>;
 }
 
 export interface FieldSummary {

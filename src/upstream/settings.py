@@ -224,6 +224,11 @@ class Settings(BaseSettings):
         '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
         "environment's JSON adds to the file's table.",
     )
+    sql_lineage: bool = Field(
+        True,
+        description="Read column lineage from the SQL a job reports (its `sql` facet) for "
+        "outputs the producer gave no column lineage for; false stores none from SQL.",
+    )
     log_format: Literal["auto", "json", "text"] = Field(
         "auto",
         description="Log lines as JSON objects (one per line, for log collectors) or as plain "

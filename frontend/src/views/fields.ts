@@ -105,13 +105,36 @@ function summarySide(title: string, sides: FieldSummarySide[] | undefined, class
                 "ul",
                 { class: "chips" },
                 side.fields.map((field) =>
-                  h("li", {}, h("a", { href: links.fields(side.dataset.namespace, side.dataset.name, field) }, field)),
+                  h(
+                    "li",
+                    {},
+                    h("a", { href: links.fields(side.dataset.namespace, side.dataset.name, field) }, field),
+                    originBadge(side.origins?.[field] ?? []),
+                  ),
                 ),
               ),
             ),
           ),
         )
       : notice("None in this window."),
+  );
+}
+
+/** How each origin of field lineage is named to people, and what it means. */
+const ORIGINS: Record<string, [string, string]> = {
+  lineageFacet: ["facet", "stated by the producer's lineage facet"],
+  fieldOperations: ["operations", "recorded field operations"],
+  columnLineage: ["columnLineage", "stated by the producer's columnLineage facet"],
+  sql: ["SQL", "read by Upstream from the job's SQL"],
+};
+
+function originBadge(origins: string[]): HTMLElement | string {
+  if (!origins.length) return "";
+  const known = origins.map((o) => ORIGINS[o] ?? [o, o]);
+  return h(
+    "span",
+    { class: "origin", title: known.map(([, meaning]) => meaning).join("; ") },
+    known.map(([label]) => label).join(", "),
   );
 }
 

@@ -71,7 +71,7 @@ def event_sink(target: Target) -> Iterator[EventSink]:
     """A sink storing batches on the target."""
     if target.db is not None:
         with database(target.db, migrate=True) as store:
-            yield DatabaseSink(store)
+            yield DatabaseSink(store, sql_lineage=load_settings(db_url=target.db).sql_lineage)
         return
     with target.client() as client:
         yield ServerSink(client)

@@ -2,13 +2,16 @@
 (incoming) and flows to (outgoing), up to `levels` hops away.
 
 Every kind of field edge counts alike — recorded operations, the lineage facet's `fields`,
-`columnLineage` — because they are all stored as dataset-field -> dataset-field edges. The walk
-is one recursive statement (`store.walks.field_reach`) whatever `levels` is.
+`columnLineage`, the parsed `sql` facet — because they are all stored as dataset-field ->
+dataset-field edges; each reached field says by which origins' edges it was reached at its
+nearest hop. The walk is one recursive statement (`store.walks.field_reach`) whatever
+`levels` is.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -24,8 +27,8 @@ FieldNode = tuple[uuid.UUID, str]
 def field_summary(
     store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
 ) -> dict[str, Any]:
-    """`{"incoming": [{"dataset", "fields"}], "outgoing": [...]}`, the side not asked for
-    left out; UnknownField (404) for an unknown dataset or field."""
+    """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}`, the side not
+    asked for left out; UnknownField (404) for an unknown dataset or field."""
     with store.read() as conn:
         dataset = existing_dataset(conn, namespace, name)
         require_field(conn, dataset, field_name)
@@ -34,21 +37,31 @@ def field_summary(
         for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
             if query.direction in (side, "both"):
                 reached = field_reach(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = render_fields_by_dataset(conn, reached)
+                result[side] = render_fields_by_dataset(conn, reached, reached)
     return result
 
 
-def render_fields_by_dataset(conn: Connection, reached: set[FieldNode]) -> list[dict[str, Any]]:
-    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted."""
-    names = dataset_names(conn, {d for d, _ in reached})
+def render_fields_by_dataset(
+    conn: Connection,
+    fields: Collection[FieldNode],
+    origins: Mapping[FieldNode, Collection[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted;
+    with `origins`, each entry also says, per field, what stated the edges that reached it."""
+    names = dataset_names(conn, {d for d, _ in fields})
     by_dataset: dict[uuid.UUID, list[str]] = {}
-    for dataset_id, field_name in reached:
+    for dataset_id, field_name in fields:
         by_dataset.setdefault(dataset_id, []).append(field_name)
-    ordered = sorted(by_dataset.items(), key=lambda item: names[item[0]])
-    return [
-        {
-            "dataset": {"namespace": names[d].namespace, "name": names[d].name},
-            "fields": sorted(fields),
+    rendered = []
+    for dataset_id, names_of_fields in sorted(by_dataset.items(), key=lambda i: names[i[0]]):
+        ref = names[dataset_id]
+        entry: dict[str, Any] = {
+            "dataset": {"namespace": ref.namespace, "name": ref.name},
+            "fields": sorted(names_of_fields),
         }
-        for d, fields in ordered
-    ]
+        if origins is not None:
+            entry["origins"] = {
+                f: sorted(origins.get((dataset_id, f), ())) for f in sorted(names_of_fields)
+            }
+        rendered.append(entry)
+    return rendered

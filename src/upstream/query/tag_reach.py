@@ -42,5 +42,5 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> dict[str, Any]:
         "tag": tag,
         "levels": query.levels,
         "tagged": render_fields_by_dataset(conn, tagged),
-        "reach": render_fields_by_dataset(conn, reached),
+        "reach": render_fields_by_dataset(conn, reached, reached),
     }

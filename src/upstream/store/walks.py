@@ -14,6 +14,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
@@ -155,31 +156,32 @@ def field_reach(
     direction: Direction,
     levels: int,
     window: Window | None,
-) -> set[tuple[uuid.UUID, str]]:
-    """The fields reached from `starts` against (upstream) or along (downstream) field
-    edges in at most `levels` hops, in one recursive statement; the starts themselves are
-    never part of the answer, even when a cycle leads back to one."""
+) -> dict[tuple[uuid.UUID, str], set[str]]:
+    """The fields reached from `starts` against (upstream) or along (downstream) field edges
+    in at most `levels` hops, in one recursive statement, each with the origins (as answers
+    name them) of the edges that reached it at its nearest hop; the starts themselves are
+    never part of the answer, even when a cycle leads back to them."""
     if not starts:
-        return set()
+        return {}
     e = t.edges.c
     near, far = ("target", "source") if direction == "upstream" else ("source", "target")
     near_dataset, near_field = getattr(e, f"{near}_dataset_id"), getattr(e, f"{near}_field")
     far_dataset, far_field = getattr(e, f"{far}_dataset_id"), getattr(e, f"{far}_field")
-    seeds = sa.union_all(
-        *(
-            sa.select(
-                sa.literal(dataset, sa.Uuid).label("dataset_id"),
-                sa.literal(field, sa.Text).label("field"),
-                sa.literal(0).label("depth"),
-            )
-            for dataset, field in sorted(starts)
+    seeds = [
+        sa.select(
+            sa.literal(dataset_id, sa.Uuid).label("dataset_id"),
+            sa.literal(field, sa.Text).label("field"),
+            sa.literal(0).label("depth"),
+            sa.null().cast(sa.Text).label("origin"),
         )
-    ).subquery("seeds")
-    walk = sa.select(seeds.c.dataset_id, seeds.c.field, seeds.c.depth).cte(
+        for dataset_id, field in sorted(starts)
+    ]
+    first = sa.union_all(*seeds).subquery("starts")
+    walk = sa.select(first.c.dataset_id, first.c.field, first.c.depth, first.c.origin).cte(
         "field_walk", recursive=True
     )
     walk = walk.union(
-        sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"))
+        sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"), e.origin)
         .select_from(walk)
         .join(t.edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
         .where(
@@ -187,10 +189,24 @@ def field_reach(
             far_field.is_not(None),
             far_dataset.is_not(None),
             run_in_window(e.run_id, window),
+            not_deleted(far_dataset),
         )
     )
-    query = sa.select(walk.c.dataset_id, walk.c.field).distinct()
-    return {(row[0], row[1]) for row in conn.execute(query)} - set(starts)
+    rows = conn.execute(
+        sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
+    ).all()
+    begun = set(starts)
+    nearest: dict[tuple[uuid.UUID, str], int] = {}
+    for dataset_id, field, depth, _ in rows:
+        node = (dataset_id, field)
+        if node not in begun and depth < nearest.get(node, levels + 1):
+            nearest[node] = depth
+    reached: dict[tuple[uuid.UUID, str], set[str]] = {node: set() for node in nearest}
+    for dataset_id, field, depth, origin in rows:
+        node = (dataset_id, field)
+        if origin is not None and nearest.get(node) == depth:
+            reached[node].add(ORIGIN_SHOWN[origin])
+    return reached
 
 
 def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:

@@ -46,7 +46,10 @@ async def post_lineage(request: Request, writer: GroupCommitDep, settings: Setti
     documents = document if batch else [document]
     if batch and not documents:
         raise ApiError(400, "body: an empty array holds no events")
-    facts = await run_in_threadpool(prepare, documents, batch=batch)
+    facts = await run_in_threadpool(
+        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage
+    )
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
+    metrics_of(request).count_sql(facts)
     return Response(status_code=201)

@@ -1,9 +1,10 @@
 """`GET /api/v1/column-lineage`: Marquez's field graph, from every kind of field edge.
 
-Field edges come from the lineage facet's `fields` maps, from `columnLineage` and from recorded
-field operations, over all runs. Marquez builds this graph from the schema's fields only, so an
-edge whose column the schema facet does not list disappears there; here every stored edge
-counts, and such a field simply has no `fieldType`.
+Field edges come from the lineage facet's `fields` maps, from `columnLineage`, from the job's
+parsed `sql` facet and from recorded field operations, over all runs; each input field says
+which of these stated it (`origins`, our addition to Marquez's shape). Marquez builds this
+graph from the schema's fields only, so an edge whose column the schema facet does not list
+disappears there; here every stored edge counts, and such a field simply has no `fieldType`.
 
 The walk goes upstream from the seed's fields, `depth` edges deep, and downstream too when
 `withDownstream` is true. A dataset seed starts from all its fields (schema and edges); a job
@@ -22,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.query.keyed_rows import KeyedRows
@@ -35,15 +37,20 @@ FieldKey = tuple[uuid.UUID, str]
 
 @dataclass
 class _FieldEdges:
-    """Field -> field edges found so far, each with the union of its transformations."""
+    """Field -> field edges found so far, each with the union of its transformations and
+    of the origins that stated it."""
 
     transformations: dict[tuple[FieldKey, FieldKey], list[Json]] = field(default_factory=dict)
+    origins: dict[tuple[FieldKey, FieldKey], set[str]] = field(default_factory=dict)
 
-    def add(self, source: FieldKey, target: FieldKey, transformations: list[Json]) -> None:
+    def add(
+        self, source: FieldKey, target: FieldKey, transformations: list[Json], origin: str
+    ) -> None:
         known = self.transformations.setdefault((source, target), [])
         for item in transformations:
             if item not in known:
                 known.append(item)
+        self.origins.setdefault((source, target), set()).add(ORIGIN_SHOWN[origin])
 
 
 def column_lineage(
@@ -69,14 +76,14 @@ def column_lineage(
         edges.prefetch({dataset for dataset, _ in start}, depth)
         for _ in range(depth):
             following: set[FieldKey] = set()
-            for source, target, transformations in edges.into(frontier):
+            for source, target, transformations, origin in edges.into(frontier):
                 other = source if direction == "upstream" else target
                 if other not in nodes:
                     if len(nodes) >= max_nodes:
                         truncated = True
                         continue
                     nodes.add(other)
-                found.add(source, target, transformations)
+                found.add(source, target, transformations, origin)
                 if other not in seen:
                     seen.add(other)
                     following.add(other)
@@ -130,8 +137,8 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
             yield f["name"]
 
 
-#: A field -> field edge: (source, target, transformations).
-FieldEdge = tuple[FieldKey, FieldKey, list[Json]]
+#: A field -> field edge: (source, target, transformations, origin).
+FieldEdge = tuple[FieldKey, FieldKey, list[Json], str]
 
 
 class _FieldEdgeReads:
@@ -176,6 +183,7 @@ class _FieldEdgeReads:
                 e.c.target_dataset_id,
                 e.c.target_field,
                 e.c.transformations,
+                e.c.origin,
             ).where(
                 matches,
                 e.c.source_type == "dataset",
@@ -186,7 +194,7 @@ class _FieldEdgeReads:
             for row in self.conn.execute(query):
                 source = (row.source_dataset_id, row.source_field)
                 target = (row.target_dataset_id, row.target_field)
-                found.append((source, target, list(row.transformations or [])))
+                found.append((source, target, list(row.transformations or []), row.origin))
         return found
 
 
@@ -219,6 +227,7 @@ def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[
                 "transformationDescription": first.get("description"),
                 "transformationType": first.get("type"),
                 "transformations": transformations,
+                "origins": sorted(found.origins[(source, target)]),
             }
         )
         edge = {"origin": node_id(source), "destination": node_id(target)}
