@@ -100,6 +100,13 @@ class Settings(BaseSettings):
         description="Most nodes a lineage response holds; a larger result is cut and says "
         '"truncated": true.',
     )
+    max_lineage_relations: int = Field(
+        20_000,
+        ge=1,
+        description="Most relations a dataset lineage response holds (before collapsing); a "
+        'larger result keeps the nearest levels and says "truncated": true with how many '
+        "nodes and relations were left out.",
+    )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
     )

@@ -116,6 +116,7 @@ class DatabaseReader:
                 dataset,
                 params,
                 max_nodes=self.settings.max_lineage_nodes,
+                max_relations=self.settings.max_lineage_relations,
             )
         except UnknownEntity as exc:
             raise CliError(str(exc)) from None

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.model.workflow import TemporaryMark
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
@@ -88,34 +89,21 @@ def _relations(
     only = sa.true() if access is None else r.access == access
     for matches in id_filters(conn, column, ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            matches, only, run_in_window(r.run_id, window)
+            matches, only, run_in_window(r.run_id, window), not_deleted(r.dataset_id, r.job_id)
         )
         found.update(map(Relation._make, conn.execute(query).all()))
     return found
 
 
-def components_of(
-    conn: Connection, keys: Collection[RelationKey], window: Window | None
-) -> dict[RelationKey, set[str]]:
-    """The components stored on each of `keys` whose run overlaps `window` (keys with none
-    are absent). Read through the keys' runs (and, for declared keys, their jobs), which
-    hold a handful of relations each, rather than through their datasets, which may hold
-    thousands."""
+def declared_relations_of_jobs(conn: Connection, job_ids: Collection[uuid.UUID]) -> set[Relation]:
+    """The relations the latest JobEvent of each of `job_ids` declared (no run)."""
     r = t.relations.c
-    runs = {run for _, _, run, _ in keys if run is not None}
-    declared = {job for _, job, run, _ in keys if run is None}
-    accesses = r.access.in_(sorted({access for _, _, _, access in keys}))
-    found: dict[RelationKey, set[str]] = {}
-    for column, ids in ((r.run_id, runs), (r.job_id, declared)):
-        mine = run_in_window(r.run_id, window) if column is r.run_id else r.run_id.is_(None)
-        for matches in id_filters(conn, column, ids):
-            query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-                matches, accesses, mine
-            )
-            for dataset_id, job_id, run_id, access, component in conn.execute(query).all():
-                key = (dataset_id, job_id, run_id, access)
-                if key in keys:
-                    found.setdefault(key, set()).add(component)
+    found: set[Relation] = set()
+    for matches in id_filters(conn, r.job_id, job_ids):
+        query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
+            matches, r.run_id.is_(None), not_deleted(r.dataset_id, r.job_id)
+        )
+        found.update(map(Relation._make, conn.execute(query).all()))
     return found
 
 

@@ -74,6 +74,7 @@ async def get_dataset_lineage(
             dataset,
             params,
             max_nodes=settings.max_lineage_nodes,
+            max_relations=settings.max_lineage_relations,
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None

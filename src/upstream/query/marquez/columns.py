@@ -24,9 +24,12 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
+from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
+from upstream.store.walks import Direction, field_dataset_reach
 
 FieldKey = tuple[uuid.UUID, str]
 
@@ -57,15 +60,17 @@ def column_lineage(
             break
         nodes.add(key)
     found = _FieldEdges()
-    directions = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    directions: list[Direction] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
         # fields found upstream of it.
         frontier, seen = set(start), set(start)
+        edges = _FieldEdgeReads(conn, direction)
+        edges.prefetch({dataset for dataset, _ in start}, depth)
         for _ in range(depth):
             following: set[FieldKey] = set()
-            for source, target, transformations in _field_edges(conn, frontier, direction):
+            for source, target, transformations in edges.into(frontier):
                 other = source if direction == "upstream" else target
                 if other not in nodes:
                     if len(nodes) >= max_nodes:
@@ -126,37 +131,65 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
             yield f["name"]
 
 
-def _field_edges(
-    conn: Connection, frontier: set[FieldKey], direction: str
-) -> list[tuple[FieldKey, FieldKey, list[Json]]]:
-    """Field -> field edges into (upstream) or out of (downstream) the frontier's fields."""
-    e = t.edges
-    near = "target" if direction == "upstream" else "source"
-    result = []
-    by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
-    for dataset, name in frontier:
-        by_dataset[dataset].add(name)
-    for matches in id_filters(conn, e.c[f"{near}_dataset_id"], by_dataset):
-        query = sa.select(
-            e.c.source_dataset_id,
-            e.c.source_field,
-            e.c.target_dataset_id,
-            e.c.target_field,
-            e.c.transformations,
-        ).where(
-            matches,
-            e.c.source_type == "dataset",
-            e.c.target_type == "dataset",
-            e.c.source_field.is_not(None),
-            e.c.target_field.is_not(None),
-        )
-        for row in conn.execute(query):
-            source = (row.source_dataset_id, row.source_field)
-            target = (row.target_dataset_id, row.target_field)
-            anchor = target if direction == "upstream" else source
-            if anchor[1] in by_dataset[anchor[0]]:
-                result.append((source, target, list(row.transformations or [])))
-    return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
+#: A field -> field edge: (source, target, transformations).
+FieldEdge = tuple[FieldKey, FieldKey, list[Json]]
+
+
+class _FieldEdgeReads:
+    """Field -> field edges into (upstream) or out of (downstream) fields, read per dataset
+    for every level at once (`prefetch`: a constant number of statements whatever the
+    depth), and for a dataset the prefetch did not foresee when asked."""
+
+    def __init__(self, conn: Connection, direction: Direction) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.rows = KeyedRows(self._read, self._anchor_dataset)
+
+    def prefetch(self, datasets: set[uuid.UUID], depth: int) -> None:
+        self.rows.fetch(field_dataset_reach(self.conn, datasets, self.direction, depth))
+
+    def into(self, frontier: set[FieldKey]) -> list[FieldEdge]:
+        """The edges whose near end (the target upstream) is one of the `frontier` fields."""
+        by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
+        for dataset, name in frontier:
+            by_dataset[dataset].add(name)
+        result = [
+            edge
+            for edge in self.rows.get(by_dataset)
+            if (anchor := self._anchor(edge))[1] in by_dataset[anchor[0]]
+        ]
+        return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
+
+    def _anchor(self, edge: FieldEdge) -> FieldKey:
+        return edge[1] if self.direction == "upstream" else edge[0]
+
+    def _anchor_dataset(self, edge: FieldEdge) -> uuid.UUID:
+        return self._anchor(edge)[0]
+
+    def _read(self, datasets: set[uuid.UUID]) -> list[FieldEdge]:
+        e = t.edges
+        near = "target" if self.direction == "upstream" else "source"
+        found: list[FieldEdge] = []
+        for matches in id_filters(self.conn, e.c[f"{near}_dataset_id"], datasets):
+            query = sa.select(
+                e.c.source_dataset_id,
+                e.c.source_field,
+                e.c.target_dataset_id,
+                e.c.target_field,
+                e.c.transformations,
+            ).where(
+                matches,
+                e.c.source_type == "dataset",
+                e.c.target_type == "dataset",
+                e.c.source_field.is_not(None),
+                e.c.target_field.is_not(None),
+                not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
+            )
+            for row in self.conn.execute(query):
+                source = (row.source_dataset_id, row.source_field)
+                target = (row.target_dataset_id, row.target_field)
+                found.append((source, target, list(row.transformations or [])))
+        return found
 
 
 def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:

@@ -33,15 +33,17 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.flow_rules import Flow
+from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
+from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, flows
+from upstream.store.walks import Direction, flows, marquez_reach
 
 Kind = Literal["dataset", "job"]
 DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
@@ -101,19 +103,58 @@ def lineage_graph(conn: Connection, node_id: str, depth: int, max_nodes: int) ->
     walks: dict[Direction, tuple[_Frontier, _Frontier]] = {
         direction: (start.copy(), start.copy()) for direction in DIRECTIONS
     }
+    reads = {direction: _Reads(conn, direction) for direction in DIRECTIONS}
+    for direction in DIRECTIONS:
+        reads[direction].prefetch((seed.kind, seed_id), depth)
     for _ in range(depth):
         if not any(frontier for frontier, _ in walks.values()):
             break
         for direction, (frontier, seen) in list(walks.items()):
-            walks[direction] = (_step(conn, graph, frontier, seen, direction), seen)
+            walks[direction] = (_step(reads[direction], graph, frontier, seen), seen)
     return {"graph": _render(conn, graph), "truncated": graph.truncated}
 
 
-def _step(
-    conn: Connection, graph: _Graph, frontier: _Frontier, seen: _Frontier, direction: Direction
-) -> _Frontier:
-    """Cross one job level in `direction`; returns the next frontier (nodes `seen` in this
-    direction are not expanded again)."""
+class _Reads:
+    """The rows one direction of the walk reads, for every level at once (`prefetch`, a
+    constant number of statements whatever the depth), and when asked for what the
+    prefetch did not cover."""
+
+    def __init__(self, conn: Connection, direction: Direction) -> None:
+        self.conn = conn
+        self.direction = direction
+        near, far = ("read", "write") if direction == "downstream" else ("write", "read")
+        self.near = KeyedRows(lambda ids: _relations(conn, ids, access=near), _dataset_of)
+        self.far = KeyedRows(lambda ids: _relations(conn, None, jobs=ids, access=far), _job_of)
+        self.flows = KeyedRows(
+            lambda ids: flows(conn, ids, direction),
+            (lambda f: f.source) if direction == "downstream" else (lambda f: f.target),
+        )
+        self.job_edges = KeyedRows(
+            lambda ids: _job_edges(conn, ids, direction),
+            (lambda e: e[0]) if direction == "downstream" else (lambda e: e[1]),
+        )
+
+    def prefetch(self, seed: tuple[str, uuid.UUID], depth: int) -> None:
+        reached = marquez_reach(self.conn, seed, self.direction, depth)
+        datasets = {node for kind, node in reached if kind == "dataset"}
+        self.near.fetch(datasets)
+        self.flows.fetch(datasets)
+        self.far.fetch(node for kind, node in reached if kind == "job")
+        self.job_edges.fetch(node for kind, node in reached if kind in ("job", "reached"))
+
+
+def _dataset_of(relation: tuple[uuid.UUID, uuid.UUID, str]) -> uuid.UUID:
+    return relation[0]
+
+
+def _job_of(relation: tuple[uuid.UUID, uuid.UUID, str]) -> uuid.UUID:
+    return relation[1]
+
+
+def _step(reads: _Reads, graph: _Graph, frontier: _Frontier, seen: _Frontier) -> _Frontier:
+    """Cross one job level in the reads' direction; returns the next frontier (nodes `seen`
+    in this direction are not expanded again)."""
+    direction = reads.direction
     following = _Frontier()
     if not frontier:
         return following
@@ -131,13 +172,12 @@ def _step(
 
     # From datasets: the jobs that read (downstream) or wrote (upstream) them, and through
     # each job only the datasets the flow really reaches.
-    near_access = "read" if direction == "downstream" else "write"
     reached_jobs: set[uuid.UUID] = set()
-    for _, job, _ in sorted(_relations(conn, frontier.datasets, access=near_access)):
+    for _, job, _ in sorted(set(reads.near.get(frontier.datasets))):
         graph.add("job", job)
         if job in graph.jobs:
             reached_jobs.add(job)
-    for flow in flows(conn, frontier.datasets, direction):
+    for flow in sorted(set(reads.flows.get(frontier.datasets)), key=flow_order):
         far = flow.target if direction == "downstream" else flow.source
         if flow.job_id is not None:
             graph.add("job", flow.job_id)
@@ -147,12 +187,11 @@ def _step(
         if reach("dataset", far):
             following.datasets.add(far)
     # From whole jobs: everything they wrote (downstream) or read (upstream).
-    far_access = "write" if direction == "downstream" else "read"
-    for dataset, _, _ in sorted(_relations(conn, None, jobs=frontier.jobs, access=far_access)):
+    for dataset, _, _ in sorted(set(reads.far.get(frontier.jobs))):
         if reach("dataset", dataset):
             following.datasets.add(dataset)
     # Job -> job edges carry data between jobs with no dataset in between.
-    for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction)):
+    for source, target in sorted(set(reads.job_edges.get(frontier.jobs | reached_jobs))):
         other = target if direction == "downstream" else source
         if reach("job", other):
             following.jobs.add(other)
@@ -171,7 +210,9 @@ def _relations(
     anchor, anchored = (r.c.dataset_id, datasets) if datasets is not None else (r.c.job_id, jobs)
     found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for matches in id_filters(conn, anchor, anchored or ()):
-        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(matches)
+        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(
+            matches, not_deleted(r.c.dataset_id, r.c.job_id)
+        )
         if access is not None:
             query = query.where(r.c.access == access)
         found.update(tuple(row) for row in conn.execute(query.distinct()))
@@ -188,7 +229,12 @@ def _job_edges(
     for matches in id_filters(conn, anchor, jobs):
         query = (
             sa.select(e.c.source_job_id, e.c.target_job_id)
-            .where(matches, e.c.source_type == "job", e.c.target_type == "job")
+            .where(
+                matches,
+                e.c.source_type == "job",
+                e.c.target_type == "job",
+                not_deleted(e.c.source_job_id, e.c.target_job_id),
+            )
             .distinct()
         )
         found.update((row.source_job_id, row.target_job_id) for row in conn.execute(query))
