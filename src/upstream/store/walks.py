@@ -179,7 +179,10 @@ def field_reach(
         )
         for dataset_id, field in sorted(starts)
     ]
-    walk = (seeds[0] if len(seeds) == 1 else sa.union_all(*seeds)).cte("field_walk", recursive=True)
+    first = sa.union_all(*seeds).subquery("starts")
+    walk = sa.select(first.c.dataset_id, first.c.field, first.c.depth).cte(
+        "field_walk", recursive=True
+    )
     walk = walk.union(
         sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"))
         .select_from(walk)
