@@ -31,6 +31,7 @@ from upstream.query.run_order import newest_first
 from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
 
@@ -208,6 +209,8 @@ def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)
     if conn.execute(exists).first() is None:
         raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")
+    if is_deleted(conn, dataset_id):
+        raise UnknownEntity(f"dataset {name!r} in namespace {namespace!r} was deleted")
     return dataset_id
 
 

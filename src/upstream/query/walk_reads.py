@@ -31,6 +31,7 @@ from upstream.query.relations import (
     relations_of_runs,
 )
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.walks import Direction, WalkMode, flows, reach
 from upstream.store.window import run_in_window
@@ -160,7 +161,9 @@ class WalkReads:
         far_dataset, far_job = col(far, "dataset_id"), col(far, "job_id")
         found: list[JobFeed] = []
         for matches in id_filters(self.conn, near_id, ids):
-            query = sa.select(near_id, far_dataset, far_job, job, run).where(matches, *conditions)
+            query = sa.select(near_id, far_dataset, far_job, job, run).where(
+                matches, *conditions, not_deleted(far_dataset, far_job, job)
+            )
             found.extend(map(JobFeed._make, self.conn.execute(query.distinct()).all()))
         return found
 

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.keys import EntityKind, entity_key
 from upstream.model.workflow import is_workflow
 from upstream.store import schema as t
+from upstream.store.deletion import visible
 from upstream.store.walks import flows
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
@@ -35,7 +36,8 @@ def lineage_graph(conn: Connection, max_nodes: int | None = None) -> dict[str, A
     pass the cap; the answer then says `"truncated": true`.
     """
     d = t.datasets
-    query = sa.select(d.c.id, d.c.namespace, d.c.name).order_by(d.c.namespace, d.c.name)
+    query = sa.select(d.c.id, d.c.namespace, d.c.name).where(visible(d))
+    query = query.order_by(d.c.namespace, d.c.name)
     if max_nodes is not None:
         query = query.limit(max_nodes + 1)
     rows = conn.execute(query).all()

@@ -18,6 +18,7 @@ from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.window import run_in_window
 
@@ -51,14 +52,19 @@ def flows(
     anchor = _F.target_dataset_id if direction == "upstream" else _F.source_dataset_id
     found: set[Flow] = set()
     for matches in id_filters(conn, anchor, datasets):
-        query = sa.select(*_COLUMNS).where(matches, flow_in_window(window))
+        query = sa.select(*_COLUMNS).where(matches, flow_in_window(window), _flow_shown())
         found.update(map(Flow._make, conn.execute(query).all()))
     return sorted(found, key=flow_order)
 
 
+def _flow_shown() -> sa.ColumnElement[bool]:
+    """A flow through a deleted dataset or job is in no answer."""
+    return not_deleted(_F.source_dataset_id, _F.target_dataset_id, _F.job_id)
+
+
 def all_flows(conn: Connection) -> list[Flow]:
     """Every flow of the store, sorted (the whole graph's export)."""
-    found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS)).all()))
+    found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS).where(_flow_shown())).all()))
     return sorted(found, key=flow_order)
 
 
@@ -122,7 +128,7 @@ def _reach(
         sa.select(table.c.to_kind, table.c.to_id, deeper)
         .select_from(walk)
         .join(table, sa.and_(table.c.from_kind == walk.c.kind, table.c.from_id == walk.c.node))
-        .where(walk.c.depth + table.c.weight < levels)
+        .where(walk.c.depth + table.c.weight < levels, not_deleted(table.c.to_id))
     )
     query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
         walk.c.kind, walk.c.node

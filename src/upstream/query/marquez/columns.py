@@ -29,6 +29,7 @@ from upstream.model.nodeid import field_node_id
 from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.walks import Direction, field_dataset_reach
 
@@ -190,6 +191,7 @@ class _FieldEdgeReads:
                 e.c.target_type == "dataset",
                 e.c.source_field.is_not(None),
                 e.c.target_field.is_not(None),
+                not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
             )
             for row in self.conn.execute(query):
                 source = (row.source_dataset_id, row.source_field)

@@ -41,6 +41,7 @@ from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.walks import Direction, flows, marquez_reach
 
@@ -209,7 +210,9 @@ def _relations(
     anchor, anchored = (r.c.dataset_id, datasets) if datasets is not None else (r.c.job_id, jobs)
     found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for matches in id_filters(conn, anchor, anchored or ()):
-        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(matches)
+        query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(
+            matches, not_deleted(r.c.dataset_id, r.c.job_id)
+        )
         if access is not None:
             query = query.where(r.c.access == access)
         found.update(tuple(row) for row in conn.execute(query.distinct()))
@@ -226,7 +229,12 @@ def _job_edges(
     for matches in id_filters(conn, anchor, jobs):
         query = (
             sa.select(e.c.source_job_id, e.c.target_job_id)
-            .where(matches, e.c.source_type == "job", e.c.target_type == "job")
+            .where(
+                matches,
+                e.c.source_type == "job",
+                e.c.target_type == "job",
+                not_deleted(e.c.source_job_id, e.c.target_job_id),
+            )
             .distinct()
         )
         found.update((row.source_job_id, row.target_job_id) for row in conn.execute(query))
