@@ -289,13 +289,25 @@ def test_a_tags_reach_follows_field_lineage_downstream(client: TestClient) -> No
         "levels": 10,
         "tagged": [{"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email"]}],
         "reach": [
-            {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
-            {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]},
+            {
+                "dataset": {"namespace": W, "name": "mart.contacts"},
+                "fields": ["contact_email"],
+                "origins": {"contact_email": ["columnLineage"]},
+            },
+            {
+                "dataset": {"namespace": W, "name": "stage.users"},
+                "fields": ["contact"],
+                "origins": {"contact": ["columnLineage"]},
+            },
         ],
     }
     near = ok(client.get("/v3/tags/PII/reach", params={"levels": 1}))
     assert near["reach"] == [
-        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]}
+        {
+            "dataset": {"namespace": W, "name": "stage.users"},
+            "fields": ["contact"],
+            "origins": {"contact": ["columnLineage"]},
+        }
     ]
 
 
@@ -306,9 +318,9 @@ def test_a_tag_on_a_dataset_reaches_from_each_of_its_fields(client: TestClient) 
     assert reach["tagged"] == [
         {"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email", "id"]}
     ]
-    assert reach["reach"] == [
-        {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
-        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact", "id"]},
+    assert [(r["dataset"]["name"], r["fields"]) for r in reach["reach"]] == [
+        ("mart.contacts", ["contact_email"]),
+        ("stage.users", ["contact", "id"]),
     ]
 
 
