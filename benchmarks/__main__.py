@@ -133,6 +133,9 @@ def ingest_command(
     batch_connections: BatchConnectionsOption = 8,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 2,
     processes: ProcessesOption = 1,
+    consumers: Annotated[
+        int, typer.Option(help="`upstream consume` processes of the kafka path.")
+    ] = 1,
     limit: Annotated[
         int | None, typer.Option(help="Ingest only the first N events (no exactness).")
     ] = None,
@@ -152,11 +155,12 @@ def ingest_command(
             result = run_ingest(
                 name, kind, data_dir, out,
                 batch=batch, concurrency=concurrency, batch_connections=batch_connections,
-                workers=workers, processes=processes, limit=limit,
+                workers=workers, processes=processes, consumers=consumers, limit=limit,
             )  # fmt: skip
             row = result.as_dict()
             rows.append(row)
-            results["ingest"][f"{kind} {name}"] = row
+            label = f"{name} x{consumers}" if name == "kafka" else name
+            results["ingest"][f"{kind} {label}"] = row
             report.print_ingest([row], f"{size}: {kind} {name}")
             report.save_results(out, size, results)
     report.print_ingest(rows, f"Ingest, {size} workload")

@@ -1,7 +1,8 @@
 """Stored lineage against the generator's ground truth: precision and recall of the effective
 dataset edges per run (explicit and inferred, as `upstream.model.flow_rules` derives them when
-events are written) and of the stored field edges (edges with a field end, not the implied
-dataset edges)."""
+events are written), of the stored field edges the producers stated (edges with a field end,
+not the implied dataset edges), and of those the server parsed from the plain jobs' `sql`
+facets."""
 
 from __future__ import annotations
 
@@ -80,8 +81,9 @@ def stored_dataset_edges(store: Store) -> set[tuple[str, ...]]:
     }
 
 
-def stored_field_edges(store: Store) -> set[tuple[str, ...]]:
-    """(source ns, name, field, target ns, name, field or "", run id) of every field edge."""
+def stored_field_edges(store: Store, *, from_sql: bool) -> set[tuple[str, ...]]:
+    """(source ns, name, field, target ns, name, field or "", run id) of every field edge
+    parsed from SQL (`from_sql`), or of every other one."""
     e = t.edges
     source = t.datasets.alias("source")
     target = t.datasets.alias("target")
@@ -100,6 +102,7 @@ def stored_field_edges(store: Store) -> set[tuple[str, ...]]:
         .where(
             sa.or_(e.c.source_field.is_not(None), e.c.target_field.is_not(None)),
             ~e.c.implied,
+            (e.c.origin == "sql") if from_sql else (e.c.origin != "sql"),
         )
     )
     with store.read() as conn:
@@ -114,8 +117,13 @@ def _text(run_id: uuid.UUID | None) -> str:
 
 
 def check(store: Store, truth: dict[str, Any]) -> list[Score]:
-    """Both scores for the store against the truth loaded by `generator.load_truth`."""
+    """The scores for the store against the truth loaded by `generator.load_truth`."""
     return [
         score("dataset edges", stored_dataset_edges(store), truth["dataset_edges"]),
-        score("field edges", stored_field_edges(store), truth["field_edges"]),
+        score("field edges", stored_field_edges(store, from_sql=False), truth["field_edges"]),
+        score(
+            "SQL field edges",
+            stored_field_edges(store, from_sql=True),
+            truth["sql_field_edges"],
+        ),
     ]

@@ -5,6 +5,8 @@
 - `http-single`: one event per POST, `concurrency` keep-alive connections at once.
 - `cli`: `upstream ingest --db URL events.ndjson` when the command exists, else the same
   in-process path it wraps (`ingest_documents` over batches), reported as `in-process`.
+- `kafka`: `consumers` `upstream consume` processes drain a pre-filled topic
+  (`kafka_ingest.py`).
 
 Requests are made from the events file as they are sent (a batch is one join of lines, far
 cheaper than the server's work on it), so the large workload never sits in memory. Every run is
@@ -31,11 +33,12 @@ from benchmarks.ceiling import ceiling_seconds
 from benchmarks.databases import fresh_database
 from benchmarks.exactness import check
 from benchmarks.generator import in_chunks, load_summary, load_truth, read_events
+from benchmarks.kafka_ingest import consume_seconds
 from benchmarks.server import Server, cpu_seconds, post_request, send_all
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 
-MODES = ("http-batch", "http-single", "cli")
+MODES = ("http-batch", "http-single", "cli", "kafka")
 
 
 @dataclass
@@ -107,6 +110,7 @@ def run_ingest(
     batch_connections: int = 8,
     workers: int = 2,
     processes: int = 1,
+    consumers: int = 1,
     limit: int | None = None,
     verify: bool = True,
     after: Callable[[str], None] | None = None,
@@ -137,6 +141,11 @@ def run_ingest(
                 url, work_dir, requests, concurrency, (workers, processes), database
             )
             detail = f"{concurrency} connections, {serving}"
+        elif mode == "kafka":
+            db_before = database.snapshot()
+            seconds, cpu, detail = consume_seconds(
+                url, lines(), events, consumers, batch, work_dir, lambda: database.used(db_before)
+            )
         elif mode == "cli":
             seconds, cpu, detail = _cli(url, data_dir, lines(), batch, limit is None, database)
         else:

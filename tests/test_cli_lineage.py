@@ -294,7 +294,11 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
     assert incoming.exit_code == 0, incoming.output
     assert json.loads(incoming.stdout) == {
         "incoming": [
-            {"dataset": {"namespace": "src", "name": "users"}, "fields": ["first", "last"]}
+            {
+                "dataset": {"namespace": "src", "name": "users"},
+                "fields": ["first", "last"],
+                "origins": {"first": ["columnLineage"], "last": ["columnLineage"]},
+            }
         ]
     }
     api = client.get(
@@ -307,6 +311,8 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
     table = invoke(*common)
     assert "dst / people . full_name comes from" in table.stdout
     assert "first, last" in table.stdout
+    assert "Stated by" in table.stdout
+    assert "columnLineage" in table.stdout
     dot = invoke(*common, "-f", "dot")
     assert dot.stdout.count(" -> ") == 2
     assert_valid_flowchart(invoke(*common, "-f", "mermaid").stdout)
@@ -325,7 +331,13 @@ def test_field_lineage_from_column_lineage_and_paths(db_url: str, client: TestCl
         "json",
     )
     assert json.loads(outgoing.stdout) == {
-        "outgoing": [{"dataset": {"namespace": "dst", "name": "people"}, "fields": ["full_name"]}]
+        "outgoing": [
+            {
+                "dataset": {"namespace": "dst", "name": "people"},
+                "fields": ["full_name"],
+                "origins": {"full_name": ["columnLineage"]},
+            }
+        ]
     }
     unknown = invoke("field-lineage", "dst", "people", "nope", *WINDOW, "--db", db_url)
     assert unknown.exit_code == 1

@@ -529,7 +529,26 @@ def test_node_cap_cuts_the_deepest_levels(capped: TestClient) -> None:
         ("D1", job("P3"), "read", r3),
     }
     assert len(body["data"]) + len(body["programs"]) == 4
+    # Level 2 found (D2, P2, write) and (D3, P2, read): P2 and D3 were left out.
+    assert (body["omittedNodes"], body["omittedRelations"]) == (2, 2)
     assert "truncated" not in lineage(capped, "D1", levels=1)
+
+
+def test_relation_cap_keeps_the_nearest_levels(db_url: str) -> None:
+    settings = Settings(db_url=db_url, max_lineage_relations=2)
+    with TestClient(create_app(settings, migrate=False)) as capped:
+        r1, r2 = rid(), rid()
+        post(
+            capped,
+            run("P1", r1, writes=["D1"], reads=["D2"]),
+            run("P2", r2, writes=["D2"], reads=["D3"]),
+        )
+        body = lineage(capped, "D1", levels=5, direction="upstream")
+        # Level 1 is D2 -P1-> D1 (two relations); level 2, D3 -P2-> D2, is left out.
+        assert rels(body) == {("D1", job("P1"), "write", r1), ("D2", job("P1"), "read", r1)}
+        assert body["truncated"] is True
+        assert (body["omittedNodes"], body["omittedRelations"]) == (2, 2)
+        assert "truncated" not in lineage(capped, "D1", levels=1, direction="upstream")
 
 
 def test_names_with_slashes_and_unicode(client: TestClient) -> None:

@@ -289,13 +289,25 @@ def test_a_tags_reach_follows_field_lineage_downstream(client: TestClient) -> No
         "levels": 10,
         "tagged": [{"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email"]}],
         "reach": [
-            {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
-            {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]},
+            {
+                "dataset": {"namespace": W, "name": "mart.contacts"},
+                "fields": ["contact_email"],
+                "origins": {"contact_email": ["columnLineage"]},
+            },
+            {
+                "dataset": {"namespace": W, "name": "stage.users"},
+                "fields": ["contact"],
+                "origins": {"contact": ["columnLineage"]},
+            },
         ],
     }
     near = ok(client.get("/v3/tags/PII/reach", params={"levels": 1}))
     assert near["reach"] == [
-        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact"]}
+        {
+            "dataset": {"namespace": W, "name": "stage.users"},
+            "fields": ["contact"],
+            "origins": {"contact": ["columnLineage"]},
+        }
     ]
 
 
@@ -306,9 +318,9 @@ def test_a_tag_on_a_dataset_reaches_from_each_of_its_fields(client: TestClient) 
     assert reach["tagged"] == [
         {"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email", "id"]}
     ]
-    assert reach["reach"] == [
-        {"dataset": {"namespace": W, "name": "mart.contacts"}, "fields": ["contact_email"]},
-        {"dataset": {"namespace": W, "name": "stage.users"}, "fields": ["contact", "id"]},
+    assert [(r["dataset"]["name"], r["fields"]) for r in reach["reach"]] == [
+        ("mart.contacts", ["contact_email"]),
+        ("stage.users", ["contact", "id"]),
     ]
 
 
@@ -343,3 +355,66 @@ def test_a_rebuild_keeps_deletions_and_tags(client: TestClient, store: Store) ->
         run_event((ETL, "load_orders"), time=BASE_TIME + hours(1), inputs=[ds(W, "raw.orders")]),
     )
     assert dataset_names(client) == ["raw.orders", "sales.orders"]
+
+
+def chain(client: TestClient) -> None:
+    """raw -> load -> mid -> build -> out, in namespace W (jobs in ETL)."""
+    post(
+        client,
+        run_event((ETL, "load"), inputs=[ds(W, "raw")], outputs=[ds(W, "mid")]),
+        run_event((ETL, "build"), inputs=[ds(W, "mid")], outputs=[ds(W, "out")]),
+    )
+
+
+def upstream_of(client: TestClient, name: str) -> set[tuple[str, str, str]]:
+    response = client.get(
+        f"/v3/namespaces/{WE}/datasets/{name}/lineage",
+        params={"direction": "upstream", "levels": 5, "start": "0", "collapse": "run"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    return {
+        (
+            body["data"][r["data"]]["entityId"]["name"],
+            body["programs"][r["program"]]["entityId"]["name"],
+            access,
+        )
+        for r in body["relations"]
+        for access in r["accesses"]
+    }
+
+
+def test_lineage_does_not_pass_through_a_deleted_dataset(client: TestClient) -> None:
+    chain(client)
+    assert upstream_of(client, "out") == {
+        ("out", "build", "write"),
+        ("mid", "build", "read"),
+        ("mid", "load", "write"),
+        ("raw", "load", "read"),
+    }
+    ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/mid"))
+    assert upstream_of(client, "out") == {("out", "build", "write")}
+    graph = ok(client.get("/api/v1/lineage", params={"nodeId": f"dataset:{W}:out"}))
+    assert sorted(node["id"] for node in graph["graph"]) == [f"dataset:{W}:out", f"job:{ETL}:build"]
+    missing = client.get(f"/v3/namespaces/{WE}/datasets/mid/lineage")
+    assert missing.status_code == 404
+    assert "was deleted" in missing.json()["message"]
+    # An event naming mid again brings the whole chain back.
+    post(client, run_event((ETL, "load"), time=BASE_TIME + hours(2), outputs=[ds(W, "mid")]))
+    assert ("raw", "load", "read") in upstream_of(client, "out")
+
+
+def test_lineage_does_not_pass_through_a_deleted_job(client: TestClient) -> None:
+    chain(client)
+    ok(client.delete(f"/api/v1/namespaces/{ETL}/jobs/load"))
+    assert upstream_of(client, "out") == {("out", "build", "write"), ("mid", "build", "read")}
+    graph = ok(client.get("/api/v1/lineage", params={"nodeId": f"dataset:{W}:out"}))
+    assert sorted(node["id"] for node in graph["graph"]) == [
+        f"dataset:{W}:mid",
+        f"dataset:{W}:out",
+        f"job:{ETL}:build",
+    ]
+    exported = ok(client.get("/v3/lineage/graph"))
+    assert [(f["source"], f["target"]) for f in exported["flows"]] == [
+        (f"dataset.{W}.mid", f"dataset.{W}.out")
+    ]

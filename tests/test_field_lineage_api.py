@@ -49,8 +49,13 @@ def summary(client: TestClient, dataset: str, field: str, **params: Any) -> Any:
     return get(client, f"/v3/namespaces/ns/datasets/{dataset}/lineage/fields/{field}", **params)
 
 
-def entry(name: str, *fields: str) -> dict[str, Any]:
-    return {"dataset": {"namespace": "ns", "name": name}, "fields": list(fields)}
+def entry(name: str, *fields: str, origin: str = "fieldOperations") -> dict[str, Any]:
+    """One dataset of a summary; every field reached through edges of `origin`."""
+    return {
+        "dataset": {"namespace": "ns", "name": name},
+        "fields": list(fields),
+        "origins": {f: [origin] for f in fields},
+    }
 
 
 def test_seed_example_paths_fields_and_drops(client: TestClient) -> None:
@@ -108,11 +113,21 @@ def test_seed_example_paths_fields_and_drops(client: TestClient) -> None:
             {
                 "dataset": {"namespace": "myns", "name": "mytableds"},
                 "fields": ["age", "body", "city", "name", "state", "uniqueId"],
+                "origins": {
+                    f: ["fieldOperations"]
+                    for f in ["age", "body", "city", "name", "state", "uniqueId"]
+                },
             }
         ]
     }
     assert get(client, f"{MYTABLE}/lineage/fields/uniqueId") == {
-        "incoming": [{"dataset": {"namespace": "myns", "name": "user_data"}, "fields": ["body"]}],
+        "incoming": [
+            {
+                "dataset": {"namespace": "myns", "name": "user_data"},
+                "fields": ["body"],
+                "origins": {"body": ["fieldOperations"]},
+            }
+        ],
         "outgoing": [],
     }
     alive = ["age", "body", "city", "name", "offset", "state", "uniqueId"]
@@ -303,11 +318,18 @@ def test_summaries_use_operations_lineage_facet_and_column_lineage_alike(
         event["eventTime"] = now
         assert client.post("/api/v1/lineage", json=event).status_code == 201
     assert summary(client, "D", "w", direction="incoming", levels=3) == {
-        "incoming": [entry("A", "x"), entry("B", "y"), entry("C", "z")]
+        "incoming": [
+            entry("A", "x"),
+            entry("B", "y", origin="lineageFacet"),
+            entry("C", "z", origin="columnLineage"),
+        ]
     }
     assert summary(client, "B", "y", levels=2) == {
         "incoming": [entry("A", "x")],
-        "outgoing": [entry("C", "z"), entry("D", "w")],
+        "outgoing": [
+            entry("C", "z", origin="lineageFacet"),
+            entry("D", "w", origin="columnLineage"),
+        ],
     }
     assert get(client, "/v3/namespaces/ns/datasets/C/lineage/fields") == ["z"]
 
@@ -332,6 +354,7 @@ def test_wide_operations_are_stored_and_trimmed(client: TestClient) -> None:
         {
             "dataset": {"namespace": "wide", "name": "src"},
             "fields": sorted(f"f{i}" for i in range(30)),
+            "origins": {f"f{i}": ["fieldOperations"] for i in range(30)},
         }
     ]
 

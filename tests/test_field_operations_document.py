@@ -79,8 +79,16 @@ def test_sources_by_name_and_namespaces_with_slashes(client: TestClient) -> None
     ).json()
     assert summary == {
         "incoming": [
-            {"dataset": {"namespace": "postgres://db:5432", "name": "rates"}, "fields": ["rate"]},
-            {"dataset": {"namespace": "s3://bucket", "name": "orders"}, "fields": ["amount"]},
+            {
+                "dataset": {"namespace": "postgres://db:5432", "name": "rates"},
+                "fields": ["rate"],
+                "origins": {"rate": ["fieldOperations"]},
+            },
+            {
+                "dataset": {"namespace": "s3://bucket", "name": "orders"},
+                "fields": ["amount"],
+                "origins": {"amount": ["fieldOperations"]},
+            },
         ]
     }
     # The stated field list is the destination's fields.

@@ -52,3 +52,31 @@ def test_missing_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     monkeypatch.setenv("UPSTREAM_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(SettingsError, match="UPSTREAM_CONFIG"):
         load_settings()
+
+
+def test_kafka_options_come_from_a_toml_table_or_json(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "upstream.toml"
+    config.write_text('[kafka_options]\n"security.protocol" = "SSL"\n')
+    monkeypatch.setenv("UPSTREAM_CONFIG", str(config))
+    assert load_settings().kafka_options == {"security.protocol": "SSL"}
+    monkeypatch.setenv("UPSTREAM_KAFKA_OPTIONS", '{"sasl.mechanism": "PLAIN"}')
+    # The environment adds to (and overrides within) the file's table.
+    assert load_settings().kafka_options == {"security.protocol": "SSL", "sasl.mechanism": "PLAIN"}
+
+
+def test_kafka_consumers_need_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UPSTREAM_KAFKA_CONSUMERS", "2")
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    assert str(refused.value) == (
+        "invalid setting: UPSTREAM_KAFKA_CONSUMERS needs UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, "
+        "the Kafka brokers to read from"
+    )
+    settings = load_settings(kafka_bootstrap_servers="kafka:9092")
+    assert (settings.kafka_consumers, settings.kafka_topic, settings.kafka_group) == (
+        2,
+        "openlineage",
+        "upstream",
+    )

@@ -27,7 +27,7 @@ export function path(...segments: string[]): string {
   return "/" + segments.map(encodeURIComponent).join("/");
 }
 
-type Query = Record<string, string | number | string[] | null | undefined>;
+export type Query = Record<string, string | number | string[] | null | undefined>;
 
 function withQuery(url: string, query: Query): string {
   const params = new URLSearchParams();
@@ -159,22 +159,31 @@ export interface LineageResponse {
   truncated?: boolean;
 }
 
-export interface MarquezEdge {
-  origin: string;
-  destination: string;
-}
-
-export interface MarquezNode {
+export interface ColumnNode {
   id: string;
-  type: "DATASET" | "JOB";
-  data?: { namespace?: string; name?: string; id?: { namespace: string; name: string } } | null;
-  inEdges: MarquezEdge[];
-  outEdges: MarquezEdge[];
+  type: string;
+  data: { namespace: string; dataset: string; field: string; fieldType?: string | null };
+  inEdges: { origin: string; destination: string }[];
+  outEdges: { origin: string; destination: string }[];
 }
 
-export interface MarquezGraph {
-  graph: MarquezNode[];
+export interface ColumnGraph {
+  graph: ColumnNode[];
   truncated?: boolean;
+}
+
+export interface RunSummary {
+  id: string;
+  state?: string | null;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  durationMs?: number | null;
+}
+
+export interface WorkflowContents {
+  isWorkflow: boolean;
+  runs: (RunSummary & { jobRuns: (RunSummary & { job: DatasetRef })[] })[];
+  jobs: { namespace: string; name: string; runs: number; latestRun: RunSummary }[];
 }
 
 export type OperationInput =
@@ -201,6 +210,9 @@ export interface FieldPaths {
 export interface FieldSummarySide {
   dataset: DatasetRef;
   fields: string[];
+  /** Per field, what stated the edges that reached it: lineageFacet, fieldOperations,
+   * columnLineage or sql (the job's SQL, parsed by the server). */
+  origins?: Record<string, string[]>;
 }
 
 export interface FieldSummary {
@@ -224,8 +236,13 @@ export const api = {
     getJson<RunsResponse>(path("api", "v1", "namespaces", ns, "jobs", name, "runs"), { limit }),
   datasetLineage: (ns: string, name: string, query: Query) =>
     getJson<LineageResponse>(path("v3", "namespaces", ns, "datasets", name, "lineage"), query),
-  nodeLineage: (nodeId: string, depth: number) =>
-    getJson<MarquezGraph>("/api/v1/lineage", { nodeId, depth }),
+  jobLineage: (ns: string, name: string, query: Query) =>
+    getJson<LineageResponse>(path("v3", "namespaces", ns, "jobs", name, "lineage"), query),
+  workflowContents: (ns: string, name: string, query: Query) =>
+    getJson<WorkflowContents>(path("v3", "namespaces", ns, "jobs", name, "contents"), query),
+  run: (id: string) => getJson<Run>(path("api", "v1", "jobs", "runs", id)),
+  columnLineage: (nodeId: string, depth: number) =>
+    getJson<ColumnGraph>("/api/v1/column-lineage", { nodeId, depth, withDownstream: "true" }),
   fieldsWithLineage: (ns: string, name: string, query: Query) =>
     getJson<(FieldWithLineage | string)[]>(
       path("v3", "namespaces", ns, "datasets", name, "lineage", "fields"),

@@ -1,10 +1,12 @@
 // Lineage responses turned into graph elements: datasets and programs as nodes, data flow as
 // edges (a read goes dataset → program, a write program → dataset), so a left-to-right layered
-// layout puts upstream on the left.
+// layout puts upstream on the left. Also the walks the graph's exploring needs: what lies
+// upstream or downstream of a node, and what lies on the paths between two nodes.
 
-import type { LineageResponse, MarquezGraph, MarquezNode } from "./api";
+import type { LineageResponse } from "./api";
 
 export type NodeKind = "dataset" | "job" | "workflow";
+export type Direction = "both" | "upstream" | "downstream";
 
 export interface GraphNode {
   id: string;
@@ -34,11 +36,15 @@ function kindOf(type: string): NodeKind {
   return lower === "workflow" ? "workflow" : "job";
 }
 
+export function edgeId(source: string, target: string): string {
+  return JSON.stringify([source, target]);
+}
+
 class EdgeSet {
   private readonly byPair = new Map<string, GraphEdge>();
 
   add(source: string, target: string, runs: number): void {
-    const id = JSON.stringify([source, target]);
+    const id = edgeId(source, target);
     const known = this.byPair.get(id);
     if (known) known.runs += runs;
     else this.byPair.set(id, { id, source, target, runs });
@@ -49,11 +55,19 @@ class EdgeSet {
   }
 }
 
-/** The dataset-lineage response (DESIGN §4.2) as a graph centred on one dataset. */
-export function fromRelations(
-  response: LineageResponse,
-  centre: { namespace: string; name: string },
-): LineageGraph {
+export interface Centre {
+  kind: "dataset" | "job";
+  namespace: string;
+  name: string;
+}
+
+function isCentre(centre: Centre, kind: NodeKind, namespace: string, name: string): boolean {
+  const sameKind = centre.kind === "dataset" ? kind === "dataset" : kind !== "dataset";
+  return sameKind && namespace === centre.namespace && name === centre.name;
+}
+
+/** A dataset- or job-lineage response (DESIGN §4.2) as a graph around `centre`. */
+export function fromRelations(response: LineageResponse, centre: Centre): LineageGraph {
   const nodes: GraphNode[] = [];
   for (const [id, entry] of Object.entries(response.data)) {
     const { namespace, name } = entry.entityId;
@@ -63,12 +77,13 @@ export function fromRelations(
       namespace,
       name,
       temporary: entry.temporary === true,
-      centre: namespace === centre.namespace && name === centre.name,
+      centre: isCentre(centre, "dataset", namespace, name),
     });
   }
   for (const [id, entry] of Object.entries(response.programs)) {
     const { type, namespace, name } = entry.entityId;
-    nodes.push({ id, kind: kindOf(type), namespace, name, temporary: false, centre: false });
+    const kind = kindOf(type);
+    nodes.push({ id, kind, namespace, name, temporary: false, centre: isCentre(centre, kind, namespace, name) });
   }
   const edges = new EdgeSet();
   for (const relation of response.relations) {
@@ -79,63 +94,97 @@ export function fromRelations(
   return { nodes, edges: edges.list(), truncated: response.truncated === true };
 }
 
-function identity(node: MarquezNode): { namespace: string; name: string } {
-  const data = node.data ?? {};
-  const namespace = data.namespace ?? data.id?.namespace;
-  const name = data.name ?? data.id?.name;
-  if (namespace !== undefined && name !== undefined) return { namespace, name };
-  // `type:namespace:name` where the name has no ':' — only a fallback for data-less nodes.
-  const rest = node.id.slice(node.id.indexOf(":") + 1);
-  const cut = rest.lastIndexOf(":");
-  return { namespace: rest.slice(0, cut), name: rest.slice(cut + 1) };
+/** `base` with the nodes and edges of `extra` it lacks; the centre stays `base`'s. */
+export function merged(base: LineageGraph, extra: LineageGraph): LineageGraph {
+  const known = new Map(base.nodes.map((node) => [node.id, node]));
+  const nodes = [...base.nodes];
+  for (const node of extra.nodes) {
+    const existing = known.get(node.id);
+    if (!existing) {
+      nodes.push({ ...node, centre: false });
+      known.set(node.id, node);
+    } else if (node.temporary && !existing.temporary) {
+      existing.temporary = true;
+    }
+  }
+  const edgeIds = new Set(base.edges.map((edge) => edge.id));
+  const edges = [...base.edges, ...extra.edges.filter((edge) => !edgeIds.has(edge.id))];
+  return { nodes, edges, truncated: base.truncated || extra.truncated };
 }
 
-export type Direction = "both" | "upstream" | "downstream";
+/** Who feeds whom: the edges of a graph indexed both ways. */
+export class Adjacency {
+  private readonly down = new Map<string, string[]>();
+  private readonly up = new Map<string, string[]>();
+
+  constructor(edges: Iterable<{ source: string; target: string }>) {
+    for (const { source, target } of edges) {
+      this.down.set(source, [...(this.down.get(source) ?? []), target]);
+      this.up.set(target, [...(this.up.get(target) ?? []), source]);
+    }
+  }
+
+  /** Every node reachable from `start` along (against, upstream) the data flow, `start`
+   * excluded unless a cycle leads back to it; `without` is never entered. */
+  reach(start: string, direction: "upstream" | "downstream", without?: string): Set<string> {
+    const next = direction === "downstream" ? this.down : this.up;
+    const seen = new Set<string>();
+    const queue = [start];
+    while (queue.length) {
+      const id = queue.pop() as string;
+      for (const other of next.get(id) ?? []) {
+        if (other === without || seen.has(other)) continue;
+        seen.add(other);
+        queue.push(other);
+      }
+    }
+    return seen;
+  }
+
+  /** Nodes connected to `start` whichever way edges point, not passing `without`. */
+  connected(start: string, without: string): Set<string> {
+    const seen = new Set<string>([start]);
+    const queue = [start];
+    while (queue.length) {
+      const id = queue.pop() as string;
+      for (const other of [...(this.down.get(id) ?? []), ...(this.up.get(id) ?? [])]) {
+        if (other === without || seen.has(other)) continue;
+        seen.add(other);
+        queue.push(other);
+      }
+    }
+    return seen;
+  }
+
+  /** The nodes on a path between `a` and `b`, either way round (both included); empty when
+   * no path joins them. */
+  between(a: string, b: string): Set<string> {
+    const onPath = new Set<string>();
+    for (const [from, to] of [
+      [a, b],
+      [b, a],
+    ]) {
+      const down = this.reach(from, "downstream");
+      if (!down.has(to)) continue;
+      const up = this.reach(to, "upstream");
+      for (const id of down) if (up.has(id)) onPath.add(id);
+      onPath.add(from).add(to);
+    }
+    return onPath;
+  }
+}
 
 /**
- * A Marquez lineage graph (DESIGN §4.4) centred on `centreId`, keeping the nodes within `hops`
- * steps of it: along edges for upstream/downstream, in any direction for both.
+ * The nodes a collapse of `id` in `direction` hides: those upstream (downstream) of it that
+ * the centre no longer reaches once `id` is taken out. The centre itself is never hidden.
  */
-export function fromMarquez(
-  graph: MarquezGraph,
-  centreId: string,
-  direction: Direction,
-  hops: number,
-): LineageGraph {
-  const byId = new Map(graph.graph.map((node) => [node.id, node]));
-  const next = (node: MarquezNode): string[] => {
-    const down = node.outEdges.map((edge) => edge.destination);
-    const up = node.inEdges.map((edge) => edge.origin);
-    if (direction === "downstream") return down;
-    if (direction === "upstream") return up;
-    return [...down, ...up];
-  };
-  const kept = new Set<string>();
-  let frontier = byId.has(centreId) ? [centreId] : [];
-  for (let step = 0; step <= hops && frontier.length; step++) {
-    const following: string[] = [];
-    for (const id of frontier) {
-      if (kept.has(id)) continue;
-      kept.add(id);
-      const node = byId.get(id);
-      if (node) following.push(...next(node).filter((other) => byId.has(other)));
-    }
-    frontier = following;
-  }
-  const nodes: GraphNode[] = [];
-  const edges = new EdgeSet();
-  for (const id of kept) {
-    const node = byId.get(id) as MarquezNode;
-    nodes.push({
-      id,
-      kind: node.type === "DATASET" ? "dataset" : "job",
-      ...identity(node),
-      temporary: false,
-      centre: id === centreId,
-    });
-    for (const edge of node.outEdges) {
-      if (kept.has(edge.destination)) edges.add(edge.origin, edge.destination, 0);
-    }
-  }
-  return { nodes, edges: edges.list(), truncated: graph.truncated === true };
+export function collapsed(
+  adjacency: Adjacency,
+  id: string,
+  direction: "upstream" | "downstream",
+  centre: string | null,
+): Set<string> {
+  const side = adjacency.reach(id, direction, id);
+  const kept = centre && centre !== id ? adjacency.connected(centre, id) : new Set<string>(centre ? [centre] : []);
+  return new Set([...side].filter((other) => !kept.has(other)));
 }

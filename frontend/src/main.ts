@@ -1,7 +1,7 @@
 // Entry point: route the URL hash to a view, and keep the top search box working.
 
 import { h, replace } from "./dom";
-import { currentRoute } from "./route";
+import { CARRIED, carried, currentRoute, go } from "./route";
 import { renderDataset } from "./views/dataset";
 import { renderFields } from "./views/fields";
 import { renderGraph } from "./views/graph";
@@ -35,10 +35,31 @@ function wireTopSearch(): void {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const input = form.elements.namedItem("q") as HTMLInputElement;
-    location.hash = `#/search?${new URLSearchParams({ q: input.value.trim() }).toString()}`;
+    go("search", { q: input.value.trim() });
+  });
+}
+
+/**
+ * A link followed inside the UI takes the window and graph settings the URL has now: links are
+ * built with those of when their view was drawn, and filters change the URL in place since.
+ */
+function carryOnClick(): void {
+  document.addEventListener("click", (event) => {
+    const link = (event.target as Element | null)?.closest?.("a[href^='#/']");
+    if (!(link instanceof HTMLAnchorElement) || link.dataset.exact !== undefined) return;
+    const [view, query = ""] = link.getAttribute("href")!.slice(2).split("?");
+    const params = new URLSearchParams(query);
+    const now = carried();
+    for (const key of CARRIED) {
+      if (now[key]) params.set(key, now[key]);
+      else params.delete(key);
+    }
+    const text = params.toString();
+    link.setAttribute("href", `#/${view}${text ? `?${text}` : ""}`);
   });
 }
 
 wireTopSearch();
+carryOnClick();
 window.addEventListener("hashchange", show);
 show();

@@ -1,10 +1,10 @@
-// The time-window control shared by the graph and the field view: presets or custom bounds.
+// The time-window control shared by every view: presets, all time, or custom bounds.
 
 import { h } from "./dom";
-import { DEFAULT_WINDOW, WINDOW_PRESETS } from "./route";
+import { ALL_TIME, DEFAULT_WINDOW, WINDOW_PRESETS } from "./route";
 
 /** `datetime-local` value (local time) for an ISO instant, or "" when it does not parse. */
-function toLocalInput(iso: string | null): string {
+export function toLocalInput(iso: string | null): string {
   if (!iso) return "";
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
@@ -16,9 +16,16 @@ function toIso(localValue: string): string {
   return localValue ? new Date(localValue).toISOString() : "";
 }
 
+function presetLabel(value: string): string {
+  if (value === "custom") return "custom…";
+  if (value === ALL_TIME) return "all time";
+  return `last ${value}`;
+}
+
 /**
- * A labelled control for the window; `onChange` gets the new route parameters
- * (`window`, and `start`/`end` for a custom window).
+ * A labelled control for the window; `onChange` gets the new route parameters (`window`, and
+ * `start`/`end` for a custom window). The date inputs apply when they lose focus or on Enter,
+ * never while a date is being typed.
  */
 export function windowControl(
   params: URLSearchParams,
@@ -28,8 +35,8 @@ export function windowControl(
   const select = h(
     "select",
     { name: "window", "aria-label": "Time window" },
-    [...WINDOW_PRESETS, "custom"].map((value) =>
-      h("option", { value, selected: value === current }, value === "custom" ? "custom…" : `last ${value}`),
+    [...WINDOW_PRESETS, ALL_TIME, "custom"].map((value) =>
+      h("option", { value, selected: value === current }, presetLabel(value)),
     ),
   );
   const start = h("input", { type: "datetime-local", name: "start", "aria-label": "Window start" });
@@ -37,8 +44,11 @@ export function windowControl(
   start.value = toLocalInput(params.get("start"));
   end.value = toLocalInput(params.get("end"));
   const custom = h("span", { class: "custom-window", hidden: current !== "custom" }, start, " – ", end);
+  let applied = current === "custom" ? `${start.value}|${end.value}` : "";
   const applyCustom = () => {
-    if (start.value && end.value) {
+    const value = `${start.value}|${end.value}`;
+    if (start.value && end.value && value !== applied) {
+      applied = value;
       onChange({ window: "custom", start: toIso(start.value), end: toIso(end.value) });
     }
   };
@@ -54,7 +64,14 @@ export function windowControl(
       onChange({ window: select.value, start: "", end: "" });
     }
   });
-  start.addEventListener("change", applyCustom);
-  end.addEventListener("change", applyCustom);
+  for (const input of [start, end]) {
+    input.addEventListener("blur", applyCustom);
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        applyCustom();
+      }
+    });
+  }
   return h("label", { class: "control" }, "Window ", select, custom);
 }

@@ -438,6 +438,99 @@ def ingest(
 
 
 @app.command()
+def consume(
+    ctx: typer.Context,
+    bootstrap_servers: Annotated[
+        str | None,
+        typer.Option(
+            "--bootstrap-servers",
+            help="Kafka brokers, host:port[,host:port…] "
+            "(default: UPSTREAM_KAFKA_BOOTSTRAP_SERVERS).",
+            show_default=False,
+        ),
+    ] = None,
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic",
+            help="Topic the OpenLineage producers write to (default: UPSTREAM_KAFKA_TOPIC, "
+            "else openlineage).",
+            show_default=False,
+        ),
+    ] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            help="Consumer group; consumers of one group share the partitions (default: "
+            "UPSTREAM_KAFKA_GROUP, else upstream).",
+            show_default=False,
+        ),
+    ] = None,
+    dead_letter_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--dead-letter-topic",
+            help="Copy messages that cannot be stored to this topic, with the reason in a "
+            "header (default: UPSTREAM_KAFKA_DEAD_LETTER_TOPIC, else none).",
+            show_default=False,
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            max=100_000,
+            help="Most messages stored per transaction (default: UPSTREAM_KAFKA_BATCH_MESSAGES, "
+            "else 500).",
+            show_default=False,
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve Prometheus metrics on this port (at /metrics on UPSTREAM_HOST).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Read OpenLineage events from a Kafka topic into the database, until stopped.
+
+    Reads what the OpenLineage client's Kafka transport writes. Offsets are committed only
+    after the events are stored, so a stopped or killed consumer loses nothing, and an event
+    read twice is stored once. Run several (same --group) to share the topic's partitions.
+
+    Examples:
+
+    \b
+      upstream consume --bootstrap-servers kafka:9092 --db postgresql+psycopg://db/lineage
+      upstream consume --bootstrap-servers kafka:9092 --dead-letter-topic openlineage.refused
+    """
+    from upstream.commands.consume import consume as run_consume
+    from upstream.kafka.progress import progress_line
+
+    try:
+        settings = load_settings(
+            db_url=db,
+            kafka_bootstrap_servers=bootstrap_servers,
+            kafka_topic=topic,
+            kafka_group=group,
+            kafka_dead_letter_topic=dead_letter_topic,
+            kafka_batch_messages=batch_size,
+        )
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    with reported_failures(ctx):
+        totals = run_consume(settings, Console(stderr=True), metrics_port)
+        typer.echo(f"stopped: {progress_line(totals)}", err=True)
+
+
+@app.command()
 def lineage(
     ctx: typer.Context,
     namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],

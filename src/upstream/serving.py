@@ -20,6 +20,7 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from upstream.connection_timeouts import UpstreamConfig
 from upstream.logs import configure_logging
 from upstream.settings import Settings
 
@@ -33,11 +34,13 @@ class StartupError(Exception):
 
 def run_server(settings: Settings, sock: socket.socket | None = None) -> None:
     """Serve until stopped on `sock` (else a socket bound to the configured host and port);
-    in-flight requests get 30 s to finish on shutdown."""
+    in-flight requests get 30 s to finish on shutdown. With several workers, the supervisor
+    restarts a worker that misses its health check for `worker_healthcheck_timeout` seconds
+    (uvicorn's 5 s default kills workers merely busy on a loaded machine)."""
     sock = sock or listening_socket(settings.host, settings.port)
     # Uvicorn's own lines come out in the server's format: no logging config of its own.
     configure_logging(settings)
-    config = uvicorn.Config(
+    config = UpstreamConfig(
         APP,
         factory=True,
         host=settings.host,
@@ -46,6 +49,8 @@ def run_server(settings: Settings, sock: socket.socket | None = None) -> None:
         log_level=settings.log_level,
         log_config=None,
         timeout_graceful_shutdown=30,
+        timeout_worker_healthcheck=settings.worker_healthcheck_timeout,
+        client_timeout=settings.client_timeout,
     )
     host, port = sock.getsockname()[:2]
     shown_host = f"[{host}]" if sock.family == socket.AF_INET6 else host

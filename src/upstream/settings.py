@@ -13,7 +13,14 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -94,20 +101,133 @@ class Settings(BaseSettings):
     max_batch_events: int = Field(
         5_000, ge=1, description="Most events accepted in one JSON array posted to the API."
     )
+    max_event_values: int = Field(
+        200_000,
+        ge=100,
+        description="Most JSON values (objects, arrays, strings, numbers) one posted event may "
+        "hold; a larger event is refused with 413 before it is parsed.",
+    )
     max_lineage_nodes: int = Field(
         5_000,
         ge=1,
         description="Most nodes a lineage response holds; a larger result is cut and says "
         '"truncated": true.',
     )
+    max_lineage_relations: int = Field(
+        20_000,
+        ge=1,
+        description="Most relations a dataset lineage response holds (before collapsing); a "
+        'larger result keeps the nearest levels and says "truncated": true with how many '
+        "nodes and relations were left out.",
+    )
     db_pool_size: int = Field(
         5, ge=1, description="Connections each server process keeps open to PostgreSQL."
+    )
+    db_connect_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        description="Seconds to wait for a connection to the database (PostgreSQL), and for a "
+        "pooled connection's check that it still answers; longer is a 503.",
+    )
+    db_pool_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        description="Seconds a request waits for a free database connection of its process "
+        "when all are in use; longer is a 503.",
+    )
+    db_statement_timeout: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds one database statement may run; longer is cancelled and the "
+        "request gets a 503. A database that stops answering altogether is given this plus "
+        "5 seconds before the connection is cut.",
+    )
+    db_lock_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a statement waits for a lock another transaction holds; longer "
+        "is a 503 (writers then retry, so nothing acknowledged is lost).",
+    )
+    client_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a client has to send a request's headers, and to start its body; "
+        "a connection that sends nothing for this long before a request is closed.",
+    )
+    min_upload_rate: int = Field(
+        10_000,
+        ge=1,
+        description="Least average speed, in bytes per second, of a request body after the "
+        "first client_timeout seconds; a slower upload is answered 408 and closed.",
+    )
+    worker_healthcheck_timeout: int = Field(
+        60,
+        ge=1,
+        le=3600,
+        description="With several workers, seconds a worker may take to answer the "
+        "supervisor's check that it is alive before it is restarted (a worker busy with a "
+        "large batch on a loaded machine answers late).",
     )
     tokens: Tokens = Field(
         (),
         description="Access tokens as role:token pairs, comma-separated (write:s3cret,read:l00k)"
         "; roles read, write (implies read) and admin (implies both). A token may be given "
         "hashed as role:sha256:<hex>. With none the server is open to anyone who reaches it.",
+    )
+    kafka_bootstrap_servers: str = Field(
+        "",
+        description="Kafka brokers to read OpenLineage events from, as host:port pairs, "
+        "comma-separated (what the producers' OpenLineage `transport: kafka` names as "
+        "`bootstrap.servers`).",
+    )
+    kafka_topic: str = Field(
+        "openlineage",
+        min_length=1,
+        description="Kafka topic the OpenLineage producers write to.",
+    )
+    kafka_group: str = Field(
+        "upstream",
+        min_length=1,
+        description="Kafka consumer group; every consumer of one group shares the topic's "
+        "partitions, so run as many as the topic has partitions to read in parallel.",
+    )
+    kafka_dead_letter_topic: str = Field(
+        "",
+        description="Kafka topic that receives a copy of every message that cannot be stored, "
+        "with the reason in its upstream.error header; empty: refused messages are only "
+        "logged and counted.",
+    )
+    kafka_batch_messages: int = Field(
+        500,
+        ge=1,
+        le=100_000,
+        description="Most Kafka messages stored in one transaction, before their offsets are "
+        "committed.",
+    )
+    kafka_consumers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Kafka consumers each `upstream serve` process runs beside the API "
+        "(0: none; `upstream consume` runs them on their own).",
+    )
+    kafka_options: dict[str, str | int | float | bool] = Field(
+        {},
+        title="table",
+        description="More Kafka client settings (librdkafka names), for a cluster that needs "
+        'them: a TOML table, or JSON such as {"security.protocol": "SASL_SSL", '
+        '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
+        "environment's JSON adds to the file's table.",
+    )
+    sql_lineage: bool = Field(
+        True,
+        description="Read column lineage from the SQL a job reports (its `sql` facet) for "
+        "outputs the producer gave no column lineage for; false stores none from SQL.",
     )
     log_format: Literal["auto", "json", "text"] = Field(
         "auto",
@@ -126,6 +246,15 @@ class Settings(BaseSettings):
         description="Least severe level of the server's own log lines (other libraries write "
         "warnings and worse only).",
     )
+
+    @model_validator(mode="after")
+    def _consumers_need_brokers(self) -> Settings:
+        if self.kafka_consumers and not self.kafka_bootstrap_servers.strip():
+            raise ValueError(
+                "UPSTREAM_KAFKA_CONSUMERS needs UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka "
+                "brokers to read from"
+            )
+        return self
 
     @field_validator("retention")
     @classmethod
@@ -158,10 +287,14 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"UPSTREAM_{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err["loc"], err["msg"]) for err in exc.errors())
         raise SettingsError(f"invalid setting: {problems}") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"invalid setting: config file: {exc}") from None
+
+
+def _problem(loc: tuple[int | str, ...], message: str) -> str:
+    """One setting's problem; a rule across settings names them in its own message."""
+    if not loc:
+        return message.removeprefix("Value error, ")
+    return f"UPSTREAM_{'.'.join(str(p) for p in loc).upper()}: {message}"

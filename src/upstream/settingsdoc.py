@@ -22,7 +22,7 @@ END = "<!-- end of settings table -->"
 
 
 def _default(value: Any) -> str:
-    if value in ((), []):
+    if value in ((), [], ""):
         return "none"
     return f"`{json.dumps(value) if not isinstance(value, str) else value}`"
 

@@ -5,6 +5,7 @@ import { h, notice, replace, table, time } from "../dom";
 import { go, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
 import { badge, errorText, jobLink, section } from "./common";
+import { latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
 
 const RECENT_RUNS = 20;
@@ -121,8 +122,10 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
         String(program.runs.size),
       ]);
     const headers = ["Kind", "Job", "Namespace", "Runs in window"];
+    const hint = programs.length ? null : await latestRunHint({ kind: "dataset", namespace, name }, params, "dataset");
     replace(
       io,
+      hint,
       h("h3", {}, "Written by"),
       list("write").length ? table(headers, rows("write"), { class: "writers" }) : notice("No writer in this window."),
       h("h3", {}, "Read by"),

@@ -1,6 +1,6 @@
-// The field view (DESIGN §4.3): pick a dataset's field, see the paths of operations that made
-// it (seed 000: read → parse → concat → create) with their runs, and the fields it comes from
-// and flows to in other datasets.
+// The field view (DESIGN §4.3): pick a dataset's field, see its field graph hop by hop, the
+// paths of operations that made it (seed 000: read → parse → concat → create) with their runs,
+// and the fields it comes from and flows to in other datasets.
 
 import {
   api,
@@ -10,6 +10,7 @@ import {
   type Operation,
 } from "../api";
 import { h, notice, replace } from "../dom";
+import { drawFieldGraph } from "../field-graph";
 import { go, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
 import { datasetLink, errorText, section } from "./common";
@@ -104,13 +105,36 @@ function summarySide(title: string, sides: FieldSummarySide[] | undefined, class
                 "ul",
                 { class: "chips" },
                 side.fields.map((field) =>
-                  h("li", {}, h("a", { href: links.fields(side.dataset.namespace, side.dataset.name, field) }, field)),
+                  h(
+                    "li",
+                    {},
+                    h("a", { href: links.fields(side.dataset.namespace, side.dataset.name, field) }, field),
+                    originBadge(side.origins?.[field] ?? []),
+                  ),
                 ),
               ),
             ),
           ),
         )
       : notice("None in this window."),
+  );
+}
+
+/** How each origin of field lineage is named to people, and what it means. */
+const ORIGINS: Record<string, [string, string]> = {
+  lineageFacet: ["facet", "stated by the producer's lineage facet"],
+  fieldOperations: ["operations", "recorded field operations"],
+  columnLineage: ["columnLineage", "stated by the producer's columnLineage facet"],
+  sql: ["SQL", "read by Upstream from the job's SQL"],
+};
+
+function originBadge(origins: string[]): HTMLElement | string {
+  if (!origins.length) return "";
+  const known = origins.map((o) => ORIGINS[o] ?? [o, o]);
+  return h(
+    "span",
+    { class: "origin", title: known.map(([, meaning]) => meaning).join("; ") },
+    known.map(([label]) => label).join(", "),
   );
 }
 
@@ -184,12 +208,31 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
     .then((fields) => replace(list, fieldList(fields, namespace, name, field)))
     .catch((error: unknown) => replace(list, h("p", { class: "notice notice-error" }, errorText(error))));
   if (!field) return;
-  const [paths, summary] = await Promise.allSettled([
+  const [paths, summary, fieldGraph, datasets] = await Promise.allSettled([
     api.fieldPaths(namespace, name, field, window),
     api.fieldSummary(namespace, name, field, { ...window, levels }),
+    api.columnLineage(`datasetField:${namespace}:${name}:${field}`, levels),
+    api.datasetLineage(namespace, name, { ...window, levels }),
   ]);
+  const canvas = h("div", { class: "field-graph", id: "field-graph", "aria-label": "Field lineage graph" });
+  const more = h("button", { type: "button", name: "more-hops" }, "One more hop");
+  more.addEventListener("click", () => change({ levels: String(levels + 1) }));
   replace(
     detail,
+    section(
+      "Field graph",
+      h(
+        "p",
+        { class: "muted" },
+        `Fields ${levels} hop${levels === 1 ? "" : "s"} up and down from this one; its paths are highlighted, temporary datasets dashed. Click a field to follow it. `,
+        more,
+      ),
+      fieldGraph.status === "fulfilled"
+        ? fieldGraph.value.graph.length
+          ? canvas
+          : notice("No field edges lead to or from this field.")
+        : h("p", { class: "notice notice-error", role: "alert" }, errorText(fieldGraph.reason)),
+    ),
     section(
       "How it was made",
       paths.status === "fulfilled"
@@ -209,5 +252,15 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
           )
         : h("p", { class: "notice notice-error", role: "alert" }, errorText(summary.reason)),
     ),
+  );
+  if (fieldGraph.status !== "fulfilled" || !fieldGraph.value.graph.length) return;
+  const temporary = new Set<string>();
+  if (datasets.status === "fulfilled") {
+    for (const entry of Object.values(datasets.value.data)) {
+      if (entry.temporary) temporary.add(JSON.stringify([entry.entityId.namespace, entry.entityId.name]));
+    }
+  }
+  await drawFieldGraph(canvas, fieldGraph.value, temporary, { namespace, name, field }, (ns, dataset, picked) =>
+    go("fields", { ...paramsObject(params), ns, name: dataset, field: picked }),
   );
 }

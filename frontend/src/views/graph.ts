@@ -1,42 +1,32 @@
 // The interactive lineage graph (DESIGN §4.2, §5): layered left to right with upstream on the
-// left, controls for levels, direction, window, collapse and rollup, all held in the URL.
+// left for every direction; controls for levels, direction, window, collapse, rollup, column
+// view and namespaces, all held in the URL; and exploring in place — paths of a node
+// highlighted, a node expanded or collapsed by one hop, filters, search, paths between two
+// nodes — without fetching or laying out the graph again except for what changed.
 
 import cytoscape from "cytoscape";
-import type { Core, ElementDefinition, StylesheetJson } from "cytoscape";
+import type { Core } from "cytoscape";
 
-import { api } from "../api";
+import { api, type ColumnGraph, type ColumnNode } from "../api";
+import { type Columns, columnsOf } from "../columns";
 import { h, notice, replace } from "../dom";
-import {
-  type Direction,
-  type GraphNode,
-  type LineageGraph,
-  fromMarquez,
-  fromRelations,
-} from "../graph-model";
-import { go, links, paramsObject, windowQuery } from "../route";
+import { drawing, focusOn, fitAll, placed } from "../graph-canvas";
+import { KINDS, applyFilters, clearHighlight, focusPaths, highlight, search } from "../graph-explore";
+import { Adjacency, type Direction, type GraphNode, type LineageGraph, collapsed, fromRelations, merged } from "../graph-model";
+import { STYLE } from "../graph-style";
+import { fullLabel } from "../labels";
+import { layOut } from "../layout";
+import { go, links, note, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
-import type { LayoutRequest, LayoutResponse } from "../layout-protocol";
 import { errorText } from "./common";
-
-/** The layout worker's bundle, named with its content hash at build time. */
-declare const LAYOUT_WORKER_URL: string;
-
-type Positions = LayoutResponse["positions"];
+import { latestRunHint } from "./latest-run";
 
 const DEFAULT_LEVELS = 3;
 const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
+/** Two taps on one node this close together are a double click. */
+const DOUBLE_CLICK_MS = 400;
 /** Above this many elements, drawing trades polish for speed while panning and zooming. */
 const LARGE_GRAPH = 400;
-/** Up to this many nodes, layers are ranked with the best (and slowest) method. */
-const EXACT_RANKING_NODES = 300;
-const NODE_WIDTH = 136;
-const NODE_HEIGHT = 32;
-/** Letters of a label that fit a node box at the label's font size. */
-const CAPTION_LETTERS = 20;
-/** Room left around the graph when it is fitted to the canvas, in pixels. */
-const PADDING = 24;
-/** The smallest zoom at which node labels are still legible. */
-const READABLE_ZOOM = 0.7;
 
 /** What the browser tests read: the graph on screen and how long it took to get there. */
 export interface GraphProbe {
@@ -44,103 +34,22 @@ export interface GraphProbe {
   /** The URL hash this graph was drawn for. */
   route: string;
   requestedAt: number;
+  /** When the first levels were on screen (the whole graph, when it came first). */
+  firstPaintAt: number;
   receivedAt: number;
-  /** When the layered layout had placed every node. */
+  /** When the layered layout had placed every node of the whole graph. */
   laidOutAt: number;
   drawnAt: number;
   nodes: number;
   edges: number;
+  /** False while only the first levels are drawn. */
+  complete: boolean;
 }
 
 declare global {
   interface Window {
     __upstreamGraph?: GraphProbe;
   }
-}
-
-const STYLE: StylesheetJson = [
-  {
-    selector: "node",
-    style: {
-      label: "data(caption)",
-      "font-size": 11,
-      "font-family": "system-ui, sans-serif",
-      "text-valign": "center",
-      "text-halign": "center",
-      "text-wrap": "none",
-      width: NODE_WIDTH,
-      height: NODE_HEIGHT,
-      "border-width": 1,
-      color: "#10223a",
-      "min-zoomed-font-size": 7,
-    },
-  },
-  {
-    selector: "node[kind = 'dataset']",
-    style: { shape: "round-rectangle", "background-color": "#dbeafe", "border-color": "#3b82f6" },
-  },
-  {
-    selector: "node[kind = 'job']",
-    style: { shape: "hexagon", "background-color": "#fde7c8", "border-color": "#d97706" },
-  },
-  {
-    selector: "node[kind = 'workflow']",
-    style: {
-      shape: "hexagon",
-      "background-color": "#ede9fe",
-      "border-color": "#7c3aed",
-      "border-width": 3,
-      "border-style": "double",
-    },
-  },
-  {
-    selector: "node[?temporary]",
-    style: {
-      "background-color": "#f3f4f6",
-      "border-style": "dashed",
-      "border-color": "#6b7280",
-      "border-width": 2,
-      color: "#4b5563",
-    },
-  },
-  { selector: "node[?centre]", style: { "border-width": 4, "border-color": "#0f766e" } },
-  { selector: "node:active, node.hover", style: { "overlay-opacity": 0.12 } },
-  {
-    selector: "edge",
-    style: {
-      width: 1.5,
-      "curve-style": "bezier",
-      "line-color": "#94a3b8",
-      "target-arrow-color": "#94a3b8",
-      "target-arrow-shape": "triangle",
-      "arrow-scale": 0.9,
-    },
-  },
-];
-
-function label(node: GraphNode): string {
-  const prefix = node.kind === "workflow" ? "⧉ " : "";
-  return node.temporary ? `${prefix}${node.name} (temporary)` : `${prefix}${node.name}`;
-}
-
-/**
- * The label cut to what fits the node box. Cut here once rather than by the renderer, which
- * measures a label letter by letter to place its ellipsis: seconds on a thousand nodes.
- */
-function caption(text: string): string {
-  const letters = [...text];
-  return letters.length <= CAPTION_LETTERS ? text : `${letters.slice(0, CAPTION_LETTERS - 1).join("")}…`;
-}
-
-function elements(graph: LineageGraph, positions: Positions): ElementDefinition[] {
-  return [
-    ...graph.nodes.map((node) => ({
-      group: "nodes" as const,
-      data: { ...node, label: label(node), caption: caption(label(node)) },
-      position: positions[node.id],
-    })),
-    ...graph.edges.map((edge) => ({ group: "edges" as const, data: { ...edge } })),
-  ];
 }
 
 interface GraphSettings {
@@ -151,7 +60,17 @@ interface GraphSettings {
   direction: Direction;
   collapse: string[];
   rollup: boolean;
+  columns: boolean;
+  namespaces: boolean;
+  hideKinds: Set<string>;
+  hideNs: Set<string>;
+  find: string;
+  from: string | null;
+  to: string | null;
 }
+
+const listParam = (params: URLSearchParams, key: string) =>
+  (params.get(key) ?? "").split(",").filter((part) => part);
 
 function settingsOf(params: URLSearchParams): GraphSettings | null {
   const namespace = params.get("ns");
@@ -165,40 +84,88 @@ function settingsOf(params: URLSearchParams): GraphSettings | null {
     name,
     levels: Number.isFinite(levels) && levels >= 1 ? levels : DEFAULT_LEVELS,
     direction: direction === "upstream" || direction === "downstream" ? direction : "both",
-    collapse: (params.get("collapse") ?? "").split(",").filter((c) => c),
+    collapse: listParam(params, "collapse"),
     rollup: params.get("rollup") === "workflow",
+    columns: params.get("columns") === "on",
+    namespaces: params.get("namespaces") === "on",
+    hideKinds: new Set(listParam(params, "hideKinds")),
+    // Namespaces hold commas (`postgres://h:5432,replica`), so they are a JSON list.
+    hideNs: new Set(parseList(params.get("hideNs"))),
+    find: params.get("find") ?? "",
+    from: params.get("from"),
+    to: params.get("to"),
   };
 }
 
-async function fetchGraph(settings: GraphSettings, params: URLSearchParams): Promise<LineageGraph> {
-  const centre = { namespace: settings.namespace, name: settings.name };
-  if (settings.type === "dataset") {
-    const response = await api.datasetLineage(settings.namespace, settings.name, {
-      ...windowQuery(params),
-      levels: settings.levels,
-      direction: settings.direction,
-      collapse: settings.collapse,
-      rollup: settings.rollup ? "workflow" : null,
-    });
-    return fromRelations(response, centre);
+function parseList(text: string | null): string[] {
+  if (!text) return [];
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : [];
+  } catch {
+    return [];
   }
-  // A job-centred graph comes from the Marquez graph; one level is job → dataset → job.
-  const nodeId = `job:${settings.namespace}:${settings.name}`;
-  const hops = settings.levels * 2;
-  const response = await api.nodeLineage(nodeId, hops);
-  return fromMarquez(response, nodeId, settings.direction, hops);
 }
+
+interface Target {
+  kind: "dataset" | "job";
+  namespace: string;
+  name: string;
+}
+
+/** The lineage of a dataset or a job with the graph's window, collapse and rollup. */
+async function lineageOf(
+  target: Target,
+  params: URLSearchParams,
+  settings: GraphSettings,
+  levels: number,
+  direction: Direction,
+): Promise<LineageGraph> {
+  const query = {
+    ...windowQuery(params),
+    levels,
+    direction,
+    collapse: settings.collapse,
+    rollup: settings.rollup ? "workflow" : null,
+  };
+  const response =
+    target.kind === "dataset"
+      ? await api.datasetLineage(target.namespace, target.name, query)
+      : await api.jobLineage(target.namespace, target.name, query);
+  return fromRelations(response, { kind: settings.type, namespace: settings.namespace, name: settings.name });
+}
+
+function fieldGraphOf(target: Target, levels: number): Promise<ColumnGraph> {
+  const kind = target.kind === "dataset" ? "dataset" : "job";
+  // One level of lineage is one job between datasets: one field edge.
+  return api.columnLineage(`${kind}:${target.namespace}:${target.name}`, levels + 1);
+}
+
+/** A field graph with the nodes and edges of another added. */
+function mergedFields(base: ColumnGraph, extra: ColumnGraph): ColumnGraph {
+  const byId = new Map<string, ColumnNode>(base.graph.map((node) => [node.id, node]));
+  for (const node of extra.graph) {
+    const known = byId.get(node.id);
+    if (!known) {
+      byId.set(node.id, node);
+      continue;
+    }
+    const seen = new Set(known.outEdges.map((edge) => `${edge.origin}\n${edge.destination}`));
+    const added = node.outEdges.filter((edge) => !seen.has(`${edge.origin}\n${edge.destination}`));
+    byId.set(node.id, { ...known, outEdges: [...known.outEdges, ...added] });
+  }
+  return { graph: [...byId.values()] };
+}
+
+function targetOf(node: GraphNode): Target {
+  return { kind: node.kind === "dataset" ? "dataset" : "job", namespace: node.namespace, name: node.name };
+}
+
+// ---- controls -------------------------------------------------------------------------------
 
 function controls(settings: GraphSettings, params: URLSearchParams): HTMLElement {
   const change = (changes: Record<string, string>) => go("graph", { ...paramsObject(params), ...changes });
-  const levels = h("input", {
-    type: "number",
-    name: "levels",
-    min: 1,
-    max: 100,
-    value: settings.levels,
-    "aria-label": "Levels",
-  });
+  const levels = h("input", { type: "number", name: "levels", min: 1, max: 100, value: settings.levels, "aria-label": "Levels" });
   levels.addEventListener("change", () => {
     const value = Number.parseInt(levels.value, 10);
     if (Number.isFinite(value) && value >= 1) change({ levels: String(value) });
@@ -206,214 +173,415 @@ function controls(settings: GraphSettings, params: URLSearchParams): HTMLElement
   const direction = h(
     "select",
     { name: "direction", "aria-label": "Direction" },
-    ["both", "upstream", "downstream"].map((value) =>
-      h("option", { value, selected: value === settings.direction }, value),
-    ),
+    ["both", "upstream", "downstream"].map((value) => h("option", { value, selected: value === settings.direction }, value)),
   );
   direction.addEventListener("change", () => change({ direction: direction.value }));
-  const datasetOnly = settings.type === "job";
   const collapse = COLLAPSE_DIMENSIONS.map((dimension) => {
-    const box = h("input", {
-      type: "checkbox",
-      name: `collapse-${dimension}`,
-      checked: settings.collapse.includes(dimension),
-      disabled: datasetOnly,
-    });
+    const box = h("input", { type: "checkbox", name: `collapse-${dimension}`, checked: settings.collapse.includes(dimension) });
     box.addEventListener("change", () => {
-      const chosen = COLLAPSE_DIMENSIONS.filter((d) =>
-        d === dimension ? box.checked : settings.collapse.includes(d),
-      );
+      const chosen = COLLAPSE_DIMENSIONS.filter((d) => (d === dimension ? box.checked : settings.collapse.includes(d)));
       change({ collapse: chosen.join(",") });
     });
     return h("label", { class: "check" }, box, dimension);
   });
-  const rollup = h("input", {
-    type: "checkbox",
-    name: "rollup",
-    checked: settings.rollup,
-    disabled: datasetOnly,
-  });
-  rollup.addEventListener("change", () => change({ rollup: rollup.checked ? "workflow" : "" }));
-  const window = windowControl(params, change);
-  if (datasetOnly) window.querySelectorAll("select, input").forEach((el) => el.setAttribute("disabled", ""));
+  const toggle = (name: string, checked: boolean, text: string, on: string) => {
+    const box = h("input", { type: "checkbox", name, checked });
+    box.addEventListener("change", () => change({ [name]: box.checked ? on : "" }));
+    return h("label", { class: "control check" }, box, text);
+  };
   return h(
     "form",
     { class: "controls", onsubmit: (event: Event) => event.preventDefault() },
     h("label", { class: "control" }, "Levels ", levels),
     h("label", { class: "control" }, "Direction ", direction),
-    window,
+    windowControl(params, change),
     h("fieldset", { class: "control" }, h("legend", {}, "Collapse"), collapse),
-    h("label", { class: "control check" }, rollup, "Roll up workflows"),
-    datasetOnly
-      ? h("span", { class: "muted" }, "Window, collapse and rollup apply to dataset-centred graphs.")
-      : null,
+    toggle("rollup", settings.rollup, "Roll up workflows", "workflow"),
+    toggle("columns", settings.columns, "Columns", "on"),
+    toggle("namespaces", settings.namespaces, "Namespaces", "on"),
   );
 }
 
-function details(node: GraphNode | null): HTMLElement {
-  if (!node) return h("p", { class: "muted" }, "Point at a node to see it; click it to centre the graph on it.");
-  const page =
-    node.kind === "dataset" ? links.dataset(node.namespace, node.name) : links.job(node.namespace, node.name);
-  return h(
-    "dl",
-    {},
-    h("dt", {}, "Type"),
-    h("dd", {}, node.kind + (node.temporary ? " (temporary to its workflow run)" : "")),
-    h("dt", {}, "Namespace"),
-    h("dd", { class: "wrap" }, node.namespace),
-    h("dt", {}, "Name"),
-    h("dd", { class: "wrap" }, node.name),
-    h(
-      "dd",
-      {},
-      h("a", { href: page }, "Open page"),
-      node.kind === "dataset" ? [" · ", h("a", { href: links.fields(node.namespace, node.name) }, "Field lineage")] : null,
-    ),
-  );
-}
+// ---- the view -------------------------------------------------------------------------------
 
-let pendingLayout: Worker | null = null;
+/** One drawn graph and what the user did to it since it was fetched. */
+class GraphSession {
+  graph: LineageGraph = { nodes: [], edges: [], truncated: false };
+  fields: ColumnGraph | null = null;
+  columns: Columns | null = null;
+  cy: Core | null = null;
+  adjacency = new Adjacency([]);
+  fieldAdjacency = new Adjacency([]);
+  selected: string | null = null;
+  pathStart: string | null = null;
+  onPath: Set<string> | null = null;
+  /** Bumped by every drawing; a layout that finishes after a newer one started is dropped. */
+  generation = 0;
 
-/**
- * Place the nodes in layers, left to right, in a worker so the page stays responsive. A newer
- * request cancels an older one, whose promise then never settles.
- */
-function layOut(graph: LineageGraph): Promise<Positions> {
-  pendingLayout?.terminate();
-  const worker = new Worker(LAYOUT_WORKER_URL);
-  pendingLayout = worker;
-  const request: LayoutRequest = {
-    nodes: graph.nodes.map((node) => node.id),
-    edges: graph.edges.map((edge) => [edge.source, edge.target]),
-    width: NODE_WIDTH,
-    height: NODE_HEIGHT,
-    nodeSep: 12,
-    rankSep: 44,
-    // Network simplex ranks best but grows steeply (tens of seconds at 1,000 nodes); longest
-    // path is linear and, on lineage graphs, puts each node next to what it feeds.
-    ranker: graph.nodes.length > EXACT_RANKING_NODES ? "longest-path" : "network-simplex",
-  };
-  return new Promise((resolve, reject) => {
-    const finish = () => {
-      worker.terminate();
-      if (pendingLayout === worker) pendingLayout = null;
+  constructor(
+    readonly settings: GraphSettings,
+    readonly params: URLSearchParams,
+    readonly canvas: HTMLElement,
+    readonly panel: HTMLElement,
+    readonly explore: HTMLElement,
+    readonly status: HTMLElement,
+  ) {}
+
+  centre(): string | null {
+    return this.graph.nodes.find((node) => node.centre)?.id ?? null;
+  }
+
+  node(id: string): GraphNode | undefined {
+    return this.graph.nodes.find((node) => node.id === id);
+  }
+
+  /** Lay out and draw `graph`; `anchor` keeps that node where it was on screen. */
+  async draw(graph: LineageGraph, anchor: string | null = null): Promise<Core | null> {
+    const generation = ++this.generation;
+    this.graph = graph;
+    this.columns = this.fields ? columnsOf(graph, this.fields) : null;
+    this.adjacency = new Adjacency(graph.edges);
+    this.fieldAdjacency = new Adjacency(this.columns?.edges ?? []);
+    const plan = drawing(graph, this.columns, this.settings.namespaces);
+    const positions = await layOut(plan.layoutNodes, plan.layoutEdges);
+    if (generation !== this.generation || !this.canvas.isConnected) return null;
+    const at = placed(plan, positions);
+    const elements = plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] }));
+    const before = anchor && this.cy ? this.cy.getElementById(anchor).renderedPosition() : null;
+    if (!this.cy) {
+      const large = elements.length > LARGE_GRAPH;
+      this.cy = cytoscape({
+        container: this.canvas,
+        elements,
+        style: STYLE,
+        minZoom: 0.05,
+        maxZoom: 3,
+        autoungrabify: true,
+        textureOnViewport: large,
+        hideEdgesOnViewport: large,
+        pixelRatio: large ? 1 : "auto",
+        layout: { name: "preset" },
+      });
+      this.wire(this.cy);
+      focusOn(this.cy, this.centre());
+    } else {
+      const cy = this.cy;
+      cy.batch(() => {
+        cy.elements().remove();
+        cy.add(elements);
+      });
+      const node = anchor ? cy.getElementById(anchor) : null;
+      if (before && node?.nonempty()) {
+        const now = node.renderedPosition();
+        cy.panBy({ x: before.x - now.x, y: before.y - now.y });
+      } else {
+        focusOn(cy, this.centre());
+      }
+    }
+    this.restoreExploring();
+    return this.cy;
+  }
+
+  private wire(cy: Core): void {
+    cy.on("mouseover", "node", (event) => {
+      if (this.selected || this.pathStart) return;
+      this.light(event.target.id());
+      this.show(event.target.id());
+    });
+    cy.on("mouseout", "node", () => {
+      if (!this.selected && !this.pathStart) clearHighlight(cy);
+    });
+    // A double click is two taps on the same node: Cytoscape's own dbltap also pairs taps on
+    // two different nodes, and re-centred the graph when one node was picked after another.
+    let last = { id: "", at: 0 };
+    cy.on("tap", "node", (event) => {
+      const id: string = event.target.id();
+      const now = performance.now();
+      const double = last.id === id && now - last.at < DOUBLE_CLICK_MS;
+      last = { id, at: now };
+      const node = this.node(event.target.data("dataset") ?? id);
+      if (double && node && !this.pathStart) this.recentre(node);
+      else this.pick(id);
+    });
+    cy.on("tap", (event) => {
+      if (event.target === cy) this.select(null);
+    });
+  }
+
+  private light(id: string): void {
+    if (!this.cy) return;
+    const isField = this.cy.getElementById(id).data("kind") === "field";
+    highlight(this.cy, id, isField ? this.fieldAdjacency : this.adjacency);
+  }
+
+  private pick(id: string): void {
+    if (this.pathStart) {
+      this.focusBetween(this.pathStart, id);
+      return;
+    }
+    this.select(id);
+  }
+
+  select(id: string | null): void {
+    this.selected = id;
+    note({ selected: id });
+    if (!this.cy) return;
+    if (id && this.cy.getElementById(id).nonempty()) {
+      this.light(id);
+      this.show(id);
+    } else {
+      this.selected = null;
+      clearHighlight(this.cy);
+      this.show(null);
+    }
+  }
+
+  recentre(node: GraphNode): void {
+    go("graph", {
+      ...paramsObject(this.params),
+      type: node.kind === "dataset" ? "dataset" : "job",
+      ns: node.namespace,
+      name: node.name,
+      selected: "",
+      from: "",
+      to: "",
+    });
+  }
+
+  /** The side panel for a node, a field row, or nothing. */
+  show(id: string | null): void {
+    const element = id && this.cy ? this.cy.getElementById(id) : null;
+    if (!element || element.empty()) {
+      replace(
+        this.panel,
+        h(
+          "p",
+          { class: "muted" },
+          "Point at a node to see its paths; click it to keep them and to expand or collapse it; double-click to centre the graph on it.",
+        ),
+      );
+      return;
+    }
+    if (element.data("kind") === "field") {
+      const dataset = this.node(element.data("dataset") as string);
+      replace(
+        this.panel,
+        h(
+          "dl",
+          {},
+          h("dt", {}, "Field"),
+          h("dd", { class: "wrap" }, element.data("field") as string),
+          h("dt", {}, "Dataset"),
+          h("dd", { class: "wrap" }, dataset ? fullLabel(dataset) : ""),
+          h("dt", {}, "Namespace"),
+          h("dd", { class: "wrap" }, dataset?.namespace ?? ""),
+          dataset
+            ? h("dd", {}, h("a", { href: links.fields(dataset.namespace, dataset.name, element.data("field") as string) }, "Field lineage"))
+            : null,
+        ),
+      );
+      return;
+    }
+    const node = this.node(element.id());
+    if (!node) return;
+    const page = node.kind === "dataset" ? links.dataset(node.namespace, node.name) : links.job(node.namespace, node.name);
+    const button = (name: string, text: string, action: () => void) => {
+      const b = h("button", { type: "button", name }, text);
+      b.addEventListener("click", action);
+      return b;
     };
-    worker.onmessage = (event: MessageEvent<LayoutResponse>) => {
-      finish();
-      resolve(event.data.positions);
+    replace(
+      this.panel,
+      h(
+        "dl",
+        {},
+        h("dt", {}, "Type"),
+        h("dd", {}, node.kind + (node.temporary ? " (temporary to its workflow run)" : "")),
+        h("dt", {}, "Namespace"),
+        h("dd", { class: "wrap" }, node.namespace),
+        h("dt", {}, "Name"),
+        h("dd", { class: "wrap", id: "panel-name" }, fullLabel(node)),
+        h(
+          "dd",
+          {},
+          h("a", { href: page }, "Open page"),
+          node.kind === "dataset" ? [" · ", h("a", { href: links.fields(node.namespace, node.name) }, "Field lineage")] : null,
+        ),
+      ),
+      h(
+        "div",
+        { class: "panel-actions" },
+        button("expand-upstream", "＋ upstream", () => void this.expand(node, "upstream")),
+        button("expand-downstream", "＋ downstream", () => void this.expand(node, "downstream")),
+        button("collapse-upstream", "− upstream", () => void this.collapse(node, "upstream")),
+        button("collapse-downstream", "− downstream", () => void this.collapse(node, "downstream")),
+        button("paths-to", "Paths to…", () => this.startPaths(node.id)),
+        button("recentre", "Centre here", () => this.recentre(node)),
+      ),
+    );
+  }
+
+  /** One more hop from `node`: a dataset's jobs on that side and their datasets; a job's
+   * datasets on that side. Drawn in place, the node kept where it was. */
+  async expand(node: GraphNode, direction: "upstream" | "downstream"): Promise<void> {
+    replace(this.status, `Expanding ${fullLabel(node)} ${direction}…`);
+    try {
+      const target = targetOf(node);
+      let extra = await lineageOf(target, this.params, this.settings, 1, direction);
+      if (target.kind === "job") {
+        const own = extra.edges.filter((edge) => edge.source === node.id || edge.target === node.id);
+        const ids = new Set(own.flatMap((edge) => [edge.source, edge.target]));
+        extra = { ...extra, nodes: extra.nodes.filter((n) => ids.has(n.id)), edges: own };
+      }
+      if (this.fields) this.fields = mergedFields(this.fields, await fieldGraphOf(target, 1));
+      const before = this.graph.nodes.length;
+      await this.draw(merged(this.graph, extra), node.id);
+      this.reportDrawn(`${this.graph.nodes.length - before} nodes added ${direction} of ${fullLabel(node)}.`);
+    } catch (error) {
+      replace(this.status, errorText(error));
+    }
+  }
+
+  /** Take away what lies only behind `node` on that side (what the centre reaches another
+   * way stays). */
+  async collapse(node: GraphNode, direction: "upstream" | "downstream"): Promise<void> {
+    const gone = collapsed(this.adjacency, node.id, direction, this.centre());
+    if (!gone.size) {
+      replace(this.status, `Nothing lies only ${direction} of ${fullLabel(node)}.`);
+      return;
+    }
+    const graph = {
+      ...this.graph,
+      nodes: this.graph.nodes.filter((n) => !gone.has(n.id)),
+      edges: this.graph.edges.filter((e) => !gone.has(e.source) && !gone.has(e.target)),
     };
-    worker.onerror = (event) => {
-      finish();
-      reject(new Error(`the layout failed: ${event.message}`));
+    await this.draw(graph, node.id);
+    this.reportDrawn(`${gone.size} nodes ${direction} of ${fullLabel(node)} collapsed.`);
+  }
+
+  startPaths(id: string): void {
+    this.pathStart = id;
+    const node = this.node(id);
+    replace(this.status, `Click the other end of the paths from ${node ? fullLabel(node) : id}.`);
+  }
+
+  focusBetween(a: string, b: string): void {
+    this.pathStart = null;
+    const onPath = this.adjacency.between(a, b);
+    const names = [a, b].map((id) => {
+      const node = this.node(id);
+      return node ? fullLabel(node) : id;
+    });
+    if (!onPath.size) {
+      replace(this.status, `No path joins ${names[0]} and ${names[1]} in this graph.`);
+      return;
+    }
+    this.onPath = onPath;
+    note({ from: a, to: b });
+    this.restoreExploring();
+    replace(this.status, `Only the ${onPath.size} nodes on paths between ${names[0]} and ${names[1]} are shown.`);
+  }
+
+  clearPaths(): void {
+    this.onPath = null;
+    this.pathStart = null;
+    note({ from: "", to: "" });
+    this.restoreExploring();
+  }
+
+  /** Filters, search, path focus and selection as the URL says, after any drawing. */
+  restoreExploring(): void {
+    const cy = this.cy;
+    if (!cy) return;
+    const { from, to } = this.settings;
+    if (!this.onPath && from && to && cy.getElementById(from).nonempty() && cy.getElementById(to).nonempty()) {
+      const onPath = this.adjacency.between(from, to);
+      if (onPath.size) this.onPath = onPath;
+    }
+    applyFilters(cy, this.settings.hideKinds, this.settings.hideNs);
+    focusPaths(cy, this.onPath);
+    search(cy, this.settings.find);
+    const selected = this.selected ?? this.params.get("selected");
+    if (selected && cy.getElementById(selected).nonempty()) this.select(selected);
+    this.renderExplore();
+  }
+
+  /** The filter, search and path bar, for the namespaces now drawn. */
+  renderExplore(): void {
+    const settings = this.settings;
+    const kinds = KINDS.map((kind) => {
+      const box = h("input", { type: "checkbox", name: `show-${kind}`, checked: !settings.hideKinds.has(kind) });
+      box.addEventListener("change", () => {
+        if (box.checked) settings.hideKinds.delete(kind);
+        else settings.hideKinds.add(kind);
+        note({ hideKinds: [...settings.hideKinds].join(",") });
+        if (this.cy) applyFilters(this.cy, settings.hideKinds, settings.hideNs);
+      });
+      return h("label", { class: "check" }, box, kind);
+    });
+    const namespaces = [...new Set(this.graph.nodes.map((node) => node.namespace))].sort();
+    const nsBoxes = namespaces.map((namespace) => {
+      const box = h("input", { type: "checkbox", name: "show-namespace", value: namespace, checked: !settings.hideNs.has(namespace) });
+      box.addEventListener("change", () => {
+        if (box.checked) settings.hideNs.delete(namespace);
+        else settings.hideNs.add(namespace);
+        note({ hideNs: settings.hideNs.size ? JSON.stringify([...settings.hideNs].sort()) : "" });
+        if (this.cy) applyFilters(this.cy, settings.hideKinds, settings.hideNs);
+      });
+      return h("label", { class: "check wrap" }, box, namespace);
+    });
+    const find = h("input", { type: "search", name: "find", value: settings.find, placeholder: "Find in graph", "aria-label": "Find in graph" });
+    const count = h("span", { class: "muted", id: "find-count" });
+    const runSearch = () => {
+      settings.find = find.value;
+      note({ find: find.value });
+      const found = this.cy ? search(this.cy, find.value) : [];
+      replace(count, find.value.trim() ? `${found.length} found` : "");
+      return found;
     };
-    worker.postMessage(request);
-  });
+    find.addEventListener("input", () => void runSearch());
+    find.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" || !this.cy) return;
+      event.preventDefault();
+      const found = runSearch();
+      if (found.length) this.cy.fit(this.cy.nodes(".match"), 80);
+    });
+    const clear = h("button", { type: "button", name: "clear-paths", hidden: !this.onPath }, "Show the whole graph");
+    clear.addEventListener("click", () => this.clearPaths());
+    const fit = h("button", { type: "button", name: "fit" }, "Fit all");
+    fit.addEventListener("click", () => this.cy && fitAll(this.cy));
+    const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
+    centre.addEventListener("click", () => this.cy && focusOn(this.cy, this.centre()));
+    replace(
+      this.explore,
+      h("fieldset", { class: "control" }, h("legend", {}, "Show"), kinds),
+      h("details", { class: "control namespaces" }, h("summary", {}, `Namespaces (${namespaces.length})`), h("div", { class: "ns-list" }, nsBoxes)),
+      h("label", { class: "control" }, find, count),
+      h("span", { class: "view-buttons" }, clear, fit, centre),
+    );
+    if (settings.find) replace(count, `${this.cy ? this.cy.nodes(".match").length : 0} found`);
+  }
+
+  reportDrawn(text: string): void {
+    const cy = this.cy;
+    if (!cy) return;
+    replace(
+      this.status,
+      `${this.graph.nodes.length} nodes, ${this.graph.edges.length} edges`,
+      this.columns ? `, ${this.columns.edges.length} field edges` : "",
+      ". ",
+      text,
+      this.graph.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
+    );
+  }
 }
 
-function draw(
-  container: HTMLElement,
-  graph: LineageGraph,
-  positions: Positions,
-  onPoint: (node: GraphNode | null) => void,
-  onPick: (node: GraphNode) => void,
-): Core {
-  const large = graph.nodes.length + graph.edges.length > LARGE_GRAPH;
-  const cy = cytoscape({
-    container,
-    elements: elements(graph, positions),
-    style: STYLE,
-    minZoom: 0.05,
-    maxZoom: 3,
-    textureOnViewport: large,
-    hideEdgesOnViewport: large,
-    pixelRatio: large ? 1 : "auto",
-    layout: { name: "preset" },
-  });
-  cy.on("mouseover", "node", (event) => {
-    event.target.addClass("hover");
-    onPoint(event.target.data() as GraphNode);
-  });
-  cy.on("mouseout", "node", (event) => event.target.removeClass("hover"));
-  cy.on("tap", "node", (event) => onPick(event.target.data() as GraphNode));
-  focusCentre(cy);
-  return cy;
-}
-
-/** Shift along one axis so the graph leaves no empty margin on a side while cut on the other. */
-function shiftToFill(low: number, high: number, size: number): number {
-  if (high - low + 2 * PADDING <= size) return (size - (high - low)) / 2 - low;
-  if (low > PADDING) return PADDING - low;
-  if (high < size - PADDING) return size - PADDING - high;
-  return 0;
-}
-
-interface Box {
-  x1: number;
-  y1: number;
-  x2: number;
-  y2: number;
-}
-
-/**
- * The nodes' extent, from their positions and the one box size every node has: Cytoscape's
- * own bounding boxes measure every label and edge, which takes seconds on a large graph.
- */
-function extent(cy: Core): Box {
-  const box = { x1: Infinity, y1: Infinity, x2: -Infinity, y2: -Infinity };
-  cy.nodes().forEach((node) => {
-    const { x, y } = node.position();
-    box.x1 = Math.min(box.x1, x - NODE_WIDTH / 2);
-    box.x2 = Math.max(box.x2, x + NODE_WIDTH / 2);
-    box.y1 = Math.min(box.y1, y - NODE_HEIGHT / 2);
-    box.y2 = Math.max(box.y2, y + NODE_HEIGHT / 2);
-  });
-  return box;
-}
-
-/** Show the whole graph, at most at full size. */
-function fitAll(cy: Core, box: Box = extent(cy)): void {
-  const zoom = Math.min(
-    1,
-    (cy.width() - 2 * PADDING) / (box.x2 - box.x1),
-    (cy.height() - 2 * PADDING) / (box.y2 - box.y1),
-  );
-  cy.viewport({
-    zoom,
-    pan: {
-      x: (cy.width() - zoom * (box.x1 + box.x2)) / 2,
-      y: (cy.height() - zoom * (box.y1 + box.y2)) / 2,
-    },
-  });
-}
-
-/** A graph larger than the screen opens legible around its centre, not as a speck. */
-function focusCentre(cy: Core): void {
-  const box = extent(cy);
-  fitAll(cy, box);
-  const centre = cy.nodes("[?centre]");
-  if (cy.zoom() >= READABLE_ZOOM || centre.empty()) return;
-  const zoom = READABLE_ZOOM;
-  const at = centre.first().position();
-  const pan = { x: cy.width() / 2 - zoom * at.x, y: cy.height() / 2 - zoom * at.y };
-  pan.x += shiftToFill(zoom * box.x1 + pan.x, zoom * box.x2 + pan.x, cy.width());
-  pan.y += shiftToFill(zoom * box.y1 + pan.y, zoom * box.y2 + pan.y, cy.height());
-  cy.viewport({ zoom, pan });
-}
-
-function viewButtons(): HTMLElement {
-  const fit = h("button", { type: "button", name: "fit" }, "Fit all");
-  fit.addEventListener("click", () => current && fitAll(current));
-  const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
-  centre.addEventListener("click", () => current && focusCentre(current));
-  return h("span", { class: "view-buttons" }, fit, centre);
-}
-
-let current: Core | null = null;
+let session: GraphSession | null = null;
 
 /** Render the graph view for the route's parameters into `root`. */
 export async function renderGraph(root: HTMLElement, params: URLSearchParams): Promise<void> {
-  current?.destroy();
-  current = null;
+  session?.cy?.destroy();
+  session = null;
   delete window.__upstreamGraph;
   const settings = settingsOf(params);
   if (!settings) {
@@ -421,13 +589,13 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
     return;
   }
   const status = h("p", { class: "status", id: "graph-status" }, "Loading lineage…");
-  const panel = h("aside", { class: "graph-panel", id: "graph-details" }, details(null));
+  const hint = h("div", { id: "graph-hint" });
+  const panel = h("aside", { class: "graph-panel", id: "graph-details" });
+  const explore = h("div", { class: "controls explore", id: "graph-explore" });
   const canvas = h("div", { class: "graph-canvas", id: "graph", "aria-label": "Lineage graph" });
   const kind = settings.type === "dataset" ? "Dataset" : "Job";
   const page =
-    settings.type === "dataset"
-      ? links.dataset(settings.namespace, settings.name)
-      : links.job(settings.namespace, settings.name);
+    settings.type === "dataset" ? links.dataset(settings.namespace, settings.name) : links.job(settings.namespace, settings.name);
   replace(
     root,
     h(
@@ -440,83 +608,100 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         h("p", { class: "muted wrap" }, settings.namespace),
       ),
       controls(settings, params),
+      explore,
+      hint,
       h("div", { class: "graph-body" }, canvas, panel),
       h(
         "p",
         { class: "legend muted" },
         h("span", { class: "key key-dataset" }, "dataset"),
         h("span", { class: "key key-job" }, "job"),
-        h("span", { class: "key key-workflow" }, "workflow"),
+        h("span", { class: "key key-workflow" }, "workflow ▣"),
         h("span", { class: "key key-temporary" }, "temporary dataset"),
-        "Upstream is on the left. Click a node to centre the graph on it; scroll to zoom.",
-        viewButtons(),
+        h("span", { class: "key key-upstream" }, "upstream path"),
+        h("span", { class: "key key-downstream" }, "downstream path"),
+        "Upstream is on the left. Scroll to zoom.",
       ),
       status,
     ),
   );
+  const current = new GraphSession(settings, params, canvas, panel, explore, status);
+  session = current;
+  current.show(null);
   const route = location.hash;
   const requestedAt = performance.now();
+  const centre: Target = { kind: settings.type, namespace: settings.namespace, name: settings.name };
+  const full = lineageOf(centre, params, settings, settings.levels, settings.direction);
+  const first = settings.levels > 1 ? lineageOf(centre, params, settings, 1, settings.direction) : null;
+  const fields = settings.columns ? fieldGraphOf(centre, settings.levels) : Promise.resolve(null);
+  let firstPaintAt: number | null = null;
+  let done = false;
+  try {
+    current.fields = await fields;
+  } catch (error) {
+    replace(status, errorText(error));
+    status.classList.add("notice-error");
+  }
+  // The first level draws while the rest is on its way, unless the rest is there first; a
+  // first level being laid out is finished before the whole graph is (it takes a fraction).
+  let firstLevel: Promise<unknown> = Promise.resolve();
+  first
+    ?.then((graph) => {
+      if (done || !graph.edges.length) return;
+      replace(status, `Drawing the first level (${graph.nodes.length} nodes) while the rest loads…`);
+      firstLevel = current.draw(graph).then((cy) => {
+        if (cy) {
+          firstPaintAt = performance.now();
+          status.dataset.state = "first";
+        }
+      });
+    })
+    .catch(() => undefined); // the whole graph's request reports any failure
   let graph: LineageGraph;
   try {
-    graph = await fetchGraph(settings, params);
+    graph = await full;
   } catch (error) {
+    done = true;
     replace(status, errorText(error));
     status.classList.add("notice-error");
     return;
   }
+  done = true;
   const receivedAt = performance.now();
   if (!canvas.isConnected) return; // the user moved on while the request ran
-  if (!graph.nodes.length) {
+  if (!graph.edges.length) {
     replace(status, "No lineage in this window.");
-    return;
+    status.dataset.state = "empty";
+    const offer = await latestRunHint(centre, params, "graph");
+    if (offer && hint.isConnected) replace(hint, offer);
+    if (!graph.nodes.length) return;
   }
-  const centre = graph.nodes.find((node) => node.centre) ?? null;
-  replace(panel, details(centre));
+  await firstLevel;
   replace(status, `Laying out ${graph.nodes.length} nodes…`);
-  let positions: Positions;
-  try {
-    positions = await layOut(graph);
-  } catch (error) {
-    replace(status, errorText(error));
-    status.classList.add("notice-error");
-    return;
-  }
+  const cy = await current.draw(graph);
+  if (!cy) return;
   const laidOutAt = performance.now();
-  if (!canvas.isConnected) return;
-  const cy = draw(
-    canvas,
-    graph,
-    positions,
-    (node) => replace(panel, details(node)),
-    (node) =>
-      go("graph", {
-        ...paramsObject(params),
-        type: node.kind === "dataset" ? "dataset" : "job",
-        ns: node.namespace,
-        name: node.name,
-      }),
-  );
-  current = cy;
   // The frame after the next is the first that shows the graph.
   requestAnimationFrame(() =>
     requestAnimationFrame(() => {
+      const drawnAt = performance.now();
       const probe: GraphProbe = {
         cy,
         route,
         requestedAt,
+        firstPaintAt: firstPaintAt ?? drawnAt,
         receivedAt,
         laidOutAt,
-        drawnAt: performance.now(),
-        nodes: cy.nodes().length,
-        edges: cy.edges().length,
+        drawnAt,
+        nodes: cy.nodes("[kind != 'field']").length,
+        edges: cy.edges("[!field]").length,
+        complete: true,
       };
       window.__upstreamGraph = probe;
-      replace(
-        status,
-        `${probe.nodes} nodes, ${probe.edges} edges — fetched in ${Math.round(receivedAt - requestedAt)} ms, ` +
-          `laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
-          `drawn ${Math.round(probe.drawnAt - requestedAt)} ms after the request.`,
-        graph.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
+      current.reportDrawn(
+        `Fetched in ${Math.round(receivedAt - requestedAt)} ms, laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
+          (firstPaintAt ? `first level on screen after ${Math.round(firstPaintAt - requestedAt)} ms, ` : "") +
+          `all drawn ${Math.round(drawnAt - requestedAt)} ms after the request.`,
       );
       status.dataset.state = "drawn";
     }),

@@ -1,8 +1,10 @@
-// A job's page: its runs with states and times, its inputs and outputs, its parent workflow.
+// A job's page: its runs with states and times, its inputs and outputs, its parent workflow;
+// for a workflow, the jobs and job runs inside its runs in the window.
 
-import { api, type DatasetRef, type Job } from "../api";
+import { api, type DatasetRef, type Job, type RunSummary, type WorkflowContents } from "../api";
 import { h, notice, replace, table, time } from "../dom";
-import { links } from "../route";
+import { go, href, links, paramsObject, windowQuery } from "../route";
+import { windowControl } from "../window-control";
 import { badge, datasetLink, errorText, jobLink, section } from "./common";
 import { facetList } from "./facets";
 
@@ -33,6 +35,47 @@ function duration(ms: number | null | undefined): string {
   return seconds < 120 ? `${seconds.toFixed(1)} s` : `${(seconds / 60).toFixed(1)} min`;
 }
 
+function stateOf(run: RunSummary): HTMLElement {
+  return h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? "");
+}
+
+function contentsOf(contents: WorkflowContents): HTMLElement[] {
+  if (!contents.runs.length) return [notice("No run of this workflow in this window.")];
+  return [
+    h("h3", {}, "Jobs"),
+    contents.jobs.length
+      ? table(
+          ["Job", "Namespace", "Runs in window", "Latest state", "Latest start"],
+          contents.jobs.map((job) => [
+            jobLink(job.namespace, job.name),
+            h("span", { class: "wrap muted" }, job.namespace),
+            String(job.runs),
+            stateOf(job.latestRun),
+            time(job.latestRun.startedAt),
+          ]),
+          { class: "workflow-jobs" },
+        )
+      : notice("Its runs in this window ran no jobs."),
+    h("h3", {}, "Runs"),
+    table(
+      ["Workflow run", "State", "Started", "Jobs run inside it"],
+      contents.runs.map((run) => [
+        h("code", {}, run.id),
+        stateOf(run),
+        time(run.startedAt),
+        run.jobRuns.length
+          ? h(
+              "ul",
+              { class: "job-runs" },
+              run.jobRuns.map((jobRun) => h("li", {}, jobLink(jobRun.job.namespace, jobRun.job.name), " ", stateOf(jobRun))),
+            )
+          : h("span", { class: "muted" }, "none"),
+      ]),
+      { class: "workflow-runs" },
+    ),
+  ];
+}
+
 export async function renderJob(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
@@ -41,7 +84,9 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
   try {
     const [job, runs] = await Promise.all([api.job(namespace, name), api.jobRuns(namespace, name, RUNS_SHOWN)]);
     const parent = parentOf(job);
-    const kind = (job.type ?? "job").toLowerCase() === "workflow" ? "workflow" : "job";
+    const contents = await api.workflowContents(namespace, name, windowQuery(params));
+    const kind = contents.isWorkflow || (job.type ?? "job").toLowerCase() === "workflow" ? "workflow" : "job";
+    const change = (changes: Record<string, string>) => go("job", { ...paramsObject(params), ...changes });
     replace(
       body,
       h(
@@ -54,6 +99,13 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           "p",
           { class: "actions" },
           h("a", { class: "button", href: links.graph("job", namespace, name) }, "Lineage graph"),
+          kind === "workflow"
+            ? h(
+                "a",
+                { class: "button", href: href("graph", { type: "job", ns: namespace, name, rollup: "workflow" }), "data-exact": "" },
+                "Graph, rolled up",
+              )
+            : null,
         ),
         h(
           "p",
@@ -62,6 +114,9 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           parent ? jobLink(parent.namespace, parent.name) : h("span", { class: "muted" }, "none"),
         ),
       ),
+      kind === "workflow"
+        ? section("Inside this workflow", h("div", { class: "controls" }, windowControl(params, change)), contentsOf(contents))
+        : null,
       section(
         "Runs",
         runs.runs.length

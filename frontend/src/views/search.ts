@@ -2,7 +2,7 @@
 
 import { api } from "../api";
 import { h, notice, replace, table, time } from "../dom";
-import { links } from "../route";
+import { go, links } from "../route";
 import { badge, errorText } from "./common";
 
 const LIMIT = 100;
@@ -20,7 +20,7 @@ export async function renderSearch(root: HTMLElement, params: URLSearchParams): 
   const form = h("form", { class: "search-form", role: "search" }, input, h("button", { type: "submit" }, "Search"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    location.hash = `#/search?${new URLSearchParams({ q: input.value.trim() }).toString()}`;
+    go("search", { q: input.value.trim() });
   });
   const results = h("div", { id: "search-results" });
   replace(root, h("section", { class: "search-view" }, h("h1", {}, "Find a dataset or a job"), form, results));

@@ -7,19 +7,22 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
-from upstream.api.errors import install_error_handlers
+from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
     field_lineage,
     field_operations,
     health,
+    job_lineage,
     lineage_graph,
     marquez,
     marquez_changes,
@@ -28,14 +31,18 @@ from upstream.api.routes import (
     run_lineage,
     tag_reach,
 )
+from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.retention import prune_daily
 from upstream.settings import Settings, load_settings
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 from upstream.web import routes as web_routes
+
+if TYPE_CHECKING:
+    from upstream.kafka.background import BackgroundConsumers
 
 log = logging.getLogger("upstream")
 
@@ -47,6 +54,7 @@ ROUTERS = [
     field_lineage.router,
     field_operations.router,
     dataset_lineage.router,
+    job_lineage.router,
     marquez.router,
     marquez_changes.router,
     marquez_lineage.router,
@@ -65,12 +73,22 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(settings.db_url, pool_size=settings.db_pool_size)
+        store = Store(
+            settings.db_url,
+            pool_size=settings.db_pool_size,
+            timeouts=Timeouts(
+                connect=settings.db_connect_timeout,
+                pool=settings.db_pool_timeout,
+                statement=settings.db_statement_timeout,
+                lock=settings.db_lock_timeout,
+            ),
+        )
         if migrate:
             prepare_store(store)
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app_metrics.watch_pool(store)
+        consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)
         if not tokens.enabled:
             log.warning(
@@ -92,6 +110,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         finally:
             if pruning is not None:
                 pruning.cancel()
+            if consumers is not None:
+                await run_in_threadpool(consumers.stop)
             await app.state.group_commit.close()
             store.dispose()
 
@@ -108,11 +128,35 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     # Inside the token check: a caller without a token learns nothing, not even that its URL
     # was malformed.
     app.add_middleware(UrlTextMiddleware)
+    app.add_middleware(
+        UploadRateMiddleware, grace=settings.client_timeout, min_rate=settings.min_upload_rate
+    )
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         app.include_router(router)
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _kafka_consumers(
+    settings: Settings, store: Store, app_metrics: metrics.Metrics
+) -> BackgroundConsumers | None:
+    """The Kafka consumers this process runs beside the API, started; None when asked for none."""
+    if not settings.kafka_consumers:
+        return None
+    from upstream.kafka.background import BackgroundConsumers
+    from upstream.kafka.consumer import ConsumerConfig
+    from upstream.kafka.metrics import ConsumerMetrics
+
+    consumers = BackgroundConsumers(
+        store,
+        ConsumerConfig.from_settings(settings),
+        ConsumerMetrics(app_metrics.registry),
+        settings.kafka_consumers,
+    )
+    consumers.start()
+    return consumers

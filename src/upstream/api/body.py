@@ -1,5 +1,10 @@
 """Reading a JSON request body safely: size limits before and after gzip inflation, clear 4xx
-answers for bad encodings, bad JSON, absurd nesting and values no database can store."""
+answers for bad encodings, bad JSON, absurd nesting and values no database can store.
+
+Work per request is bounded before any object is built: the body's bytes (before and after
+inflation), then its shape (events per batch, values per event: `json_shape`). Large or
+compressed bodies are inflated and parsed on a worker thread, so the event loop goes on
+answering everyone else meanwhile."""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import zlib
 from typing import Any
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from upstream.api.errors import ApiError
+from upstream.api.json_shape import ShapeLimits, check_batch_size, check_shape
 from upstream.model.errors import join_path, json_syntax_reason
 
 _JSON_TYPES = ("application/json", "application/x-ndjson", "text/json")
@@ -24,9 +31,12 @@ MAX_JSON_DEPTH = 100
 #: Escapes that decode to text PostgreSQL cannot store: NUL, and UTF-16 surrogate halves
 #: (a lone half is no character at all). Only bodies that contain one are walked in full.
 _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+#: Bodies above this size are parsed off the event loop (a thread hand-off costs more than
+#: parsing a small body).
+_OFF_LOOP_BYTES = 64 * 1024
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
+async def read_json(request: Request, max_bytes: int, shape: ShapeLimits) -> Any:
     """The parsed JSON body; raises ApiError (400, 413, 415) for anything else."""
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
     if (
@@ -35,13 +45,24 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         and content_type.lower() not in _JSON_TYPES
     ):
         raise ApiError(415, f"content-type must be application/json, not {content_type}")
-    raw = await _read_limited(request, max_bytes)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding == "gzip":
-        raw = inflate(raw, max_bytes)
-    elif encoding not in ("identity", ""):
+    if encoding not in ("gzip", "identity", ""):
         raise ApiError(415, f"content-encoding {encoding} is not supported (use gzip)")
-    return parse_json(raw)
+    raw = await _read_limited(request, max_bytes)
+    gzipped = encoding == "gzip"
+    if gzipped or len(raw) > _OFF_LOOP_BYTES:
+        return await run_in_threadpool(decode_body, raw, gzipped, max_bytes, shape)
+    return decode_body(raw, gzipped, max_bytes, shape)
+
+
+def decode_body(raw: bytes, gzipped: bool, max_bytes: int, shape: ShapeLimits) -> Any:
+    """Inflate (when `gzipped`), check the shape, parse."""
+    if gzipped:
+        raw = inflate(raw, max_bytes)
+    check_shape(raw, shape)
+    document = parse_json(raw)
+    check_batch_size(document, shape)
+    return document
 
 
 async def _read_limited(request: Request, max_bytes: int) -> bytes:

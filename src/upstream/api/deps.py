@@ -1,5 +1,6 @@
 """Typed dependencies so handlers stay short: the store, the write path and the settings
-of the app."""
+of the app. They are coroutines, so resolving them never waits for a thread of the pool
+that database work may have filled."""
 
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ from upstream.settings import Settings
 from upstream.store.engine import Store
 
 
-def get_store(request: Request) -> Store:
+async def get_store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_group_commit(request: Request) -> GroupCommit:
+async def get_group_commit(request: Request) -> GroupCommit:
     group_commit: GroupCommit = request.app.state.group_commit
     return group_commit
 

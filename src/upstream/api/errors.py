@@ -10,11 +10,18 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from sqlalchemy.exc import OperationalError
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import InvalidInput, path_of
+from upstream.store.outage import RETRY_AFTER_SECONDS, DatabaseUnavailable
+
+#: The status logged and counted for a client that hung up before it was answered (nginx's
+#: convention); the client never sees it.
+CLIENT_CLOSED_REQUEST = 499
 
 log = logging.getLogger("upstream.api")
 
@@ -63,18 +70,52 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=exc.headers,
         )
 
-    @app.exception_handler(OperationalError)
-    async def _database_unavailable(request: Request, exc: OperationalError) -> JSONResponse:
-        # Unreachable, restarting or overloaded database: a client should retry, not give up.
-        reason = str(exc.orig or exc).strip().splitlines()[0][:200]
-        log.error("database unavailable on %s %s: %s", request.method, request.url.path, reason)
+    @app.exception_handler(DatabaseUnavailable)
+    async def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
+        # Unreachable, hung, restarting or overloaded database: a client should retry.
+        log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
         response = error_response(
             503, "the database is unavailable; retry later (re-sending events is safe)"
         )
-        response.headers["Retry-After"] = "5"
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal server error")
+    @app.exception_handler(SlowUpload)
+    async def _slow_upload(request: Request, exc: SlowUpload) -> JSONResponse:
+        log.info("%s %s: %s", request.method, request.url.path, exc)
+        response = error_response(408, str(exc))
+        response.headers["Connection"] = "close"  # the rest of the body is not read
+        return response
+
+    @app.exception_handler(ClientDisconnect)
+    async def _client_left(request: Request, _: ClientDisconnect) -> Response:
+        # The client's doing, not a fault of the server: INFO, and nothing is sent.
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
+
+
+class UnexpectedErrorMiddleware:
+    """Answers an exception no handler took with a 500 and logs its traceback, inside the
+    request's context, so both carry the request id (Starlette's own last-resort handler
+    runs outside every middleware, where the id is gone)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def note_start(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, note_start)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            if not started:
+                await error_response(500, "internal server error")(scope, receive, send)

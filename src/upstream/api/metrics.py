@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from fastapi import APIRouter, Request, Response
@@ -26,6 +26,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
 
@@ -36,10 +37,12 @@ REJECTION_REASONS = {
     400: "malformed",
     401: "unauthenticated",
     403: "forbidden",
+    408: "too_slow",
     413: "too_large",
     415: "unsupported_media_type",
     422: "invalid",
     429: "throttled",
+    499: "client_disconnected",
 }
 #: Latency buckets in seconds: from a cached read to a large batch on a busy database.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -113,6 +116,14 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.sql_statements = Counter(
+            "upstream_sql_statements",
+            "Statements of jobs' `sql` facets read for column lineage; result=unparsed for "
+            "those no parser could read (the event is stored all the same, without their "
+            "lineage).",
+            ["result"],
+            registry=self.registry,
+        )
         self._pool: _PoolCollector | None = None
 
     def watch_pool(self, store: Store) -> None:
@@ -125,6 +136,10 @@ class Metrics:
     def count_ingested(self, result: WriteResult) -> None:
         self.events_ingested.labels("stored").inc(result.stored)
         self.events_ingested.labels("duplicate").inc(result.duplicates)
+
+    def count_sql(self, facts: Sequence[EventFacts]) -> None:
+        self.sql_statements.labels("parsed").inc(sum(f.sql_parsed for f in facts))
+        self.sql_statements.labels("unparsed").inc(sum(f.sql_unparsed for f in facts))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Account one answered request; a refused POST is a refused ingestion."""

@@ -82,12 +82,15 @@ class ServerSink:
 class DatabaseSink:
     """Stores each batch straight into a database, through `ingest_documents`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, sql_lineage: bool = True) -> None:
         self.store = store
+        self.sql_lineage = sql_lineage
 
     def send(self, documents: Sequence[dict[str, Any]]) -> int | None:
         try:
-            result = ingest_documents(self.store, documents, batch=True)
+            result = ingest_documents(
+                self.store, documents, batch=True, sql_lineage=self.sql_lineage
+            )
         except InvalidInput as exc:
             entries = [(p.path, p.message) for p in exc.problems]
             raise BatchRejected(str(exc), problems_from(entries)) from exc

@@ -75,7 +75,7 @@ def event_sink(target: Target) -> Iterator[EventSink]:
     """A sink storing batches on the target."""
     if target.db is not None:
         with database(target.db, migrate=True) as store:
-            yield DatabaseSink(store)
+            yield DatabaseSink(store, sql_lineage=load_settings(db_url=target.db).sql_lineage)
         return
     with target.client() as client:
         yield ServerSink(client)
@@ -116,7 +116,12 @@ class DatabaseReader:
         )
         return _found(
             lambda: dataset_lineage(
-                self.store, namespace, dataset, params, max_nodes=self.settings.max_lineage_nodes
+                self.store,
+                namespace,
+                dataset,
+                params,
+                max_nodes=self.settings.max_lineage_nodes,
+                max_relations=self.settings.max_lineage_relations,
             )
         )
 
@@ -153,7 +158,12 @@ class DatabaseReader:
         )
         return _found(
             lambda: lineage_diff(
-                self.store, namespace, dataset, params, max_nodes=self.settings.max_lineage_nodes
+                self.store,
+                namespace,
+                dataset,
+                params,
+                max_nodes=self.settings.max_lineage_nodes,
+                max_relations=self.settings.max_lineage_relations,
             )
         )
 

@@ -12,7 +12,8 @@ transaction holding them committed, and a post is all-or-nothing as before. When
 transaction fails (an event that the store refuses, a database error), each post of the
 group is written again alone, in arrival order, so one bad post never fails the others and
 each gets the error its own write gives — exactly what separate transactions would have
-answered.
+answered. A database that is unavailable fails the whole group at once: writing each post
+alone would only make every one of them wait for the same outage in turn.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.service import store_facts
+from upstream.ingest.service import split_result, store_facts
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
+from upstream.store.outage import DatabaseUnavailable
 from upstream.store.writer import WriteResult
 
 
@@ -91,28 +93,13 @@ class GroupCommit:
         try:
             shared = store_facts(self._store, [f for post in group for f in post.facts])
         except Exception as exc:
-            if len(group) == 1:
-                return [exc]
+            if len(group) == 1 or isinstance(exc, DatabaseUnavailable):
+                return [exc] * len(group)
             return [self._alone(post) for post in group]
-        return _shares(group, shared)
+        return list(split_result(shared, [post.facts for post in group]))
 
     def _alone(self, post: _Post) -> WriteResult | Exception:
         try:
             return store_facts(self._store, post.facts)
         except Exception as exc:
             return exc
-
-
-def _shares(group: list[_Post], shared: WriteResult) -> list[WriteResult | Exception]:
-    """Each post's part of a shared result: an event is stored for the first post of the
-    group that carried it, and a duplicate for every other, as in separate transactions."""
-    claimed: set[str] = set()
-    results: list[WriteResult | Exception] = []
-    for post in group:
-        keys = [f.record.key for f in post.facts]
-        new = {k for k in keys if k in shared.new_keys and k not in claimed}
-        claimed |= new
-        results.append(
-            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
-        )
-    return results

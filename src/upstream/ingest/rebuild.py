@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.ingest.service import translate_document
+from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.model.errors import InvalidInput
 from upstream.model.facts import EventFacts
 from upstream.store import schema as t
@@ -160,5 +161,6 @@ def _translated(events: list[Any], refused: list[int]) -> list[EventFacts]:
 
 def _apply(facts: list[EventFacts], received_at: datetime, last: int, conn: Connection) -> None:
     if facts:
-        apply_facts(conn, facts, received_at)
+        # The SQL step as a write does it: against what the run stored before (§3.3).
+        apply_facts(conn, with_run_sql_lineage(conn, facts), received_at)
     write_state(conn, **{REBUILD_SEQ_KEY: str(last)})

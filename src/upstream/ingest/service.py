@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.ingest.translate import facts_for
 from upstream.model.errors import InvalidInput, Problem
 from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
@@ -18,28 +19,46 @@ from upstream.store.engine import Store
 from upstream.store.writer import WriteResult, write_facts
 
 
-def ingest_documents(store: Store, documents: Sequence[Any], *, batch: bool) -> WriteResult:
+def ingest_documents(
+    store: Store, documents: Sequence[Any], *, batch: bool, sql_lineage: bool = True
+) -> WriteResult:
     """Store `documents` (parsed JSON events) atomically.
 
-    `batch` says the client posted a JSON array, so problems are located as `[i].path`.
+    `batch` says the client posted a JSON array, so problems are located as `[i].path`;
+    `sql_lineage` whether `sql` job facets are parsed for column lineage (§3.3).
     Raises InvalidInput, and stores nothing, when any event is invalid.
     """
-    return store_facts(store, prepare(documents, batch=batch))
+    return store_facts(store, prepare(documents, batch=batch, sql_lineage=sql_lineage))
 
 
 def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
     """Write prepared events in one transaction (all-or-nothing)."""
     now = datetime.now(UTC)
-    return store.write(lambda conn: write_facts(conn, facts, now))
+    return store.write(lambda conn: write_facts(conn, with_run_sql_lineage(conn, facts), now))
 
 
-def prepare(documents: Sequence[Any], *, batch: bool) -> list[EventFacts]:
+def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> list[WriteResult]:
+    """Each part's share of one transaction's result: an event is stored for the first part
+    that carried it and a duplicate for every other, as separate transactions would say."""
+    claimed: set[str] = set()
+    results: list[WriteResult] = []
+    for facts in parts:
+        keys = [f.record.key for f in facts]
+        new = {k for k in keys if k in shared.new_keys and k not in claimed}
+        claimed |= new
+        results.append(
+            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
+        )
+    return results
+
+
+def prepare(documents: Sequence[Any], *, batch: bool, sql_lineage: bool = True) -> list[EventFacts]:
     """Validate and translate every document; collect the problems of all of them."""
     prepared: list[EventFacts] = []
     problems: list[Problem] = []
     for index, document in enumerate(documents):
         try:
-            prepared.append(translate_document(document))
+            prepared.append(translate_document(document, sql_lineage=sql_lineage))
         except InvalidInput as exc:
             problems.extend((exc.within(f"[{index}]") if batch else exc).problems)
     if problems:
@@ -47,9 +66,9 @@ def prepare(documents: Sequence[Any], *, batch: bool) -> list[EventFacts]:
     return prepared
 
 
-def translate_document(document: Any) -> EventFacts:
+def translate_document(document: Any, *, sql_lineage: bool = True) -> EventFacts:
     event = parse_event(document)
-    return facts_for(event, event_record(event, document))
+    return facts_for(event, event_record(event, document), sql_lineage=sql_lineage)
 
 
 def event_record(event: OpenLineageEvent, document: dict[str, Any]) -> EventRecord:

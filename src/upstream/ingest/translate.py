@@ -6,12 +6,16 @@ stored (precedence across a run's events, the latest declaration winning).
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from upstream.ingest.column_lineage import column_lineage_edges
 from upstream.ingest.context import Owner
 from upstream.ingest.field_operations import record_field_operations
 from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
+from upstream.ingest.sql_lineage import sql_facet_text, sql_lineage
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
     COMPONENT_FACET,
@@ -41,20 +45,26 @@ from upstream.model.facts import (
     JobFact,
     RelationFact,
     RunFact,
+    Scope,
+    SqlRequest,
     SymlinkFact,
     VersionFact,
 )
 from upstream.model.identity import DatasetRef, JobRef
 
+log = logging.getLogger(__name__)
 
-def facts_for(event: OpenLineageEvent, record: EventRecord) -> EventFacts:
+
+def facts_for(
+    event: OpenLineageEvent, record: EventRecord, *, sql_lineage: bool = True
+) -> EventFacts:
     """Everything `event` contributes; raises InvalidInput for interpreted facets that are
-    malformed."""
+    malformed. `sql_lineage`: read the `sql` job facet for outputs without column lineage."""
     facts = EventFacts(record=record)
     if isinstance(event, RunEvent):
-        _run_event(event, facts)
+        _run_event(event, facts, sql_lineage)
     elif isinstance(event, JobEvent):
-        _job_event(event, facts)
+        _job_event(event, facts, sql_lineage)
     else:
         _dataset_event(event, facts)
     facts.namespaces.update(d.ref.namespace for d in facts.datasets)
@@ -62,7 +72,7 @@ def facts_for(event: OpenLineageEvent, record: EventRecord) -> EventFacts:
     return facts
 
 
-def _run_event(event: RunEvent, facts: EventFacts) -> None:
+def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     run_id = event.run.runId
     owner = Owner(job=job, run_id=run_id, scope="run", event_time=event.eventTime)
@@ -79,10 +89,10 @@ def _run_event(event: RunEvent, facts: EventFacts) -> None:
     _parent(event, run, facts)
     lineage = _job_lineage(event.job.facets, owner)
     run.has_lineage_facet = lineage is not None
-    _inputs_outputs(event, owner, lineage, facts)
+    _inputs_outputs(event, owner, lineage, facts, sql_lineage)
 
 
-def _job_event(event: JobEvent, facts: EventFacts) -> None:
+def _job_event(event: JobEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     owner = Owner(job=job, run_id=None, scope="job", event_time=event.eventTime)
     facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
@@ -91,7 +101,7 @@ def _job_event(event: JobEvent, facts: EventFacts) -> None:
         # Only a JobEvent that states lineage replaces the declared one; a JobEvent carrying
         # just documentation or ownership leaves it alone.
         facts.declaration = Declaration("job", job, event.eventTime, lineage is not None)
-    _inputs_outputs(event, owner, lineage, facts)
+    _inputs_outputs(event, owner, lineage, facts, sql_lineage)
 
 
 def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
@@ -123,10 +133,15 @@ def _job_lineage(job_facets: dict[str, Any], owner: Owner) -> FacetLineage | Non
 
 
 def _inputs_outputs(
-    event: RunEvent | JobEvent, owner: Owner, lineage: FacetLineage | None, facts: EventFacts
+    event: RunEvent | JobEvent,
+    owner: Owner,
+    lineage: FacetLineage | None,
+    facts: EventFacts,
+    sql_lineage: bool,
 ) -> None:
     """Relations for the event's inputs and outputs, and the edges of its facets, with the
-    lineage facet taking precedence over columnLineage per output (DESIGN §3.2)."""
+    lineage facet taking precedence over columnLineage, and that over the `sql` facet, per
+    output (DESIGN §3.2, §3.3)."""
     assert owner.job is not None
     time = event.eventTime
     for index, dataset in enumerate(event.inputs):
@@ -145,6 +160,7 @@ def _inputs_outputs(
             )
         )
     described = lineage.targets if lineage else set()
+    without_field_lineage: list[DatasetRef] = []
     for index, output in enumerate(event.outputs):
         path = f"outputs[{index}]"
         ref = DatasetRef(output.namespace, output.name)
@@ -182,12 +198,86 @@ def _inputs_outputs(
             edges, sources = column_lineage_edges(ref, column, owner)
             facts.edges.extend(edges)
             facts.relations.extend(_edge_relations(sources, "read", owner))
+        elif ref not in described and FIELD_OPERATIONS_FACET not in output.outputFacets:
+            without_field_lineage.append(ref)
+    if sql_lineage and without_field_lineage:
+        _sql_request(event, without_field_lineage, facts)
     if lineage is not None:
         facts.edges.extend(lineage.edges)
         facts.relations.extend(_edge_relations(lineage.reads, "read", owner))
         facts.relations.extend(_edge_relations(lineage.writes, "write", owner))
     _drop_covered_edge_relations(facts)
     _register_edge_entities(facts)
+
+
+def _sql_request(event: RunEvent | JobEvent, pending: list[DatasetRef], facts: EventFacts) -> None:
+    """The `sql` facet, for the outputs nothing else describes (§3.3); read at write time
+    (`with_sql_lineage`), when the run's datasets from its earlier events are known too."""
+    text = sql_facet_text(event.job.facets)
+    if text is not None:
+        facts.sql = SqlRequest(
+            query=text[0],
+            dialect=text[1],
+            pending=tuple(pending),
+            inputs=tuple(DatasetRef(d.namespace, d.name) for d in event.inputs),
+            outputs=tuple(DatasetRef(d.namespace, d.name) for d in event.outputs),
+        )
+
+
+def with_sql_lineage(
+    facts: EventFacts, run_datasets: Mapping[DatasetRef, list[str] | None]
+) -> EventFacts:
+    """`facts` with the field edges of its `sql` request (a copy; `facts` itself only gets
+    the statement counts). `run_datasets` are the datasets the run listed in its other
+    events, with their fields: table names resolve against them too. A statement no parser
+    can read is logged and counted, never an error for the producer."""
+    request = facts.sql
+    if request is None:
+        return facts
+    fields = {ref: names for ref, names in run_datasets.items() if names}
+    fields.update({d.ref: [f["name"] for f in d.fields] for d in facts.datasets if d.fields})
+    others = tuple(ref for ref in run_datasets if ref not in request.outputs)
+    owner = _owner_of(facts)
+    found = sql_lineage(
+        request.query,
+        request.dialect,
+        request.pending,
+        (*request.inputs, *others),
+        request.outputs,
+        fields,
+        owner,
+    )
+    facts.sql_parsed = found.parsed
+    facts.sql_unparsed = len(found.failures)
+    if found.failures:
+        log.warning(
+            "could not read %d statement(s) of the sql facet of job %s (run %s) for column "
+            "lineage: %s",
+            len(found.failures),
+            owner.job.name if owner.job else "",
+            owner.run_id,
+            "; ".join(found.failures),
+            extra={"run_id": str(owner.run_id) if owner.run_id else None},
+        )
+    if not found.edges:
+        return facts
+    completed = replace(
+        facts,
+        edges=[*facts.edges, *found.edges],
+        relations=[*facts.relations, *_edge_relations(found.sources, "read", owner)],
+        datasets=list(facts.datasets),
+        jobs=list(facts.jobs),
+        runs=list(facts.runs),
+    )
+    _drop_covered_edge_relations(completed)
+    _register_edge_entities(completed)
+    return completed
+
+
+def _owner_of(facts: EventFacts) -> Owner:
+    record = facts.record
+    scope: Scope = "run" if record.run_id is not None else "job"
+    return Owner(job=record.job, run_id=record.run_id, scope=scope, event_time=record.event_time)
 
 
 def _drop_covered_edge_relations(facts: EventFacts) -> None:

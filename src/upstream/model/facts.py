@@ -16,11 +16,31 @@ from upstream.model.identity import DatasetRef, JobRef, stable_id
 
 Access = Literal["read", "write"]
 Scope = Literal["run", "job", "dataset"]
-Origin = Literal["lineage_facet", "field_operations", "column_lineage"]
+Origin = Literal["lineage_facet", "field_operations", "column_lineage", "sql"]
 
-#: Precedence per output (DESIGN §3.2): the lineage facet (and the recorder's field operations,
-#: which arrive as one) over columnLineage; inputs x outputs is inferred only where neither is.
-ORIGIN_RANK: dict[str, int] = {"lineage_facet": 3, "field_operations": 3, "column_lineage": 2}
+#: Precedence per output (DESIGN §3.2, §3.3): the lineage facet (and the recorder's field
+#: operations, which arrive as one) over columnLineage over the `sql` facet's parsed lineage;
+#: inputs x outputs is inferred only where none is.
+ORIGIN_RANK: dict[str, int] = {
+    "lineage_facet": 3,
+    "field_operations": 3,
+    "column_lineage": 2,
+    "sql": 1,
+}
+#: How answers name each origin: after the facet or API that stated the edge.
+ORIGIN_SHOWN: dict[str, str] = {
+    "lineage_facet": "lineageFacet",
+    "field_operations": "fieldOperations",
+    "column_lineage": "columnLineage",
+    "sql": "sql",
+}
+#: How tables for people name each origin as answers show it.
+ORIGIN_LABELS: dict[str, str] = {
+    "lineageFacet": "lineage facet",
+    "fieldOperations": "field operations",
+    "columnLineage": "columnLineage",
+    "sql": "SQL",
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -217,6 +237,18 @@ class EventRecord:
     dataset: DatasetRef | None = None
 
 
+@dataclass(frozen=True)
+class SqlRequest:
+    """The job's `sql` facet, to be read for the outputs nothing else describes (§3.3) once
+    the run's other datasets are known (its earlier events may have listed the inputs)."""
+
+    query: str
+    dialect: object
+    pending: tuple[DatasetRef, ...]
+    inputs: tuple[DatasetRef, ...]
+    outputs: tuple[DatasetRef, ...]
+
+
 @dataclass
 class EventFacts:
     """Everything one event contributes."""
@@ -232,3 +264,7 @@ class EventFacts:
     symlinks: list[SymlinkFact] = field(default_factory=list)
     operation_sets: list[OperationSetFact] = field(default_factory=list)
     declaration: Declaration | None = None
+    sql: SqlRequest | None = None
+    #: Statements of the job's `sql` facet read for lineage, and those that could not be.
+    sql_parsed: int = 0
+    sql_unparsed: int = 0

@@ -25,21 +25,15 @@ from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
-from upstream.query.relations import (
-    Relation,
-    RelationKey,
-    components_of,
-    relations_of_datasets,
-    relations_of_jobs,
-    relations_of_runs,
-)
+from upstream.query.relations import Relation, RelationKey
 from upstream.query.rollup import roll_up, workflow_pairs
+from upstream.query.run_order import newest_first
+from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
-from upstream.store.walks import flows
-from upstream.store.window import edges_as_of, run_in_window
 
 Direction = Literal["both", "upstream", "downstream"]
 Rollup = Literal["workflow"]
@@ -203,22 +197,29 @@ def dataset_lineage(
     params: LineageParams,
     *,
     max_nodes: int,
+    max_relations: int,
 ) -> dict[str, Any]:
     """The lineage of one dataset in the response shape of DESIGN §4.2; raises UnknownEntity
-    for an unknown namespace or dataset. At most `max_nodes` datasets and programs are
-    returned; a larger result is cut (deepest levels first) and says `"truncated": true`."""
+    for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
+    `max_relations` relations (before collapsing) are returned; a larger result is cut
+    (deepest levels first) and says `"truncated": true` with how many of the nodes and
+    relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
+    stops once a cap is passed, so deeper levels are not counted)."""
     if isinstance(store, Store):
         with store.read() as conn:
-            return dataset_lineage(conn, namespace, name, params, max_nodes=max_nodes)
+            return dataset_lineage(
+                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
+            )
     conn = store
     seed = _existing_dataset(conn, namespace, name)
-    walk = _Walk(conn, params, seed, max_nodes)
+    walk = _Walk(conn, params, seed, max_nodes, max_relations)
+    walk.prefetch()
     if params.direction == "both":
         walk.both()
     else:
         walk.directed()
-    relations, truncated = walk.result()
-    return _render(walk, relations, truncated)
+    relations, omitted = walk.result()
+    return _render(walk, relations, omitted)
 
 
 def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
@@ -229,7 +230,17 @@ def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)
     if conn.execute(exists).first() is None:
         raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")
+    if is_deleted(conn, dataset_id):
+        raise UnknownEntity(f"dataset {name!r} in namespace {namespace!r} was deleted")
     return dataset_id
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """How many of the nodes and relations a walk found a cut answer leaves out."""
+
+    nodes: int
+    relations: int
 
 
 @dataclass(frozen=True)
@@ -252,6 +263,7 @@ class _Walk:
     params: LineageParams
     seed: uuid.UUID
     max_nodes: int
+    max_relations: int
     found: dict[Relation, int] = field(default_factory=dict)
     nodes: set[tuple[str, uuid.UUID]] = field(default_factory=set)
     #: Jobs standing for the runs inside their runs after the rollup (`workflow.` keys).
@@ -260,17 +272,33 @@ class _Walk:
     temporary: set[tuple[uuid.UUID, uuid.UUID]] = field(default_factory=set)
     datasets: dict[uuid.UUID, tuple[str, str]] = field(default_factory=dict)
     index: WorkflowIndex = field(init=False)
+    reads: WalkReads = field(init=False)
 
     def __post_init__(self) -> None:
         self.index = WorkflowIndex(self.conn)
+        self.reads = WalkReads(self.conn, self.params.window, self.params.direction)
         self.nodes.add(("dataset", self.seed))
+
+    def prefetch(self) -> None:
+        """Read what every level will ask for before the first (a constant number of
+        statements whatever `levels` is), and for a rollup the runs' parent chains and
+        the datasets' temporary marks."""
+        datasets, runs = self.reads.prefetch(self.seed, self.params.levels)
+        if self.params.rollup is None:
+            return
+        self.index.prefetch(runs, datasets)
+        self.load_datasets(datasets)
+        if self.params.direction == "both":
+            workflows = self.index.workflows_of(runs)
+            self.reads.relations_of_jobs(workflows)
+            self.reads.relations_of_runs(self.index.members(workflows, self.window))
 
     @property
     def window(self) -> Window:
         return self.params.window
 
     def full(self) -> bool:
-        return len(self.nodes) > self.max_nodes
+        return len(self.nodes) > self.max_nodes or len(self.found) > self.max_relations
 
     def add(self, relations: Iterable[Relation], level: int) -> None:
         for relation in relations:
@@ -319,7 +347,7 @@ class _Walk:
         for level in range(1, self.params.levels + 1):
             if not frontier or self.full():
                 return
-            touching = self.view(relations_of_datasets(self.conn, frontier, self.window))
+            touching = self.view(self.reads.relations_of_datasets(frontier))
             self.add(touching, level)
             programs = {r.job_id for r in touching} - seen_programs
             seen_programs |= programs
@@ -333,10 +361,10 @@ class _Walk:
         are those of the runs inside its runs, and a job's only those outside workflows."""
         if not programs:
             return set()
-        found = self.view(relations_of_jobs(self.conn, programs, self.window))
+        found = self.view(self.reads.relations_of_jobs(programs))
         if self.params.rollup is not None:
             members = self.index.members(programs & self.workflows, self.window)
-            found |= self.view(relations_of_runs(self.conn, members, self.window))
+            found |= self.view(self.reads.relations_of_runs(members))
             found = {r for r in found if r.job_id in programs}
         return found
 
@@ -418,14 +446,12 @@ class _Walk:
         the data even when nothing flowed further; the flows into (out of) it; and, when
         asked, the edges with a job end. Also those writers' (readers') relations."""
         upstream = self.params.direction == "upstream"
-        near = relations_of_datasets(self.conn, datasets, self.window, self.near_access)
+        near = self.reads.relations_of_datasets(datasets, near_only=True)
         found = [
             _Hop(((r.dataset_id, r.job_id, r.run_id, r.access),), r.run_id, r.dataset_id)
             for r in near
         ]
-        for flow in flows(
-            self.conn, datasets, "upstream" if upstream else "downstream", self.window
-        ):
+        for flow in self.reads.flows(datasets):
             if flow.job_id is None:
                 continue  # a DatasetEvent's job-less declaration: no program to show
             found.append(
@@ -449,66 +475,25 @@ class _Walk:
         """Edges with a job end (lineage facet JOB entries and inputs). Upstream: a job K
         that feeds a frontier dataset T writes T; then whatever feeds K (a dataset S that
         K reads, or a job whose turn comes at the next level). Downstream mirrors it."""
-        e = edges_as_of(self.window).c
-        near, far = ("target", "source") if upstream else ("source", "target")
-        col = {
-            name: getattr(e, name)
-            for name in (
-                "source_type",
-                "source_dataset_id",
-                "source_job_id",
-                "source_run_id",
-                "target_type",
-                "target_dataset_id",
-                "target_job_id",
-                "target_run_id",
-            )
-        }
         hops: list[_Hop] = []
         reached = set(jobs)
-        for matches in id_filters(self.conn, col[f"{near}_dataset_id"], datasets):
-            query = (
-                sa.select(col[f"{far}_job_id"], col[f"{far}_run_id"], col[f"{near}_dataset_id"])
-                .where(
-                    col[f"{near}_type"] == "dataset",
-                    matches,
-                    col[f"{far}_type"] == "job",
-                    run_in_window(e.run_id, self.window),
-                )
-                .distinct()
+        near_access, far_access = ("write", "read") if upstream else ("read", "write")
+        for feed in self.reads.feeds_of_datasets(datasets):
+            hops.append(
+                _Hop(((feed.near, feed.job_id, feed.run_id, near_access),), feed.run_id, feed.near)
             )
-            for job_id, run_id, dataset_id in self.conn.execute(query).all():
-                access = "write" if upstream else "read"
-                hops.append(_Hop(((dataset_id, job_id, run_id, access),), run_id, dataset_id))
-                reached.add(job_id)
-        for matches in id_filters(self.conn, col[f"{near}_job_id"], reached):
-            query = (
-                sa.select(
-                    col[f"{far}_type"],
-                    col[f"{far}_dataset_id"],
-                    col[f"{far}_job_id"],
-                    col[f"{near}_job_id"],
-                    col[f"{near}_run_id"],
-                )
-                .where(
-                    col[f"{near}_type"] == "job",
-                    matches,
-                    run_in_window(e.run_id, self.window),
-                )
-                .distinct()
-            )
-            for far_type, far_dataset, far_job, job_id, run_id in self.conn.execute(query).all():
-                if far_type == "job":
-                    hops.append(_Hop((), run_id, next_job=far_job))
-                else:
-                    access = "read" if upstream else "write"
-                    hops.append(
-                        _Hop(
-                            ((far_dataset, job_id, run_id, access),),
-                            run_id,
-                            next_dataset=far_dataset,
-                        )
+            reached.add(feed.job_id)
+        for feed in self.reads.feeds_of_jobs(reached):
+            if feed.far_job is not None:
+                hops.append(_Hop((), feed.run_id, next_job=feed.far_job))
+            elif feed.far_dataset is not None:
+                hops.append(
+                    _Hop(
+                        ((feed.far_dataset, feed.job_id, feed.run_id, far_access),),
+                        feed.run_id,
+                        next_dataset=feed.far_dataset,
                     )
+                )
         return hops
 
     def with_components(
@@ -523,27 +508,33 @@ class _Walk:
             components.setdefault(relation[:4], set()).add(relation.component)
         access = self.near_access
         unknown = {k for k in keys if k[3] != access or k[0] not in anchors}
-        components.update(components_of(self.conn, unknown, self.window))
+        components.update(self.reads.components_of(unknown))
         return {Relation(*key, c) for key in keys for c in components.get(key) or ("",)}
 
     # -- result ---------------------------------------------------------------------------
 
-    def result(self) -> tuple[list[Relation], bool]:
-        """The relations found, cut to `max_nodes` nodes: nearer levels first, then a
-        stable order, so a cut result is the same on every call."""
+    def result(self) -> tuple[list[Relation], Omitted | None]:
+        """The relations found, cut to `max_nodes` nodes and `max_relations` relations:
+        nearer levels first, then a stable order, so a cut result is the same on every call.
+        Also what was left out of what the walk found (None when nothing was)."""
         ordered = sorted(self.found, key=lambda r: (self.found[r], r.sort_key))
         nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
         kept: list[Relation] = []
-        truncated = False
         for relation in ordered:
+            if len(kept) >= self.max_relations:
+                break
             dataset, program = ("dataset", relation.dataset_id), ("program", relation.job_id)
             if len(nodes) + (dataset not in nodes) + (program not in nodes) > self.max_nodes:
-                truncated = True
                 continue
             nodes.add(dataset)
             nodes.add(program)
             kept.append(relation)
-        return kept, truncated
+        if len(kept) == len(ordered):
+            return kept, None
+        every = {("dataset", r.dataset_id) for r in ordered} | {
+            ("program", r.job_id) for r in ordered
+        }
+        return kept, Omitted(len(every - nodes), len(ordered) - len(kept))
 
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
         """Datasets temporary to the workflow run of one of their relations' runs. After a
@@ -574,11 +565,11 @@ class _Program:
         return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
 
 
-def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str, Any]:
+def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
     conn = walk.conn
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
-    run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+    run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
@@ -624,8 +615,10 @@ def _render(walk: _Walk, relations: list[Relation], truncated: bool) -> dict[str
         "data": dict(sorted(data.items())),
         "programs": dict(sorted(program_entries.items())),
     }
-    if truncated:
+    if omitted is not None:
         response["truncated"] = True
+        response["omittedNodes"] = omitted.nodes
+        response["omittedRelations"] = omitted.relations
     return response
 
 
@@ -640,20 +633,3 @@ def _programs(
             workflow = row.id in rolled_up or is_workflow(row.job_type, row.seen_as_parent)
             found[row.id] = _Program(row.namespace, row.name, workflow)
     return found
-
-
-def _newest_first(conn: Connection, run_ids: set[uuid.UUID]) -> Any:
-    """A sort key for run ids: newest start first, runs without a start time last, ties by
-    id, so the order is the same on every call and on both databases."""
-    started: dict[str, float] = {}
-    r = t.runs.c
-    for matches in id_filters(conn, r.id, run_ids):
-        for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)).all():
-            if at is not None:
-                started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-
-    def key(run_id: str) -> tuple[bool, float, str]:
-        moment = started.get(run_id)
-        return (moment is None, -(moment or 0.0), run_id)
-
-    return key

@@ -19,6 +19,7 @@ from upstream.model.field_operations import OperationSet, SourceRef, operation_s
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.window import Window
 from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.window import edges_as_of, run_in_window
 
@@ -76,6 +77,8 @@ def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
     exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == ref.id)
     if conn.execute(exists).first() is None:
         raise UnknownField(f"dataset {name!r} not found in namespace {namespace!r}")
+    if is_deleted(conn, ref.id):
+        raise UnknownField(f"dataset {name!r} in namespace {namespace!r} was deleted")
     return ref
 
 

@@ -144,15 +144,19 @@ def lineage_diff(
     params: DiffParams,
     *,
     max_nodes: int,
+    max_relations: int,
 ) -> dict[str, Any]:
     """`added`, `removed` and `kept` between the two sides; UnknownEntity (404) for an
-    unknown dataset. Each side is capped at `max_nodes` like a lineage answer; a cut side
-    makes the diff say `"truncated": true`."""
+    unknown dataset. Each side is capped at `max_nodes` and `max_relations` like a lineage
+    answer; a cut side makes the diff say `"truncated": true`."""
     if isinstance(store, Store):
         with store.read() as conn:
-            return lineage_diff(conn, namespace, name, params, max_nodes=max_nodes)
+            return lineage_diff(
+                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
+            )
     conn = store
-    sides = [_Answer.of(conn, namespace, name, p, max_nodes) for p in (params.before, params.after)]
+    caps = (max_nodes, max_relations)
+    sides = [_Answer.of(conn, namespace, name, p, caps) for p in (params.before, params.after)]
     before, after = sides
     response: dict[str, Any] = {
         "from": _described(params.before),
@@ -187,10 +191,17 @@ class _Answer:
 
     @classmethod
     def of(
-        cls, conn: Connection, namespace: str, name: str, params: LineageParams, max_nodes: int
+        cls,
+        conn: Connection,
+        namespace: str,
+        name: str,
+        params: LineageParams,
+        caps: tuple[int, int],
     ) -> _Answer:
         runs_collapsed = replace(params, collapse=params.collapse | {"run"})
-        body = dataset_lineage(conn, namespace, name, runs_collapsed, max_nodes=max_nodes)
+        body = dataset_lineage(
+            conn, namespace, name, runs_collapsed, max_nodes=caps[0], max_relations=caps[1]
+        )
         relations: dict[RelationId, dict[str, Any]] = {}
         runs: dict[RelationId, int] = {}
         for relation in body["relations"]:

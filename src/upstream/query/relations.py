@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.model.workflow import TemporaryMark
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.window import relations_as_of, run_in_window
 
@@ -88,7 +89,7 @@ def _relations(
     only = sa.true() if access is None else r.access == access
     for matches in id_filters(conn, r[column], ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            matches, only, run_in_window(r.run_id, window)
+            matches, only, run_in_window(r.run_id, window), not_deleted(r.dataset_id, r.job_id)
         )
         found.update(map(Relation._make, conn.execute(query).all()))
     return found
@@ -116,6 +117,18 @@ def components_of(
                 key = (dataset_id, job_id, run_id, access)
                 if key in keys:
                     found.setdefault(key, set()).add(component)
+    return found
+
+
+def declared_relations_of_jobs(conn: Connection, job_ids: Collection[uuid.UUID]) -> set[Relation]:
+    """The relations the latest JobEvent of each of `job_ids` declared (no run)."""
+    r = t.relations.c
+    found: set[Relation] = set()
+    for matches in id_filters(conn, r.job_id, job_ids):
+        query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
+            matches, r.run_id.is_(None), not_deleted(r.dataset_id, r.job_id)
+        )
+        found.update(map(Relation._make, conn.execute(query).all()))
     return found
 
 

@@ -2,7 +2,7 @@
 through every origin of field edges — where a PII column's data went.
 
 A tag on a dataset tags each field the dataset lists. The walk is the field summaries' walk
-(`field_walk`), started from all the tagged fields at once, so a field reached from two of
+(`field_reach`), started from all the tagged fields at once, so a field reached from two of
 them is found once.
 """
 
@@ -14,10 +14,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.query.field_lineage import FieldQuery
-from upstream.query.field_summary import FieldNode, field_walk, render_fields_by_dataset
+from upstream.query.field_summary import FieldNode, render_fields_by_dataset
 from upstream.query.marquez.common import NotFound
 from upstream.store import schema as t
-from upstream.store.deletion import shown
+from upstream.store.deletion import visible
+from upstream.store.walks import field_reach
 
 
 def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> dict[str, Any]:
@@ -29,17 +30,17 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> dict[str, Any]:
     on_fields = sa.select(f.c.dataset_id, f.c.field).join(d, d.c.id == f.c.dataset_id)
     tagged: set[FieldNode] = {
         (row.dataset_id, row.field)
-        for row in conn.execute(on_fields.where(f.c.tag == tag, shown(d)))
+        for row in conn.execute(on_fields.where(f.c.tag == tag, visible(d)))
     }
     on_datasets = sa.select(d.c.id, d.c.fields).join(
         t.dataset_tags, t.dataset_tags.c.dataset_id == d.c.id
     )
-    for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, shown(d))):
+    for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, visible(d))):
         tagged.update((row.id, field["name"]) for field in row.fields or [] if field.get("name"))
-    reached = field_walk(conn, tagged, "downstream", query.levels, query.window)
+    reached = field_reach(conn, tagged, "downstream", query.levels, query.window)
     return {
         "tag": tag,
         "levels": query.levels,
         "tagged": render_fields_by_dataset(conn, tagged),
-        "reach": render_fields_by_dataset(conn, reached),
+        "reach": render_fields_by_dataset(conn, reached, reached),
     }

@@ -20,6 +20,7 @@ from upstream.model.keys import EntityKind, entity_key
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.store import schema as t
+from upstream.store.deletion import visible
 from upstream.store.walks import flows
 from upstream.store.window import edges_as_of, run_in_window
 
@@ -33,13 +34,15 @@ def lineage_graph(
     """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
     "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
 
-    `programs` holds the jobs the flows and links name. With `max_nodes`, only the first
-    `max_nodes` datasets (by namespace and name) and what connects them are kept, and the
-    answer says `"truncated": true` when some were left out. With a `window`, only its runs
+    `programs` holds the jobs the flows and links name. With `max_nodes`, datasets and
+    programs together are at most `max_nodes`: datasets are kept in order of namespace and
+    name, each with the programs that connect it to those kept before, until the next would
+    pass the cap; the answer then says `"truncated": true`. With a `window`, only its runs
     count (`Window.until(as_of)`: the graph as it stood then).
     """
     d = t.datasets
-    query = sa.select(d.c.id, d.c.namespace, d.c.name).order_by(d.c.namespace, d.c.name)
+    query = sa.select(d.c.id, d.c.namespace, d.c.name).where(visible(d))
+    query = query.order_by(d.c.namespace, d.c.name)
     if max_nodes is not None:
         query = query.limit(max_nodes + 1)
     rows = conn.execute(query).all()
@@ -60,15 +63,56 @@ def lineage_graph(
     found_flows = _flows(conn, datasets, jobs, window)
     links = _job_links(conn, datasets, jobs, window)
     named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
+    programs = {key: entities[key] for key in sorted(named & entities.keys())}
+    if max_nodes is not None and len(data) + len(programs) > max_nodes:
+        kept_data, kept_programs = _within_cap(sorted(data), found_flows, links, max_nodes)
+        truncated = True
+        data = {key: data[key] for key in kept_data}
+        programs = {key: programs[key] for key in sorted(kept_programs)}
+        kept = kept_data | kept_programs
+        found_flows = [
+            f
+            for f in found_flows
+            if {f["source"], f["target"]} <= kept_data and f["program"] in kept | {None}
+        ]
+        links = [link for link in links if {link["source"], link["target"]} <= kept]
     graph: dict[str, Any] = {
         "data": dict(sorted(data.items())),
-        "programs": {key: entities[key] for key in sorted(named & entities.keys())},
+        "programs": programs,
         "flows": found_flows,
         "links": links,
     }
     if truncated:
         graph["truncated"] = True
     return graph
+
+
+def _within_cap(
+    datasets: list[str], found_flows: list[dict[str, Any]], links: list[dict[str, str]], cap: int
+) -> tuple[set[str], set[str]]:
+    """The datasets (in the given order) and programs that fit in `cap` nodes: each dataset
+    comes with the programs of its flows to datasets kept before it and the programs it is
+    linked to directly; the first dataset that does not fit ends the graph."""
+    needs: dict[str, list[tuple[str, str]]] = defaultdict(list)  # dataset -> (other, program)
+    for flow in found_flows:
+        if flow["program"] is not None:
+            needs[flow["source"]].append((flow["target"], flow["program"]))
+            needs[flow["target"]].append((flow["source"], flow["program"]))
+    linked: dict[str, set[str]] = defaultdict(set)  # dataset -> programs linked to it
+    for link in links:
+        for end, other in ((link["source"], link["target"]), (link["target"], link["source"])):
+            if not other.startswith("dataset."):
+                linked[end].add(other)
+    kept_data: set[str] = set()
+    kept_programs: set[str] = set()
+    for dataset in datasets:
+        wanted = {p for other, p in needs[dataset] if other in kept_data or other == dataset}
+        wanted = (wanted | linked[dataset]) - kept_programs
+        if len(kept_data) + len(kept_programs) + 1 + len(wanted) > cap:
+            break
+        kept_data.add(dataset)
+        kept_programs |= wanted
+    return kept_data, kept_programs
 
 
 def _flows(

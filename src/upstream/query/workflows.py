@@ -50,6 +50,8 @@ class WorkflowIndex:
         self._runs: dict[uuid.UUID, _Run] = {}
         #: Per dataset, the relations that may make it temporary (`temporary_marks`).
         self._marks: dict[uuid.UUID, list[RunMark]] = {}
+        #: Per workflow job, the runs inside its runs in the query's window (`members`).
+        self._members: dict[uuid.UUID, set[uuid.UUID]] = {}
         #: `workflow_of` answers, kept only when the run's whole chain was loaded.
         self._links: dict[uuid.UUID, ChainLink | None] = {}
 
@@ -101,9 +103,17 @@ class WorkflowIndex:
 
     def members(self, workflow_jobs: Collection[uuid.UUID], window: Window) -> set[uuid.UUID]:
         """The runs whose workflow run is a run of one of `workflow_jobs` (those runs
-        included when they are their own workflow run). Workflow runs are read when they
+        included when they are their own workflow run), kept per workflow job for the query
+        (its window does not change). Workflow runs are read when they
         overlap `window` or are known only as parents (no times); their descendants are read
         one level of nesting at a time."""
+        wanted = set(workflow_jobs)
+        self._read_members(wanted - set(self._members), window)
+        return {run for job in wanted for run in self._members[job]}
+
+    def _read_members(self, workflow_jobs: set[uuid.UUID], window: Window) -> None:
+        for job in workflow_jobs:
+            self._members[job] = set()
         roots: set[uuid.UUID] = set()
         runs = t.runs.c
         for matches in id_filters(self._conn, runs.job_id, workflow_jobs):
@@ -121,12 +131,21 @@ class WorkflowIndex:
                 children |= self._remember(self._conn.execute(query).all())
             frontier = children - found
             found |= frontier
-        wanted = set(workflow_jobs)
-        return {
-            run
-            for run in found
-            if (link := self.workflow_of(run)) is not None and link.job_id in wanted
-        }
+        for run in found:
+            link = self.workflow_of(run)
+            if link is not None and link.job_id in workflow_jobs:
+                self._members[link.job_id].add(run)
+
+    def prefetch(self, run_ids: Iterable[uuid.UUID], dataset_ids: Iterable[uuid.UUID]) -> None:
+        """Read the temporary marks of `dataset_ids` and the parent chains of `run_ids` and
+        of the marks' runs, all at once, for a walk about to ask for them level by level."""
+        self._read_marks(dataset_ids)
+        marked = {m.run_id for marks in self._marks.values() for m in marks}
+        self.load({*run_ids, *marked})
+
+    def workflows_of(self, run_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+        """The workflow jobs of the loaded `run_ids` (those in a workflow run)."""
+        return {link.job_id for run in run_ids if (link := self.workflow_of(run)) is not None}
 
     def possibly_temporary(self, names: dict[uuid.UUID, str]) -> set[uuid.UUID]:
         """Which of the datasets in `names` (id -> name) may be temporary to some workflow

@@ -15,6 +15,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from upstream.model.facts import ORIGIN_LABELS
 from upstream.render.wrap import Wrapped
 
 
@@ -176,13 +177,19 @@ def field_summary_tables(
         table.add_column("Namespace", overflow="fold")
         table.add_column("Dataset", overflow="fold")
         table.add_column("Fields", overflow="fold")
+        table.add_column("Stated by", overflow="fold")
         for entry in response[side]:
             ref = entry["dataset"]
+            origins = sorted({o for names in entry.get("origins", {}).values() for o in names})
             _add_row(
-                table, Text(ref["namespace"]), Text(ref["name"]), Text(", ".join(entry["fields"]))
+                table,
+                Text(ref["namespace"]),
+                Text(ref["name"]),
+                Text(", ".join(entry["fields"])),
+                Text(", ".join(ORIGIN_LABELS.get(o, o) for o in origins)),
             )
         if not response[side]:
-            _add_row(table, Text("-", style="dim"), Text("(none)", style="dim"), Text(""))
+            _add_row(table, Text("-", style="dim"), Text("(none)", style="dim"), Text(""), Text(""))
         parts.append(table)
     return Group(*parts)
 

@@ -6,7 +6,7 @@ rebuild` keeps them, and only an event *received after* the deletion that names 
 ends it (Marquez revives hidden datasets and jobs the same way). Comparing with the time the
 event was received, not with the time of the write, makes a rebuild, which replays events with
 their original receipt times, end exactly the deletions that live writes ended.
-Whether a row is shown is decided here only, by `shown`.
+Whether a row is shown is decided here only, by `visible`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def deleted(table: sa.Table) -> sa.ColumnElement[bool]:
     return sa.exists().where(_D.entity_id == table.c.id).label("deleted")
 
 
-def shown(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[bool]:
+def visible(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[bool]:
     """The condition under which a row of `table` appears in an answer."""
     return sa.true() if include_deleted else ~sa.exists().where(_D.entity_id == table.c.id)
 
@@ -62,3 +62,10 @@ def revive(conn: Connection, named: Collection[uuid.UUID], received_at: datetime
     that events received then name. Deletions are few, so each statement reads a small table."""
     for matches in id_filters(conn, _D.entity_id, named):
         conn.execute(sa.delete(t.deletions).where(matches, _D.deleted_at < received_at))
+
+
+def not_deleted(*ids: sa.ColumnElement[uuid.UUID] | sa.Column[uuid.UUID]) -> sa.ColumnElement[bool]:
+    """None of the entities `ids` names (a NULL names none) is deleted: the condition every
+    read that walks or lists lineage puts on its rows, so no answer passes through a deleted
+    dataset or job."""
+    return sa.and_(*(~sa.exists().where(_D.entity_id == column) for column in ids))

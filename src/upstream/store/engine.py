@@ -4,6 +4,11 @@ SQLite: WAL (readers never block the writer), foreign keys on, `synchronous=FULL
 acknowledged commit survives a crash, and write transactions begin IMMEDIATE so two writers
 queue on the lock instead of failing mid-transaction. PostgreSQL: a connection pool per
 process; stateless otherwise, so any number of processes can share one database.
+
+Every wait is bounded (`Timeouts`): connecting, waiting for a pooled connection, waiting for a
+lock, running a statement, and — enforced by the client, for a database that stopped answering
+altogether — waiting for any answer (`deadlines.Watchdog`). Failures worth a retry leave
+`read` and `write` as `DatabaseUnavailable` (`outage`).
 """
 
 from __future__ import annotations
@@ -11,17 +16,38 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+
+from upstream.store.deadlines import SqliteStatementClock, Watchdog
+from upstream.store.outage import OutageBreaker, outage_guard
 
 T = TypeVar("T")
 
 _WRITE = "upstream_write"
+#: Execution option of a connection whose statements may run as long as they need (migrations).
+UNBOUNDED = "upstream_unbounded"
+#: Seconds the client waits beyond the server's statement timeout before it gives up on an
+#: answer, so a working server's own timeout (a clear error) always comes first.
+_ANSWER_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long database work may wait, in seconds (the `db_*_timeout` settings)."""
+
+    connect: float = 5.0
+    pool: float = 5.0
+    statement: float = 30.0
+    lock: float = 10.0
+
+
 #: PostgreSQL SQLSTATEs worth retrying: serialization failure, deadlock.
 _RETRYABLE_PG = {"40001", "40P01"}
 
@@ -29,9 +55,20 @@ _RETRYABLE_PG = {"40001", "40P01"}
 class Store:
     """The database handle every service asks for."""
 
-    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 5,
+        timeouts: Timeouts = Timeouts(),
+        echo: bool = False,
+    ) -> None:
         self.url = sa.make_url(url)
-        self.engine = create_engine(url, pool_size=pool_size, echo=echo)
+        self.watchdog = Watchdog()
+        self.breaker = OutageBreaker()
+        self.engine = create_engine(
+            url, pool_size=pool_size, timeouts=timeouts, watchdog=self.watchdog, echo=echo
+        )
 
     @property
     def dialect(self) -> str:
@@ -50,7 +87,7 @@ class Store:
         several statements could see half of a concurrent write; REPEATABLE READ holds one
         snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
         read transaction is a snapshot already."""
-        with self.engine.connect() as conn:
+        with self.breaker.attempt(), outage_guard(), self.engine.connect() as conn:
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
@@ -61,6 +98,10 @@ class Store:
 
         `work` must be safe to repeat: it sees a fresh transaction each attempt.
         """
+        with self.breaker.attempt(), outage_guard():
+            return self._write(work, attempts)
+
+    def _write(self, work: Callable[[Connection], T], attempts: int) -> T:
         for attempt in range(1, attempts + 1):
             try:
                 with self.engine.connect() as plain:
@@ -75,6 +116,7 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        self.watchdog.close()
 
 
 def _retryable(exc: DBAPIError) -> bool:
@@ -84,37 +126,134 @@ def _retryable(exc: DBAPIError) -> bool:
     return isinstance(exc, OperationalError) and "database is locked" in str(exc.orig)
 
 
-def create_engine(url: str, *, pool_size: int = 5, echo: bool = False) -> Engine:
+def create_engine(
+    url: str,
+    *,
+    pool_size: int = 5,
+    timeouts: Timeouts = Timeouts(),
+    watchdog: Watchdog | None = None,
+    echo: bool = False,
+) -> Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, echo)
-    kwargs: dict[str, Any] = {
-        "pool_size": pool_size,
-        "max_overflow": pool_size,
-        "pool_pre_ping": True,
-    }
-    return sa.create_engine(parsed, echo=echo, **kwargs)
+        return _sqlite_engine(parsed, timeouts, echo)
+    return _postgresql_engine(parsed, pool_size, timeouts, watchdog or Watchdog(), echo)
 
 
-def _sqlite_engine(url: sa.URL, echo: bool) -> Engine:
+def _postgresql_engine(
+    url: sa.URL, pool_size: int, timeouts: Timeouts, watchdog: Watchdog, echo: bool
+) -> Engine:
+    """A pool whose every wait is bounded. `connect_timeout` in the URL, when given, wins;
+    `options` in the URL are kept, the timeouts added after them."""
+    options = f"-c statement_timeout={_ms(timeouts.statement)} -c lock_timeout={_ms(timeouts.lock)}"
+    given = url.query.get("options")
+    if isinstance(given, str) and given.strip():
+        options = f"{given} {options}"
+    connect_args: dict[str, Any] = {"options": options}
+    if "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = max(1, round(timeouts.connect))
+    engine = sa.create_engine(
+        url,
+        echo=echo,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=timeouts.pool,
+        connect_args=connect_args,
+    )
+    answer_within = timeouts.statement + _ANSWER_GRACE
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # The pool's own pre-ping could wait forever on a hung server; this one is watched.
+        # A failed ping makes the pool replace the connection (DisconnectionError).
+        watchdog.arm(dbapi_connection, timeouts.connect)
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"the pooled connection is dead: {exc}") from exc
+        finally:
+            watchdog.disarm(dbapi_connection)
+
+    def _watch(conn: Connection) -> None:
+        dbapi_connection = conn.connection.dbapi_connection
+        if conn.get_execution_options().get(UNBOUNDED, False):
+            watchdog.disarm(dbapi_connection)
+        else:
+            watchdog.arm(dbapi_connection, answer_within)
+
+    # Every exchange with the server is watched: statements, and the commit or rollback that
+    # ends a transaction (which stays watched until the connection is back in the pool).
+    event.listen(engine, "before_cursor_execute", lambda conn, *_: _watch(conn))
+    event.listen(engine, "commit", _watch)
+    event.listen(engine, "rollback", _watch)
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _answered(conn: Connection, *_args: Any) -> None:
+        watchdog.disarm(conn.connection.dbapi_connection)
+
+    @event.listens_for(engine, "reset")
+    def _watch_reset(dbapi_connection: Any, _record: Any, _state: Any) -> None:
+        watchdog.arm(dbapi_connection, answer_within)  # the pool's rollback on return
+
+    @event.listens_for(engine, "checkin")
+    def _unwatch(dbapi_connection: Any, _record: Any) -> None:
+        if dbapi_connection is not None:
+            watchdog.disarm(dbapi_connection)
+
+    @event.listens_for(engine, "invalidate")
+    def _forget(dbapi_connection: Any, _record: Any, _exc: Any) -> None:
+        if dbapi_connection is not None:
+            watchdog.disarm(dbapi_connection)
+
+    return engine
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
+    pool: dict[str, Any] = {}
     if url.database and url.database != ":memory:":
         Path(url.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, echo=echo, connect_args={"timeout": 30})
+        pool["pool_timeout"] = timeouts.pool  # an in-memory database has one connection
+    engine = sa.create_engine(url, echo=echo, connect_args={"timeout": timeouts.lock}, **pool)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         # Take transaction control away from the sqlite3 module so BEGIN is ours.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={_ms(timeouts.lock)}")
         cursor.close()
+        clock = SqliteStatementClock(timeouts.statement)
+        dbapi_connection.set_progress_handler(clock, SqliteStatementClock.INSTRUCTIONS)
+        record.info["statement_clock"] = clock
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get(_WRITE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _start_clock(conn: Connection, *_args: Any) -> None:
+        clock = conn.connection.info["statement_clock"]
+        if conn.get_execution_options().get(UNBOUNDED, False):
+            clock.stop()
+        else:
+            clock.start()
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _stop_clock(conn: Connection, *_args: Any) -> None:
+        conn.connection.info["statement_clock"].stop()
+
+    @event.listens_for(engine, "handle_error")
+    def _stop_clock_on_error(context: sa.engine.ExceptionContext) -> None:
+        # Else the stale deadline would interrupt the rollback or commit that follows.
+        if context.connection is not None and not context.connection.closed:
+            context.connection.connection.info["statement_clock"].stop()
 
     return engine

@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from upstream.store.engine import Store
+from upstream.store.engine import UNBOUNDED, Store
 
 _LOCK_KEY = 0x55505354  # "UPST"
 
@@ -40,9 +40,14 @@ def upgrade(store: Store, revision: str = "head") -> None:
 def session_lock(store: Store, key: int) -> Iterator[Connection]:
     """Hold PostgreSQL's advisory lock `key` (concurrent holders take turns) on a
     connection of its own, handed out for work that must happen under it. SQLite needs
-    none: its writers queue on the database lock."""
-    with store.engine.connect() as conn:
+    none: its writers queue on the database lock. Such work (migrations, a rebuild) may take
+    long on a large database, and a process may wait for another's: the statement and lock
+    timeouts do not apply to this connection."""
+    with store.engine.connect() as plain:
+        conn = plain.execution_options(**{UNBOUNDED: True})
         if store.dialect == "postgresql":
+            conn.execute(text("SET statement_timeout = 0"))
+            conn.execute(text("SET lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
             conn.commit()
         try:
@@ -51,6 +56,9 @@ def session_lock(store: Store, key: int) -> Iterator[Connection]:
             if store.dialect == "postgresql":
                 conn.rollback()
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                # The connection goes back to the pool: its timeouts apply again.
+                conn.execute(text("RESET statement_timeout"))
+                conn.execute(text("RESET lock_timeout"))
                 conn.commit()
 
 

@@ -146,7 +146,8 @@ edges = sa.Table(
     sa.Column("scope", sa.Text, nullable=False),
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("job_id", sa.Uuid, index=True),
-    # "lineage_facet", "column_lineage" or "field_operations"; rank orders precedence per output.
+    # "lineage_facet", "field_operations", "column_lineage" or "sql"; rank orders precedence
+    # per output.
     sa.Column("origin", sa.Text, nullable=False),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     # A dataset->dataset edge that exists because field edges connect the two datasets.

@@ -14,11 +14,13 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.window import flows_as_of
+from upstream.store.window import edges_as_of, flows_as_of, run_in_window
 
 Direction = Literal["upstream", "downstream"]
 
@@ -54,12 +56,236 @@ def flows(
     columns = (f.source_dataset_id, f.target_dataset_id, f.job_id, f.run_id, f.inferred)
     found: set[Flow] = set()
     for matches in id_filters(conn, anchor, datasets):
-        query = sa.select(*columns).where(matches, flow_in_window(f, window))
+        query = sa.select(*columns).where(
+            matches,
+            flow_in_window(f, window),
+            not_deleted(f.source_dataset_id, f.target_dataset_id, f.job_id),
+        )
         found.update(map(Flow._make, conn.execute(query).all()))
     return sorted(found, key=flow_order)
 
 
+def _flow_shown() -> sa.ColumnElement[bool]:
+    """A flow through a deleted dataset or job is in no answer."""
+    return not_deleted(_F.source_dataset_id, _F.target_dataset_id, _F.job_id)
+
+
 def all_flows(conn: Connection) -> list[Flow]:
     """Every flow of the store, sorted (the whole graph's export)."""
-    found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS)).all()))
+    found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS).where(_flow_shown())).all()))
     return sorted(found, key=flow_order)
+
+
+#: What a walk steps over: data flow one way (`upstream`, `downstream`), or every access
+#: relation ignoring read and write (`both`, CDAP's walk).
+WalkMode = Literal["upstream", "downstream", "both"]
+#: A node of the walk: ("dataset" | "job", id).
+Node = tuple[str, uuid.UUID]
+
+
+def reach(
+    conn: Connection, seed: uuid.UUID, mode: WalkMode, levels: int, window: Window
+) -> dict[Node, int]:
+    """Every dataset and job a dataset-lineage walk of `levels` levels from `seed`
+    processes, with the first level (from 0) it does so at.
+
+    A level goes from the frontier datasets to the next: along a flow (upstream: into the
+    frontier), or through a job a job-end edge connects to a frontier dataset, which is
+    reached in the same level and whose own feeders (datasets, jobs) come next; for `both`,
+    through every job with a relation to a frontier dataset. Jobs reached at a level are
+    processed in it, datasets at a level in the next, so the statement stops where the walk
+    stops."""
+    return _reach(conn, [("dataset", seed)], _steps(mode, window), levels)
+
+
+def marquez_reach(
+    conn: Connection, seed: Node, direction: Direction, depth: int
+) -> dict[Node, int]:
+    """Every node the Marquez graph's walk (`query.marquez.lineage`) expands in
+    `direction` within `depth` job levels, over all runs: from a dataset, the jobs that
+    wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
+    the datasets its flows come from (go to); from a job, the datasets it read (wrote) and
+    the jobs its job -> job edges connect it to."""
+    return _reach(conn, [seed], _marquez_steps(direction), depth)
+
+
+def _reach(
+    conn: Connection, seeds: Collection[Node], steps: sa.CompoundSelect[Any], levels: int
+) -> dict[Node, int]:
+    """The nodes `steps` (from kind, from id, to kind, to id, weight) reach from `seeds`
+    below `levels`, each with its least depth, in one recursive statement whatever
+    `levels` is. Each (node, depth) row is kept once, so cycles end and the rows stay
+    below nodes x levels."""
+    if not seeds:
+        return {}
+    table = steps.subquery("steps")
+    starts = sa.union_all(
+        *(
+            sa.select(
+                sa.literal(kind).label("kind"),
+                sa.literal(node, sa.Uuid).label("node"),
+                sa.literal(0).label("depth"),
+            )
+            for kind, node in sorted(seeds)
+        )
+    ).subquery("starts")
+    start = sa.select(starts.c.kind, starts.c.node, starts.c.depth)
+    walk = start.cte("walk", recursive=True)
+    deeper = (walk.c.depth + table.c.weight).label("depth")
+    walk = walk.union(
+        sa.select(table.c.to_kind, table.c.to_id, deeper)
+        .select_from(walk)
+        .join(table, sa.and_(table.c.from_kind == walk.c.kind, table.c.from_id == walk.c.node))
+        .where(walk.c.depth + table.c.weight < levels, not_deleted(table.c.to_id))
+    )
+    query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
+        walk.c.kind, walk.c.node
+    )
+    return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def field_dataset_reach(
+    conn: Connection, seeds: Collection[uuid.UUID], direction: Direction, depth: int
+) -> set[uuid.UUID]:
+    """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
+    that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
+    hop need not pass through the fields the walk follows)."""
+    e = t.edges.c
+    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
+    field_edges = _step(
+        "dataset", getattr(e, f"{near}_dataset_id"), "dataset", getattr(e, f"{far}_dataset_id"), 1
+    ).where(
+        e.source_type == "dataset",
+        e.target_type == "dataset",
+        e.source_field.is_not(None),
+        e.target_field.is_not(None),
+    )
+    steps = sa.union_all(field_edges)
+    return {node for _, node in _reach(conn, [("dataset", s) for s in seeds], steps, depth)}
+
+
+def field_reach(
+    conn: Connection,
+    starts: Collection[tuple[uuid.UUID, str]],
+    direction: Direction,
+    levels: int,
+    window: Window | None,
+) -> dict[tuple[uuid.UUID, str], set[str]]:
+    """The fields reached from `starts` against (upstream) or along (downstream) field edges
+    in at most `levels` hops, in one recursive statement, each with the origins (as answers
+    name them) of the edges that reached it at its nearest hop; the starts themselves are
+    never part of the answer, even when a cycle leads back to them."""
+    if not starts:
+        return {}
+    edges = edges_as_of(window)
+    e = edges.c
+    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
+    near_dataset, near_field = getattr(e, f"{near}_dataset_id"), getattr(e, f"{near}_field")
+    far_dataset, far_field = getattr(e, f"{far}_dataset_id"), getattr(e, f"{far}_field")
+    seeds = [
+        sa.select(
+            sa.literal(dataset_id, sa.Uuid).label("dataset_id"),
+            sa.literal(field, sa.Text).label("field"),
+            sa.literal(0).label("depth"),
+            sa.null().cast(sa.Text).label("origin"),
+        )
+        for dataset_id, field in sorted(starts)
+    ]
+    first = sa.union_all(*seeds).subquery("starts")
+    walk = sa.select(first.c.dataset_id, first.c.field, first.c.depth, first.c.origin).cte(
+        "field_walk", recursive=True
+    )
+    walk = walk.union(
+        sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"), e.origin)
+        .select_from(walk)
+        .join(edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
+        .where(
+            walk.c.depth < levels,
+            far_field.is_not(None),
+            far_dataset.is_not(None),
+            run_in_window(e.run_id, window),
+            not_deleted(far_dataset),
+        )
+    )
+    rows = conn.execute(
+        sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
+    ).all()
+    begun = set(starts)
+    nearest: dict[tuple[uuid.UUID, str], int] = {}
+    for dataset_id, field, depth, _ in rows:
+        node = (dataset_id, field)
+        if node not in begun and depth < nearest.get(node, levels + 1):
+            nearest[node] = depth
+    reached: dict[tuple[uuid.UUID, str], set[str]] = {node: set() for node in nearest}
+    for dataset_id, field, depth, origin in rows:
+        node = (dataset_id, field)
+        if origin is not None and nearest.get(node) == depth:
+            reached[node].add(ORIGIN_SHOWN[origin])
+    return reached
+
+
+def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
+    near, far = ("source", "target") if direction == "downstream" else ("target", "source")
+    near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
+    r, e = t.relations.c, t.edges.c
+    flow_near, flow_far = (getattr(_F, f"{side}_dataset_id") for side in (near, far))
+    job_near, job_far = (getattr(e, f"{side}_job_id") for side in (near, far))
+    job_to_job = sa.and_(e.source_type == "job", e.target_type == "job")
+    return sa.union_all(
+        _step("dataset", flow_near, "dataset", flow_far, 1),
+        _step("dataset", flow_near, "reached", _F.job_id, 0).where(_F.job_id.is_not(None)),
+        _step("dataset", r.dataset_id, "reached", r.job_id, 0).where(r.access == near_access),
+        _step("reached", job_near, "job", job_far, 1).where(job_to_job),
+        _step("job", job_near, "job", job_far, 1).where(job_to_job),
+        _step("job", r.job_id, "dataset", r.dataset_id, 1).where(r.access == far_access),
+    )
+
+
+def _steps(mode: WalkMode, window: Window) -> sa.CompoundSelect[Any]:
+    """The walk's steps as (from kind, from id, to kind, to id, weight) rows."""
+    if mode == "both":
+        r = t.relations.c
+        in_window = run_in_window(r.run_id, window)
+        return sa.union_all(
+            _step("dataset", r.dataset_id, "job", r.job_id, 0).where(in_window),
+            _step("job", r.job_id, "dataset", r.dataset_id, 1).where(in_window),
+        )
+    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
+    e = t.edges.c
+    in_window = run_in_window(e.run_id, window)
+
+    def end(side: str, column: str) -> Any:
+        return getattr(e, f"{side}_{column}")
+
+    def typed(side: str, kind: str) -> sa.ColumnElement[bool]:
+        matches: sa.ColumnElement[bool] = end(side, "type") == kind
+        return matches
+
+    return sa.union_all(
+        _step(
+            "dataset",
+            getattr(_F, f"{near}_dataset_id"),
+            "dataset",
+            getattr(_F, f"{far}_dataset_id"),
+            1,
+        ).where(flow_in_window(_F, window)),
+        _step("dataset", end(near, "dataset_id"), "job", end(far, "job_id"), 0).where(
+            typed(near, "dataset"), typed(far, "job"), in_window
+        ),
+        _step("job", end(near, "job_id"), "dataset", end(far, "dataset_id"), 1).where(
+            typed(near, "job"), typed(far, "dataset"), in_window
+        ),
+        _step("job", end(near, "job_id"), "job", end(far, "job_id"), 1).where(
+            typed(near, "job"), typed(far, "job"), in_window
+        ),
+    )
+
+
+def _step(from_kind: str, from_id: Any, to_kind: str, to_id: Any, weight: int) -> sa.Select[Any]:
+    return sa.select(
+        sa.literal(from_kind).label("from_kind"),
+        from_id.label("from_id"),
+        sa.literal(to_kind).label("to_kind"),
+        to_id.label("to_id"),
+        sa.literal(weight).label("weight"),
+    )

@@ -83,6 +83,7 @@ async def get_dataset_lineage(
             dataset,
             params,
             max_nodes=settings.max_lineage_nodes,
+            max_relations=settings.max_lineage_relations,
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None
@@ -160,7 +161,13 @@ async def get_lineage_diff(
     )
     try:
         return await run_in_threadpool(
-            lineage_diff, store, namespace, dataset, params, max_nodes=settings.max_lineage_nodes
+            lineage_diff,
+            store,
+            namespace,
+            dataset,
+            params,
+            max_nodes=settings.max_lineage_nodes,
+            max_relations=settings.max_lineage_relations,
         )
     except UnknownEntity as exc:
         raise ApiError(404, str(exc)) from None

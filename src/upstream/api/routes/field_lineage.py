@@ -178,8 +178,9 @@ async def get_field_summary(
         LEVELS,
     ] = None,
 ) -> dict[str, Any]:
-    """`{"incoming": [{"dataset", "fields"}], "outgoing": [...]}` from every kind of field
-    edge (operations, lineage facet, columnLineage)."""
+    """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
+    of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
+    per field, what stated the edges that reached it."""
     ns, ds, name = _names(request, 3, (namespace, dataset, field))
     query = _query(settings, start=start, end=end, direction=direction, levels=levels, as_of=as_of)
     return await _answer(field_summary, store, ns, ds, name, query)

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
 from upstream.api.deps import GroupCommitDep, SettingsDep
+from upstream.api.json_shape import ShapeLimits
 from upstream.api.metrics import metrics_of
 from upstream.ingest.operations_document import operations_document_facts
 
@@ -26,6 +27,7 @@ _SUFFIX = "/lineage/field-operations"
     responses={
         201: {"description": "Stored (or already stored); empty body"},
         400: {"description": "Malformed body"},
+        413: {"description": "Body or document too large"},
         422: {"description": "Invalid document; the message names the path; nothing stored"},
     },
 )
@@ -38,7 +40,8 @@ async def post_field_operations(
         segments = raw.decode("latin-1").split("?")[0].removesuffix(_SUFFIX).split("/")
         if len(segments) == 4:
             namespace = unquote(segments[3])
-    document = await read_json(request, settings.max_body_bytes)
+    shape = ShapeLimits(max_items=None, max_values=settings.max_event_values)
+    document = await read_json(request, settings.max_body_bytes, shape)
     facts = await run_in_threadpool(operations_document_facts, namespace, document)
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)

@@ -1,28 +1,44 @@
-"""Liveness and readiness."""
+"""Liveness and readiness.
+
+Both are coroutines that never wait on the thread pool the database work runs in: when the
+database hangs and every thread of that pool is stuck on it, `/health` still answers at once
+and `/ready` answers 503 within `READY_WITHIN` seconds. The readiness check runs on a thread
+of its own, so probes do not queue behind requests either.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from upstream import __version__
-from upstream.api.deps import StoreDep
+from upstream.store.engine import Store
 from upstream.store.migrate import is_current
 
 log = logging.getLogger("upstream.api")
 router = APIRouter(tags=["health"])
 
+#: Seconds `/ready` waits for the database before it answers 503 (load balancers' probes
+#: commonly time out after 2 s or more).
+READY_WITHIN = 1.5
+#: One thread for readiness checks: a check stuck on a hung database blocks only the checks
+#: after it, which then answer 503 on time.
+_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upstream-ready")
+
 
 @router.get("/health", summary="Liveness")
-def health(store: StoreDep) -> dict[str, Any]:
+async def health(request: Request) -> dict[str, Any]:
     """Liveness: the process answers; says which version and which kind of store it runs.
 
     Open even when tokens are configured, so it names the kind of database, never its
-    address."""
+    address. It does not touch the database."""
+    store: Store = request.app.state.store
     return {"status": "ok", "version": __version__, "store": store.dialect}
 
 
@@ -32,19 +48,29 @@ def health(store: StoreDep) -> dict[str, Any]:
     summary="Readiness",
     responses={503: {"description": "The database does not answer, or migrations are pending"}},
 )
-def ready(store: StoreDep) -> dict[str, Any] | JSONResponse:
-    """Readiness: the database answers and its schema is at the newest migration."""
+async def ready(request: Request) -> dict[str, Any] | JSONResponse:
+    """Readiness: the database answers (within 1.5 s) and its schema is at the newest
+    migration."""
+    store: Store = request.app.state.store
+    check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
-        with store.read() as conn:
-            conn.execute(text("SELECT 1"))
-        current = is_current(store)
+        current = await asyncio.wait_for(check, READY_WITHIN)
+    except TimeoutError:
+        log.warning("readiness check: the database did not answer within %s s", READY_WITHIN)
+        return _unavailable("the database does not answer")
     except Exception:  # any database failure means not ready; details go to the log only
         log.exception("readiness check failed")
-        return JSONResponse(
-            {"status": "unavailable", "reason": "the database does not answer"}, status_code=503
-        )
+        return _unavailable("the database does not answer")
     if not current:
-        return JSONResponse(
-            {"status": "unavailable", "reason": "migrations pending"}, status_code=503
-        )
+        return _unavailable("migrations pending")
     return {"status": "ready"}
+
+
+def _schema_is_current(store: Store) -> bool:
+    with store.read() as conn:
+        conn.execute(text("SELECT 1"))
+    return is_current(store)
+
+
+def _unavailable(reason: str) -> JSONResponse:
+    return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)

@@ -9,6 +9,7 @@ from upstream.api.body import read_json
 from upstream.api.deps import GroupCommitDep, SettingsDep
 from upstream.api.errors import ApiError
 from upstream.api.event_schema import event_request_body
+from upstream.api.json_shape import ShapeLimits
 from upstream.api.metrics import metrics_of
 from upstream.ingest.service import prepare
 
@@ -25,7 +26,8 @@ router = APIRouter(tags=["openlineage"])
         400: {"description": "Malformed body"},
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
         403: {"description": "The token's role is read; posting needs write"},
-        413: {"description": "Body or batch too large"},
+        408: {"description": "The body arrived too slowly"},
+        413: {"description": "Body, batch or event too large"},
         415: {"description": "Not JSON, or an encoding other than gzip"},
         422: {"description": "An event is invalid; nothing was stored"},
     },
@@ -38,17 +40,16 @@ router = APIRouter(tags=["openlineage"])
 )
 async def post_lineage(request: Request, writer: GroupCommitDep, settings: SettingsDep) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them all-or-nothing."""
-    document = await read_json(request, settings.max_body_bytes)
+    shape = ShapeLimits(max_items=settings.max_batch_events, max_values=settings.max_event_values)
+    document = await read_json(request, settings.max_body_bytes, shape)
     batch = isinstance(document, list)
     documents = document if batch else [document]
     if batch and not documents:
         raise ApiError(400, "body: an empty array holds no events")
-    if len(documents) > settings.max_batch_events:
-        raise ApiError(
-            413,
-            f"a batch may hold at most {settings.max_batch_events} events, not {len(documents)}",
-        )
-    facts = await run_in_threadpool(prepare, documents, batch=batch)
+    facts = await run_in_threadpool(
+        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage
+    )
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
+    metrics_of(request).count_sql(facts)
     return Response(status_code=201)

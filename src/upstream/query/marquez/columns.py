@@ -1,9 +1,10 @@
 """`GET /api/v1/column-lineage`: Marquez's field graph, from every kind of field edge.
 
-Field edges come from the lineage facet's `fields` maps, from `columnLineage` and from recorded
-field operations, over all runs. Marquez builds this graph from the schema's fields only, so an
-edge whose column the schema facet does not list disappears there; here every stored edge
-counts, and such a field simply has no `fieldType`.
+Field edges come from the lineage facet's `fields` maps, from `columnLineage`, from the job's
+parsed `sql` facet and from recorded field operations, over all runs; each input field says
+which of these stated it (`origins`, our addition to Marquez's shape). Marquez builds this
+graph from the schema's fields only, so an edge whose column the schema facet does not list
+disappears there; here every stored edge counts, and such a field simply has no `fieldType`.
 
 The walk goes upstream from the seed's fields, `depth` edges deep, and downstream too when
 `withDownstream` is true. A dataset seed starts from all its fields (schema and edges); a job
@@ -13,7 +14,6 @@ source field in both `inEdges` and `outEdges` (Marquez writes `inEdges` the othe
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -23,12 +23,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
+from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
+from upstream.store.walks import Direction, field_dataset_reach
 from upstream.store.window import edges_as_of, run_in_window
 
 FieldKey = tuple[uuid.UUID, str]
@@ -36,15 +40,20 @@ FieldKey = tuple[uuid.UUID, str]
 
 @dataclass
 class _FieldEdges:
-    """Field -> field edges found so far, each with the union of its transformations."""
+    """Field -> field edges found so far, each with the union of its transformations and
+    of the origins that stated it."""
 
     transformations: dict[tuple[FieldKey, FieldKey], list[Json]] = field(default_factory=dict)
+    origins: dict[tuple[FieldKey, FieldKey], set[str]] = field(default_factory=dict)
 
-    def add(self, source: FieldKey, target: FieldKey, transformations: list[Json]) -> None:
+    def add(
+        self, source: FieldKey, target: FieldKey, transformations: list[Json], origin: str
+    ) -> None:
         known = self.transformations.setdefault((source, target), [])
         for item in transformations:
             if item not in known:
                 known.append(item)
+        self.origins.setdefault((source, target), set()).add(ORIGIN_SHOWN[origin])
 
 
 def column_lineage(
@@ -66,22 +75,24 @@ def column_lineage(
             break
         nodes.add(key)
     found = _FieldEdges()
-    directions = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    directions: list[Direction] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
         # fields found upstream of it.
         frontier, seen = set(start), set(start)
+        edges = _FieldEdgeReads(conn, direction, window)
+        edges.prefetch({dataset for dataset, _ in start}, depth)
         for _ in range(depth):
             following: set[FieldKey] = set()
-            for source, target, transformations in _field_edges(conn, frontier, direction, window):
+            for source, target, transformations, origin in edges.into(frontier):
                 other = source if direction == "upstream" else target
                 if other not in nodes:
                     if len(nodes) >= max_nodes:
                         truncated = True
                         continue
                     nodes.add(other)
-                found.add(source, target, transformations)
+                found.add(source, target, transformations, origin)
                 if other not in seen:
                     seen.add(other)
                     following.add(other)
@@ -114,14 +125,14 @@ def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
 
 
 def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
-    """Schema fields of `datasets` and every field an edge names on them (in any run or
-    declaration, replaced ones included)."""
+    """Schema fields of `datasets` and every field an edge names on them."""
     found: set[FieldKey] = set()
+    e = t.edges
     for matches in id_filters(conn, t.datasets.c.id, datasets):
         rows = conn.execute(sa.select(t.datasets.c.id, t.datasets.c.fields).where(matches))
         for row in rows:
             found.update((row.id, name) for name in _names(row.fields))
-    for e, end in itertools.product((t.edges, t.declared_edges), ("source", "target")):
+    for end in ("source", "target"):
         dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
         for matches in id_filters(conn, dataset, datasets):
             query = sa.select(dataset, name).where(matches, name.is_not(None)).distinct()
@@ -135,38 +146,68 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
             yield f["name"]
 
 
-def _field_edges(
-    conn: Connection, frontier: set[FieldKey], direction: str, window: Window | None
-) -> list[tuple[FieldKey, FieldKey, list[Json]]]:
-    """Field -> field edges into (upstream) or out of (downstream) the frontier's fields."""
-    e = edges_as_of(window)
-    near = "target" if direction == "upstream" else "source"
-    result = []
-    by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
-    for dataset, name in frontier:
-        by_dataset[dataset].add(name)
-    for matches in id_filters(conn, e.c[f"{near}_dataset_id"], by_dataset):
-        query = sa.select(
-            e.c.source_dataset_id,
-            e.c.source_field,
-            e.c.target_dataset_id,
-            e.c.target_field,
-            e.c.transformations,
-        ).where(
-            matches,
-            e.c.source_type == "dataset",
-            e.c.target_type == "dataset",
-            e.c.source_field.is_not(None),
-            e.c.target_field.is_not(None),
-            run_in_window(e.c.run_id, window),
-        )
-        for row in conn.execute(query):
-            source = (row.source_dataset_id, row.source_field)
-            target = (row.target_dataset_id, row.target_field)
-            anchor = target if direction == "upstream" else source
-            if anchor[1] in by_dataset[anchor[0]]:
-                result.append((source, target, list(row.transformations or [])))
-    return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
+#: A field -> field edge: (source, target, transformations, origin).
+FieldEdge = tuple[FieldKey, FieldKey, list[Json], str]
+
+
+class _FieldEdgeReads:
+    """Field -> field edges into (upstream) or out of (downstream) fields, read per dataset
+    for every level at once (`prefetch`: a constant number of statements whatever the
+    depth), and for a dataset the prefetch did not foresee when asked."""
+
+    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.window = window
+        self.rows = KeyedRows(self._read, self._anchor_dataset)
+
+    def prefetch(self, datasets: set[uuid.UUID], depth: int) -> None:
+        self.rows.fetch(field_dataset_reach(self.conn, datasets, self.direction, depth))
+
+    def into(self, frontier: set[FieldKey]) -> list[FieldEdge]:
+        """The edges whose near end (the target upstream) is one of the `frontier` fields."""
+        by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
+        for dataset, name in frontier:
+            by_dataset[dataset].add(name)
+        result = [
+            edge
+            for edge in self.rows.get(by_dataset)
+            if (anchor := self._anchor(edge))[1] in by_dataset[anchor[0]]
+        ]
+        return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
+
+    def _anchor(self, edge: FieldEdge) -> FieldKey:
+        return edge[1] if self.direction == "upstream" else edge[0]
+
+    def _anchor_dataset(self, edge: FieldEdge) -> uuid.UUID:
+        return self._anchor(edge)[0]
+
+    def _read(self, datasets: set[uuid.UUID]) -> list[FieldEdge]:
+        e = edges_as_of(self.window)
+        near = "target" if self.direction == "upstream" else "source"
+        found: list[FieldEdge] = []
+        for matches in id_filters(self.conn, e.c[f"{near}_dataset_id"], datasets):
+            query = sa.select(
+                e.c.source_dataset_id,
+                e.c.source_field,
+                e.c.target_dataset_id,
+                e.c.target_field,
+                e.c.transformations,
+                e.c.origin,
+            ).where(
+                matches,
+                e.c.source_type == "dataset",
+                e.c.target_type == "dataset",
+                e.c.source_field.is_not(None),
+                e.c.target_field.is_not(None),
+                not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
+                run_in_window(e.c.run_id, self.window),
+            )
+            for row in self.conn.execute(query):
+                source = (row.source_dataset_id, row.source_field)
+                target = (row.target_dataset_id, row.target_field)
+                found.append((source, target, list(row.transformations or []), row.origin))
+        return found
 
 
 def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:
@@ -198,6 +239,7 @@ def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[
                 "transformationDescription": first.get("description"),
                 "transformationType": first.get("type"),
                 "transformations": transformations,
+                "origins": sorted(found.origins[(source, target)]),
             }
         )
         edge = {"origin": node_id(source), "destination": node_id(target)}

@@ -14,7 +14,7 @@ from upstream.model.errors import shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
-from upstream.store.deletion import is_deleted
+from upstream.store.deletion import is_deleted, visible
 from upstream.store.dialect import id_filters
 
 Json = dict[str, Any]
@@ -69,7 +69,7 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
         stored: set[uuid.UUID] = set()
         for table, ids in ((t.datasets, datasets), (t.jobs, jobs)):
             for matches in id_filters(conn, table.c.id, ids):
-                query = sa.select(table.c.id).where(matches)
+                query = sa.select(table.c.id).where(matches, visible(table))
                 stored.update(conn.execute(query).scalars())
         for reading in readings:
             if _entity_id(reading) in stored:

@@ -28,7 +28,7 @@ from upstream.query.marquez.common import (
 from upstream.query.marquez.runs import run_docs
 from upstream.query.marquez.tags import DatasetTags, tags_of
 from upstream.store import schema as t
-from upstream.store.deletion import deleted, shown
+from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
 
 
@@ -133,7 +133,7 @@ def list_datasets(
     require_namespace(conn, namespace, include_deleted=include_deleted)
     query = sa.select(t.datasets.c.id).where(
         t.datasets.c.namespace_id == namespace_id(namespace),
-        shown(t.datasets, include_deleted),
+        visible(t.datasets, include_deleted),
     )
     ordered = query.order_by(t.datasets.c.name, t.datasets.c.id)
     ids = list(conn.execute(page.apply(ordered)).scalars())

@@ -27,7 +27,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
 from upstream.store import schema as t
-from upstream.store.deletion import deleted, shown
+from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
@@ -162,7 +162,7 @@ def list_jobs(
     """`GET /namespaces/{ns}/jobs`, by name; deleted ones only when asked for."""
     require_namespace(conn, namespace, include_deleted=include_deleted)
     query = sa.select(t.jobs.c.id).where(
-        t.jobs.c.namespace_id == namespace_id(namespace), shown(t.jobs, include_deleted)
+        t.jobs.c.namespace_id == namespace_id(namespace), visible(t.jobs, include_deleted)
     )
     ids = list(conn.execute(page.apply(query.order_by(t.jobs.c.name, t.jobs.c.id))).scalars())
     docs = job_docs(conn, ids)

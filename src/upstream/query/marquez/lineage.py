@@ -33,15 +33,17 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.flow_rules import Flow
+from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
 from upstream.model.window import Window
+from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
+from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, flows
+from upstream.store.walks import Direction, flows, marquez_reach
 from upstream.store.window import edges_as_of, relations_as_of, run_in_window
 
 Kind = Literal["dataset", "job"]
@@ -105,24 +107,60 @@ def lineage_graph(
     walks: dict[Direction, tuple[_Frontier, _Frontier]] = {
         direction: (start.copy(), start.copy()) for direction in DIRECTIONS
     }
+    reads = {direction: _Reads(conn, direction, window) for direction in DIRECTIONS}
+    for direction in DIRECTIONS:
+        reads[direction].prefetch((seed.kind, seed_id), depth)
     for _ in range(depth):
         if not any(frontier for frontier, _ in walks.values()):
             break
         for direction, (frontier, seen) in list(walks.items()):
-            walks[direction] = (_step(conn, graph, frontier, seen, direction, window), seen)
+            walks[direction] = (_step(reads[direction], graph, frontier, seen), seen)
     return {"graph": _render(conn, graph, window), "truncated": graph.truncated}
 
 
-def _step(
-    conn: Connection,
-    graph: _Graph,
-    frontier: _Frontier,
-    seen: _Frontier,
-    direction: Direction,
-    window: Window | None,
-) -> _Frontier:
-    """Cross one job level in `direction`; returns the next frontier (nodes `seen` in this
-    direction are not expanded again)."""
+class _Reads:
+    """The rows one direction of the walk reads, for every level at once (`prefetch`, a
+    constant number of statements whatever the depth), and when asked for what the
+    prefetch did not cover."""
+
+    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+        self.conn = conn
+        self.direction = direction
+        near, far = ("read", "write") if direction == "downstream" else ("write", "read")
+        self.near = KeyedRows(lambda ids: _relations(conn, window, ids, access=near), _dataset_of)
+        self.far = KeyedRows(
+            lambda ids: _relations(conn, window, None, jobs=ids, access=far), _job_of
+        )
+        self.flows = KeyedRows(
+            lambda ids: flows(conn, ids, direction, window),
+            (lambda f: f.source) if direction == "downstream" else (lambda f: f.target),
+        )
+        self.job_edges = KeyedRows(
+            lambda ids: _job_edges(conn, ids, direction, window),
+            (lambda e: e[0]) if direction == "downstream" else (lambda e: e[1]),
+        )
+
+    def prefetch(self, seed: tuple[str, uuid.UUID], depth: int) -> None:
+        reached = marquez_reach(self.conn, seed, self.direction, depth)
+        datasets = {node for kind, node in reached if kind == "dataset"}
+        self.near.fetch(datasets)
+        self.flows.fetch(datasets)
+        self.far.fetch(node for kind, node in reached if kind == "job")
+        self.job_edges.fetch(node for kind, node in reached if kind in ("job", "reached"))
+
+
+def _dataset_of(relation: tuple[uuid.UUID, uuid.UUID, str]) -> uuid.UUID:
+    return relation[0]
+
+
+def _job_of(relation: tuple[uuid.UUID, uuid.UUID, str]) -> uuid.UUID:
+    return relation[1]
+
+
+def _step(reads: _Reads, graph: _Graph, frontier: _Frontier, seen: _Frontier) -> _Frontier:
+    """Cross one job level in the reads' direction; returns the next frontier (nodes `seen`
+    in this direction are not expanded again)."""
+    direction = reads.direction
     following = _Frontier()
     if not frontier:
         return following
@@ -140,13 +178,12 @@ def _step(
 
     # From datasets: the jobs that read (downstream) or wrote (upstream) them, and through
     # each job only the datasets the flow really reaches.
-    near_access = "read" if direction == "downstream" else "write"
     reached_jobs: set[uuid.UUID] = set()
-    for _, job, _ in sorted(_relations(conn, window, frontier.datasets, access=near_access)):
+    for _, job, _ in sorted(set(reads.near.get(frontier.datasets))):
         graph.add("job", job)
         if job in graph.jobs:
             reached_jobs.add(job)
-    for flow in flows(conn, frontier.datasets, direction, window):
+    for flow in sorted(set(reads.flows.get(frontier.datasets)), key=flow_order):
         far = flow.target if direction == "downstream" else flow.source
         if flow.job_id is not None:
             graph.add("job", flow.job_id)
@@ -156,13 +193,11 @@ def _step(
         if reach("dataset", far):
             following.datasets.add(far)
     # From whole jobs: everything they wrote (downstream) or read (upstream).
-    far_access = "write" if direction == "downstream" else "read"
-    jobs_relations = _relations(conn, window, None, jobs=frontier.jobs, access=far_access)
-    for dataset, _, _ in sorted(jobs_relations):
+    for dataset, _, _ in sorted(set(reads.far.get(frontier.jobs))):
         if reach("dataset", dataset):
             following.datasets.add(dataset)
     # Job -> job edges carry data between jobs with no dataset in between.
-    for source, target in sorted(_job_edges(conn, frontier.jobs | reached_jobs, direction, window)):
+    for source, target in sorted(set(reads.job_edges.get(frontier.jobs | reached_jobs))):
         other = target if direction == "downstream" else source
         if reach("job", other):
             following.jobs.add(other)
@@ -184,7 +219,7 @@ def _relations(
     found: set[tuple[uuid.UUID, uuid.UUID, str]] = set()
     for matches in id_filters(conn, anchor, anchored or ()):
         query = sa.select(r.c.dataset_id, r.c.job_id, r.c.access).where(
-            matches, run_in_window(r.c.run_id, window)
+            matches, run_in_window(r.c.run_id, window), not_deleted(r.c.dataset_id, r.c.job_id)
         )
         if access is not None:
             query = query.where(r.c.access == access)
@@ -206,6 +241,7 @@ def _job_edges(
                 matches,
                 e.c.source_type == "job",
                 e.c.target_type == "job",
+                not_deleted(e.c.source_job_id, e.c.target_job_id),
                 run_in_window(e.c.run_id, window),
             )
             .distinct()

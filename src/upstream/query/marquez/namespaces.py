@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.common import Json, NotFound, Page, iso, require_namespace, total
 from upstream.store import schema as t
-from upstream.store.deletion import deleted, shown
+from upstream.store.deletion import deleted, visible
 
 OWNER = "anonymous"
 
@@ -37,7 +37,7 @@ def _namespace_doc(row: Any) -> Json:
 def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = False) -> Json:
     """`GET /namespaces`, by name; deleted ones only when asked for."""
     query = sa.select(t.namespaces, deleted(t.namespaces)).where(
-        shown(t.namespaces, include_deleted)
+        visible(t.namespaces, include_deleted)
     )
     rows = conn.execute(page.apply(query.order_by(t.namespaces.c.name))).all()
     return {"namespaces": [_namespace_doc(r) for r in rows], "totalCount": total(conn, query)}

@@ -15,7 +15,7 @@ from upstream.model.identity import namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.query.marquez.common import Json, iso, total
 from upstream.store import schema as t
-from upstream.store.deletion import deleted, shown
+from upstream.store.deletion import deleted, visible
 
 SearchType = Literal["DATASET", "JOB"]
 SearchSort = Literal["NAME", "UPDATED_AT"]
@@ -38,7 +38,7 @@ def search(
     for kind, table in (("DATASET", t.datasets), ("JOB", t.jobs)):
         if only is not None and only != kind:
             continue
-        query = _matching(table, q, namespace).where(shown(table, include_deleted))
+        query = _matching(table, q, namespace).where(visible(table, include_deleted))
         count += total(conn, query)
         ordered = query.order_by(*_order(table, sort)).limit(limit)
         for row in conn.execute(ordered):

@@ -1,0 +1,115 @@
+"""The size of a JSON document, measured before it is parsed.
+
+Parsing builds a Python object per JSON value, and a small body can hold millions of them:
+9.9 MB of `[{},{},…]` is 3.3 million dicts, about 700 MB. So the batch limit (events in the
+top-level array) and the per-event limit (values in one event) are checked on the raw bytes
+first, at C speed: strings are blanked out (so brackets and commas inside them do not count),
+whitespace dropped, and what is left is only structure. In a complete value, the number of
+values is `1 + commas + non-empty containers` (each comma adds a value beside one, each
+non-empty container holds one more than its commas); `bytes.count` gets each term. Event
+boundaries are found by one pass over the brackets, which stops as soon as a limit is passed,
+so a bomb is refused after looking at its first few thousand bytes.
+
+Most bodies need none of that: `1 + commas + brackets` of the raw bytes (three counts) is an
+upper bound of their values. A body whose bound is within `max_values` has no event over it
+and parses into few enough objects that its events are counted after parsing
+(`check_batch_size`).
+
+Malformed JSON is not judged here: the parser that follows reports it precisely.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from upstream.api.errors import ApiError
+
+#: A JSON string, escapes included (unrolled for speed: runs of plain characters at once),
+#: and any strings after it with nothing structural between (`"key": "value"`): fewer, longer
+#: matches make the blanking faster, and a colon counts for nothing.
+_ONE_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRING = re.compile(_ONE_STRING + rb'(?:[^"\\\[\]{},]*' + _ONE_STRING + rb")*")
+_BRACKET = re.compile(rb"[\[\]{}]")
+_WHITESPACE = b" \t\r\n"
+_SPACES = (b" ", b"\t", b"\r", b"\n")
+
+
+@dataclass(frozen=True)
+class ShapeLimits:
+    """`max_items`: most events in a top-level array (None: the body is one document, array
+    or not); `max_values`: most values in one event (or in the one document)."""
+
+    max_items: int | None
+    max_values: int
+
+
+def check_shape(raw: bytes, limits: ShapeLimits) -> None:
+    """Raise ApiError (413) when `raw` (JSON text) holds more than the limits allow."""
+    bound = 1 + raw.count(b",") + raw.count(b"{") + raw.count(b"[")
+    if bound <= limits.max_values:
+        return
+    skeleton = _STRING.sub(b"0", raw)
+    if any(space in skeleton for space in _SPACES):
+        skeleton = skeleton.translate(None, _WHITESPACE)
+    if limits.max_items is None or not skeleton.startswith(b"["):
+        if values_in(skeleton) > limits.max_values:
+            noun = "the document" if limits.max_items is None else "the event"
+            raise ApiError(413, _too_many_values(noun, limits.max_values))
+    else:
+        _check_batch(skeleton, limits.max_items, limits.max_values)
+
+
+def values_in(skeleton: bytes, start: int = 0, end: int | None = None) -> int:
+    """Values in the complete JSON value `skeleton[start:end]` (object keys not counted)."""
+    end = len(skeleton) if end is None else end
+    opens = skeleton.count(b"{", start, end) + skeleton.count(b"[", start, end)
+    empty = skeleton.count(b"{}", start, end) + skeleton.count(b"[]", start, end)
+    return 1 + skeleton.count(b",", start, end) + opens - empty
+
+
+def _check_batch(skeleton: bytes, max_items: int, max_values: int) -> None:
+    """One pass over the brackets of a top-level array: each item's values and the number of
+    items, stopping at the first limit passed."""
+    depth = item_start = item_opens = items = commas_in_items = 0
+    for match in _BRACKET.finditer(skeleton):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            if depth == 2:
+                item_start, item_opens = match.start(), 0
+            item_opens += 1
+            if item_opens > max_values:  # every container is a value
+                raise ApiError(413, _too_many_values(f"[{items}]", max_values))
+            continue
+        depth -= 1
+        if depth < 0:
+            return  # unbalanced: the parser says where
+        if depth == 1:
+            item_end = match.end()
+            commas_in_items += skeleton.count(b",", item_start, item_end)
+            if values_in(skeleton, item_start, item_end) > max_values:
+                raise ApiError(413, _too_many_values(f"[{items}]", max_values))
+            items += 1
+            _check_count(items, max_items)
+    # Items that are no container (no event, but an item all the same) sit between the
+    # top-level commas too.
+    _check_count(skeleton.count(b",") - commas_in_items + 1, max_items)
+
+
+def check_batch_size(document: Any, limits: ShapeLimits) -> None:
+    """The batch limit on a parsed document (whose shape `check_shape` passed)."""
+    if limits.max_items is not None and isinstance(document, list):
+        _check_count(len(document), limits.max_items)
+
+
+def _check_count(items: int, max_items: int) -> None:
+    if items > max_items:
+        raise ApiError(413, f"a batch may hold at most {max_items} events; this one holds more")
+
+
+def _too_many_values(where: str, max_values: int) -> str:
+    return (
+        f"{where} holds more than {max_values} JSON values (the server's max_event_values); "
+        "split it into smaller events"
+    )

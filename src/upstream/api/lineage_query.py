@@ -1,0 +1,48 @@
+"""The query parameters of a lineage walk (DESIGN §4.1, §4.2), declared once for every route
+that walks: dataset-centred and job-centred lineage take exactly the same ones."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Query
+
+from upstream.api.deps import SettingsDep
+from upstream.api.params import LEVELS, AsOf, Collapse, End, Start, parsed
+from upstream.query.dataset_lineage import Direction, LineageParams, Rollup
+
+
+def lineage_params(
+    settings: SettingsDep,
+    start: Start = None,
+    end: End = None,
+    levels: Annotated[
+        str | None,
+        Query(description="Levels to walk; default 10, at most the max_levels setting"),
+        LEVELS,
+    ] = None,
+    collapse: Collapse = None,
+    rollup: Annotated[
+        Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
+    ] = None,
+    direction: Annotated[
+        Direction | None, Query(description="both (default), upstream or downstream")
+    ] = None,
+    as_of: AsOf = None,
+) -> LineageParams:
+    """The walk asked for; a bad value is a 400 naming its parameter."""
+    return parsed(
+        lambda: LineageParams.parse(
+            max_levels=settings.max_levels,
+            start=start,
+            end=end,
+            levels=levels,
+            collapse=collapse or (),
+            rollup=rollup,
+            direction=direction,
+            as_of=as_of,
+        )
+    )
+
+
+LineageParamsDep = Annotated[LineageParams, Depends(lineage_params)]

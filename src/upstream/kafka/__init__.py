@@ -1,0 +1,1 @@
+"""Ingesting OpenLineage events from Kafka topics, as OpenLineage's `KafkaTransport` writes them."""

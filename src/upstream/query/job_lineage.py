@@ -1,0 +1,200 @@
+"""Job-centred lineage: the graph around one job, with every parameter of dataset lineage
+(window, levels, direction, collapse, rollup), behind `GET /v3/namespaces/{ns}/jobs/{job}/lineage`.
+
+It is composed from the dataset-lineage service rather than walked again, so both answers
+follow the same rules (DESIGN §4.2, §3.4): `levels` levels of dataset lineage from each
+dataset the job touched in the window (`upstream`: the datasets it read, `downstream`: those
+it wrote, `both`: all), plus the job's own reads (upstream) or writes (downstream), which a
+directed walk from those datasets does not pass through. A workflow touches what the runs
+inside its runs touched. docs/dataset-lineage.md says more.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.identity import JobRef, namespace_id
+from upstream.model.workflow import is_workflow
+from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
+from upstream.query.run_order import newest_first
+from upstream.query.workflows import WorkflowIndex
+from upstream.store import schema as t
+from upstream.store.deletion import is_deleted
+from upstream.store.dialect import id_filters
+from upstream.store.engine import Store
+
+
+def job_lineage(
+    store: Store | Connection,
+    namespace: str,
+    name: str,
+    params: LineageParams,
+    *,
+    max_nodes: int,
+    max_relations: int,
+) -> dict[str, Any]:
+    """The lineage around one job in the response shape of dataset lineage (DESIGN §4.2);
+    raises UnknownEntity for an unknown namespace or job. At most `max_nodes` datasets and
+    programs: a larger answer keeps the job's own relations first and says `"truncated"`;
+    each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
+    if isinstance(store, Store):
+        with store.read() as conn:
+            return job_lineage(
+                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
+            )
+    conn = store
+    job_id = existing_job(conn, namespace, name)
+    own = _own_relations(conn, job_id, params)
+    wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
+        params.direction, {"read", "write"}
+    )
+    seeds = sorted(_dataset_names(conn, {r.dataset_id for r in own if r.access in wanted}))
+    plain = replace(params, collapse=frozenset())
+    answers: list[dict[str, Any]] = []
+    if params.direction != "both":
+        # The job's own edges: its readers' (writers') relations with each seed, kept for
+        # the job itself or, rolled up, for the workflow runs that stand for its runs.
+        across = replace(plain, levels=1, direction="both")
+        centre = _centre_runs(conn, own, params)
+        for seed in seeds:
+            answer = dataset_lineage(
+                conn, *seed, across, max_nodes=max_nodes, max_relations=max_relations
+            )
+            answers.append(_centred(answer, seed, (namespace, name), centre))
+    for seed in seeds:
+        answers.append(
+            dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
+        )
+    return _merged(conn, answers, params, max_nodes)
+
+
+def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
+    """The id of a stored job; UnknownEntity names the unknown namespace or job."""
+    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    if conn.execute(known).first() is None:
+        raise UnknownEntity(f"namespace {namespace!r} not found")
+    job_id = JobRef(namespace, name).id
+    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
+        raise UnknownEntity(f"job {name!r} not found in namespace {namespace!r}")
+    if is_deleted(conn, job_id):
+        raise UnknownEntity(f"job {name!r} in namespace {namespace!r} was deleted")
+    return job_id
+
+
+def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
+    """The job's relations in the window; a workflow's are those of the runs inside its
+    runs, so its graph shows its jobs (or, rolled up, itself) rather than nothing."""
+    own = relations_of_jobs(conn, {job_id}, params.window)
+    kind = sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
+    job_type, seen_as_parent = conn.execute(kind).one()
+    if is_workflow(job_type, seen_as_parent):
+        members = WorkflowIndex(conn).members({job_id}, params.window)
+        own |= relations_of_runs(conn, members, params.window)
+    return own
+
+
+def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> set[tuple[str, str]]:
+    d = t.datasets.c
+    found: set[tuple[str, str]] = set()
+    for matches in id_filters(conn, d.id, ids):
+        found.update(
+            (namespace, name)
+            for namespace, name in conn.execute(sa.select(d.namespace, d.name).where(matches))
+        )
+    return found
+
+
+def _centre_runs(conn: Connection, own: set[Relation], params: LineageParams) -> set[str]:
+    """The run ids the job's relations carry in an answer: its own runs, or with
+    rollup=workflow the workflow runs its runs belong to."""
+    runs = {r.run_id for r in own if r.run_id is not None}
+    if params.rollup is None:
+        return {str(run) for run in runs}
+    index = WorkflowIndex(conn)
+    index.load(runs)
+    return {
+        str(link.run_id if (link := index.workflow_of(run)) is not None else run) for run in runs
+    }
+
+
+def _centred(
+    answer: dict[str, Any], seed: tuple[str, str], job: tuple[str, str], runs: set[str]
+) -> dict[str, Any]:
+    """Only the relations of `answer` between the seed dataset and the job (or the workflow
+    standing for it): its own program, or a run of `runs` (a declared relation has none)."""
+    seed_key = next(
+        key
+        for key, entry in answer["data"].items()
+        if (entry["entityId"]["namespace"], entry["entityId"]["name"]) == seed
+    )
+    mine = {
+        key
+        for key, entry in answer["programs"].items()
+        if (entry["entityId"]["namespace"], entry["entityId"]["name"]) == job
+    }
+    kept = [
+        relation
+        for relation in answer["relations"]
+        if relation["data"] == seed_key
+        and (relation["program"] in mine or set(relation["runs"]) & runs)
+    ]
+    programs = {relation["program"] for relation in kept}
+    return {
+        **answer,
+        "relations": kept,
+        "data": {seed_key: answer["data"][seed_key]},
+        "programs": {key: answer["programs"][key] for key in programs},
+    }
+
+
+def _keyed(relations: Iterable[dict[str, Any]]) -> Iterable[KeyedRelation]:
+    """Uncollapsed relations (one access, at most one run and one component) as keys."""
+    for relation in relations:
+        run = relation["runs"][0] if relation["runs"] else None
+        component = relation["components"][0] if relation["components"] else ""
+        yield KeyedRelation(
+            relation["data"], relation["program"], relation["accesses"][0], run, component
+        )
+
+
+def _merged(
+    conn: Connection, answers: list[dict[str, Any]], params: LineageParams, max_nodes: int
+) -> dict[str, Any]:
+    """One answer from several uncollapsed ones: relations unioned, cut to `max_nodes`
+    nodes in the answers' order, then collapsed as asked."""
+    keyed: dict[KeyedRelation, None] = {}
+    data: dict[str, dict[str, Any]] = {}
+    programs: dict[str, dict[str, Any]] = {}
+    truncated = any(answer.get("truncated") for answer in answers)
+    nodes: set[str] = set()
+    for answer in answers:
+        for relation in _keyed(answer["relations"]):
+            new = {relation.data, relation.program} - nodes
+            if len(nodes) + len(new) > max_nodes:
+                truncated = True
+                continue
+            nodes |= new
+            keyed[relation] = None
+            entry = answer["data"][relation.data]
+            if relation.data not in data or entry.get("temporary"):
+                data[relation.data] = entry  # temporary when any answer found it so
+            programs[relation.program] = answer["programs"][relation.program]
+    run_ids = {uuid.UUID(r.run) for r in keyed if r.run is not None}
+    response: dict[str, Any] = {
+        "start": int(params.start.timestamp()),
+        "end": int(params.end.timestamp()),
+        "relations": collapse(keyed, params.collapse, newest_first(conn, run_ids)),
+        "data": dict(sorted(data.items())),
+        "programs": dict(sorted(programs.items())),
+    }
+    if truncated:
+        response["truncated"] = True
+    return response
