@@ -94,9 +94,21 @@ def test_both_directions_see_the_declaration_of_then(redeclared: TestClient) -> 
 def test_field_summary_and_fields_as_of(redeclared: TestClient) -> None:
     summary = X + "/lineage/fields/c"
     now = get(redeclared, summary, direction="incoming")
-    assert now["incoming"] == [{"dataset": {"namespace": NS, "name": "b"}, "fields": ["v"]}]
+    assert now["incoming"] == [
+        {
+            "dataset": {"namespace": NS, "name": "b"},
+            "fields": ["v"],
+            "origins": {"v": ["lineageFacet"]},
+        }
+    ]
     then = get(redeclared, summary, direction="incoming", asOf=iso(BASE_TIME + hours(5)))
-    assert then["incoming"] == [{"dataset": {"namespace": NS, "name": "a"}, "fields": ["v"]}]
+    assert then["incoming"] == [
+        {
+            "dataset": {"namespace": NS, "name": "a"},
+            "fields": ["v"],
+            "origins": {"v": ["lineageFacet"]},
+        }
+    ]
     a_now = get(
         redeclared, f"/v3/namespaces/{NS}/datasets/a/lineage/fields/v", direction="outgoing"
     )
@@ -224,5 +236,5 @@ def test_a_rebuild_records_every_declaration_its_events_made(store: Store) -> No
         params = LineageParams.parse(
             max_levels=10, direction="upstream", as_of=iso(BASE_TIME + hours(hour))
         )
-        body = dataset_lineage(store, NS, "x", params, max_nodes=100)
+        body = dataset_lineage(store, NS, "x", params, max_nodes=100, max_relations=1000)
         assert upstream_datasets(body) == {f"dataset.wh.{source}"}
