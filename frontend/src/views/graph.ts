@@ -293,12 +293,15 @@ class GraphSession {
     });
     // A double click is two taps on the same node: Cytoscape's own dbltap also pairs taps on
     // two different nodes, and re-centred the graph when one node was picked after another.
+    // The tap that picks the far end of paths is no half of a double click: selecting that
+    // node again at once (after "Show the whole graph") must not re-centre the graph.
     let last = { id: "", at: 0 };
     cy.on("tap", "node", (event) => {
       const id: string = event.target.id();
       const now = performance.now();
-      const double = last.id === id && now - last.at < DOUBLE_CLICK_MS;
-      last = { id, at: now };
+      const endsPaths = this.pathStart !== null;
+      const double = !endsPaths && last.id === id && now - last.at < DOUBLE_CLICK_MS;
+      last = endsPaths ? { id: "", at: 0 } : { id, at: now };
       const node = this.node(event.target.data("dataset") ?? id);
       if (double && node && !this.pathStart) this.recentre(node);
       else this.pick(id);
