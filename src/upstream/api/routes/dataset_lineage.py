@@ -10,11 +10,11 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, TIME_SCHEMA, AsOf, Collapse, End, Start, parsed
+from upstream.api.lineage_query import LineageParamsDep
+from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse, parsed
 from upstream.api.routes.marquez_common import EncodedSegmentsRoute
 from upstream.query.dataset_lineage import (
     Direction,
-    LineageParams,
     Rollup,
     UnknownEntity,
     dataset_lineage,
@@ -54,27 +54,9 @@ async def get_dataset_lineage(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    levels: Levels = None,
-    collapse: Collapse = None,
-    rollup: RollupParam = None,
-    direction: DirectionParam = None,
-    as_of: AsOf = None,
+    params: LineageParamsDep,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    params = parsed(
-        lambda: LineageParams.parse(
-            max_levels=settings.max_levels,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse or (),
-            rollup=rollup,
-            direction=direction,
-            as_of=as_of,
-        )
-    )
     try:
         return await run_in_threadpool(
             dataset_lineage,
