@@ -3,6 +3,7 @@ table match the code, every setting is documented, every relative link lands som
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -214,3 +215,47 @@ def test_user_facing_text_does_not_say_seed() -> None:
     texts["upstream demo"] = instructions(Target(url="http://127.0.0.1:5000"), "run-id")
     found = {name: _shorthand_lines(text) for name, text in texts.items()}
     assert not {name: lines for name, lines in found.items() if lines}
+
+
+#: Inline code naming a module, function or constant of Upstream: `store.writer.write_facts`,
+#: `upstream.model.keys`. The first part must be one of the package's own subpackages, so
+#: names of other things (Kafka headers such as `upstream.offset`) are not taken for code.
+_CODE_NAME = re.compile(
+    r"`(?:upstream\.)?((?:api|client|commands|ingest|kafka|model|query|render|store|web)"
+    r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`"
+)
+
+
+def _resolves(dotted: str) -> bool:
+    """`dotted` (inside `upstream`) is a module, or a name reached from the longest module
+    prefix of it by attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module("upstream." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_code_names_in_the_docs_exist() -> None:
+    """A page that points the reader at `store.writer.write_facts` must not outlive it."""
+    stale = sorted(
+        f"{page.name}: {name}"
+        for page in [*DOCS.glob("*.md"), ROOT / "README.md"]
+        for name in _CODE_NAME.findall(page.read_text(encoding="utf-8"))
+        if not _resolves(name)
+    )
+    assert not stale, f"these names are gone from the code: {stale}"
+
+
+def test_a_stale_code_name_is_caught() -> None:
+    assert _resolves("store.writer.write_facts")
+    assert _resolves("model.facts.ORIGIN_RANK")
+    assert not _resolves("store.writer.no_such_function")
+    assert not _resolves("model.no_such_module")

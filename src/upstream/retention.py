@@ -11,12 +11,11 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from starlette.concurrency import run_in_threadpool
 
 from upstream.model.timeexpr import parse_duration
-from upstream.store.engine import UNBOUNDED, Store
+from upstream.store.engine import Store, lock_for_transaction
 from upstream.store.prune import PruneReport, prune
 
 log = logging.getLogger("upstream.retention")
@@ -32,15 +31,9 @@ def prune_store(
     """Prune `store` at `cutoff` in one transaction; None when another process is pruning."""
 
     def work(conn: Connection) -> PruneReport | None:
-        # A prune of months of history may take longer than any one request may: the
-        # statement and lock timeouts do not apply to it.
-        conn.execution_options(**{UNBOUNDED: True})
-        if conn.dialect.name == "postgresql":
-            conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
-            conn.execute(sa.text("SET LOCAL lock_timeout = 0"))
-            locked = conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(_PRUNE_LOCK)))
-            if not locked.scalar_one():
-                return None
+        # A prune of months of history may take longer than any one request may.
+        if not lock_for_transaction(conn, _PRUNE_LOCK):
+            return None
         return prune(conn, cutoff, keep_events=keep_events, dry_run=dry_run)
 
     return store.write(work)

@@ -8,11 +8,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import typer
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from upstream.client.http import ApiRejected, UpstreamError
 from upstream.model.errors import InvalidInput
 from upstream.settings import SettingsError
+from upstream.store.outage import database_error_text, first_line
 
 
 class CliError(Exception):
@@ -58,10 +58,10 @@ def one_line(exc: Exception) -> str:
     """The message of `exc` on one line; unexpected errors say how to see more."""
     if isinstance(exc, CliError | UpstreamError | InvalidInput | SettingsError):
         message = str(exc)
-    elif isinstance(exc, DBAPIError):
-        message = f"database error: {_first_line(str(exc.orig))}"
-    elif isinstance(exc, SQLAlchemyError | OSError):
-        message = _first_line(str(exc))
+    elif (database := database_error_text(exc)) is not None:
+        message = database
+    elif isinstance(exc, OSError):
+        message = first_line(str(exc))
     else:
         message = f"{type(exc).__name__}: {exc} (run `upstream --debug …` for the traceback)"
     return " ".join(message.split())
@@ -73,7 +73,3 @@ def database_failure(action: str, display_url: str, exc: Exception) -> str:
         f"cannot {action} {display_url}: {one_line(exc)}; check that the database is running "
         "and reachable, and that --db (or UPSTREAM_DB_URL) names it"
     )
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -9,10 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
-
-import sqlalchemy as sa
 
 from upstream.client.http import UpstreamClient
 from upstream.commands.failures import CliError, ParameterError
@@ -25,7 +22,7 @@ from upstream.query.lineage_diff import DiffParams, lineage_diff
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings, load_settings
-from upstream.store.engine import Store
+from upstream.store.engine import Store, sqlite_file
 from upstream.store.migrate import current_revision, head_revision, upgrade
 
 T = TypeVar("T")
@@ -51,11 +48,9 @@ class Target:
 def database(url: str, *, migrate: bool) -> Iterator[Store]:
     """The store at `url`: migrated first when about to write, checked to be current when
     only read (reading must not create or change a database)."""
-    parsed = sa.make_url(url)
-    if not migrate and parsed.get_backend_name() == "sqlite":
-        path = parsed.database or ""
-        if path and path != ":memory:" and not Path(path).expanduser().is_file():
-            raise CliError(f"no database at {path}: load events first (upstream ingest --db)")
+    path = sqlite_file(url)
+    if not migrate and path is not None and not path.is_file():
+        raise CliError(f"no database at {path}: load events first (upstream ingest --db)")
     store = Store(url)
     try:
         if migrate:

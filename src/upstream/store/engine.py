@@ -114,9 +114,34 @@ class Store:
                 time.sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
+    def ping(self) -> None:
+        """Ask the database for the smallest answer it gives: it is reachable and serving."""
+        with self.read() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
     def dispose(self) -> None:
         self.engine.dispose()
         self.watchdog.close()
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file an SQLite URL names; None for another database or an in-memory one."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+def lock_for_transaction(conn: Connection, key: int) -> bool:
+    """Lift this transaction's statement and lock timeouts (its work may take longer than a
+    request may) and take the advisory lock `key` until it ends; False when another
+    transaction holds it. SQLite has one writer at a time already: always True."""
+    conn.execution_options(**{UNBOUNDED: True})
+    if conn.dialect.name != "postgresql":
+        return True
+    conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
+    conn.execute(sa.text("SET LOCAL lock_timeout = 0"))
+    return bool(conn.execute(sa.select(sa.func.pg_try_advisory_xact_lock(key))).scalar_one())
 
 
 def _retryable(exc: DBAPIError) -> bool:

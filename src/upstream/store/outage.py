@@ -130,3 +130,19 @@ def is_database_outage(exc: BaseException) -> bool:
         return sqlstate.startswith(_UNAVAILABLE_CLASSES)
     # SQLite and a PostgreSQL connection that failed before any answer carry no SQLSTATE.
     return isinstance(exc, sa_exc.OperationalError)
+
+
+def database_error_text(exc: BaseException) -> str | None:
+    """What a database failure says, for a one-line report: the driver's first line when the
+    database answered with an error, SQLAlchemy's own otherwise; None when `exc` is not a
+    database failure. Callers outside `store/` learn this without importing SQLAlchemy."""
+    if isinstance(exc, sa_exc.DBAPIError):
+        return f"database error: {first_line(str(exc.orig))}"
+    if isinstance(exc, sa_exc.SQLAlchemyError):
+        return first_line(str(exc))
+    return None
+
+
+def first_line(text: str) -> str:
+    """The first line of a message, or "unknown error" for an empty one."""
+    return text.strip().splitlines()[0] if text.strip() else "unknown error"

@@ -15,7 +15,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from upstream import __version__
 from upstream.store.engine import Store
@@ -67,8 +66,7 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
 
 
 def _schema_is_current(store: Store) -> bool:
-    with store.read() as conn:
-        conn.execute(text("SELECT 1"))
+    store.ping()
     return is_current(store)
 
 
