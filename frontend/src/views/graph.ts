@@ -90,6 +90,8 @@ const COMPARE_CHOICES: [Compare, string][] = [
   ["time", "an earlier time…"],
 ];
 
+const edges = (count: number) => `${count} edge${count === 1 ? "" : "s"}`;
+
 const listParam = (params: URLSearchParams, key: string) =>
   (params.get(key) ?? "").split(",").filter((part) => part);
 
@@ -178,7 +180,9 @@ async function diffOf(params: URLSearchParams, settings: GraphSettings): Promise
   const side = (s: { start: number; end: number; asOf?: string }) =>
     `${at(s.start)} – ${at(s.end)}${s.asOf ? ` as of ${new Date(s.asOf).toLocaleString()}` : ""}`;
   const graph = fromDiff(diff, { kind: "dataset", namespace: settings.namespace, name: settings.name });
-  return { graph, sides: `${side(diff.to)} against ${side(diff.from)}` };
+  // The API compares two windows as they are now: an as-of time is for comparing two times.
+  const now = asOf && settings.compare !== "time" ? " (windows as they are now: As of compares times under “an earlier time…”)" : "";
+  return { graph, sides: `${side(diff.to)} against ${side(diff.from)}${now}` };
 }
 
 function fieldGraphOf(target: Target, levels: number): Promise<ColumnGraph> {
@@ -790,7 +794,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
       const changed = (change: string) => graph.edges.filter((edge) => edge.change === change).length;
       current.reportDrawn(
         (comparing
-          ? `Compared ${compared}: ${changed("added")} edges added, ${changed("removed")} removed, ${changed("kept")} kept. `
+          ? `Compared ${compared}: ${edges(changed("added"))} added, ${changed("removed")} removed, ${changed("kept")} kept. `
           : "") +
           `Fetched in ${Math.round(receivedAt - requestedAt)} ms, laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
           (firstPaintAt ? `first level on screen after ${Math.round(firstPaintAt - requestedAt)} ms, ` : "") +

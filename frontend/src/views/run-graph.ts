@@ -145,7 +145,7 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
         { class: "legend muted" },
         h("span", { class: "key key-job" }, "run"),
         h("span", { class: "key key-dataset" }, "dataset version (as one run wrote it)"),
-        "A run reads the version the latest run that completed writing it before the read started wrote, unless the producer named another. Upstream is on the left.",
+        "Each read is joined to the run that wrote the version read: the one the producer named, else the last run that completed writing it before the read started. Upstream is on the left.",
       ),
       status,
     ),
