@@ -1325,6 +1325,13 @@ def test_as_of_shows_the_graph_as_it_was_and_carries(two_windows: str, page: Any
     page.wait_for_selector("table.readers")
     assert _state(page)["asOf"] == chosen
     assert _texts(page, "table.readers tbody td:nth-child(2)") == ["gone", "keeper"]
+    # And on to the field view, whose every request takes it.
+    page.click("a.button:text-is('Field lineage')")
+    page.wait_for_selector("input[name=asOf]")
+    assert _state(page)["asOf"] == chosen
+    assert page.locator("input[name=asOf]").input_value() == local
+    page.go_back()
+    page.wait_for_selector("table.readers")
     page.click("button[name=asOf-clear]")
     page.wait_for_selector("table.readers")
     page.wait_for_function("() => !location.hash.includes('asOf=')")
@@ -1385,6 +1392,11 @@ def test_run_graph_shows_the_run_that_made_what_it_read(server: LiveServer, page
     page.click("#graph-details button[name=recentre]")
     page.wait_for_function("(id) => location.hash.includes(id)", arg=runs["second_build"])
     assert _graph(page, "build")["edges"] == sorted([["raw", "build"], ["extract", "raw"]])
+    # A dataset's recent runs link to run graphs too.
+    page.goto(f"{server.url}/#/dataset?ns=runs&name=out")
+    page.click(f"table.runs a:has-text('{runs['report']}')")
+    _graph(page, "report")
+    assert _state(page)["id"] == runs["report"]
 
 
 def test_tags_are_marked_and_their_reach_shown(server: LiveServer, page: Any) -> None:
