@@ -28,7 +28,7 @@ function moment(iso: string | null | undefined): string {
 }
 
 /** Runs and versions as graph nodes, reads as version → run and writes as run → version. */
-export function runGraph(lineage: RunLineage): LineageGraph {
+function runGraph(lineage: RunLineage): LineageGraph {
   const runs = new Map<string, RunNode>(lineage.runs.map((run) => [run.runId, run]));
   const nodes: GraphNode[] = lineage.runs.map((run) => ({
     id: runNodeId(run.runId),
@@ -162,7 +162,7 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
   const receivedAt = performance.now();
   if (!canvas.isConnected) return;
   const own = lineage.runs.find((run) => run.runId === lineage.runId);
-  if (own) append(head, own);
+  if (own) describeRun(head, own);
   const graph = runGraph(lineage);
   const plan = drawing(graph, null, false);
   const at = placed(plan, await layOut(plan.layoutNodes, plan.layoutEdges));
@@ -225,7 +225,7 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
 }
 
 /** The run's job, state and times under the page's title. */
-function append(head: HTMLElement, run: RunNode): void {
+function describeRun(head: HTMLElement, run: RunNode): void {
   head.append(
     h(
       "p",
