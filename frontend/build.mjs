@@ -46,18 +46,28 @@ const page = written(
     define: { ELK_WORKER_URL: JSON.stringify(`assets/${worker[0]}`) },
   }),
 );
-const html = (await readFile("src/index.html", "utf8"))
-  .replace("%SCRIPT%", `assets/${named(page, "main", ".js")}`)
-  .replace("%STYLE%", `assets/${named(page, "style", ".css")}`);
-await writeFile(path.join(out, "index.html"), html);
-
-// The licences of the packages whose code the bundles carry, shipped beside them.
+// The licences of the packages whose code the bundles carry, and where their source is
+// (EPL-2.0, elkjs's licence, asks that whoever receives its compiled code is told): beside
+// the bundle in the package, and as an asset the page links to, since a browser that runs
+// the code never sees the package.
 const notices = [];
 for (const name of SHIPPED) {
-  const { version, license } = JSON.parse(await readFile(`node_modules/${name}/package.json`, "utf8"));
+  const { version, license, repository } = JSON.parse(await readFile(`node_modules/${name}/package.json`, "utf8"));
   const licence = ["LICENSE", "LICENSE.md"].map((file) => `node_modules/${name}/${file}`);
   const text = await readFile(licence[0], "utf8").catch(() => readFile(licence[1], "utf8"));
-  notices.push(`${name} ${version} (${license})\n\n${text.trim()}\n`);
+  const source = String(repository?.url ?? repository ?? "").replace(/^git\+/, "").replace(/\.git$/, "");
+  const where = `Source code: ${source} (version ${version}), also the npm package ${name}@${version}.`;
+  notices.push(`${name} ${version} (${license})\n${where}\n\n${text.trim()}\n`);
 }
-await writeFile(path.join(out, "THIRD-PARTY-NOTICES.txt"), notices.join(`\n${"-".repeat(72)}\n\n`));
-for (const name of [...worker, ...page]) console.log(`built ${name}`);
+const noticeText = notices.join(`\n${"-".repeat(72)}\n\n`);
+const noticeHash = createHash("sha256").update(noticeText).digest("hex").slice(0, 8).toUpperCase();
+const noticeAsset = `THIRD-PARTY-NOTICES-${noticeHash}.txt`;
+await writeFile(path.join(out, "THIRD-PARTY-NOTICES.txt"), noticeText);
+await writeFile(path.join(assets, noticeAsset), noticeText);
+
+const html = (await readFile("src/index.html", "utf8"))
+  .replace("%SCRIPT%", `assets/${named(page, "main", ".js")}`)
+  .replace("%STYLE%", `assets/${named(page, "style", ".css")}`)
+  .replace("%NOTICES%", `assets/${noticeAsset}`);
+await writeFile(path.join(out, "index.html"), html);
+for (const name of [...worker, ...page, noticeAsset]) console.log(`built ${name}`);

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, quote
 import httpx
 import pytest
 
-from tests.builders import PRODUCER, column_lineage, ds, run_event
+from tests.builders import PRODUCER, column_lineage, ds, run_event, schema_facet
 from tests.conftest import LiveServer, system_program
 from upstream import Destination, FieldOperation, LineageRecorder, Source
 from upstream.model.facets import TEMPORARY_FACET
@@ -620,6 +620,13 @@ def test_ui_is_served_with_cacheable_assets(server: LiveServer) -> None:
     assert asset.status_code == 200
     assert asset.headers["content-type"].startswith("text/javascript")
     assert "immutable" in asset.headers["cache-control"]
+    # The licences of the shipped code, with where its source is, reach the browser too.
+    notices_link = index.text.split('id="notices"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+    notices = httpx.get(f"{server.url}/{notices_link}")
+    assert notices.status_code == 200
+    assert "elkjs 0.12.1 (EPL-2.0 OR GPL-3.0-or-later)" in notices.text
+    assert "Source code: https://github.com/kieler/elkjs (version 0.12.1)" in notices.text
+    assert "Eclipse Public License - v 2.0" in notices.text
     missing = httpx.get(f"{server.url}/assets/nothing.js")
     assert missing.status_code == 404
     assert missing.json()["message"] == "name: no asset called 'nothing.js'"
@@ -1204,3 +1211,233 @@ def test_workflow_page_lists_its_jobs_and_runs(server: LiveServer, page: Any) ->
     assert "▣ nightly" in rolled
     assert "ingest_users" not in rolled
     assert "staging_tmp (temporary)" not in rolled
+
+
+# -- history: diffs, as of, run lineage; tags ------------------------------------------------------
+
+
+def _reads(job: str, when: datetime) -> dict[str, Any]:
+    """One run of `job` at `when` reading diffs/centre and writing nothing: one edge."""
+    return run_event(("diffs", job), time=when, inputs=[ds("diffs", "centre")])
+
+
+@pytest.fixture(scope="module")
+def two_windows(server: LiveServer) -> str:
+    """Two weeks of history around `centre`, worked out by hand: ten days ago `keeper` and
+    `gone` read it, two days ago `keeper` and `newcomer`. So this week against the week
+    before: centre → newcomer added, centre → gone removed, centre → keeper kept."""
+    now = datetime.now(UTC)
+    earlier, later = now - timedelta(days=10), now - timedelta(days=2)
+    _post(
+        server.url,
+        [
+            _reads("keeper", earlier),
+            _reads("gone", earlier),
+            _reads("keeper", later),
+            _reads("newcomer", later),
+        ],
+    )
+    return server.url
+
+
+def _changes(page: Any) -> dict[str, list[str]]:
+    """Per diff class, the drawn edges (`source>target`) and nodes carrying it."""
+    found: dict[str, list[str]] = page.evaluate(
+        """() => { const cy = window.__upstreamGraph.cy; const out = {};
+            const name = (id) => cy.getElementById(id).data('name');
+            for (const change of ['added', 'removed', 'kept']) {
+                out[change] = cy.edges(`.change-${change}`)
+                    .map((e) => `${name(e.data('source'))}>${name(e.data('target'))}`).sort();
+                out[`${change} nodes`] = cy.nodes(`.change-${change}`)
+                    .map((n) => n.data('name')).sort();
+            }
+            return out; }"""
+    )
+    return found
+
+
+#: What every way of comparing the two windows must colour.
+EXPECTED_DIFF = {
+    "added": ["centre>newcomer"],
+    "removed": ["centre>gone"],
+    "kept": ["centre>keeper"],
+    "added nodes": ["newcomer"],
+    "removed nodes": ["gone"],
+    "kept nodes": ["centre", "keeper"],
+}
+
+
+def test_compared_windows_colour_added_and_removed_edges(two_windows: str, page: Any) -> None:
+    page.goto(f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&levels=1")
+    assert _graph(page, "centre")["labels"] == ["centre", "keeper", "newcomer"]
+    assert _changes(page)["kept"] == []  # no diff drawn until one is asked for
+    page.select_option("select[name=compare]", "previous")
+    assert _state(page)["compare"] == "previous"
+    drawn = _graph(page, "centre")
+    assert drawn["labels"] == ["centre", "gone", "keeper", "newcomer"]
+    assert _changes(page) == EXPECTED_DIFF
+    status = page.locator("#graph-status").inner_text()
+    assert "1 edge added, 1 removed, 1 kept" in status
+    _shot(page, "17-diff", docs=True)
+    _click_node(page, "gone")
+    assert page.locator("button[name=expand-upstream]").count() == 0  # one answer's hop misleads
+    assert page.locator("button[name=paths-to]").count() == 1
+
+    # The same two weeks as two chosen windows, and as two times (the week before now
+    # against the week before five days ago).
+    now = datetime.now(UTC)
+    iso = lambda days: _quote((now - timedelta(days=days)).isoformat())  # noqa: E731
+    page.goto(
+        f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&levels=1&compare=window"
+        f"&compareStart={iso(14)}&compareEnd={iso(7)}"
+    )
+    _graph(page, "centre")
+    assert _changes(page) == EXPECTED_DIFF
+    page.goto(
+        f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&levels=1&compare=time"
+        f"&against={iso(5)}"
+    )
+    _graph(page, "centre")
+    assert _changes(page) == EXPECTED_DIFF
+    assert page.locator("input[name=against]").input_value() != ""
+
+
+def test_as_of_shows_the_graph_as_it_was_and_carries(two_windows: str, page: Any) -> None:
+    page.goto(f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&levels=1")
+    _graph(page, "centre")
+    before = _hash(page)
+    as_of = page.locator("input[name=asOf]")
+    # Five days ago, in the browser's time zone; the default window is the week before it.
+    local = page.evaluate(
+        """() => { const d = new Date(Date.now() - 5 * 86400000);
+            return new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16); }"""
+    )
+    as_of.fill(local)
+    assert _hash(page) == before  # nothing applies while it is typed
+    as_of.press("Enter")
+    page.wait_for_function("(before) => location.hash !== before", arg=before)
+    chosen = _state(page)["asOf"]
+    stated = datetime.fromisoformat(chosen)
+    assert abs(stated - (datetime.now(UTC) - timedelta(days=5))) < timedelta(minutes=2)
+    assert _graph(page, "centre")["labels"] == ["centre", "gone", "keeper"]
+    # It goes along to the dataset's page, whose readers are those of then.
+    page.click(".page-head h1 a")
+    page.wait_for_selector("table.readers")
+    assert _state(page)["asOf"] == chosen
+    assert _texts(page, "table.readers tbody td:nth-child(2)") == ["gone", "keeper"]
+    # And on to the field view, whose every request takes it.
+    page.click("a.button:text-is('Field lineage')")
+    page.wait_for_selector("input[name=asOf]")
+    assert _state(page)["asOf"] == chosen
+    assert page.locator("input[name=asOf]").input_value() == local
+    page.go_back()
+    page.wait_for_selector("table.readers")
+    page.click("button[name=asOf-clear]")
+    page.wait_for_selector("table.readers")
+    page.wait_for_function("() => !location.hash.includes('asOf=')")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('table.readers tbody td:nth-child(2)')]
+            .map((td) => td.innerText.trim()).join() === 'keeper,newcomer'"""
+    )
+
+
+def _run(job: str, run_id: str, start: datetime, **io: Any) -> list[dict[str, Any]]:
+    """A START and a COMPLETE of one run, six minutes apart; `io` on the COMPLETE."""
+    return [
+        run_event(("runs", job), run_id=run_id, event_type="START", time=start),
+        run_event(("runs", job), run_id=run_id, time=start + timedelta(minutes=6), **io),
+    ]
+
+
+def test_run_graph_shows_the_run_that_made_what_it_read(server: LiveServer, page: Any) -> None:
+    """`report` read `table` after two writes of it: the second is the run that made what
+    it read, and the first is nowhere in its upstream; `extract` made what that write read."""
+    runs = {
+        name: str(uuid.uuid4()) for name in ("extract", "first_build", "second_build", "report")
+    }
+    raw, table_, out = ds("runs", "raw"), ds("runs", "table"), ds("runs", "out")
+    _post(
+        server.url,
+        [
+            *_run("extract", runs["extract"], _recent(5), outputs=[raw]),
+            *_run("build", runs["first_build"], _recent(4), inputs=[raw], outputs=[table_]),
+            *_run("build", runs["second_build"], _recent(3), inputs=[raw], outputs=[table_]),
+            *_run("report", runs["report"], _recent(2), inputs=[table_], outputs=[out]),
+        ],
+    )
+    page.goto(f"{server.url}/#/job?ns=runs&name=report")
+    page.click(f"table.runs a:has-text('{runs['report']}')")
+    drawn = _graph(page, "report")
+    assert _state(page)["id"] == runs["report"]
+    shown = page.evaluate(
+        """() => window.__upstreamGraph.cy.nodes('[?runId]').map((n) => n.data('runId')).sort()"""
+    )
+    assert shown == sorted([runs["report"], runs["second_build"], runs["extract"]])
+    assert drawn["edges"] == sorted(
+        [["raw", "build"], ["build", "table"], ["table", "report"], ["extract", "raw"]]
+    )
+    _click_node(page, "build")
+    assert page.locator("#panel-run").inner_text() == runs["second_build"]
+    _shot(page, "18-run-graph", docs=True)
+    # One level: only the write that made what the run read.
+    page.fill("input[name=levels]", "1")
+    page.locator("input[name=levels]").dispatch_event("change")
+    _graph(page, "report")
+    one = page.evaluate(
+        """() => window.__upstreamGraph.cy.nodes('[?runId]').map((n) => n.data('runId')).sort()"""
+    )
+    assert one == sorted([runs["report"], runs["second_build"]])
+    # Centring on the write walks on from it.
+    _click_node(page, "build")
+    page.click("#graph-details button[name=recentre]")
+    page.wait_for_function("(id) => location.hash.includes(id)", arg=runs["second_build"])
+    assert _graph(page, "build")["edges"] == sorted([["raw", "build"], ["extract", "raw"]])
+    # A dataset's recent runs link to run graphs too.
+    page.goto(f"{server.url}/#/dataset?ns=runs&name=out")
+    page.click(f"table.runs a:has-text('{runs['report']}')")
+    _graph(page, "report")
+    assert _state(page)["id"] == runs["report"]
+
+
+def test_tags_are_marked_and_their_reach_shown(server: LiveServer, page: Any) -> None:
+    customers = ds("tags", "customers", schema=schema_facet(("id", "int"), ("email", "string")))
+    contacts = ds(
+        "tags",
+        "contacts",
+        schema=schema_facet(("contact", "string")),
+        columnLineage=column_lineage({"contact": [("tags", "customers", "email")]}),
+    )
+    _post(
+        server.url,
+        [
+            run_event(
+                ("tags", "copy_contacts"), time=_recent(), inputs=[customers], outputs=[contacts]
+            )
+        ],
+    )
+    base = f"{server.url}/api/v1"
+    for tag in ("PII", "gold"):
+        assert httpx.put(f"{base}/tags/{tag}", json={}).status_code == 200
+    assert httpx.post(f"{base}/namespaces/tags/datasets/customers/tags/gold").status_code == 200
+    field_tag = httpx.post(f"{base}/namespaces/tags/datasets/customers/fields/email/tags/PII")
+    assert field_tag.status_code == 200, field_tag.text
+
+    page.goto(f"{server.url}/#/dataset?ns=tags&name=customers")
+    page.wait_for_selector("table.fields")
+    assert _texts(page, "#dataset-tags a.tag") == ["gold"]
+    assert _texts(page, "table.fields .entity.tagged") == ["email"]
+    assert _texts(page, "table.fields tbody td:nth-child(4)") == ["", "PII"]
+    _shot(page, "19-tags", docs=True)
+    page.click("table.fields a.tag:text-is('PII')")
+    page.wait_for_selector("table.reach")
+    assert _state(page)["tag"] == "PII"
+    assert _texts(page, "table.tagged tbody td:first-child") == ["customers"]
+    assert _texts(page, "table.tagged .chips a") == ["email"]
+    assert _texts(page, "table.reach tbody td:first-child") == ["contacts"]
+    assert _texts(page, "table.reach .chips a") == ["contact"]
+    assert _texts(page, "table.reach .chips .origin") == ["columnLineage"]
+    _shot(page, "20-tag-reach", docs=True)
+    # The dataset's tag tags every field it lists.
+    page.goto(f"{server.url}/#/tag?tag=gold")
+    page.wait_for_selector("table.reach")
+    assert _texts(page, "table.tagged .chips a") == ["email", "id"]

@@ -89,6 +89,8 @@ export interface SchemaField {
   name: string;
   type?: string | null;
   description?: string | null;
+  /** Marquez's field tags (`PII`). */
+  tags?: string[];
 }
 
 export interface Dataset {
@@ -100,6 +102,8 @@ export interface Dataset {
   updatedAt?: string | null;
   lastModifiedAt?: string | null;
   sourceName?: string | null;
+  /** Marquez's dataset tags; a dataset's tag tags each of its fields. */
+  tags?: string[];
   fields?: SchemaField[];
   facets?: Record<string, unknown>;
 }
@@ -225,6 +229,73 @@ export interface FieldWithLineage {
   lineage: boolean;
 }
 
+/** A relation of a lineage diff: runs collapsed, so `runs` is a count (both sides' for a kept
+ * one). */
+export interface DiffRelation {
+  data: string;
+  program: string;
+  accesses: string[];
+  components: string[];
+}
+
+export interface DiffSide {
+  relations: (DiffRelation & { runs: number })[];
+  data: string[];
+  programs: string[];
+}
+
+/** `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff` (DESIGN §4.5). */
+export interface LineageDiff {
+  from: { start: number; end: number; asOf?: string };
+  to: { start: number; end: number; asOf?: string };
+  added: DiffSide;
+  removed: DiffSide;
+  kept: (DiffRelation & { runs: { from: number; to: number } })[];
+  data: Record<string, DataEntry>;
+  programs: Record<string, { entityId: EntityId }>;
+  truncated?: boolean;
+}
+
+export interface RunNode {
+  runId: string;
+  job: DatasetRef;
+  state?: string | null;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  level: number;
+}
+
+export interface DatasetVersion {
+  id: string;
+  dataset: DatasetRef;
+  version: string | null;
+  producerVersion?: string | null;
+  writtenBy: string | null;
+}
+
+/** `GET /v3/runs/{runId}/lineage`: runs and the dataset versions between them. */
+export interface RunLineage {
+  runId: string;
+  runs: RunNode[];
+  datasetVersions: DatasetVersion[];
+  edges: { type: "read" | "write"; run: string; datasetVersion: string }[];
+  truncated?: boolean;
+}
+
+export interface FieldsOfDataset {
+  dataset: DatasetRef;
+  fields: string[];
+  origins?: Record<string, string[]>;
+}
+
+/** `GET /v3/tags/{tag}/reach`: the tagged fields and every field downstream of them. */
+export interface TagReach {
+  tag: string;
+  levels: number;
+  tagged: FieldsOfDataset[];
+  reach: FieldsOfDataset[];
+}
+
 // ---- calls ----
 
 export const api = {
@@ -240,6 +311,10 @@ export const api = {
     getJson<LineageResponse>(path("v3", "namespaces", ns, "jobs", name, "lineage"), query),
   workflowContents: (ns: string, name: string, query: Query) =>
     getJson<WorkflowContents>(path("v3", "namespaces", ns, "jobs", name, "contents"), query),
+  lineageDiff: (ns: string, name: string, query: Query) =>
+    getJson<LineageDiff>(path("v3", "namespaces", ns, "datasets", name, "lineage", "diff"), query),
+  runLineage: (id: string, query: Query) => getJson<RunLineage>(path("v3", "runs", id, "lineage"), query),
+  tagReach: (tag: string, levels: number) => getJson<TagReach>(path("v3", "tags", tag, "reach"), { levels }),
   run: (id: string) => getJson<Run>(path("api", "v1", "jobs", "runs", id)),
   columnLineage: (nodeId: string, depth: number) =>
     getJson<ColumnGraph>("/api/v1/column-lineage", { nodeId, depth, withDownstream: "true" }),

@@ -29,13 +29,14 @@ export function drawing(graph: LineageGraph, columns: Columns | null, namespaces
   const layoutNodes: LayoutNode[] = [];
   const rowOffsets = new Map<string, { dataset: string; dy: number }>();
   for (const node of graph.nodes) {
-    const caption = texts.get(node.id) ?? fullLabel(node);
+    const caption = node.caption ?? texts.get(node.id) ?? fullLabel(node);
     const rows = columns?.rows.get(node.id) ?? [];
     const header = lineCount(caption) * LINE_HEIGHT + NODE_PADDING;
     const height = header + rows.length * ROW_HEIGHT + (rows.length ? ROW_GAP : 0);
     const top = header;
     elements.push({
       group: "nodes",
+      classes: node.change ? `change-${node.change}` : undefined,
       data: {
         ...node,
         label: fullLabel(node),
@@ -73,7 +74,9 @@ export function drawing(graph: LineageGraph, columns: Columns | null, namespaces
     });
   }
   const layoutEdges: LayoutEdge[] = graph.edges.map((edge) => ({ id: edge.id, source: edge.source, target: edge.target }));
-  for (const edge of graph.edges) elements.push({ group: "edges", data: { ...edge } });
+  for (const edge of graph.edges) {
+    elements.push({ group: "edges", classes: edge.change ? `change-${edge.change}` : undefined, data: { ...edge } });
+  }
   for (const edge of columns?.edges ?? []) {
     elements.push({ group: "edges", data: { ...edge, field: true } });
     layoutEdges.push(edge);

@@ -3,10 +3,12 @@
 // layout puts upstream on the left. Also the walks the graph's exploring needs: what lies
 // upstream or downstream of a node, and what lies on the paths between two nodes.
 
-import type { LineageResponse } from "./api";
+import type { DiffRelation, LineageDiff, LineageResponse } from "./api";
 
 export type NodeKind = "dataset" | "job" | "workflow";
 export type Direction = "both" | "upstream" | "downstream";
+/** How an element differs between the two sides of a diff. */
+export type Change = "added" | "removed" | "kept";
 
 export interface GraphNode {
   id: string;
@@ -15,6 +17,13 @@ export interface GraphNode {
   name: string;
   temporary: boolean;
   centre: boolean;
+  /** In a diff: only on the later side (added), only on the earlier (removed). */
+  change?: Change;
+  /** A caption made by the view (run lineage's runs and versions), used as it is. */
+  caption?: string;
+  /** Run lineage: the run this node is, or the run that wrote this dataset version. */
+  runId?: string;
+  version?: string;
 }
 
 export interface GraphEdge {
@@ -22,6 +31,8 @@ export interface GraphEdge {
   source: string;
   target: string;
   runs: number;
+  /** In a diff: on both sides (kept), only the later (added), only the earlier (removed). */
+  change?: Change;
 }
 
 export interface LineageGraph {
@@ -92,6 +103,48 @@ export function fromRelations(response: LineageResponse, centre: Centre): Lineag
     if (relation.accesses.includes("write")) edges.add(relation.program, relation.data, runs);
   }
   return { nodes, edges: edges.list(), truncated: response.truncated === true };
+}
+
+/** The (source, target) pairs a relation draws: a read dataset → program, a write program →
+ * dataset. */
+function pairsOf(relation: DiffRelation): [string, string][] {
+  const pairs: [string, string][] = [];
+  if (relation.accesses.includes("read")) pairs.push([relation.data, relation.program]);
+  if (relation.accesses.includes("write")) pairs.push([relation.program, relation.data]);
+  return pairs;
+}
+
+/**
+ * A lineage diff as one graph: every node of either side, each edge marked by the sides that
+ * draw it. Edges are compared as drawn (one per pair): a pair drawn by relations on both sides
+ * is kept even when the relations differ in accesses or components.
+ */
+export function fromDiff(diff: LineageDiff, centre: Centre): LineageGraph {
+  const graph = fromRelations(
+    { start: 0, end: 0, relations: [], data: diff.data, programs: diff.programs, truncated: diff.truncated },
+    centre,
+  );
+  const before = new Map<string, [string, string]>();
+  const after = new Map<string, [string, string]>();
+  const note = (sides: Map<string, [string, string]>[], relation: DiffRelation) => {
+    for (const [source, target] of pairsOf(relation)) {
+      for (const side of sides) side.set(edgeId(source, target), [source, target]);
+    }
+  };
+  diff.removed.relations.forEach((relation) => note([before], relation));
+  diff.added.relations.forEach((relation) => note([after], relation));
+  diff.kept.forEach((relation) => note([before, after], relation));
+  const edges: GraphEdge[] = [];
+  for (const [id, [source, target]] of new Map([...before, ...after])) {
+    const change: Change = before.has(id) && after.has(id) ? "kept" : after.has(id) ? "added" : "removed";
+    edges.push({ id, source, target, runs: 0, change });
+  }
+  const added = new Set([...diff.added.data, ...diff.added.programs]);
+  const removed = new Set([...diff.removed.data, ...diff.removed.programs]);
+  for (const node of graph.nodes) {
+    node.change = added.has(node.id) ? "added" : removed.has(node.id) ? "removed" : "kept";
+  }
+  return { ...graph, edges };
 }
 
 /** `base` with the nodes and edges of `extra` it lacks; the centre stays `base`'s. */

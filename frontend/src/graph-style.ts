@@ -93,6 +93,20 @@ export const STYLE: StylesheetJson = [
     selector: "edge[?field]",
     style: { "line-color": "#60a5fa", "target-arrow-color": "#60a5fa", width: 1.2, "z-index": 4 },
   },
+  // A diff: added green, removed red and dashed, kept as is; highlighted paths still win.
+  {
+    selector: "edge.change-added",
+    style: { "line-color": "#16a34a", "target-arrow-color": "#16a34a", width: 3 },
+  },
+  {
+    selector: "edge.change-removed",
+    style: { "line-color": "#dc2626", "target-arrow-color": "#dc2626", "line-style": "dashed", width: 3 },
+  },
+  { selector: "node.change-added", style: { "border-color": "#16a34a", "border-width": 3 } },
+  { selector: "node.change-removed", style: { "border-color": "#dc2626", "border-width": 3, "border-style": "dashed" } },
+  // Run lineage: a run, and a dataset version (a dataset as one run wrote it).
+  { selector: "node[?runId]", style: { shape: "round-tag" } },
+  { selector: "node[?version]", style: { "border-style": "double", "border-width": 3 } },
   { selector: ".dimmed", style: { opacity: 0.18 } },
   { selector: "node.upstream", style: { "border-color": "#2563eb", "border-width": 3 } },
   { selector: "node.downstream", style: { "border-color": "#c2410c", "border-width": 3 } },

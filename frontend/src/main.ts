@@ -6,7 +6,9 @@ import { renderDataset } from "./views/dataset";
 import { renderFields } from "./views/fields";
 import { renderGraph } from "./views/graph";
 import { renderJob } from "./views/job";
+import { renderRunGraph } from "./views/run-graph";
 import { renderSearch } from "./views/search";
+import { renderTag } from "./views/tag";
 
 type View = (root: HTMLElement, params: URLSearchParams) => Promise<void>;
 
@@ -16,6 +18,8 @@ const VIEWS: Partial<Record<string, View>> = {
   job: renderJob,
   graph: renderGraph,
   fields: renderFields,
+  run: renderRunGraph,
+  tag: renderTag,
 };
 
 function show(): void {

@@ -1,6 +1,6 @@
 // The whole view state lives in the URL hash (`#/<view>?<params>`), so any view can be shared
 // or bookmarked and the browser's back button walks through what the user looked at. The
-// controls a user sets once (window, levels, direction, collapse, rollup, graph display) are
+// controls a user sets once (window, as-of time, levels, direction, collapse, rollup, graph display) are
 // carried by every link to every view, so moving around never drops them.
 
 export interface Route {
@@ -13,6 +13,7 @@ export const CARRIED = [
   "window",
   "start",
   "end",
+  "asOf",
   "levels",
   "direction",
   "collapse",
@@ -75,6 +76,8 @@ export const links = {
   job: (ns: string, name: string) => href("job", { ns, name }),
   graph: (type: "dataset" | "job", ns: string, name: string) => href("graph", { type, ns, name }),
   fields: (ns: string, name: string, field?: string) => href("fields", { ns, name, field }),
+  run: (id: string) => href("run", { id }),
+  tag: (tag: string) => href("tag", { tag }),
 };
 
 // ---- time window (DESIGN §4.1) ----
@@ -93,6 +96,12 @@ export function windowQuery(params: URLSearchParams): { start: string; end: stri
   if (window === ALL_TIME) return { start: "0", end: "now" };
   const preset = (WINDOW_PRESETS as readonly string[]).includes(window) ? window : DEFAULT_WINDOW;
   return { start: `now-${preset}`, end: "now" };
+}
+
+/** The window and the "as of" time (`asOf`: the lineage as it stood then; DESIGN §4.5), for
+ * the endpoints that take both. */
+export function historyQuery(params: URLSearchParams): { start: string; end: string; asOf: string | null } {
+  return { ...windowQuery(params), asOf: params.get("asOf") };
 }
 
 /** The window's length in milliseconds, for offering "the same span, ending then". */

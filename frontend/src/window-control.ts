@@ -75,3 +75,48 @@ export function windowControl(
   }
   return h("label", { class: "control" }, "Window ", select, custom);
 }
+
+/**
+ * One instant picked with a date input (local time, stored as UTC ISO), applied on blur or
+ * Enter like the window's dates; `clear` empties it. `onChange` gets the new ISO value, or ""
+ * when cleared.
+ */
+export function instantInput(
+  name: string,
+  label: string,
+  value: string | null,
+  clear: string,
+  onChange: (iso: string) => void,
+): HTMLElement {
+  const input = h("input", { type: "datetime-local", name, "aria-label": label });
+  input.value = toLocalInput(value);
+  let applied = input.value;
+  const apply = () => {
+    if (input.value === applied) return;
+    applied = input.value;
+    onChange(toIso(input.value));
+  };
+  input.addEventListener("blur", apply);
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      apply();
+    }
+  });
+  const reset = h("button", { type: "button", name: `${name}-clear`, hidden: !value }, clear);
+  reset.addEventListener("click", () => {
+    input.value = "";
+    apply();
+  });
+  return h("span", { class: "instant" }, input, reset);
+}
+
+/** The "as of" control: the lineage as it stood at a time (`asOf`), empty for now. */
+export function asOfControl(params: URLSearchParams, onChange: (changes: Record<string, string>) => void): HTMLElement {
+  return h(
+    "label",
+    { class: "control", title: "The lineage as it stood at this time; the window ends then" },
+    "As of ",
+    instantInput("asOf", "As of", params.get("asOf"), "now", (iso) => onChange({ asOf: iso })),
+  );
+}

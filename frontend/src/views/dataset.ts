@@ -2,11 +2,12 @@
 
 import { api, type LineageResponse, type Run } from "../api";
 import { h, notice, replace, table, time } from "../dom";
-import { go, links, paramsObject, windowQuery } from "../route";
-import { windowControl } from "../window-control";
+import { go, historyQuery, links, paramsObject } from "../route";
+import { asOfControl, windowControl } from "../window-control";
 import { badge, errorText, jobLink, section } from "./common";
 import { latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
+import { tagChip } from "./tag";
 
 const RECENT_RUNS = 20;
 const JOBS_ASKED_FOR_RUNS = 10;
@@ -63,7 +64,8 @@ async function recentRuns(programs: Program[]): Promise<{ run: Run; program: Pro
 export async function renderDataset(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
-  const window = windowControl(params, (changes) => go("dataset", { ...paramsObject(params), ...changes }));
+  const change = (changes: Record<string, string>) => go("dataset", { ...paramsObject(params), ...changes });
+  const window = windowControl(params, change);
   const io = h("div", {}, notice("Loading writers and readers…"));
   const runs = h("div", {}, notice("Loading runs…"));
   const body = h("div", { class: "page" }, notice("Loading…"));
@@ -79,6 +81,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
         h("h1", {}, badge("dataset"), " ", h("span", { class: "entity-name" }, dataset.name)),
         h("p", { class: "muted wrap" }, dataset.namespace),
         dataset.description ? h("p", {}, dataset.description) : null,
+        dataset.tags?.length ? h("p", { class: "tags", id: "dataset-tags" }, "Tags: ", dataset.tags.map(tagChip)) : null,
         h(
           "p",
           { class: "actions" },
@@ -91,18 +94,19 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
         "Fields",
         fields.length
           ? table(
-              ["Name", "Type", "Description", ""],
+              ["Name", "Type", "Description", "Tags", ""],
               fields.map((field) => [
-                h("span", { class: "entity" }, field.name),
+                h("span", { class: field.tags?.length ? "entity tagged" : "entity" }, field.name),
                 field.type ?? "",
                 field.description ?? "",
+                h("span", { class: "tags" }, (field.tags ?? []).map(tagChip)),
                 h("a", { href: links.fields(namespace, name, field.name) }, "lineage"),
               ]),
               { class: "fields" },
             )
           : notice("No fields are known for this dataset."),
       ),
-      section("Writers and readers", h("div", { class: "controls" }, window), io),
+      section("Writers and readers", h("div", { class: "controls" }, window, asOfControl(params, change)), io),
       section("Recent runs", runs),
       section("Facets", facetList(dataset.facets)),
     );
@@ -111,7 +115,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
     return;
   }
   try {
-    const lineage = await api.datasetLineage(namespace, name, { ...windowQuery(params), levels: 1 });
+    const lineage = await api.datasetLineage(namespace, name, { ...historyQuery(params), levels: 1 });
     const programs = programsOf(lineage, namespace, name);
     const list = (access: string) => programs.filter((program) => program.accesses.has(access));
     const rows = (access: string) =>
@@ -143,7 +147,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
               h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
               time(run.startedAt),
               time(run.endedAt),
-              h("code", {}, run.id),
+              h("a", { href: links.run(run.id), title: "The runs that made what it read" }, h("code", {}, run.id)),
             ]),
             { class: "runs" },
           )

@@ -11,8 +11,8 @@ import {
 } from "../api";
 import { h, notice, replace } from "../dom";
 import { drawFieldGraph } from "../field-graph";
-import { go, links, paramsObject, windowQuery } from "../route";
-import { windowControl } from "../window-control";
+import { go, historyQuery, links, paramsObject } from "../route";
+import { asOfControl, windowControl } from "../window-control";
 import { datasetLink, errorText, section } from "./common";
 
 const DEFAULT_LEVELS = 1;
@@ -177,7 +177,8 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
   const field = params.get("field");
   const levelsValue = Number.parseInt(params.get("levels") ?? "", 10);
   const levels = Number.isFinite(levelsValue) && levelsValue >= 1 ? levelsValue : DEFAULT_LEVELS;
-  const window = windowQuery(params);
+  // Every field endpoint takes the as-of time too (docs/history.md).
+  const window = historyQuery(params);
   const change = (changes: Record<string, string>) => go("fields", { ...paramsObject(params), ...changes });
   const levelsInput = h("input", { type: "number", name: "levels", min: 1, max: 100, value: levels, "aria-label": "Levels" });
   levelsInput.addEventListener("change", () => change({ levels: levelsInput.value }));
@@ -197,6 +198,7 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
           "form",
           { class: "controls", onsubmit: (event: Event) => event.preventDefault() },
           windowControl(params, change),
+          asOfControl(params, change),
           h("label", { class: "control" }, "Levels across datasets ", levelsInput),
         ),
       ),

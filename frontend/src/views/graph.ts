@@ -12,12 +12,21 @@ import { type Columns, columnsOf } from "../columns";
 import { h, notice, replace } from "../dom";
 import { drawing, focusOn, fitAll, placed } from "../graph-canvas";
 import { KINDS, applyFilters, clearHighlight, focusPaths, highlight, search } from "../graph-explore";
-import { Adjacency, type Direction, type GraphNode, type LineageGraph, collapsed, fromRelations, merged } from "../graph-model";
+import {
+  Adjacency,
+  type Direction,
+  type GraphNode,
+  type LineageGraph,
+  collapsed,
+  fromDiff,
+  fromRelations,
+  merged,
+} from "../graph-model";
 import { STYLE } from "../graph-style";
 import { fullLabel } from "../labels";
 import { layOut } from "../layout";
-import { go, links, note, paramsObject, windowQuery } from "../route";
-import { windowControl } from "../window-control";
+import { go, historyQuery, links, note, paramsObject } from "../route";
+import { asOfControl, instantInput, windowControl } from "../window-control";
 import { errorText } from "./common";
 import { latestRunHint } from "./latest-run";
 
@@ -67,7 +76,21 @@ interface GraphSettings {
   find: string;
   from: string | null;
   to: string | null;
+  compare: Compare;
 }
+
+/** What a dataset graph is compared with (DESIGN §4.5): nothing, the window just before its
+ * own, another window (`compareStart`..`compareEnd`), or its lineage at an earlier time
+ * (`against`, the graph's own being `asOf` or now). */
+type Compare = "" | "previous" | "window" | "time";
+const COMPARE_CHOICES: [Compare, string][] = [
+  ["", "nothing"],
+  ["previous", "the window before"],
+  ["window", "another window…"],
+  ["time", "an earlier time…"],
+];
+
+const edges = (count: number) => `${count} edge${count === 1 ? "" : "s"}`;
 
 const listParam = (params: URLSearchParams, key: string) =>
   (params.get(key) ?? "").split(",").filter((part) => part);
@@ -94,6 +117,7 @@ function settingsOf(params: URLSearchParams): GraphSettings | null {
     find: params.get("find") ?? "",
     from: params.get("from"),
     to: params.get("to"),
+    compare: COMPARE_CHOICES.find(([value]) => value && value === params.get("compare"))?.[0] ?? "",
   };
 }
 
@@ -122,7 +146,7 @@ async function lineageOf(
   direction: Direction,
 ): Promise<LineageGraph> {
   const query = {
-    ...windowQuery(params),
+    ...historyQuery(params),
     levels,
     direction,
     collapse: settings.collapse,
@@ -133,6 +157,32 @@ async function lineageOf(
       ? await api.datasetLineage(target.namespace, target.name, query)
       : await api.jobLineage(target.namespace, target.name, query);
   return fromRelations(response, { kind: settings.type, namespace: settings.namespace, name: settings.name });
+}
+
+/** The centre dataset's lineage diff as one graph, and what it compared, in words. */
+async function diffOf(params: URLSearchParams, settings: GraphSettings): Promise<{ graph: LineageGraph; sides: string }> {
+  const { start, end, asOf } = historyQuery(params);
+  const shared = {
+    levels: settings.levels,
+    direction: settings.direction,
+    collapse: settings.collapse,
+    rollup: settings.rollup ? "workflow" : null,
+  };
+  const windows = (from: string | null) => ({ ...shared, to: `${start}..${end}`, from });
+  const query =
+    settings.compare === "time"
+      ? { ...shared, start, end, asOf: asOf ?? "now", against: params.get("against") }
+      : settings.compare === "window" && params.get("compareStart") && params.get("compareEnd")
+        ? windows(`${params.get("compareStart")}..${params.get("compareEnd")}`)
+        : windows(null);
+  const diff = await api.lineageDiff(settings.namespace, settings.name, query);
+  const at = (seconds: number) => new Date(seconds * 1000).toLocaleString();
+  const side = (s: { start: number; end: number; asOf?: string }) =>
+    `${at(s.start)} – ${at(s.end)}${s.asOf ? ` as of ${new Date(s.asOf).toLocaleString()}` : ""}`;
+  const graph = fromDiff(diff, { kind: "dataset", namespace: settings.namespace, name: settings.name });
+  // The API compares two windows as they are now: an as-of time is for comparing two times.
+  const now = asOf && settings.compare !== "time" ? " (windows as they are now: As of compares times under “an earlier time…”)" : "";
+  return { graph, sides: `${side(diff.to)} against ${side(diff.from)}${now}` };
 }
 
 function fieldGraphOf(target: Target, levels: number): Promise<ColumnGraph> {
@@ -195,11 +245,38 @@ function controls(settings: GraphSettings, params: URLSearchParams): HTMLElement
     h("label", { class: "control" }, "Levels ", levels),
     h("label", { class: "control" }, "Direction ", direction),
     windowControl(params, change),
+    asOfControl(params, change),
+    settings.type === "dataset" ? compareControl(settings, params, change) : null,
     h("fieldset", { class: "control" }, h("legend", {}, "Collapse"), collapse),
     toggle("rollup", settings.rollup, "Roll up workflows", "workflow"),
     toggle("columns", settings.columns, "Columns", "on"),
     toggle("namespaces", settings.namespaces, "Namespaces", "on"),
   );
+}
+
+/** "Compare with": a choice, and the dates the choice needs. */
+function compareControl(
+  settings: GraphSettings,
+  params: URLSearchParams,
+  change: (changes: Record<string, string>) => void,
+): HTMLElement {
+  const select = h(
+    "select",
+    { name: "compare", "aria-label": "Compare with" },
+    COMPARE_CHOICES.map(([value, text]) => h("option", { value, selected: value === settings.compare }, text)),
+  );
+  select.addEventListener("change", () => change({ compare: select.value }));
+  const dates =
+    settings.compare === "window"
+      ? [
+          instantInput("compareStart", "Compared window start", params.get("compareStart"), "×", (iso) => change({ compareStart: iso })),
+          " – ",
+          instantInput("compareEnd", "Compared window end", params.get("compareEnd"), "×", (iso) => change({ compareEnd: iso })),
+        ]
+      : settings.compare === "time"
+        ? instantInput("against", "Earlier time", params.get("against"), "×", (iso) => change({ against: iso }))
+        : null;
+  return h("label", { class: "control" }, "Compare with ", select, dates);
 }
 
 // ---- the view -------------------------------------------------------------------------------
@@ -217,6 +294,8 @@ class GraphSession {
   onPath: Set<string> | null = null;
   /** Bumped by every drawing; a layout that finishes after a newer one started is dropped. */
   generation = 0;
+  /** Drawing a lineage diff rather than one answer. */
+  comparing = false;
 
   constructor(
     readonly settings: GraphSettings,
@@ -414,8 +493,9 @@ class GraphSession {
       h(
         "div",
         { class: "panel-actions" },
-        button("expand-upstream", "＋ upstream", () => void this.expand(node, "upstream")),
-        button("expand-downstream", "＋ downstream", () => void this.expand(node, "downstream")),
+        // A compared graph is two answers at once: one more hop of one of them would mislead.
+        this.comparing ? null : button("expand-upstream", "＋ upstream", () => void this.expand(node, "upstream")),
+        this.comparing ? null : button("expand-downstream", "＋ downstream", () => void this.expand(node, "downstream")),
         button("collapse-upstream", "− upstream", () => void this.collapse(node, "upstream")),
         button("collapse-downstream", "− downstream", () => void this.collapse(node, "downstream")),
         button("paths-to", "Paths to…", () => this.startPaths(node.id)),
@@ -597,6 +677,8 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
   const explore = h("div", { class: "controls explore", id: "graph-explore" });
   const canvas = h("div", { class: "graph-canvas", id: "graph", "aria-label": "Lineage graph" });
   const kind = settings.type === "dataset" ? "Dataset" : "Job";
+  // Diffs are of dataset lineage; a job-centred graph keeps the choice for when it leads back.
+  const comparing = settings.compare !== "" && settings.type === "dataset";
   const page =
     settings.type === "dataset" ? links.dataset(settings.namespace, settings.name) : links.job(settings.namespace, settings.name);
   replace(
@@ -623,19 +705,27 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         h("span", { class: "key key-temporary" }, "temporary dataset"),
         h("span", { class: "key key-upstream" }, "upstream path"),
         h("span", { class: "key key-downstream" }, "downstream path"),
+        comparing ? [h("span", { class: "key key-added" }, "added"), h("span", { class: "key key-removed" }, "removed")] : null,
         "Upstream is on the left. Scroll to zoom.",
       ),
       status,
     ),
   );
   const current = new GraphSession(settings, params, canvas, panel, explore, status);
+  current.comparing = comparing;
   session = current;
   current.show(null);
   const route = location.hash;
   const requestedAt = performance.now();
   const centre: Target = { kind: settings.type, namespace: settings.namespace, name: settings.name };
-  const full = lineageOf(centre, params, settings, settings.levels, settings.direction);
-  const first = settings.levels > 1 ? lineageOf(centre, params, settings, 1, settings.direction) : null;
+  let compared = "";
+  const full = comparing
+    ? diffOf(params, settings).then(({ graph, sides }) => {
+        compared = sides;
+        return graph;
+      })
+    : lineageOf(centre, params, settings, settings.levels, settings.direction);
+  const first = !comparing && settings.levels > 1 ? lineageOf(centre, params, settings, 1, settings.direction) : null;
   const fields = settings.columns ? fieldGraphOf(centre, settings.levels) : Promise.resolve(null);
   let firstPaintAt: number | null = null;
   let done = false;
@@ -673,9 +763,9 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
   const receivedAt = performance.now();
   if (!canvas.isConnected) return; // the user moved on while the request ran
   if (!graph.edges.length) {
-    replace(status, "No lineage in this window.");
+    replace(status, comparing ? "No lineage on either side." : "No lineage in this window.");
     status.dataset.state = "empty";
-    const offer = await latestRunHint(centre, params, "graph");
+    const offer = comparing ? null : await latestRunHint(centre, params, "graph");
     if (offer && hint.isConnected) replace(hint, offer);
     if (!graph.nodes.length) return;
   }
@@ -701,8 +791,12 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
         complete: true,
       };
       window.__upstreamGraph = probe;
+      const changed = (change: string) => graph.edges.filter((edge) => edge.change === change).length;
       current.reportDrawn(
-        `Fetched in ${Math.round(receivedAt - requestedAt)} ms, laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
+        (comparing
+          ? `Compared ${compared}: ${edges(changed("added"))} added, ${changed("removed")} removed, ${changed("kept")} kept. `
+          : "") +
+          `Fetched in ${Math.round(receivedAt - requestedAt)} ms, laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
           (firstPaintAt ? `first level on screen after ${Math.round(firstPaintAt - requestedAt)} ms, ` : "") +
           `all drawn ${Math.round(drawnAt - requestedAt)} ms after the request.`,
       );

@@ -60,7 +60,7 @@ function contentsOf(contents: WorkflowContents): HTMLElement[] {
     table(
       ["Workflow run", "State", "Started", "Jobs run inside it"],
       contents.runs.map((run) => [
-        h("code", {}, run.id),
+        h("a", { href: links.run(run.id) }, h("code", {}, run.id)),
         stateOf(run),
         time(run.startedAt),
         run.jobRuns.length
@@ -127,7 +127,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
                 time(run.startedAt),
                 time(run.endedAt),
                 duration(run.durationMs),
-                h("code", {}, run.id),
+                h("a", { href: links.run(run.id), title: "The runs that made what it read" }, h("code", {}, run.id)),
               ]),
               { class: "runs" },
             )
