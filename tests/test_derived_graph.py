@@ -32,14 +32,14 @@ from tests.builders import (
 from tests.conftest import PG_ADMIN_URL
 from upstream.api.app import create_app
 from upstream.ingest.rebuild import needs_rebuild, rebuild
-from upstream.ingest.service import event_record
+from upstream.ingest.service import event_record, ingest_documents
 from upstream.model.events import parse_event
 from upstream.settings import Settings
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.flow_writer import DERIVED_VERSION
 from upstream.store.migrate import current_revision, head_revision, upgrade
-from upstream.store.state import read_state
+from upstream.store.state import read_state, write_state
 
 NS = "warehouse"
 WINDOW = {"start": (BASE_TIME - hours(48)).isoformat(), "end": (BASE_TIME + hours(48)).isoformat()}
@@ -446,3 +446,35 @@ def test_the_rebuild_command(client: TestClient, db_url: str, store: Store) -> N
     assert result.exit_code == 0, result.output
     assert f"replayed {len(story())} events" in result.output
     assert flow_rows(store) == before
+
+
+def test_a_database_filled_after_its_migration_is_not_derived_again(second_db_url: str) -> None:
+    """`upstream db upgrade`, then `upstream ingest --db`, then `upstream serve`: the events
+    were derived by the running rules as they were written, so the start rebuilds nothing."""
+    store = Store(second_db_url)
+    try:
+        upgrade(store)
+        assert not needs_rebuild(store)
+        ingest_documents(store, story(), batch=True)
+        upgrade(store)  # as every start does
+        assert not needs_rebuild(store)
+        with store.read() as conn:
+            assert read_state(conn) == {"derived_version": DERIVED_VERSION}
+    finally:
+        store.dispose()
+
+
+def test_a_store_with_events_of_unknown_rules_is_not_stamped(second_db_url: str) -> None:
+    """Only an empty store is taken as built by the running rules: one holding events whose
+    derivation is not recorded is rebuilt."""
+    store = Store(second_db_url)
+    try:
+        upgrade(store)
+        ingest_documents(store, story(), batch=True)
+        store.write(lambda conn: write_state(conn, derived_version=None))
+        upgrade(store)
+        assert needs_rebuild(store)
+        assert rebuild(store).events == len(story())
+        assert not needs_rebuild(store)
+    finally:
+        store.dispose()

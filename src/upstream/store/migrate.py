@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from upstream.store.engine import UNBOUNDED, Store
+from upstream.store.state import stamp_if_empty
 
 _LOCK_KEY = 0x55505354  # "UPST"
 
@@ -33,6 +34,8 @@ def upgrade(store: Store, revision: str = "head") -> None:
     """Bring the schema to `revision`."""
     with session_lock(store, _LOCK_KEY) as conn:
         command.upgrade(alembic_config(conn), revision)
+        if revision == "head":
+            stamp_if_empty(conn)
         conn.commit()
 
 

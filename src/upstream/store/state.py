@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.flow_writer import DERIVED_VERSION
 
 DERIVED_VERSION_KEY = "derived_version"
 REBUILD_VERSION_KEY = "rebuild_version"
@@ -52,3 +53,21 @@ def clear_derived(conn: Connection) -> None:
     """Empty every table derived from the events; the events themselves stay."""
     for table in DERIVED_TABLES:
         conn.execute(table.delete())
+
+
+def stamp_if_empty(conn: Connection) -> None:
+    """A store that holds no events has nothing to derive: its (empty) derived tables are
+    what the running rules build, so say so. Otherwise a database created by `upstream db
+    upgrade` (or a command's `--db`) and then filled by `upstream ingest --db` would be
+    derived again from every event when a server first starts on it."""
+    if conn.execute(sa.select(t.events.c.seq).limit(1)).first() is not None:
+        return
+    if read_state(conn).get(DERIVED_VERSION_KEY) != DERIVED_VERSION:
+        write_state(
+            conn,
+            **{
+                DERIVED_VERSION_KEY: DERIVED_VERSION,
+                REBUILD_VERSION_KEY: None,
+                REBUILD_SEQ_KEY: None,
+            },
+        )
