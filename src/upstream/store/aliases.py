@@ -81,13 +81,6 @@ def not_alias(dataset_id: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
     return ~sa.exists().where(a.id == dataset_id, a.canonical_id != a.id)
 
 
-def other_names(conn: Connection, dataset_id: uuid.UUID) -> list[DatasetRef]:
-    """The other identities of the dataset `dataset_id`, sorted (none when it has none)."""
-    group = sa.select(a.canonical_id).where(a.id == dataset_id).scalar_subquery()
-    query = sa.select(a.namespace, a.name).where(a.canonical_id == group, a.id != dataset_id)
-    return sorted(DatasetRef(row.namespace, row.name) for row in conn.execute(query))
-
-
 # -- recording claims -----------------------------------------------------------------------
 
 

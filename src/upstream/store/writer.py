@@ -66,9 +66,7 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     )
 
 
-def apply_facts(
-    conn: Connection, batch: list[EventFacts], now: datetime
-) -> frozenset[uuid.UUID]:
+def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> frozenset[uuid.UUID]:
     """Derive the stored facts of events already kept in `events` (a write, or a rebuild
     replaying them); `now` is when they were received. Returns the identities the batch's
     symlinks made aliases of another, whose earlier runs the caller re-derives."""
