@@ -312,3 +312,34 @@ def test_unknown_names_still_answer_404(client: TestClient) -> None:
     post(client, writer())
     assert client.get(marquez_path(HIVE, "sales.missing")).status_code == 404
     assert client.get(dataset_path(HIVE, "sales.missing") + "/lineage").status_code == 404
+
+
+def test_an_alias_no_event_read_still_finds_the_dataset(client: TestClient) -> None:
+    """Only the writer is stored: the Hive namespace was never named by an event, yet the
+    Hive name looks up the S3 dataset everywhere."""
+    post(client, writer())
+    document = get(client, marquez_path(HIVE, TABLE))
+    assert (document["namespace"], document["name"]) == (S3, ORDERS)
+    body = lineage(client, HIVE, TABLE, direction="upstream", levels=1)
+    assert relations(body) == {
+        (ORDERS_KEY, "job.spark.write_orders", "write"),
+        ("dataset.pg://shop.public.orders", "job.spark.write_orders", "read"),
+    }
+    graph = get(client, "/api/v1/lineage", nodeId=f"dataset:{HIVE}:{TABLE}", depth=1)["graph"]
+    assert f"dataset:{S3}:{ORDERS}" in {n["id"] for n in graph}
+    assert client.get(f"/api/v1/namespaces/{quote(HIVE, safe='')}").status_code == 404
+
+
+def test_a_claim_stated_again_changes_nothing(connected: TestClient) -> None:
+    """A later run of the writer states the same symlink: the groups and the graph stand."""
+    before = get(connected, "/v3/lineage/graph")
+    again = writer()
+    again["run"]["runId"] = "11111111-0000-4000-8000-000000000003"
+    post(connected, again)
+    after = get(connected, "/v3/lineage/graph")
+    assert sorted(after["data"]) == sorted(before["data"])
+    assert {(f["source"], f["target"]) for f in after["flows"]} == {
+        (f["source"], f["target"]) for f in before["flows"]
+    }
+    body = lineage(connected, REPORTS, "daily", direction="upstream", levels=2)
+    assert relations(body) == UPSTREAM_OF_DAILY

@@ -63,14 +63,12 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     for matches in id_filters(conn, t.namespaces.c.id, by_id):
         query = sa.select(t.namespaces.c.id).where(matches)
         known.extend(by_id[i] for i in conn.execute(query).scalars())
-    aliased = sa.select(t.dataset_aliases.c.namespace).where(
-        t.dataset_aliases.c.namespace.in_(candidates)
-    )
-    known.extend(set(conn.execute(aliased).scalars()) - set(known))
-    readings = parse_node_id(value, known)
+    readings = parse_node_id(value, candidates)
+    # An alias may be in a namespace no event named: it reads as the dataset it names.
+    canonical = canonical_refs(conn, {_entity_id(r) for r in readings if r.kind != "job"})
+    readings = [r for r in readings if r.namespace in known or _entity_id(r) in canonical]
     if readings:
         datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
-        canonical = canonical_refs(conn, datasets)
         datasets |= {ref.id for ref in canonical.values()}
         jobs = {JobRef(r.namespace, r.name).id for r in readings if r.kind == "job"}
         stored: set[uuid.UUID] = set()
@@ -79,7 +77,6 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
                 query = sa.select(table.c.id).where(matches, visible(table))
                 stored.update(conn.execute(query).scalars())
         for reading in readings:
-            # An alias reads as the dataset it names (DESIGN §3.3).
             ref = canonical.get(_entity_id(reading)) if reading.kind != "job" else None
             chosen = replace(reading, namespace=ref.namespace, name=ref.name) if ref else reading
             if _entity_id(chosen) in stored:
