@@ -8,11 +8,17 @@ The scenario: a Spark job `write_orders` writes `s3://bucket` `warehouse/orders`
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Connection
 
 from tests.builders import (
     BASE_TIME,
@@ -27,7 +33,9 @@ from tests.builders import (
     schema_facet,
 )
 from upstream.ingest.rebuild import rebuild
+from upstream.ingest.service import prepare, store_facts
 from upstream.store.engine import Store
+from upstream.store.writer import WriteResult, write_facts
 
 S3, ORDERS = "s3://bucket", "warehouse/orders"
 HIVE, TABLE = "hive://metastore", "sales.orders"
@@ -343,3 +351,36 @@ def test_a_claim_stated_again_changes_nothing(connected: TestClient) -> None:
     }
     body = lineage(connected, REPORTS, "daily", direction="upstream", levels=2)
     assert relations(body) == UPSTREAM_OF_DAILY
+
+
+def test_a_read_committed_while_the_claim_is_written_still_connects(
+    client: TestClient, store: Store
+) -> None:
+    """The reader's transaction is open (its rows not yet visible) when the writer's claim
+    arrives: the claim waits for it and then relinks its rows, so the read connects."""
+    started, release = threading.Event(), threading.Event()
+    read, write = reader(), writer()
+    # The two writes share no row and no run lock to wait on (locks key on an id's top half).
+    read["job"]["namespace"] = "reporting"
+    read["run"]["runId"], write["run"]["runId"] = str(uuid.uuid4()), str(uuid.uuid4())
+
+    def hold_open(conn: Connection) -> WriteResult:
+        result = write_facts(conn, prepare([read], batch=False), datetime.now(UTC))
+        started.set()
+        release.wait(10)
+        return result
+
+    with ThreadPoolExecutor(2) as pool:
+        reading = pool.submit(store.write, hold_open)
+        assert started.wait(10)
+        claiming = pool.submit(store_facts, store, prepare([write], batch=False))
+        time.sleep(0.5)
+        assert not claiming.done()  # it waits for the open read
+        release.set()
+        reading.result(10)
+        claiming.result(10)
+    body = lineage(client, REPORTS, "daily", direction="upstream", levels=2)
+    assert relations(body) == {
+        (data, program.replace("job.spark.report", "job.reporting.report"), access)
+        for data, program, access in UPSTREAM_OF_DAILY
+    }

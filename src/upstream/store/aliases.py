@@ -50,6 +50,10 @@ def canonical_batch(
     symlink claims; and the identities the claims turned from canonical into aliases."""
     stale = _record_claims(conn, batch)
     named = {ref.id for facts in batch for ref in _referenced(facts)}
+    # Shared against a concurrent regrouping of these names (`_record_claims`): it waits
+    # until this write commits, so its relink sees these rows; or this waits for it, and
+    # reads its groups (PostgreSQL writes read committed rows statement by statement).
+    advisory_xact_locks(conn, named, shared=True)
     canonical = canonical_refs(conn, named)
     if not canonical:
         return batch, stale
@@ -116,6 +120,7 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
         groups.setdefault(find(i), []).append(i)
     rows: list[dict[str, Any]] = []
     stale: set[uuid.UUID] = set()
+    moved: set[uuid.UUID] = set()
     for members in groups.values():
         canonical = min((refs[i] for i in members if i in reported), default=None)
         assert canonical is not None  # every group holds the identity that claimed
@@ -124,6 +129,8 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
             was_canonical = before is None or before.canonical == i
             if was_canonical and i != canonical.id:
                 stale.add(i)
+            if (before.canonical if before else i) != canonical.id:
+                moved.add(i)
             if before != _Member(refs[i], i in reported, canonical.id):
                 rows.append(
                     {
@@ -134,6 +141,8 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
                         "reported": i in reported,
                     }
                 )
+    # Writers naming a moved identity hold it shared (`canonical_batch`): wait for them.
+    advisory_xact_locks(conn, moved)
     for matches in id_filters(conn, a.id, [row["id"] for row in rows]):
         conn.execute(t.dataset_aliases.delete().where(matches))
     conn.execute(t.dataset_aliases.insert(), sorted(rows, key=lambda row: row["id"]))
