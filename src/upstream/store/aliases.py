@@ -33,6 +33,9 @@ from upstream.store import schema as t
 from upstream.store.dialect import advisory_xact_locks, id_filters
 
 _LOCK = stable_id("lock", "dataset_aliases")
+#: Names are locked by bucket, so a write of thousands of datasets takes at most this many
+#: locks (PostgreSQL's lock table is small); a regrouping waits for more writes than needed.
+LOCK_BUCKETS = 64
 a = t.dataset_aliases.c
 
 
@@ -53,11 +56,15 @@ def canonical_batch(
     # Shared against a concurrent regrouping of these names (`_record_claims`): it waits
     # until this write commits, so its relink sees these rows; or this waits for it, and
     # reads its groups (PostgreSQL writes read committed rows statement by statement).
-    advisory_xact_locks(conn, named, shared=True)
+    advisory_xact_locks(conn, _buckets(named), shared=True)
     canonical = canonical_refs(conn, named)
     if not canonical:
         return batch, stale
     return [_canonical_facts(facts, canonical) for facts in batch], stale
+
+
+def _buckets(ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
+    return {stable_id("dataset_aliases bucket", i.int % LOCK_BUCKETS) for i in ids}
 
 
 def canonical_refs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
@@ -142,7 +149,7 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
                     }
                 )
     # Writers naming a moved identity hold it shared (`canonical_batch`): wait for them.
-    advisory_xact_locks(conn, moved)
+    advisory_xact_locks(conn, _buckets(moved))
     for matches in id_filters(conn, a.id, [row["id"] for row in rows]):
         conn.execute(t.dataset_aliases.delete().where(matches))
     conn.execute(t.dataset_aliases.insert(), sorted(rows, key=lambda row: row["id"]))
