@@ -9,11 +9,9 @@ was interrupted continues from there with the same rules.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 from itertools import groupby
 from typing import Any
@@ -21,10 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.ingest.relink import replay_events
 from upstream.ingest.service import translate_document
-from upstream.ingest.sql_runs import with_run_sql_lineage
-from upstream.model.errors import InvalidInput
-from upstream.model.facts import EventFacts
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.flow_writer import DERIVED_VERSION
@@ -37,7 +33,6 @@ from upstream.store.state import (
     read_state,
     write_state,
 )
-from upstream.store.writer import apply_facts
 
 #: Events read and written per transaction, at most.
 BATCH_EVENTS = 500
@@ -95,18 +90,18 @@ def rebuild(
                 rows = conn.execute(_next_events(position)).all()
             if not rows:
                 break
-            for received_at, group in groupby(rows, key=lambda row: row.received_at):
+            for _, group in groupby(rows, key=lambda row: row.received_at):
                 events = list(group)
-                facts = _translated(events, refused)
                 last = events[-1].seq
-                store.write(partial(_apply, facts, received_at, last))
+                store.write(partial(_apply, events, refused, last))
                 position = last
                 done += len(events)
                 replayed += len(events)
                 if progress:
                     progress(done, total)
         store.write(_finish)
-    return RebuildReport(replayed, tuple(refused))
+    # A retried transaction translates its events again: each refusal counts once.
+    return RebuildReport(replayed, tuple(dict.fromkeys(refused)))
 
 
 def _start(conn: Connection) -> int:
@@ -149,18 +144,6 @@ def _next_events(position: int) -> sa.Select[Any]:
     )
 
 
-def _translated(events: list[Any], refused: list[int]) -> list[EventFacts]:
-    facts: list[EventFacts] = []
-    for seq, payload, _ in events:
-        try:
-            facts.append(translate_document(json.loads(payload)))
-        except InvalidInput:
-            refused.append(seq)
-    return facts
-
-
-def _apply(facts: list[EventFacts], received_at: datetime, last: int, conn: Connection) -> None:
-    if facts:
-        # The SQL step as a write does it: against what the run stored before (§3.3).
-        apply_facts(conn, with_run_sql_lineage(conn, facts), received_at)
+def _apply(events: list[Any], refused: list[int], last: int, conn: Connection) -> None:
+    replay_events(conn, events, translate_document, refused)
     write_state(conn, **{REBUILD_SEQ_KEY: str(last)})

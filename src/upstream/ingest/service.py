@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
+from upstream.ingest.relink import relink
 from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.ingest.translate import facts_for
 from upstream.model.errors import InvalidInput, Problem
@@ -34,7 +37,13 @@ def ingest_documents(
 def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
     """Write prepared events in one transaction (all-or-nothing)."""
     now = datetime.now(UTC)
-    return store.write(lambda conn: write_facts(conn, with_run_sql_lineage(conn, facts), now))
+
+    def write(conn: Connection) -> WriteResult:
+        result = write_facts(conn, with_run_sql_lineage(conn, facts), now)
+        relink(conn, result.stale, sorted(result.new_keys), translate_document)
+        return result
+
+    return store.write(write)
 
 
 def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> list[WriteResult]:

@@ -31,6 +31,7 @@ from upstream.query.run_order import newest_first
 from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
+from upstream.store.aliases import canonical_ref
 from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.engine import Store
@@ -223,10 +224,12 @@ def dataset_lineage(
 
 
 def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    """The dataset's id (the one it is an alias of, for an alias)."""
+    ref = canonical_ref(conn, DatasetRef(namespace, name))
+    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(ref.namespace))
     if conn.execute(known).first() is None:
         raise UnknownEntity(f"namespace {namespace!r} not found")
-    dataset_id = DatasetRef(namespace, name).id
+    dataset_id = ref.id
     exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)
     if conn.execute(exists).first() is None:
         raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")

@@ -19,6 +19,7 @@ from upstream.model.field_operations import OperationSet, SourceRef, operation_s
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.window import Window
 from upstream.store import schema as t
+from upstream.store.aliases import canonical_ref
 from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.window import edges_as_of, run_in_window
@@ -69,11 +70,12 @@ class OperationSets:
 
 
 def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
-    """The dataset, or UnknownField naming what is missing."""
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
+    """The dataset (the one it is an alias of, for an alias), or UnknownField naming what is
+    missing."""
+    ref = canonical_ref(conn, DatasetRef(namespace, name))
+    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(ref.namespace))
     if conn.execute(known).first() is None:
         raise UnknownField(f"namespace {namespace!r} not found")
-    ref = DatasetRef(namespace, name)
     exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == ref.id)
     if conn.execute(exists).first() is None:
         raise UnknownField(f"dataset {name!r} not found in namespace {namespace!r}")

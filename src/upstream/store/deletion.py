@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.aliases import not_alias
 from upstream.store.dialect import id_filters, insert_ignoring_conflicts
 
 Kind = Literal["namespace", "dataset", "job"]
@@ -32,8 +33,10 @@ def deleted(table: sa.Table) -> sa.ColumnElement[bool]:
 
 
 def visible(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[bool]:
-    """The condition under which a row of `table` appears in an answer."""
-    return sa.true() if include_deleted else ~sa.exists().where(_D.entity_id == table.c.id)
+    """The condition under which a row of `table` appears in an answer. A dataset that is
+    an alias of another never does: it is shown as that one (`upstream.store.aliases`)."""
+    shown = sa.true() if include_deleted else ~sa.exists().where(_D.entity_id == table.c.id)
+    return sa.and_(shown, not_alias(table.c.id)) if table is t.datasets else shown
 
 
 def is_deleted(conn: Connection, entity: uuid.UUID) -> bool:

@@ -118,15 +118,18 @@ def for_update(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
     return query.with_for_update() if conn.dialect.name == "postgresql" else query
 
 
-def advisory_xact_locks(conn: Connection, ids: Iterable[uuid.UUID]) -> None:
+def advisory_xact_locks(
+    conn: Connection, ids: Iterable[uuid.UUID], *, shared: bool = False
+) -> None:
     """Hold a PostgreSQL transaction-level advisory lock on each id until commit, taken in
-    key order so that two writers never wait on each other in a cycle. SQLite's write lock
-    already serialises writers."""
+    key order so that two writers never wait on each other in a cycle; `shared` ones only
+    exclude the exclusive ones. SQLite's write lock already serialises writers."""
     keys = sorted({_lock_key(i) for i in ids})
     if conn.dialect.name != "postgresql" or not keys:
         return
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
     conn.exec_driver_sql(
-        "SELECT pg_advisory_xact_lock(k) FROM (SELECT k FROM unnest(%(keys)s::bigint[]) AS k "
+        f"SELECT {function}(k) FROM (SELECT k FROM unnest(%(keys)s::bigint[]) AS k "
         "ORDER BY k) AS ordered",
         {"keys": keys},
     )

@@ -264,6 +264,20 @@ dataset_symlinks = sa.Table(
     sa.Column("type", sa.Text),
 )
 
+dataset_aliases = sa.Table(
+    "dataset_aliases",
+    metadata,
+    # The groups of identities that `symlinks` facets make one dataset (DESIGN §3.3;
+    # `upstream.store.aliases`): one row per identity in a group, with the group's canonical
+    # identity, which every derived row names. No foreign key: an alias may never be stored.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("canonical_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("namespace", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    # This identity reported a symlinks facet (only reporters can be canonical).
+    sa.Column("reported", sa.Boolean, nullable=False),
+)
+
 operation_sets = sa.Table(
     "operation_sets",
     metadata,

@@ -28,6 +28,7 @@ DERIVED_TABLES = (
     t.operation_sets,
     t.dataset_versions,
     t.dataset_symlinks,
+    t.dataset_aliases,
     t.edges,
     t.relations,
     t.runs,

@@ -28,6 +28,7 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
+from upstream.store.aliases import canonical_batch
 from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import aware, for_update, id_filters, insert_rows_ignoring
@@ -45,6 +46,8 @@ class WriteResult:
     stored: int
     duplicates: int
     new_keys: frozenset[str] = frozenset()
+    #: Identities the batch's symlinks made aliases (`upstream.store.aliases.forget_stale`).
+    stale: frozenset[uuid.UUID] = frozenset()
 
 
 def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) -> WriteResult:
@@ -54,18 +57,20 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
         unique.setdefault(facts.record.key, facts)
     new_keys = _insert_events(conn, list(unique.values()), now)
     fresh = [f for key, f in unique.items() if key in new_keys]
-    if fresh:
-        apply_facts(conn, fresh, now)
+    stale = apply_facts(conn, fresh, now) if fresh else frozenset()
     return WriteResult(
         stored=len(fresh),
         duplicates=len(batch) - len(fresh),
         new_keys=frozenset(f.record.key for f in fresh),
+        stale=stale,
     )
 
 
-def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> frozenset[uuid.UUID]:
     """Derive the stored facts of events already kept in `events` (a write, or a rebuild
-    replaying them); `now` is when they were received."""
+    replaying them); `now` is when they were received. Returns the identities the batch's
+    symlinks made aliases of another, whose earlier runs the caller re-derives."""
+    batch, stale = canonical_batch(conn, batch)
     _namespaces(conn, batch, now)
     _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
     _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
@@ -101,6 +106,7 @@ def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> Non
         },
     )
     _operation_sets(conn, batch, now)
+    return stale
 
 
 # -- events ---------------------------------------------------------------------------------

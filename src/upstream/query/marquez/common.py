@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from upstream.model.errors import shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
+from upstream.store.aliases import canonical_ref, canonical_refs
 from upstream.store.deletion import is_deleted, visible
 from upstream.store.dialect import id_filters
 
@@ -62,9 +63,13 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     for matches in id_filters(conn, t.namespaces.c.id, by_id):
         query = sa.select(t.namespaces.c.id).where(matches)
         known.extend(by_id[i] for i in conn.execute(query).scalars())
-    readings = parse_node_id(value, known)
+    readings = parse_node_id(value, candidates)
+    # An alias may be in a namespace no event named: it reads as the dataset it names.
+    canonical = canonical_refs(conn, {_entity_id(r) for r in readings if r.kind != "job"})
+    readings = [r for r in readings if r.namespace in known or _entity_id(r) in canonical]
     if readings:
         datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
+        datasets |= {ref.id for ref in canonical.values()}
         jobs = {JobRef(r.namespace, r.name).id for r in readings if r.kind == "job"}
         stored: set[uuid.UUID] = set()
         for table, ids in ((t.datasets, datasets), (t.jobs, jobs)):
@@ -72,8 +77,10 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
                 query = sa.select(table.c.id).where(matches, visible(table))
                 stored.update(conn.execute(query).scalars())
         for reading in readings:
-            if _entity_id(reading) in stored:
-                return reading
+            ref = canonical.get(_entity_id(reading)) if reading.kind != "job" else None
+            chosen = replace(reading, namespace=ref.namespace, name=ref.name) if ref else reading
+            if _entity_id(chosen) in stored:
+                return chosen
     raise NotFound(f"nodeId: no dataset or job matches {shown(value)}")
 
 
@@ -92,9 +99,11 @@ def require_namespace(conn: Connection, namespace: str, *, include_deleted: bool
 def require_dataset(
     conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
 ) -> uuid.UUID:
-    """The id of a stored dataset; NotFound names the namespace or the dataset missing."""
-    require_namespace(conn, namespace, include_deleted=include_deleted)
-    dataset_id = DatasetRef(namespace, name).id
+    """The id of a stored dataset (the one it is an alias of, for an alias); NotFound names
+    the namespace or the dataset missing."""
+    ref = canonical_ref(conn, DatasetRef(namespace, name))
+    require_namespace(conn, ref.namespace, include_deleted=include_deleted)
+    dataset_id = ref.id
     missing = f"dataset {name!r} not found in namespace {namespace!r}"
     _require(conn, t.datasets, dataset_id, missing, include_deleted)
     return dataset_id
