@@ -96,6 +96,8 @@ def not_alias(dataset_id: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
 
 
 def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.UUID]:
+    """Merge the batch's claims into the stored groups; return the identities that were
+    canonical (so stored rows may name them) and are aliases now."""
     claims = {
         (s.dataset, DatasetRef(s.namespace, s.name))
         for facts in batch
@@ -148,6 +150,8 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
                         "reported": i in reported,
                     }
                 )
+    if not rows:
+        return frozenset()  # a concurrent writer stored the same claims first
     # Writers naming a moved identity hold it shared (`canonical_batch`): wait for them.
     advisory_xact_locks(conn, _buckets(moved))
     for matches in id_filters(conn, a.id, [row["id"] for row in rows]):
