@@ -164,6 +164,21 @@ edges = sa.Table(
     sa.Column("target_run_id", sa.Uuid),
     sa.Column("transformations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    # The few edges with a job end, which every dataset walk steps over: without these the
+    # walk's recursive statement scanned the whole table (field edges, hundreds of
+    # thousands of rows) for them at every call.
+    sa.Index(
+        "ix_edges_from_job",
+        "target_dataset_id",
+        postgresql_where=sa.text("source_type = 'job'"),
+        sqlite_where=sa.text("source_type = 'job'"),
+    ),
+    sa.Index(
+        "ix_edges_to_job",
+        "source_dataset_id",
+        postgresql_where=sa.text("target_type = 'job'"),
+        sqlite_where=sa.text("target_type = 'job'"),
+    ),
 )
 
 flows = sa.Table(
