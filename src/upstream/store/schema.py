@@ -173,6 +173,18 @@ edges = sa.Table(
         postgresql_where=sa.text("source_type = 'job'"),
         sqlite_where=sa.text("source_type = 'job'"),
     ),
+    # The field edges into a dataset with everything a lineage diff compares, so reading
+    # them (once per run that made them) touches the index only, in the diff's group order.
+    sa.Index(
+        "ix_edges_field_pairs",
+        "target_dataset_id",
+        "source_dataset_id",
+        "source_field",
+        "target_field",
+        "run_id",
+        postgresql_where=sa.text("target_field IS NOT NULL"),
+        sqlite_where=sa.text("target_field IS NOT NULL"),
+    ),
     sa.Index(
         "ix_edges_to_job",
         "source_dataset_id",
