@@ -173,6 +173,40 @@ def test_now_in_the_window_means_as_of(client: TestClient) -> None:
     assert later["relations"] == []
 
 
+def read_through(component: str, time_offset: float) -> dict[str, Any]:
+    """build_x's declaration: it reads a through `component` and writes x."""
+    source = ds(NS, "a")
+    source["inputFacets"] = {"upstream_component": {"name": component}}
+    return job_event(
+        (NS, "build_x"),
+        time=BASE_TIME + hours(time_offset),
+        inputs=[source],
+        outputs=[ds(NS, "x")],
+    )
+
+
+@pytest.mark.parametrize("collapsed", [[], ["component"]])
+def test_components_of_declared_relations_are_those_of_then(
+    client: TestClient, collapsed: list[str]
+) -> None:
+    """build_x read a through its mapper (declared at 0h), then through its reducer (10h):
+    as of 5h the read of a is the mapper's, with the component lookup as with the walk."""
+    post_events(client, read_through("mapper", 0), read_through("reducer", 10))
+
+    def relations(**params: Any) -> list[tuple[str, list[str], list[str]]]:
+        body = get(client, X + "/lineage", direction="upstream", collapse=collapsed, **params)
+        return [(r["data"], r["accesses"], r["components"]) for r in body["relations"]]
+
+    assert relations() == [
+        ("dataset.wh.a", ["read"], ["reducer"]),
+        ("dataset.wh.x", ["write"], []),
+    ]
+    assert relations(asOf=iso(BASE_TIME + hours(5))) == [
+        ("dataset.wh.a", ["read"], ["mapper"]),
+        ("dataset.wh.x", ["write"], []),
+    ]
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -23,7 +23,7 @@ from upstream.model.errors import InvalidInput, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
-from upstream.query.field_edges import field_edges_among
+from upstream.query.field_edges import FieldEdge, Side, field_edges_among
 from upstream.store.engine import Store
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
@@ -156,8 +156,12 @@ def lineage_diff(
             )
     conn = store
     caps = (max_nodes, max_relations)
-    sides = [_Answer.of(conn, namespace, name, p, caps) for p in (params.before, params.after)]
-    before, after = sides
+    bodies = [_lineage(conn, namespace, name, p, caps) for p in (params.before, params.after)]
+    keys = [_dataset_keys(body) for body in bodies]
+    edges = field_edges_among(
+        conn, [Side(k, p.window) for k, p in zip(keys, (params.before, params.after), strict=True)]
+    )
+    before, after = (_Answer.of(body, k, e) for body, k, e in zip(bodies, keys, edges, strict=True))
     response: dict[str, Any] = {
         "from": _described(params.before),
         "to": _described(params.after),
@@ -177,6 +181,27 @@ def lineage_diff(
 
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
+#: A side's datasets by id: the answer's key for each and its entity id.
+DatasetKeys = dict[uuid.UUID, tuple[str, dict[str, Any]]]
+
+
+def _lineage(
+    conn: Connection, namespace: str, name: str, params: LineageParams, caps: tuple[int, int]
+) -> dict[str, Any]:
+    """One side's lineage answer with its runs collapsed: runs are what differ between the
+    sides, so a relation's identity leaves them out (its runs are counted)."""
+    runs_collapsed = replace(params, collapse=params.collapse | {"run"})
+    return dataset_lineage(
+        conn, namespace, name, runs_collapsed, max_nodes=caps[0], max_relations=caps[1]
+    )
+
+
+def _dataset_keys(body: dict[str, Any]) -> DatasetKeys:
+    keys: DatasetKeys = {}
+    for key, entry in body["data"].items():
+        entity = entry["entityId"]
+        keys[DatasetRef(entity["namespace"], entity["name"]).id] = (key, entity)
+    return keys
 
 
 @dataclass(frozen=True)
@@ -190,18 +215,7 @@ class _Answer:
     field_edges: dict[FieldEdgeKey, dict[str, Any]]
 
     @classmethod
-    def of(
-        cls,
-        conn: Connection,
-        namespace: str,
-        name: str,
-        params: LineageParams,
-        caps: tuple[int, int],
-    ) -> _Answer:
-        runs_collapsed = replace(params, collapse=params.collapse | {"run"})
-        body = dataset_lineage(
-            conn, namespace, name, runs_collapsed, max_nodes=caps[0], max_relations=caps[1]
-        )
+    def of(cls, body: dict[str, Any], keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
         relations: dict[RelationId, dict[str, Any]] = {}
         runs: dict[RelationId, int] = {}
         for relation in body["relations"]:
@@ -213,18 +227,12 @@ class _Answer:
             )
             relations[key] = {k: v for k, v in relation.items() if k != "runs"}
             runs[key] = len(relation["runs"])
-        return cls(body, relations, runs, _field_edges(conn, body, params))
+        return cls(body, relations, runs, _field_edges(keys, edges))
 
 
-def _field_edges(
-    conn: Connection, body: dict[str, Any], params: LineageParams
-) -> dict[FieldEdgeKey, dict[str, Any]]:
-    keys: dict[uuid.UUID, tuple[str, dict[str, Any]]] = {}
-    for key, entry in body["data"].items():
-        entity = entry["entityId"]
-        keys[DatasetRef(entity["namespace"], entity["name"]).id] = (key, entity)
+def _field_edges(keys: DatasetKeys, edges: set[FieldEdge]) -> dict[FieldEdgeKey, dict[str, Any]]:
     found: dict[FieldEdgeKey, dict[str, Any]] = {}
-    for edge in field_edges_among(conn, keys, params.window):
+    for edge in edges:
         (source_key, source), (target_key, target) = keys[edge.source], keys[edge.target]
         found[(source_key, edge.source_field, target_key, edge.target_field)] = {
             "source": {

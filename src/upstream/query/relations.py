@@ -120,9 +120,12 @@ def components_of(
     return found
 
 
-def declared_relations_of_jobs(conn: Connection, job_ids: Collection[uuid.UUID]) -> set[Relation]:
-    """The relations the latest JobEvent of each of `job_ids` declared (no run)."""
-    r = t.relations.c
+def declared_relations_of_jobs(
+    conn: Connection, job_ids: Collection[uuid.UUID], window: Window | None
+) -> set[Relation]:
+    """The relations the JobEvent of each of `job_ids` in force at the window's `as_of`
+    time declared (no run): the latest one without it."""
+    r = relations_as_of(window).c
     found: set[Relation] = set()
     for matches in id_filters(conn, r.job_id, job_ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(

@@ -67,7 +67,7 @@ class WalkReads:
         )
         self._of_runs = KeyedRows(lambda ids: relations_of_runs(conn, ids, window), _run_of)
         self._declared = KeyedRows(
-            lambda ids: declared_relations_of_jobs(conn, ids), lambda r: r.job_id
+            lambda ids: declared_relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
         direction: Direction = "upstream" if mode == "upstream" else "downstream"
         self._flows = KeyedRows(

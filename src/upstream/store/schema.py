@@ -164,6 +164,33 @@ edges = sa.Table(
     sa.Column("target_run_id", sa.Uuid),
     sa.Column("transformations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    # The few edges with a job end, which every dataset walk steps over: without these the
+    # walk's recursive statement scanned the whole table (field edges, hundreds of
+    # thousands of rows) for them at every call.
+    sa.Index(
+        "ix_edges_from_job",
+        "target_dataset_id",
+        postgresql_where=sa.text("source_type = 'job'"),
+        sqlite_where=sa.text("source_type = 'job'"),
+    ),
+    # The field edges into a dataset with everything a lineage diff compares, so reading
+    # them (once per run that made them) touches the index only, in the diff's group order.
+    sa.Index(
+        "ix_edges_field_pairs",
+        "target_dataset_id",
+        "source_dataset_id",
+        "source_field",
+        "target_field",
+        "run_id",
+        postgresql_where=sa.text("target_field IS NOT NULL"),
+        sqlite_where=sa.text("target_field IS NOT NULL"),
+    ),
+    sa.Index(
+        "ix_edges_to_job",
+        "source_dataset_id",
+        postgresql_where=sa.text("target_type = 'job'"),
+        sqlite_where=sa.text("target_type = 'job'"),
+    ),
 )
 
 flows = sa.Table(

@@ -32,15 +32,20 @@ def run_in_window(
     overlapping = (
         sa.select(sa.literal(1))
         .select_from(run)
-        .where(
-            run.c.id == run_id,
-            run.c.started_at < window.end,
-            sa.or_(run.c.ended_at.is_(None), run.c.ended_at >= window.start),
-            run_started_by(run, window.as_of),
-        )
+        .where(run.c.id == run_id, run_overlaps(run, window))
         .exists()
     )
     return sa.or_(run_id.is_(None), overlapping)
+
+
+def run_overlaps(run: sa.FromClause, window: Window) -> sa.ColumnElement[bool]:
+    """The run (a `runs` row) overlaps `window` and had started by its `as_of` time: for a
+    statement that joins the runs itself, to test one row against several windows."""
+    return sa.and_(
+        run.c.started_at < window.end,
+        sa.or_(run.c.ended_at.is_(None), run.c.ended_at >= window.start),
+        run_started_by(run, window.as_of),
+    )
 
 
 def run_started_by(
