@@ -6,8 +6,8 @@ a job. Nothing indexed them by type, so the walk's recursive statement read the 
 A lineage diff reads the field edges into its datasets (one row per run that made each);
 an index holding the columns it compares spares it the table rows and the grouping sort.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
