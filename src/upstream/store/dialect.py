@@ -89,16 +89,18 @@ def _insert_sqlite_rows(
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
     tail = f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
     one_row = "(" + ", ".join("?" * len(columns)) + ")"
-    names = [c.name for c in columns]
     inserted: set[Any] = set()
     for part in chunks(rows, _SQLITE_ROWS):
-        params: list[Any] = []
-        for row in part:
-            for name, processor in zip(names, convert, strict=True):
-                value = row[name]
-                params.append(value if processor is None else processor(value))
+        # Column by column (one `map` per column), then interleaved row by row.
+        values = [
+            [row[c.name] for row in part]
+            if processor is None
+            else list(map(processor, [row[c.name] for row in part]))
+            for c, processor in zip(columns, convert, strict=True)
+        ]
+        params = tuple(value for row in zip(*values, strict=True) for value in row)
         sql = head + ", ".join([one_row] * len(part)) + tail
-        found = conn.exec_driver_sql(sql, tuple(params)).scalars().all()
+        found = conn.exec_driver_sql(sql, params).scalars().all()
         inserted.update(read_key(value) for value in found)
     return inserted
 
