@@ -10,12 +10,12 @@ that the large workload never sits in memory whole; only the writing and the com
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from upstream.model.json_text import content_key
 from upstream.store.engine import Store
 
 TABLE = "ceiling_events"
@@ -24,11 +24,8 @@ _DDL = f"CREATE TABLE {TABLE} (event_key VARCHAR(64) PRIMARY KEY, payload TEXT N
 
 
 def event_key(payload: str) -> str:
-    """The SHA-256 of the event's canonical JSON (sorted keys, no spaces)."""
-    canonical = json.dumps(
-        json.loads(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """The SHA-256 of the event's canonical JSON (sorted keys, no spaces), as Upstream's."""
+    return content_key(json.loads(payload))
 
 
 def ceiling_seconds(url: str, payloads: Iterable[str]) -> float:

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.api.errors import ApiError
 from upstream.api.json_shape import ShapeLimits, check_batch_size, check_shape
+from upstream.model import json_text
 from upstream.model.errors import join_path, json_syntax_reason
 
 _JSON_TYPES = ("application/json", "application/x-ndjson", "text/json")
@@ -30,7 +31,7 @@ MAX_JSON_DEPTH = 100
 
 #: Escapes that decode to text PostgreSQL cannot store: NUL, and UTF-16 surrogate halves
 #: (a lone half is no character at all). Only bodies that contain one are walked in full.
-_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 #: Bodies above this size are parsed off the event loop (a thread hand-off costs more than
 #: parsing a small body).
 _OFF_LOOP_BYTES = 64 * 1024
@@ -104,7 +105,18 @@ def inflate(raw: bytes, max_bytes: int) -> bytes:
 
 def parse_json(raw: bytes) -> Any:
     """Strict JSON: UTF-8, no NaN or Infinity, numbers a database can hold, bounded nesting,
-    and no string a database would refuse."""
+    and no string a database would refuse.
+
+    orjson parses what it can parse exactly (`json_text.loads`); the rest, and every body it
+    refuses, goes to `json`, whose complaints are the ones answered."""
+    document = json_text.loads(raw)
+    if document is None:
+        document = _parse_slowly(raw)
+    check_document(document, strings=_SUSPECT_ESCAPE.search(raw) is not None)
+    return document
+
+
+def _parse_slowly(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -123,7 +135,6 @@ def parse_json(raw: bytes) -> Any:
         raise ApiError(400, f"body: JSON is nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:  # a number too long to convert, or a constant refused above
         raise ApiError(400, f"body: {str(exc).split(';')[0]}") from None
-    check_document(document, strings=_SUSPECT_ESCAPE.search(text) is not None)
     return document
 
 
@@ -141,7 +152,10 @@ def _finite_float(literal: str) -> float:
 def check_document(document: Any, *, strings: bool) -> None:
     """Refuse nesting deeper than MAX_JSON_DEPTH and, when `strings`, keys or values holding
     NUL or a lone surrogate; the message names the path. Walks with a stack, not recursion,
-    and spells a path out only for the value it complains about."""
+    and spells a path out only for the value it complains about. Most documents need only
+    their containers counted, level by level, which is far cheaper than visiting each value."""
+    if not strings and _depth_within(document, MAX_JSON_DEPTH):
+        return
     stack: list[tuple[Any, int, _Trail]] = [(document, 1, None)]
     while stack:
         value, depth, trail = stack.pop()
@@ -156,6 +170,23 @@ def check_document(document: Any, *, strings: bool) -> None:
             stack.extend((item, depth + 1, (trail, i)) for i, item in enumerate(value))
         elif strings and isinstance(value, str):
             _check_text(value, trail)
+
+
+def _depth_within(document: Any, limit: int) -> bool:
+    """Whether no array or object of `document` is nested deeper than `limit` levels."""
+    level = [document] if isinstance(document, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        level = [
+            item
+            for container in level
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, dict | list)
+        ]
+    return True
 
 
 #: Where a value sits: (the parent's trail, key or index), None for the whole document.

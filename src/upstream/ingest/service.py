@@ -3,8 +3,6 @@ batch in one transaction. A batch is all-or-nothing; re-posting an event changes
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +16,7 @@ from upstream.model.errors import InvalidInput, Problem
 from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.json_text import content_key, dumps
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult, write_facts
 
@@ -81,11 +80,11 @@ def translate_document(document: Any, *, sql_lineage: bool = True) -> EventFacts
 
 
 def event_record(event: OpenLineageEvent, document: dict[str, Any]) -> EventRecord:
-    """The event as it will be kept: its content verbatim, keyed by a hash of that content."""
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The event as it will be kept: its content verbatim, keyed by a hash of that content.
+    Each is written once, by orjson (`upstream.model.json_text`)."""
     record = EventRecord(
-        key=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
-        payload=json.dumps(document, separators=(",", ":"), ensure_ascii=False),
+        key=content_key(document),
+        payload=dumps(document),
         event_type=type(event).__name__,
         event_kind=getattr(event, "eventType", None),
         event_time=event.eventTime,

@@ -13,7 +13,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
 from upstream.model.errors import InvalidInput, from_validation_error
 
@@ -88,27 +95,27 @@ class _Lenient(BaseModel):
 
 class RunInfo(_Lenient):
     runId: RunId
-    facets: Facets = {}
+    facets: Facets = Field(default_factory=dict)
 
 
 class JobInfo(_Lenient):
     namespace: Name
     name: Name
-    facets: Facets = {}
+    facets: Facets = Field(default_factory=dict)
 
 
 class DatasetInfo(_Lenient):
     namespace: Name
     name: Name
-    facets: Facets = {}
+    facets: Facets = Field(default_factory=dict)
 
 
 class InputDataset(DatasetInfo):
-    inputFacets: Facets = {}
+    inputFacets: Facets = Field(default_factory=dict)
 
 
 class OutputDataset(DatasetInfo):
-    outputFacets: Facets = {}
+    outputFacets: Facets = Field(default_factory=dict)
 
 
 Inputs = Annotated[list[InputDataset], BeforeValidator(_none_to_empty_list)]
@@ -125,16 +132,16 @@ class RunEvent(_EventBase):
     eventType: EventType | None = None
     run: RunInfo
     job: JobInfo
-    inputs: Inputs = []
-    outputs: Outputs = []
+    inputs: Inputs = Field(default_factory=list)
+    outputs: Outputs = Field(default_factory=list)
 
 
 class JobEvent(_EventBase):
     # A JobEvent needs no eventType; producers that send one are not rejected for it.
     eventType: EventType | None = None
     job: JobInfo
-    inputs: Inputs = []
-    outputs: Outputs = []
+    inputs: Inputs = Field(default_factory=list)
+    outputs: Outputs = Field(default_factory=list)
 
 
 class DatasetEvent(_EventBase):

@@ -75,11 +75,11 @@ class LineageDatasetInput(_Facet):
     namespace: Name
     name: Name
     field: Name | None = None
-    transformations: Transformations = []
+    transformations: Transformations = Field(default_factory=list)
 
 
 class LineageJobInput(_JobIdentity):
-    transformations: Transformations = []
+    transformations: Transformations = Field(default_factory=list)
 
 
 #: A lineage input, told apart by its `type` (DATASET or JOB).
@@ -101,7 +101,7 @@ class LineageDatasetEntry(_Facet):
 
 
 class LineageJobEntry(_JobIdentity):
-    inputs: LineageInputs = []
+    inputs: LineageInputs = Field(default_factory=list)
 
 
 LineageEntry = Annotated[LineageDatasetEntry | LineageJobEntry, Field(discriminator="type")]
@@ -124,7 +124,7 @@ class ColumnInputField(_Facet):
     namespace: Name
     name: Name
     field: Name
-    transformations: Transformations = []
+    transformations: Transformations = Field(default_factory=list)
 
 
 class ColumnField(_Facet):
@@ -137,18 +137,24 @@ class ColumnLineageFacet(_Facet):
     """`columnLineage`: output fields from input fields; `dataset` holds dataset-wide inputs."""
 
     fields: Annotated[dict[Name, ColumnField], BeforeValidator(lambda v: {} if v is None else v)]
-    dataset: Annotated[list[ColumnInputField], BeforeValidator(_none_to_empty_list)] = []
+    dataset: Annotated[list[ColumnInputField], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
 
 
 class SchemaField(_Facet):
     name: Name
     type: str | None = None
     description: str | None = None
-    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = []
+    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
 
 
 class SchemaFacet(_Facet):
-    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = []
+    fields: Annotated[list[SchemaField], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
 
 
 class SymlinkIdentifier(_Facet):
@@ -158,7 +164,9 @@ class SymlinkIdentifier(_Facet):
 
 
 class SymlinksFacet(_Facet):
-    identifiers: Annotated[list[SymlinkIdentifier], BeforeValidator(_none_to_empty_list)] = []
+    identifiers: Annotated[list[SymlinkIdentifier], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
 
 
 class LifecycleStateChangeFacet(_Facet):

@@ -25,6 +25,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
+from upstream.model.json_text import dumps
 from upstream.store.deadlines import SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 
@@ -180,6 +181,7 @@ def _postgresql_engine(
     engine = sa.create_engine(
         url,
         echo=echo,
+        json_serializer=dumps,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=timeouts.pool,
@@ -242,7 +244,9 @@ def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
     if url.database and url.database != ":memory:":
         Path(url.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
         pool["pool_timeout"] = timeouts.pool  # an in-memory database has one connection
-    engine = sa.create_engine(url, echo=echo, connect_args={"timeout": timeouts.lock}, **pool)
+    engine = sa.create_engine(
+        url, echo=echo, json_serializer=dumps, connect_args={"timeout": timeouts.lock}, **pool
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, record: Any) -> None:

@@ -1,0 +1,108 @@
+"""`insert_rows_ignoring`, the one bulk insert of the write path: every value stored as its
+column type stores it, the rows already there left alone, and exactly the new keys returned.
+SQLite takes multi-row VALUES lists, PostgreSQL one `unnest` of arrays."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from upstream.store import schema as t
+from upstream.store.dialect import aware, insert_rows_ignoring
+from upstream.store.engine import Store
+
+NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+
+
+def namespace_row(name: str) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid5(uuid.NAMESPACE_URL, name),
+        "name": name,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+def dataset_row(namespace: dict[str, Any], name: str, facets: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace['name']}/{name}"),
+        "namespace_id": namespace["id"],
+        "namespace": namespace["name"],
+        "name": name,
+        "description": None,
+        "source_name": "warehouse ✓",
+        "fields": [{"name": "id", "type": "bigint"}],
+        "facets": facets,
+        "declared_at": None,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+
+
+def test_new_rows_are_stored_as_given_and_their_keys_returned(store: Store) -> None:
+    space = namespace_row("db")
+    first = dataset_row(space, "orders", {"stats": {"rows": 2**70, "ratio": 1e-07}})
+    second = dataset_row(space, "customers", {"owner": "é"})
+    assert store.write(lambda c: insert_rows_ignoring(c, t.namespaces, [space], "id")) == {
+        space["id"]
+    }
+    new = store.write(lambda c: insert_rows_ignoring(c, t.datasets, [first, second], "id"))
+    assert new == {first["id"], second["id"]}
+    with store.read() as conn:
+        rows = {r.name: r._asdict() for r in conn.execute(sa.select(t.datasets))}
+    assert set(rows) == {"orders", "customers"}
+    stored = rows["orders"]
+    assert stored["id"] == first["id"]
+    assert stored["namespace_id"] == space["id"]
+    assert stored["facets"] == {"stats": {"rows": 2**70, "ratio": 1e-07}}  # beyond 64 bits
+    assert stored["fields"] == [{"name": "id", "type": "bigint"}]
+    assert stored["source_name"] == "warehouse ✓"
+    assert stored["description"] is None
+    assert aware(stored["created_at"]) == NOW
+    assert stored["declared_at"] is None
+
+
+def test_rows_already_stored_are_left_alone_and_not_returned(store: Store) -> None:
+    space = namespace_row("db")
+    kept = dataset_row(space, "orders", {"v": 1})
+    store.write(lambda c: insert_rows_ignoring(c, t.namespaces, [space], "id"))
+    store.write(lambda c: insert_rows_ignoring(c, t.datasets, [kept], "id"))
+    again = {**kept, "facets": {"v": 2}}
+    fresh = dataset_row(space, "refunds", {})
+    # More rows than one SQLite statement takes, so the chunks are exercised too.
+    many = [dataset_row(space, f"t{i}", {"i": i}) for i in range(1203)]
+    new = store.write(lambda c: insert_rows_ignoring(c, t.datasets, [again, fresh, *many], "id"))
+    assert new == {fresh["id"], *(row["id"] for row in many)}
+    with store.read() as conn:
+        facets = conn.execute(
+            sa.select(t.datasets.c.facets).where(t.datasets.c.id == kept["id"])
+        ).scalar_one()
+        count = conn.execute(sa.select(sa.func.count()).select_from(t.datasets)).scalar_one()
+    assert facets == {"v": 1}
+    assert count == 1 + 1 + 1203
+
+
+def test_event_keys_are_returned_as_the_text_they_are(store: Store) -> None:
+    row = {
+        "event_key": "ab" * 32,
+        "event_type": "RunEvent",
+        "event_kind": "START",
+        "event_time": NOW,
+        "received_at": NOW,
+        "run_id": uuid.uuid4(),
+        "job_namespace": "ns",
+        "job_name": "job",
+        "dataset_namespace": None,
+        "dataset_name": None,
+        "payload": '{"eventType":"START"}',
+    }
+    assert store.write(lambda c: insert_rows_ignoring(c, t.events, [row], "event_key")) == {
+        "ab" * 32
+    }
+    assert store.write(lambda c: insert_rows_ignoring(c, t.events, [row], "event_key")) == set()
+    with store.read() as conn:
+        stored = conn.execute(sa.select(t.events.c.payload, t.events.c.run_id)).one()
+    assert tuple(stored) == ('{"eventType":"START"}', row["run_id"])
