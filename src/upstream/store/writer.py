@@ -30,8 +30,15 @@ from upstream.model.identity import DatasetRef, namespace_id
 from upstream.store import schema as t
 from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
-from upstream.store.dialect import aware, for_update, id_filters, insert_rows_ignoring
+from upstream.store.dialect import (
+    advisory_xact_locks,
+    aware,
+    for_update,
+    id_filters,
+    insert_rows_ignoring,
+)
 from upstream.store.flow_writer import Owners, rederive_flows
+from upstream.store.lineage_writer import delete_links, store_lineage
 
 Row = dict[str, Any]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -79,10 +86,13 @@ def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> Non
     _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
+    described = _runs_described(batch)
+    # Every owner the batch may re-derive, locked before its stored lineage is read.
+    advisory_xact_locks(conn, described | _declaring(batch))
     edges, relations = _resolve_declarations(conn, batch, owners, now)
     _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
-    _insert_edges(conn, _resolve_precedence(conn, edges), now)
-    owners.runs |= _runs_described(batch)
+    store_lineage(conn, edges, now)
+    owners.runs |= described
     rederive_flows(conn, owners)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
     _insert_ignoring(
@@ -409,6 +419,11 @@ def _runs_described(batch: list[EventFacts]) -> set[uuid.UUID]:
     return runs
 
 
+def _declaring(batch: list[EventFacts]) -> set[uuid.UUID]:
+    """The jobs and datasets whose declaration the batch may replace."""
+    return {f.declaration.owner.id for f in batch if f.declaration is not None}
+
+
 def _resolve_declarations(
     conn: Connection, batch: list[EventFacts], owners: Owners, now: datetime
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
@@ -449,9 +464,7 @@ def _resolve_declarations(
         if stored is not None and aware(stored) > aware(decl.event_time):
             continue  # an older declaration arrived late: the newer one stands
         if scope == "job":
-            conn.execute(
-                t.edges.delete().where(t.edges.c.scope == "job", t.edges.c.job_id == owner)
-            )
+            delete_links(conn, "job", owner)
             conn.execute(
                 t.relations.delete().where(
                     t.relations.c.job_id == owner, t.relations.c.run_id.is_(None)
@@ -464,11 +477,7 @@ def _resolve_declarations(
             )
             owners.jobs.add(owner)
         else:
-            conn.execute(
-                t.edges.delete().where(
-                    t.edges.c.scope == "dataset", t.edges.c.target_dataset_id == owner
-                )
-            )
+            delete_links(conn, "dataset", owner)
             conn.execute(
                 t.datasets.update()
                 .where(t.datasets.c.id == owner)
@@ -514,61 +523,6 @@ def _merge_relation(stored: Row, new: Row) -> Row:
     merged["event_time"] = _earliest(stored["event_time"], new["event_time"])
     merged["version"] = new["version"] or stored["version"]
     return merged
-
-
-def _resolve_precedence(conn: Connection, edges: list[EdgeFact]) -> list[EdgeFact]:
-    """Per run and output dataset, only the highest-ranked kind of edge stands: the lineage
-    facet (or field operations) over columnLineage (DESIGN §3.2), across all the run's
-    events. Lower-ranked stored edges are deleted; lower-ranked new ones are not stored."""
-    best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for edge in edges:
-        key = _precedence_key(edge)
-        if key is not None:
-            best[key] = max(best.get(key, 0), edge.rank)
-    runs = sorted({run for run, _ in best})
-    stored_best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for matches in id_filters(conn, t.edges.c.run_id, runs):
-        query = (
-            sa.select(t.edges.c.run_id, t.edges.c.target_dataset_id, sa.func.max(t.edges.c.rank))
-            .where(
-                t.edges.c.scope == "run",
-                matches,
-                t.edges.c.target_dataset_id.is_not(None),
-            )
-            .group_by(t.edges.c.run_id, t.edges.c.target_dataset_id)
-        )
-        for run_id, dataset_id, rank in conn.execute(query):
-            stored_best[(run_id, dataset_id)] = rank
-    stale = [
-        {"b_run": run, "b_dataset": dataset, "b_rank": rank}
-        for (run, dataset), rank in sorted(best.items())
-        if stored_best.get((run, dataset), rank) < rank
-    ]
-    if stale:
-        conn.execute(
-            t.edges.delete().where(
-                t.edges.c.scope == "run",
-                t.edges.c.run_id == sa.bindparam("b_run"),
-                t.edges.c.target_dataset_id == sa.bindparam("b_dataset"),
-                t.edges.c.rank < sa.bindparam("b_rank"),
-            ),
-            stale,
-        )
-    final = {k: max(v, stored_best.get(k, 0)) for k, v in best.items()}
-    return [e for e in edges if (k := _precedence_key(e)) is None or e.rank >= final[k]]
-
-
-def _precedence_key(edge: EdgeFact) -> tuple[uuid.UUID, uuid.UUID] | None:
-    if edge.scope != "run" or edge.run_id is None or edge.target_dataset is None:
-        return None
-    return edge.run_id, edge.target_dataset.id
-
-
-def _insert_edges(conn: Connection, edges: list[EdgeFact], now: datetime) -> None:
-    rows: dict[uuid.UUID, Row] = {}
-    for edge in edges:
-        rows.setdefault(edge.id, _edge_row(edge, now))
-    _insert_ignoring(conn, t.edges, rows)
 
 
 def _edge_row(edge: EdgeFact, now: datetime) -> Row:
