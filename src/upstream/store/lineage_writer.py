@@ -5,6 +5,12 @@ whether the set it links to stays, is replaced, or merges with what arrived. Onl
 reads stored edges; the usual case (a run's COMPLETE repeating its START, a run repeating the
 job's previous run) reads one link row and writes at most one link row. A set's edges are
 written once, by the first owner that states it.
+
+A set no link uses any more (its owner moved on to another set) is deleted at once, so the
+rows stored do not depend on the order events arrived in. On PostgreSQL the writer that
+deletes a set locks it first (FOR UPDATE) and the writer that links to one holds it (FOR KEY
+SHARE), re-inserting it if a concurrent writer had just deleted it: a link never points to
+a missing set.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from upstream.model.lineage_sets import (
     merged,
 )
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, insert_rows_ignoring
+from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
 
 Row = dict[str, Any]
 
@@ -59,6 +65,7 @@ def store_lineage(conn: Connection, edges: list[EdgeFact], now: datetime) -> Non
                 chosen[key] = result
     _write_sets(conn, chosen.values(), now)
     _write_links(conn, {key: (groups[key], chosen[key]) for key in chosen}, stored, now)
+    _drop_unlinked(conn, {stored[key.id][0] for key in chosen if key.id in stored})
 
 
 def _links(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[uuid.UUID, int]]:
@@ -96,6 +103,11 @@ def _write_sets(conn: Connection, sets: Collection[LineageSet], now: datetime) -
         for _, s in sorted(unique.items())
     ]
     new = insert_rows_ignoring(conn, t.lineage_sets, rows, "id")
+    if conn.dialect.name == "postgresql" and rows:
+        held = _hold(conn, unique)
+        new |= insert_rows_ignoring(
+            conn, t.lineage_sets, [r for r in rows if r["id"] not in held], "id"
+        )
     edge_rows = [
         {"set_id": set_id, "position": position, "rank": edge.rank, **edge._asdict()}
         for set_id in sorted(new)
@@ -103,6 +115,32 @@ def _write_sets(conn: Connection, sets: Collection[LineageSet], now: datetime) -
     ]
     if edge_rows:
         conn.execute(t.lineage_set_edges.insert(), edge_rows)
+
+
+def _hold(conn: Connection, set_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Lock the stored sets among `set_ids` against deletion until commit; those found."""
+    ls = t.lineage_sets.c
+    held: set[uuid.UUID] = set()
+    for matches in id_filters(conn, ls.id, sorted(set_ids)):
+        query = sa.select(ls.id).where(matches).order_by(ls.id)
+        held.update(conn.execute(query.with_for_update(read=True, key_share=True)).scalars())
+    return held
+
+
+def _drop_unlinked(conn: Connection, set_ids: Collection[uuid.UUID]) -> None:
+    """Delete the sets among `set_ids` that no link uses any more, with their edges."""
+    if not set_ids:
+        return
+    ls, link = t.lineage_sets.c, t.lineage_links.c
+    gone: list[uuid.UUID] = []
+    for matches in id_filters(conn, ls.id, sorted(set_ids)):
+        conn.execute(for_update(conn, sa.select(ls.id).where(matches).order_by(ls.id)))
+        unlinked = sa.select(ls.id).where(matches, ~sa.exists().where(link.set_id == ls.id))
+        gone.extend(conn.execute(unlinked).scalars())
+    for matches in id_filters(conn, t.lineage_set_edges.c.set_id, gone):
+        conn.execute(t.lineage_set_edges.delete().where(matches))
+    for matches in id_filters(conn, ls.id, gone):
+        conn.execute(t.lineage_sets.delete().where(matches))
 
 
 def _write_links(
@@ -145,6 +183,11 @@ def _write_links(
 
 def delete_links(conn: Connection, scope: str, owner: uuid.UUID) -> None:
     """Forget what `owner` stated (a declaration replaced by a newer one); its sets stay
-    for the other owners that link to them."""
+    only for the other owners that link to them."""
     link = t.lineage_links.c
-    conn.execute(t.lineage_links.delete().where(link.scope == scope, link.owner_id == owner))
+    dropped = conn.execute(
+        t.lineage_links.delete()
+        .where(link.scope == scope, link.owner_id == owner)
+        .returning(link.set_id)
+    ).scalars()
+    _drop_unlinked(conn, set(dropped))
