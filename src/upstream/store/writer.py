@@ -9,7 +9,8 @@ The merge rules are plain Python below, the same on both databases.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,6 +42,8 @@ from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.lineage_writer import delete_links, store_lineage
 
 Row = dict[str, Any]
+#: When an event of the batch was received.
+ReceivedAt = Callable[[EventFacts], datetime]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
 
 
@@ -70,26 +73,34 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     )
 
 
-def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+def apply_facts(
+    conn: Connection,
+    batch: list[EventFacts],
+    now: datetime,
+    received: Mapping[str, datetime] | None = None,
+) -> None:
     """Derive the stored facts of events already kept in `events` (a write, or a rebuild
-    replaying them); `now` is when they were received."""
-    _namespaces(conn, batch, now)
-    _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
-    _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
-    revive(
-        conn,
-        {namespace_id(n) for f in batch for n in f.namespaces}
-        | {d.ref.id for f in batch for d in f.datasets}
-        | {j.ref.id for f in batch for j in f.jobs},
-        now,
-    )
-    _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
+    replaying them); `now` is when they were received, or `received` says it by event key
+    (a rebuild replaying, in one transaction, events that arrived in several): each event
+    then counts as received at its own time, as when it was written."""
+    at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
+    _namespaces(conn, batch, at)
+    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job)
+    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset)
+    named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
+    for f in batch:
+        named[at(f)].update(namespace_id(n) for n in f.namespaces)
+        named[at(f)].update(d.ref.id for d in f.datasets)
+        named[at(f)].update(j.ref.id for j in f.jobs)
+    for moment, ids in named.items():
+        revive(conn, ids, moment)
+    _merge(conn, t.runs, _run_rows(batch, at), _merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
     described = _runs_described(batch)
     # Every owner the batch may re-derive, locked before its stored lineage is read.
     advisory_xact_locks(conn, described | _declaring(batch))
-    edges, relations = _resolve_declarations(conn, batch, owners, now)
+    edges, relations = _resolve_declarations(conn, batch, owners, at)
     _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
     store_lineage(conn, edges, now)
     owners.runs |= described
@@ -110,7 +121,7 @@ def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> Non
             for s in f.symlinks
         },
     )
-    _operation_sets(conn, batch, now)
+    _operation_sets(conn, batch, at)
 
 
 # -- events ---------------------------------------------------------------------------------
@@ -208,26 +219,22 @@ def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]
 # -- namespaces, jobs, datasets -------------------------------------------------------------
 
 
-def _namespaces(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
-    names = {n for f in batch for n in f.namespaces}
-    _insert_ignoring(
-        conn,
-        t.namespaces,
-        {
-            namespace_id(n): {
-                "id": namespace_id(n),
-                "name": n,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for n in names
-        },
-    )
+def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
+    rows: dict[uuid.UUID, Row] = {}
+    for f in batch:
+        for n in f.namespaces:
+            now = at(f)
+            rows.setdefault(
+                namespace_id(n),
+                {"id": namespace_id(n), "name": n, "created_at": now, "updated_at": now},
+            )
+    _insert_ignoring(conn, t.namespaces, rows)
 
 
-def _job_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for job in facts.jobs:
             _fold(
                 rows,
@@ -262,9 +269,10 @@ def _merge_job(stored: Row, new: Row) -> Row:
     return _touched(stored, merged, new)
 
 
-def _dataset_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for dataset in facts.datasets:
             _fold(
                 rows,
@@ -308,11 +316,11 @@ def _touched(stored: Row, merged: Row, new: Row) -> Row:
 # -- runs -----------------------------------------------------------------------------------
 
 
-def _run_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _run_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
         for run in facts.runs:
-            _fold(rows, _run_row(run, now), _merge_run)
+            _fold(rows, _run_row(run, at(facts)), _merge_run)
     return rows
 
 
@@ -425,7 +433,7 @@ def _declaring(batch: list[EventFacts]) -> set[uuid.UUID]:
 
 
 def _resolve_declarations(
-    conn: Connection, batch: list[EventFacts], owners: Owners, now: datetime
+    conn: Connection, batch: list[EventFacts], owners: Owners, at: ReceivedAt
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
     """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
     latest declaration by event time (DESIGN §3.2), and every declaration is kept in the
@@ -443,7 +451,7 @@ def _resolve_declarations(
         record_declaration(
             conn,
             decl,
-            [_edge_row(edge, now) for edge in facts.edges],
+            [_edge_row(edge, at(facts)) for edge in facts.edges],
             _relation_rows(facts.relations).values(),
         )
         key = (decl.scope, decl.owner.id)
@@ -593,10 +601,11 @@ def _merge_version(stored: Row, new: Row) -> Row:
     return merged
 
 
-def _operation_sets(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
     sets: dict[uuid.UUID, Row] = {}
     links: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for op in facts.operation_sets:
             sets.setdefault(
                 op.id,
