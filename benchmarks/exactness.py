@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from upstream.store import schema as t
+from upstream.store.edge_rows import EDGES
 from upstream.store.engine import Store
 from upstream.store.walks import flows
 
@@ -84,7 +85,7 @@ def stored_dataset_edges(store: Store) -> set[tuple[str, ...]]:
 def stored_field_edges(store: Store, *, from_sql: bool) -> set[tuple[str, ...]]:
     """(source ns, name, field, target ns, name, field or "", run id) of every field edge
     parsed from SQL (`from_sql`), or of every other one."""
-    e = t.edges
+    e = EDGES
     source = t.datasets.alias("source")
     target = t.datasets.alias("target")
     query = (

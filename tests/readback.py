@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from upstream.store import schema as t
+from upstream.store.edge_rows import EDGES
 from upstream.store.engine import Store
 from upstream.store.walks import flows
 
@@ -24,7 +25,7 @@ def edges(store: Store, *, implied: bool = False) -> set[tuple[str, str]]:
     Implied dataset edges (mirrors of field edges) are left out unless `implied`."""
     with store.read() as conn:
         datasets, jobs = _names(conn)
-        rows = conn.execute(sa.select(t.edges)).mappings().all()
+        rows = conn.execute(sa.select(EDGES)).mappings().all()
     result = set()
     for row in rows:
         if row["implied"] and not implied:
@@ -44,7 +45,7 @@ def edges(store: Store, *, implied: bool = False) -> set[tuple[str, str]]:
 
 def edge_rows(store: Store) -> list[dict[str, Any]]:
     with store.read() as conn:
-        return [dict(r) for r in conn.execute(sa.select(t.edges)).mappings()]
+        return [dict(r) for r in conn.execute(sa.select(EDGES)).mappings()]
 
 
 def dataset_flows(store: Store, *names: str) -> set[tuple[str, str]]:

@@ -31,6 +31,7 @@ from tests.builders import (
 )
 from tests.conftest import PG_ADMIN_URL
 from upstream.api.app import create_app
+from upstream.ingest import rebuild as rebuild_module
 from upstream.ingest.rebuild import needs_rebuild, rebuild
 from upstream.ingest.service import event_record, ingest_documents
 from upstream.model.events import parse_event
@@ -412,10 +413,11 @@ class Interrupted(Exception):
 
 
 def test_an_interrupted_rebuild_continues_where_it_stopped(
-    client: TestClient, store: Store
+    client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    post(client, *story())  # one post per event: each is its own group of the replay
+    post(client, *story())  # one post per event, each received at its own time
     before = answers(client)
+    monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 3)  # three events per transaction
 
     def stop_after_three(done: int, total: int) -> None:
         if done >= 3:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
-from itertools import groupby
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -33,21 +33,26 @@ def replay_events(
     translate: Translate,
     refused: list[int] | None = None,
 ) -> None:
-    """Apply stored `events` (rows of seq, payload, received_at, in seq order), each group
-    received together with its own ingestion time; the seq of every event the rules refuse
-    is added to `refused`."""
-    for received_at, group in groupby(events, key=lambda row: row.received_at):
-        facts: list[EventFacts] = []
-        for row in group:
-            try:
-                facts.append(translate(json.loads(row.payload)))
-            except InvalidInput:
-                if refused is not None:
-                    refused.append(row.seq)
-        if facts:
-            # The SQL step as a write does it: against what the run stored before (§3.3).
-            stale = apply_facts(conn, with_run_sql_lineage(conn, facts), received_at)
-            relink(conn, stale, [f.record.key for f in facts], translate)
+    """Apply stored `events` (rows of seq, payload, received_at, in seq order) as one batch,
+    each counted as received when it was (`apply_facts`' `received`), which gives what
+    writing them in the transactions they arrived in gave; the seq of every event the rules
+    refuse is added to `refused`."""
+    facts: list[EventFacts] = []
+    received: dict[str, datetime] = {}
+    for row in events:
+        try:
+            translated = translate(json.loads(row.payload))
+        except InvalidInput:
+            if refused is not None:
+                refused.append(row.seq)
+            continue
+        facts.append(translated)
+        received[translated.record.key] = row.received_at
+    if facts:
+        # The SQL step as a write does it: against what the run stored before (§3.3).
+        batch = with_run_sql_lineage(conn, facts)
+        stale = apply_facts(conn, batch, max(received.values()), received)
+        relink(conn, stale, [f.record.key for f in facts], translate)
 
 
 def relink(

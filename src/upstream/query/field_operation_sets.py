@@ -22,6 +22,7 @@ from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
 from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
+from upstream.store.edge_rows import EDGES
 from upstream.store.window import edges_as_of, run_in_window
 
 
@@ -138,7 +139,7 @@ def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
         conn, reading_destinations(conn, dataset, None), None
     ).sets.values():
         found.update(f for step in operations.steps if source in step.sources for f in step.outputs)
-    for e in (t.edges, t.declared_edges):  # declarations since replaced count too
+    for e in (EDGES, t.declared_edges):  # declarations since replaced count too
         for end in ("target", "source"):
             query = (
                 sa.select(e.c[f"{end}_field"])

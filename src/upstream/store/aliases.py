@@ -31,6 +31,8 @@ from upstream.model.facts import DatasetNode, EventFacts, Node
 from upstream.model.identity import DatasetRef, stable_id
 from upstream.store import schema as t
 from upstream.store.dialect import advisory_xact_locks, id_filters
+from upstream.store.edge_rows import EDGES
+from upstream.store.lineage_writer import delete_links
 
 _LOCK = stable_id("lock", "dataset_aliases")
 #: Names are locked by bucket, so a write of thousands of datasets takes at most this many
@@ -285,7 +287,7 @@ def _owners_naming(
                     runs.add(run_id)
                 else:
                     jobs.add(job_id)
-    for edges in (t.edges, t.declared_edges):
+    for edges in (EDGES, t.declared_edges):
         g = edges.c
         for column in (g.source_dataset_id, g.target_dataset_id):
             for matches in id_filters(conn, column, stale):
@@ -318,8 +320,8 @@ def _forget_runs(conn: Connection, runs: set[uuid.UUID]) -> None:
     for table in (t.relations, t.dataset_versions, t.run_operation_sets):
         for matches in id_filters(conn, table.c.run_id, runs):
             conn.execute(table.delete().where(matches))
-    for matches in id_filters(conn, t.edges.c.run_id, runs):
-        conn.execute(t.edges.delete().where(matches, t.edges.c.scope == "run"))
+    for run in runs:
+        delete_links(conn, "run", run)
 
 
 def _forget_declarations(conn: Connection, scope: str, owners: set[uuid.UUID]) -> None:
@@ -333,10 +335,8 @@ def _forget_declarations(conn: Connection, scope: str, owners: set[uuid.UUID]) -
                 conn.execute(table.delete().where(declared))
         for declared in id_filters(conn, d.id, ids):
             conn.execute(t.declarations.delete().where(declared))
-    g = t.edges.c
-    owner_of = g.job_id if scope == "job" else g.target_dataset_id
-    for matches in id_filters(conn, owner_of, owners):
-        conn.execute(t.edges.delete().where(matches, g.scope == scope))
+    for owner in owners:
+        delete_links(conn, scope, owner)
     if scope == "job":
         rel = t.relations.c
         for matches in id_filters(conn, rel.job_id, owners):

@@ -25,7 +25,8 @@ from upstream.store.dialect import advisory_xact_locks, id_filters
 #: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
 #: from `sql` job facets (DESIGN §3.3), or the history of declarations (DESIGN §4.5); 4: both;
 #: 5: derived rows name the canonical identity of a dataset's symlink group (DESIGN §3.3).
-DERIVED_VERSION = "5"
+#: 6: edges stored once per distinct lineage set, linked to each owner (DESIGN §6).
+DERIVED_VERSION = "6"
 
 
 @dataclass
@@ -105,28 +106,40 @@ def _accesses(
 
 
 def _edges(
-    conn: Connection, column: sa.Column[Any], ids: Collection[uuid.UUID], scope: str
+    conn: Connection, ids: Collection[uuid.UUID], scope: str
 ) -> dict[uuid.UUID, list[DatasetEdge]]:
-    e = t.edges.c
-    found: dict[uuid.UUID, list[DatasetEdge]] = defaultdict(list)
-    for matches in id_filters(conn, column, ids):
-        query = sa.select(
-            column.label("owner"),
-            e.source_type,
-            e.source_dataset_id,
-            e.source_field,
-            e.target_type,
-            e.target_dataset_id,
-            e.target_field,
-            e.job_id,
-        ).where(matches, e.scope == scope)
+    """What the flow rules need of each owner's edges: the outputs its links describe, and
+    the dataset -> dataset edges (no field) of the sets they link to. Field edges, most of
+    every set, are never read here."""
+    link, e = t.lineage_links.c, t.lineage_set_edges.c
+    links: list[tuple[uuid.UUID, uuid.UUID | None, uuid.UUID | None, uuid.UUID]] = []
+    for matches in id_filters(conn, link.owner_id, ids):
+        query = sa.select(link.owner_id, link.target_dataset_id, link.job_id, link.set_id).where(
+            matches, link.scope == scope
+        )
+        links.extend(tuple(row) for row in conn.execute(query))
+    dataset_level: dict[uuid.UUID, list[tuple[uuid.UUID, uuid.UUID]]] = defaultdict(list)
+    for matches in id_filters(conn, e.set_id, sorted({row[3] for row in links})):
+        query = sa.select(e.set_id, e.source_dataset_id, e.target_dataset_id).where(
+            matches,
+            e.source_type == "dataset",
+            e.target_type == "dataset",
+            e.source_field.is_(None),
+            e.target_field.is_(None),
+        )
         for row in conn.execute(query):
-            found[row[0]].append(dataset_edge(row._mapping))
+            dataset_level[row.set_id].append((row.source_dataset_id, row.target_dataset_id))
+    found: dict[uuid.UUID, list[DatasetEdge]] = defaultdict(list)
+    for owner, output, job_id, set_id in links:
+        found[owner].append(DatasetEdge(None, None, job_id, output))
+        found[owner].extend(
+            DatasetEdge(source, target, job_id, target) for source, target in dataset_level[set_id]
+        )
     return found
 
 
 def dataset_edge(row: Mapping[Any, Any]) -> DatasetEdge:
-    """A stored edge (a row of `edges`) as the flow rules read it."""
+    """An edge row (a declaration's, in `declared_edges`) as the flow rules read it."""
     dataset_ends = (
         row["source_type"] == "dataset"
         and row["target_type"] == "dataset"
@@ -143,7 +156,7 @@ def dataset_edge(row: Mapping[Any, Any]) -> DatasetEdge:
 
 def _run_lineages(conn: Connection, run_ids: Collection[uuid.UUID]) -> Iterable[OwnerLineage]:
     accesses = _accesses(conn, t.relations.c.run_id, run_ids)
-    edges = _edges(conn, t.edges.c.run_id, run_ids, "run")
+    edges = _edges(conn, run_ids, "run")
     no_product: set[uuid.UUID] = set()
     r = t.runs.c
     for matches in id_filters(conn, r.id, run_ids):
@@ -162,7 +175,7 @@ def _run_lineages(conn: Connection, run_ids: Collection[uuid.UUID]) -> Iterable[
 
 def _job_lineages(conn: Connection, job_ids: Collection[uuid.UUID]) -> Iterable[OwnerLineage]:
     accesses = _accesses(conn, t.relations.c.job_id, job_ids, t.relations.c.run_id.is_(None))
-    edges = _edges(conn, t.edges.c.job_id, job_ids, "job")
+    edges = _edges(conn, job_ids, "job")
     no_product: set[uuid.UUID] = set()
     j = t.jobs.c
     for matches in id_filters(conn, j.id, job_ids):
@@ -182,7 +195,7 @@ def _job_lineages(conn: Connection, job_ids: Collection[uuid.UUID]) -> Iterable[
 def _dataset_lineages(
     conn: Connection, dataset_ids: Collection[uuid.UUID]
 ) -> Iterable[OwnerLineage]:
-    edges = _edges(conn, t.edges.c.target_dataset_id, dataset_ids, "dataset")
+    edges = _edges(conn, dataset_ids, "dataset")
     for dataset_id in sorted(dataset_ids):
         yield OwnerLineage(
             scope="dataset",

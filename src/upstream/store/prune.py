@@ -3,10 +3,11 @@
 What goes: every run that ended before the cutoff, unless a run that stays descends from it
 (a workflow run whose tasks are still kept stays, so rollup keeps working); the rows that
 exist because of those runs (`RUN_SCOPED`); placeholder runs (known only as a parent) that no
-run names any more; their raw events unless asked to keep them; then the operation sets, jobs,
-datasets and namespaces nothing refers to any more. Declared lineage (JobEvents, DatasetEvents)
-is never run-scoped, so it stays, and so does every entity it names or declares. Raw events
-are the truth: those kept with `keep_events` bring their runs back on `upstream db rebuild`.
+run names any more; their raw events unless asked to keep them; then the operation sets, lineage
+sets, jobs, datasets and namespaces nothing refers to any more. Declared lineage (JobEvents,
+DatasetEvents) is never run-scoped, so it stays, and so does every entity it names or declares.
+Raw events are the truth: those kept with `keep_events` bring their runs back on
+`upstream db rebuild`.
 
 The runs to remove are written once into a temporary table and every delete joins it, so a
 prune is a fixed number of set-based statements whatever its size. A dry run does the same
@@ -27,7 +28,7 @@ from upstream.store import schema as t
 RUN_SCOPED: tuple[tuple[sa.Table, str], ...] = (
     (t.flows, "owner_id"),
     (t.run_operation_sets, "run_id"),
-    (t.edges, "run_id"),
+    (t.lineage_links, "run_id"),
     (t.relations, "run_id"),
     (t.dataset_versions, "run_id"),
     (t.runs, "id"),
@@ -106,7 +107,9 @@ def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:
     """Entities nothing refers to any more and no declaration made, in the order they can be
     deleted (what refers to a row goes before it)."""
     o, d, j, n = t.operation_sets, t.datasets, t.jobs, t.namespaces
+    ls, lse = t.lineage_sets, t.lineage_set_edges
     unused_sets = ~sa.exists().where(t.run_operation_sets.c.operation_set_id == o.c.id)
+    linked = sa.select(t.lineage_links.c.set_id)
     dataset_refs = [
         sa.select(t.relations.c.dataset_id),
         sa.select(t.dataset_versions.c.dataset_id),
@@ -114,8 +117,8 @@ def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:
         sa.select(t.dataset_symlinks.c.dataset_id),
         sa.select(t.dataset_tags.c.dataset_id),
         sa.select(t.field_tags.c.dataset_id),
-        sa.select(t.edges.c.source_dataset_id).where(t.edges.c.source_dataset_id.is_not(None)),
-        sa.select(t.edges.c.target_dataset_id).where(t.edges.c.target_dataset_id.is_not(None)),
+        sa.select(lse.c.source_dataset_id).where(lse.c.source_dataset_id.is_not(None)),
+        sa.select(lse.c.target_dataset_id).where(lse.c.target_dataset_id.is_not(None)),
         sa.select(t.flows.c.source_dataset_id),
         sa.select(t.flows.c.target_dataset_id),
     ]
@@ -123,14 +126,17 @@ def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:
         sa.select(t.runs.c.job_id),
         sa.select(t.relations.c.job_id),
         sa.select(t.run_operation_sets.c.job_id),
-        sa.select(t.edges.c.job_id).where(t.edges.c.job_id.is_not(None)),
-        sa.select(t.edges.c.source_job_id).where(t.edges.c.source_job_id.is_not(None)),
-        sa.select(t.edges.c.target_job_id).where(t.edges.c.target_job_id.is_not(None)),
+        sa.select(t.lineage_links.c.job_id).where(t.lineage_links.c.job_id.is_not(None)),
+        sa.select(lse.c.source_job_id).where(lse.c.source_job_id.is_not(None)),
+        sa.select(lse.c.target_job_id).where(lse.c.target_job_id.is_not(None)),
         sa.select(t.flows.c.job_id).where(t.flows.c.job_id.is_not(None)),
     ]
     namespace_refs = [sa.select(d.c.namespace_id), sa.select(j.c.namespace_id)]
     return [
         (o, unused_sets),
+        # Lineage sets no link uses (runs pruned, or a run that moved on to another set).
+        (lse, lse.c.set_id.not_in(linked)),
+        (ls, ls.c.id.not_in(linked)),
         (d, sa.and_(d.c.declared_at.is_(None), *(d.c.id.not_in(q) for q in dataset_refs))),
         (j, sa.and_(j.c.declared_at.is_(None), *(j.c.id.not_in(q) for q in job_refs))),
         (n, sa.and_(*(n.c.id.not_in(q) for q in namespace_refs))),

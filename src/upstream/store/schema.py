@@ -135,62 +135,93 @@ relations = sa.Table(
     sa.Column("version", sa.Text),
 )
 
-edges = sa.Table(
-    "edges",
+
+def _edge_ends() -> list[sa.Column[object]]:
+    """The columns of one edge without its owner: origin, ends, transformations."""
+    return [
+        # "lineage_facet", "field_operations", "column_lineage" or "sql"; rank orders
+        # precedence per output.
+        sa.Column("origin", sa.Text, nullable=False),
+        sa.Column("rank", sa.SmallInteger, nullable=False),
+        # A dataset->dataset edge that exists because field edges connect the two datasets.
+        sa.Column("implied", sa.Boolean, nullable=False),
+        sa.Column("source_type", sa.Text, nullable=False),
+        sa.Column("source_dataset_id", sa.Uuid, index=True),
+        sa.Column("source_field", sa.Text),
+        sa.Column("source_job_id", sa.Uuid, index=True),
+        sa.Column("source_run_id", sa.Uuid),
+        sa.Column("target_type", sa.Text, nullable=False),
+        sa.Column("target_dataset_id", sa.Uuid, index=True),
+        sa.Column("target_field", sa.Text),
+        sa.Column("target_job_id", sa.Uuid, index=True),
+        sa.Column("target_run_id", sa.Uuid),
+        sa.Column("transformations", Json, nullable=False),
+    ]
+
+
+lineage_sets = sa.Table(
+    "lineage_sets",
     metadata,
-    # Explicit data flow, source -> target, where either end is a dataset, a dataset field or
-    # a job (DESIGN §2, §3.2). The id hashes scope + ends, so re-sent edges are no-ops.
+    # What one owner stated about one output, stored once per distinct content (DESIGN §6,
+    # `upstream.model.lineage_sets`): ten runs that send the same columnLineage share a set.
+    # The id is made from the checksum of the set's edges.
     sa.Column("id", sa.Uuid, primary_key=True),
-    # "run": observed in run_id; "job": declared by a JobEvent of job_id; "dataset": declared
-    # by a DatasetEvent for target_dataset_id.
-    sa.Column("scope", sa.Text, nullable=False),
-    sa.Column("run_id", sa.Uuid, index=True),
-    sa.Column("job_id", sa.Uuid, index=True),
-    # "lineage_facet", "field_operations", "column_lineage" or "sql"; rank orders precedence
-    # per output.
-    sa.Column("origin", sa.Text, nullable=False),
+    sa.Column("checksum", sa.Text, nullable=False),
+    # The output the set describes (NULL for edges into a job) and its highest rank.
+    sa.Column("target_dataset_id", sa.Uuid),
     sa.Column("rank", sa.SmallInteger, nullable=False),
-    # A dataset->dataset edge that exists because field edges connect the two datasets.
-    sa.Column("implied", sa.Boolean, nullable=False),
-    sa.Column("source_type", sa.Text, nullable=False),
-    sa.Column("source_dataset_id", sa.Uuid, index=True),
-    sa.Column("source_field", sa.Text),
-    sa.Column("source_job_id", sa.Uuid, index=True),
-    sa.Column("source_run_id", sa.Uuid),
-    sa.Column("target_type", sa.Text, nullable=False),
-    sa.Column("target_dataset_id", sa.Uuid, index=True),
-    sa.Column("target_field", sa.Text),
-    sa.Column("target_job_id", sa.Uuid, index=True),
-    sa.Column("target_run_id", sa.Uuid),
-    sa.Column("transformations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+)
+
+lineage_set_edges = sa.Table(
+    "lineage_set_edges",
+    metadata,
+    # The explicit data flow of a set, source -> target, where either end is a dataset, a
+    # dataset field or a job (DESIGN §2, §3.2), in the set's canonical order.
+    sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),
+    *_edge_ends(),
     # The few edges with a job end, which every dataset walk steps over: without these the
-    # walk's recursive statement scanned the whole table (field edges, hundreds of
-    # thousands of rows) for them at every call.
+    # walk's recursive statement scanned every field edge for them at each call.
     sa.Index(
-        "ix_edges_from_job",
+        "ix_lineage_set_edges_from_job",
         "target_dataset_id",
         postgresql_where=sa.text("source_type = 'job'"),
         sqlite_where=sa.text("source_type = 'job'"),
     ),
-    # The field edges into a dataset with everything a lineage diff compares, so reading
-    # them (once per run that made them) touches the index only, in the diff's group order.
     sa.Index(
-        "ix_edges_field_pairs",
-        "target_dataset_id",
-        "source_dataset_id",
-        "source_field",
-        "target_field",
-        "run_id",
-        postgresql_where=sa.text("target_field IS NOT NULL"),
-        sqlite_where=sa.text("target_field IS NOT NULL"),
-    ),
-    sa.Index(
-        "ix_edges_to_job",
+        "ix_lineage_set_edges_to_job",
         "source_dataset_id",
         postgresql_where=sa.text("target_type = 'job'"),
         sqlite_where=sa.text("target_type = 'job'"),
     ),
+)
+
+lineage_links = sa.Table(
+    "lineage_links",
+    metadata,
+    # Which owner stated which set for which output: one row per (scope, owner, output).
+    # "run": observed in run_id; "job": declared by a JobEvent of job_id; "dataset": declared
+    # by a DatasetEvent for the output. The id hashes those three.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    # The run, the job or the dataset: what a declaration replaces as a whole.
+    sa.Column("owner_id", sa.Uuid, index=True),
+    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("job_id", sa.Uuid, index=True),
+    sa.Column("target_dataset_id", sa.Uuid),
+    sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), nullable=False, index=True),
+    sa.Column("rank", sa.SmallInteger, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+#: The columns of an edge as every reader sees it: a set's edge with its link's owner
+#: (`upstream.store.edge_rows`), and the rows of `declared_edges`.
+EDGE_COLUMNS = (
+    "scope",
+    "run_id",
+    "job_id",
+    *(column.name for column in _edge_ends()),
 )
 
 flows = sa.Table(
@@ -236,8 +267,8 @@ declarations = sa.Table(
     "declarations",
     metadata,
     # Every JobEvent's or DatasetEvent's declared lineage, kept after a later one replaces it,
-    # so lineage can be answered as it stood at a time (DESIGN §4.5). `edges` and `relations`
-    # hold only the declarations in force now; these three tables hold all of them.
+    # so lineage can be answered as it stood at a time (DESIGN §4.5). `lineage_links` and
+    # `relations` hold only the declarations in force now; these three tables hold all of them.
     sa.Column("id", sa.Uuid, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
     sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
@@ -264,7 +295,20 @@ def _declared_copy(name: str, table: sa.Table) -> sa.Table:
     )
 
 
-declared_edges = _declared_copy("declared_edges", edges)
+declared_edges = sa.Table(
+    "declared_edges",
+    metadata,
+    # Every declaration's edges (see `declarations`), as readers see an edge.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("job_id", sa.Uuid, index=True),
+    *_edge_ends(),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column(
+        "declaration_id", sa.Uuid, sa.ForeignKey("declarations.id"), nullable=False, index=True
+    ),
+)
 declared_relations = _declared_copy("declared_relations", relations)
 declared_flows = _declared_copy("declared_flows", flows)
 

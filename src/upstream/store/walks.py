@@ -20,6 +20,7 @@ from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
+from upstream.store.edge_rows import EDGES
 from upstream.store.window import edges_as_of, flows_as_of, run_in_window
 
 Direction = Literal["upstream", "downstream"]
@@ -150,7 +151,7 @@ def field_dataset_reach(
     """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
     that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
     hop need not pass through the fields the walk follows)."""
-    e = t.edges.c
+    e = EDGES.c
     near, far = ("target", "source") if direction == "upstream" else ("source", "target")
     field_edges = _step(
         "dataset", getattr(e, f"{near}_dataset_id"), "dataset", getattr(e, f"{far}_dataset_id"), 1
@@ -227,7 +228,7 @@ def field_reach(
 def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
     near, far = ("source", "target") if direction == "downstream" else ("target", "source")
     near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
-    r, e = t.relations.c, t.edges.c
+    r, e = t.relations.c, EDGES.c
     flow_near, flow_far = (getattr(_F, f"{side}_dataset_id") for side in (near, far))
     job_near, job_far = (getattr(e, f"{side}_job_id") for side in (near, far))
     job_to_job = sa.and_(e.source_type == "job", e.target_type == "job")
@@ -251,7 +252,7 @@ def _steps(mode: WalkMode, window: Window) -> sa.CompoundSelect[Any]:
             _step("job", r.job_id, "dataset", r.dataset_id, 1).where(in_window),
         )
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
-    e = t.edges.c
+    e = EDGES.c
     in_window = run_in_window(e.run_id, window)
 
     def end(side: str, column: str) -> Any:

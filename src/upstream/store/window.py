@@ -4,6 +4,7 @@ in force then. Every read of runs' and declarations' lineage goes through these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 
 from upstream.model.window import Window
 from upstream.store import schema as t
+from upstream.store.edge_rows import EDGES
 
 #: Made once: an alias builds its column collection anew each time it is made, which cost
 #: more than the rest of a lineage level's statements together.
@@ -56,12 +58,14 @@ def run_started_by(
 
 
 def edges_as_of(window: Window | None) -> sa.FromClause:
-    """The `edges` an answer reads: runs' edges and the declarations in force at the window's
-    `as_of` time (the current ones without it). Same columns as `edges`."""
+    """The edges an answer reads (`upstream.store.edge_rows`): runs' edges and the
+    declarations in force at the window's `as_of` time (the current ones without it)."""
     as_of = window.as_of if window is not None else None
     if as_of is None:
-        return t.edges
-    return _with_declarations(t.edges, t.declared_edges, t.edges.c.scope == "run", as_of)
+        return EDGES
+    return _with_declarations(
+        EDGES, t.declared_edges, EDGES.c.scope == "run", as_of, t.EDGE_COLUMNS
+    )
 
 
 def relations_as_of(window: Window | None) -> sa.FromClause:
@@ -88,13 +92,19 @@ def _in_force(as_of: datetime) -> sa.ColumnElement[bool]:
 
 
 def _with_declarations(
-    current: sa.Table, history: sa.Table, run_rows: sa.ColumnElement[bool], as_of: datetime
+    current: sa.FromClause,
+    history: sa.Table,
+    run_rows: sa.ColumnElement[bool],
+    as_of: datetime,
+    names: Sequence[str] | None = None,
 ) -> sa.FromClause:
-    names = [column.name for column in current.columns]
+    """`current`'s rows of runs and the rows of the declarations in force at `as_of`, in
+    the columns `names` (all of `current`'s by default)."""
+    names = names or [column.name for column in current.columns]
     of_runs = sa.select(*(current.c[n] for n in names)).where(run_rows)
     declared = (
         sa.select(*(history.c[n] for n in names))
         .join(t.declarations, t.declarations.c.id == history.c.declaration_id)
         .where(_in_force(as_of))
     )
-    return sa.union_all(of_runs, declared).subquery(current.name)
+    return sa.union_all(of_runs, declared).subquery(history.name.removeprefix("declared_"))

@@ -9,7 +9,8 @@ The merge rules are plain Python below, the same on both databases.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,10 +32,19 @@ from upstream.store import schema as t
 from upstream.store.aliases import canonical_batch
 from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
-from upstream.store.dialect import aware, for_update, id_filters, insert_rows_ignoring
+from upstream.store.dialect import (
+    advisory_xact_locks,
+    aware,
+    for_update,
+    id_filters,
+    insert_rows_ignoring,
+)
 from upstream.store.flow_writer import Owners, rederive_flows
+from upstream.store.lineage_writer import delete_links, store_lineage
 
 Row = dict[str, Any]
+#: When an event of the batch was received.
+ReceivedAt = Callable[[EventFacts], datetime]
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
 
 
@@ -66,28 +76,39 @@ def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) ->
     )
 
 
-def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> frozenset[uuid.UUID]:
+def apply_facts(
+    conn: Connection,
+    batch: list[EventFacts],
+    now: datetime,
+    received: Mapping[str, datetime] | None = None,
+) -> frozenset[uuid.UUID]:
     """Derive the stored facts of events already kept in `events` (a write, or a rebuild
-    replaying them); `now` is when they were received. Returns the identities the batch's
-    symlinks made aliases of another, whose earlier runs the caller re-derives."""
+    replaying them); `now` is when they were received, or `received` says it by event key
+    (a rebuild replaying, in one transaction, events that arrived in several): each event
+    then counts as received at its own time, as when it was written. Returns the identities
+    the batch's symlinks made aliases of another, whose earlier runs the caller re-derives."""
     batch, stale = canonical_batch(conn, batch)
-    _namespaces(conn, batch, now)
-    _merge(conn, t.jobs, _job_rows(batch, now), _merge_job)
-    _merge(conn, t.datasets, _dataset_rows(batch, now), _merge_dataset)
-    revive(
-        conn,
-        {namespace_id(n) for f in batch for n in f.namespaces}
-        | {d.ref.id for f in batch for d in f.datasets}
-        | {j.ref.id for f in batch for j in f.jobs},
-        now,
-    )
-    _merge(conn, t.runs, _run_rows(batch, now), _merge_run)
+    at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
+    _namespaces(conn, batch, at)
+    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job)
+    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset)
+    named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
+    for f in batch:
+        named[at(f)].update(namespace_id(n) for n in f.namespaces)
+        named[at(f)].update(d.ref.id for d in f.datasets)
+        named[at(f)].update(j.ref.id for j in f.jobs)
+    for moment, ids in named.items():
+        revive(conn, ids, moment)
+    _merge(conn, t.runs, _run_rows(batch, at), _merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
-    edges, relations = _resolve_declarations(conn, batch, owners, now)
+    described = _runs_described(batch)
+    # Every owner the batch may re-derive, locked before its stored lineage is read.
+    advisory_xact_locks(conn, described | _declaring(batch))
+    edges, relations = _resolve_declarations(conn, batch, owners, at)
     _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
-    _insert_edges(conn, _resolve_precedence(conn, edges), now)
-    owners.runs |= _runs_described(batch)
+    store_lineage(conn, edges, now)
+    owners.runs |= described
     rederive_flows(conn, owners)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
     _insert_ignoring(
@@ -105,7 +126,7 @@ def apply_facts(conn: Connection, batch: list[EventFacts], now: datetime) -> fro
             for s in f.symlinks
         },
     )
-    _operation_sets(conn, batch, now)
+    _operation_sets(conn, batch, at)
     return stale
 
 
@@ -204,26 +225,22 @@ def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]
 # -- namespaces, jobs, datasets -------------------------------------------------------------
 
 
-def _namespaces(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
-    names = {n for f in batch for n in f.namespaces}
-    _insert_ignoring(
-        conn,
-        t.namespaces,
-        {
-            namespace_id(n): {
-                "id": namespace_id(n),
-                "name": n,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for n in names
-        },
-    )
+def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
+    rows: dict[uuid.UUID, Row] = {}
+    for f in batch:
+        for n in f.namespaces:
+            now = at(f)
+            rows.setdefault(
+                namespace_id(n),
+                {"id": namespace_id(n), "name": n, "created_at": now, "updated_at": now},
+            )
+    _insert_ignoring(conn, t.namespaces, rows)
 
 
-def _job_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for job in facts.jobs:
             _fold(
                 rows,
@@ -258,9 +275,10 @@ def _merge_job(stored: Row, new: Row) -> Row:
     return _touched(stored, merged, new)
 
 
-def _dataset_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for dataset in facts.datasets:
             _fold(
                 rows,
@@ -304,11 +322,11 @@ def _touched(stored: Row, merged: Row, new: Row) -> Row:
 # -- runs -----------------------------------------------------------------------------------
 
 
-def _run_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
+def _run_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     rows: dict[uuid.UUID, Row] = {}
     for facts in batch:
         for run in facts.runs:
-            _fold(rows, _run_row(run, now), _merge_run)
+            _fold(rows, _run_row(run, at(facts)), _merge_run)
     return rows
 
 
@@ -415,8 +433,13 @@ def _runs_described(batch: list[EventFacts]) -> set[uuid.UUID]:
     return runs
 
 
+def _declaring(batch: list[EventFacts]) -> set[uuid.UUID]:
+    """The jobs and datasets whose declaration the batch may replace."""
+    return {f.declaration.owner.id for f in batch if f.declaration is not None}
+
+
 def _resolve_declarations(
-    conn: Connection, batch: list[EventFacts], owners: Owners, now: datetime
+    conn: Connection, batch: list[EventFacts], owners: Owners, at: ReceivedAt
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
     """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
     latest declaration by event time (DESIGN §3.2), and every declaration is kept in the
@@ -434,7 +457,7 @@ def _resolve_declarations(
         record_declaration(
             conn,
             decl,
-            [_edge_row(edge, now) for edge in facts.edges],
+            [_edge_row(edge, at(facts)) for edge in facts.edges],
             _relation_rows(facts.relations).values(),
         )
         key = (decl.scope, decl.owner.id)
@@ -455,9 +478,7 @@ def _resolve_declarations(
         if stored is not None and aware(stored) > aware(decl.event_time):
             continue  # an older declaration arrived late: the newer one stands
         if scope == "job":
-            conn.execute(
-                t.edges.delete().where(t.edges.c.scope == "job", t.edges.c.job_id == owner)
-            )
+            delete_links(conn, "job", owner)
             conn.execute(
                 t.relations.delete().where(
                     t.relations.c.job_id == owner, t.relations.c.run_id.is_(None)
@@ -470,11 +491,7 @@ def _resolve_declarations(
             )
             owners.jobs.add(owner)
         else:
-            conn.execute(
-                t.edges.delete().where(
-                    t.edges.c.scope == "dataset", t.edges.c.target_dataset_id == owner
-                )
-            )
+            delete_links(conn, "dataset", owner)
             conn.execute(
                 t.datasets.update()
                 .where(t.datasets.c.id == owner)
@@ -520,61 +537,6 @@ def _merge_relation(stored: Row, new: Row) -> Row:
     merged["event_time"] = _earliest(stored["event_time"], new["event_time"])
     merged["version"] = new["version"] or stored["version"]
     return merged
-
-
-def _resolve_precedence(conn: Connection, edges: list[EdgeFact]) -> list[EdgeFact]:
-    """Per run and output dataset, only the highest-ranked kind of edge stands: the lineage
-    facet (or field operations) over columnLineage (DESIGN §3.2), across all the run's
-    events. Lower-ranked stored edges are deleted; lower-ranked new ones are not stored."""
-    best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for edge in edges:
-        key = _precedence_key(edge)
-        if key is not None:
-            best[key] = max(best.get(key, 0), edge.rank)
-    runs = sorted({run for run, _ in best})
-    stored_best: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for matches in id_filters(conn, t.edges.c.run_id, runs):
-        query = (
-            sa.select(t.edges.c.run_id, t.edges.c.target_dataset_id, sa.func.max(t.edges.c.rank))
-            .where(
-                t.edges.c.scope == "run",
-                matches,
-                t.edges.c.target_dataset_id.is_not(None),
-            )
-            .group_by(t.edges.c.run_id, t.edges.c.target_dataset_id)
-        )
-        for run_id, dataset_id, rank in conn.execute(query):
-            stored_best[(run_id, dataset_id)] = rank
-    stale = [
-        {"b_run": run, "b_dataset": dataset, "b_rank": rank}
-        for (run, dataset), rank in sorted(best.items())
-        if stored_best.get((run, dataset), rank) < rank
-    ]
-    if stale:
-        conn.execute(
-            t.edges.delete().where(
-                t.edges.c.scope == "run",
-                t.edges.c.run_id == sa.bindparam("b_run"),
-                t.edges.c.target_dataset_id == sa.bindparam("b_dataset"),
-                t.edges.c.rank < sa.bindparam("b_rank"),
-            ),
-            stale,
-        )
-    final = {k: max(v, stored_best.get(k, 0)) for k, v in best.items()}
-    return [e for e in edges if (k := _precedence_key(e)) is None or e.rank >= final[k]]
-
-
-def _precedence_key(edge: EdgeFact) -> tuple[uuid.UUID, uuid.UUID] | None:
-    if edge.scope != "run" or edge.run_id is None or edge.target_dataset is None:
-        return None
-    return edge.run_id, edge.target_dataset.id
-
-
-def _insert_edges(conn: Connection, edges: list[EdgeFact], now: datetime) -> None:
-    rows: dict[uuid.UUID, Row] = {}
-    for edge in edges:
-        rows.setdefault(edge.id, _edge_row(edge, now))
-    _insert_ignoring(conn, t.edges, rows)
 
 
 def _edge_row(edge: EdgeFact, now: datetime) -> Row:
@@ -645,10 +607,11 @@ def _merge_version(stored: Row, new: Row) -> Row:
     return merged
 
 
-def _operation_sets(conn: Connection, batch: list[EventFacts], now: datetime) -> None:
+def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
     sets: dict[uuid.UUID, Row] = {}
     links: dict[uuid.UUID, Row] = {}
     for facts in batch:
+        now = at(facts)
         for op in facts.operation_sets:
             sets.setdefault(
                 op.id,

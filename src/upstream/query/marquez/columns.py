@@ -32,6 +32,7 @@ from upstream.query.marquez.common import Json, NotFound, resolve_node
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
+from upstream.store.edge_rows import EDGES
 from upstream.store.walks import Direction, field_dataset_reach
 from upstream.store.window import edges_as_of, run_in_window
 
@@ -127,7 +128,7 @@ def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
 def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
     """Schema fields of `datasets` and every field an edge names on them."""
     found: set[FieldKey] = set()
-    e = t.edges
+    e = EDGES
     for matches in id_filters(conn, t.datasets.c.id, datasets):
         rows = conn.execute(sa.select(t.datasets.c.id, t.datasets.c.fields).where(matches))
         for row in rows:

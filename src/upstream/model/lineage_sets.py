@@ -1,0 +1,184 @@
+"""Repeated lineage stored once (DESIGN §6): the edges one owner states for one output form a
+lineage set, kept once per distinct content and linked to every owner that stated it.
+
+An owner is a run, or a job's or a dataset's declaration. Ten runs of a job that send the same
+`columnLineage` make one set and ten links. The rules here decide what a set holds, what its
+content hash is, and how a later event of the same owner changes the set it links to:
+
+- Per run and output dataset only the highest-ranked origin stands (DESIGN §3.2): edges of a
+  lower rank are dropped, from what was stored as well as from what arrives.
+- Edges of equal rank accumulate across the owner's events. Two edges with the same ends are
+  one edge: the one stored first stays (re-sent edges change nothing).
+- A set's edges are kept in one canonical order, so its hash does not depend on the order
+  edges or events arrived in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+from upstream.model.facts import ORIGIN_RANK, DatasetNode, EdgeFact, JobNode, Node
+from upstream.model.identity import stable_id
+
+
+class SetEdge(NamedTuple):
+    """One edge of a set: an edge without its owner (scope, run, job), which the link names."""
+
+    origin: str
+    implied: bool
+    source_type: str
+    source_dataset_id: uuid.UUID | None
+    source_field: str | None
+    source_job_id: uuid.UUID | None
+    source_run_id: uuid.UUID | None
+    target_type: str
+    target_dataset_id: uuid.UUID | None
+    target_field: str | None
+    target_job_id: uuid.UUID | None
+    target_run_id: uuid.UUID | None
+    transformations: list[dict[str, Any]]
+
+    @property
+    def rank(self) -> int:
+        return ORIGIN_RANK[self.origin]
+
+    @property
+    def ends(self) -> tuple[object, ...]:
+        """What makes two edges of one owner the same edge: their ends, not their origin."""
+        return (*self[2:7], *self[7:12])
+
+    def canonical(self) -> str:
+        """The edge as canonical JSON text: what the set's hash and order are made of."""
+        return _CANONICAL.encode([str(v) if isinstance(v, uuid.UUID) else v for v in self])
+
+
+#: One encoder for every edge: making one per call cost as much as the encoding.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class LinkKey(NamedTuple):
+    """Who stated a set, for which output: one link per (scope, owner, output dataset).
+    The output is None for edges into a job."""
+
+    scope: str
+    owner_id: uuid.UUID | None
+    target_dataset_id: uuid.UUID | None
+
+    @property
+    def id(self) -> uuid.UUID:
+        return stable_id("lineage_link", self.scope, self.owner_id, self.target_dataset_id)
+
+    @property
+    def precedence(self) -> bool:
+        """Precedence between origins applies per run and output dataset (DESIGN §3.2)."""
+        return (
+            self.scope == "run" and self.owner_id is not None and self.target_dataset_id is not None
+        )
+
+
+@dataclass(frozen=True)
+class LineageSet:
+    """Edges in canonical order, with the hash of their content."""
+
+    edges: tuple[SetEdge, ...]
+    checksum: str
+
+    @property
+    def id(self) -> uuid.UUID:
+        return stable_id("lineage_set", self.checksum)
+
+    @property
+    def rank(self) -> int:
+        return max((edge.rank for edge in self.edges), default=0)
+
+
+def set_edge(edge: EdgeFact) -> SetEdge:
+    """The owner-free part of an edge fact."""
+    return SetEdge(
+        edge.origin,
+        edge.implied,
+        *_end(edge.source),
+        *_end(edge.target),
+        edge.transformations,
+    )
+
+
+End = tuple[str, uuid.UUID | None, str | None, uuid.UUID | None, uuid.UUID | None]
+
+
+def _end(node: Node) -> End:
+    if isinstance(node, DatasetNode):
+        return "dataset", node.dataset.id, node.field, None, None
+    assert isinstance(node, JobNode)
+    return "job", None, None, node.job.id, node.run_id
+
+
+def link_key(edge: EdgeFact) -> LinkKey:
+    target = edge.target_dataset
+    return LinkKey(edge.scope, edge.scope_owner, target.id if target else None)
+
+
+def lineage_set(edges: Iterable[SetEdge], *, precedence: bool) -> LineageSet:
+    """The set `edges` make, in the order they were stated (the first of equal ends stays);
+    with `precedence`, only the edges of the highest rank among them."""
+    chosen = list(edges)
+    if precedence and chosen:
+        top = max(edge.rank for edge in chosen)
+        chosen = [edge for edge in chosen if edge.rank == top]
+    unique: dict[tuple[object, ...], SetEdge] = {}
+    for edge in chosen:
+        unique.setdefault(edge.ends, edge)
+    texts = sorted(((edge.canonical(), edge) for edge in unique.values()), key=lambda te: te[0])
+    digest = hashlib.sha256("\n".join(text for text, _ in texts).encode()).hexdigest()
+    return LineageSet(tuple(edge for _, edge in texts), digest)
+
+
+Change = Literal["none", "replace", "merge"]
+
+
+def change(stored_id: uuid.UUID | None, stored_rank: int, new: LineageSet, key: LinkKey) -> Change:
+    """What `new` (edges an owner states for an output now) does to the set it links to:
+    nothing (the same set, or outranked by what is stored), replace it (nothing stored, or
+    `new` outranks it), or merge with it (equal rank, or no precedence: the stored edges
+    are needed)."""
+    if stored_id is None:
+        return "replace"
+    if stored_id == new.id:
+        return "none"
+    if key.precedence:
+        if new.rank < stored_rank:
+            return "none"
+        if new.rank > stored_rank:
+            return "replace"
+    return "merge"
+
+
+def merged(stored: Sequence[SetEdge], new: LineageSet, key: LinkKey) -> LineageSet:
+    """The set an owner links to after stating `new` where `stored` stood: stored edges
+    first, so an edge stored before stays as it was."""
+    return lineage_set([*stored, *new.edges], precedence=key.precedence)
+
+
+class Stated(NamedTuple):
+    """The edges stated for one link, in the order stated, with the owner's run and job."""
+
+    run_id: uuid.UUID | None
+    job_id: uuid.UUID | None
+    edges: list[SetEdge]
+
+
+def group_edges(edges: Iterable[EdgeFact]) -> dict[LinkKey, Stated]:
+    """Edge facts by the link they belong to."""
+    groups: dict[LinkKey, Stated] = {}
+    for edge in edges:
+        key = link_key(edge)
+        stated = groups.get(key)
+        if stated is None:
+            stated = groups[key] = Stated(edge.run_id, edge.job.id if edge.job else None, [])
+        stated.edges.append(set_edge(edge))
+    return groups

@@ -1,0 +1,29 @@
+"""Field and dataset edges as readers see them: each stored set's edges once per link to it.
+
+Edges are stored once per distinct lineage set and linked to each owner that stated them
+(`upstream.model.lineage_sets`); every reader reads them through the links, so a set no link
+uses any more is never part of an answer. The rows have the columns `schema.EDGE_COLUMNS`
+names, with the owner's scope, run and job beside each edge.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from upstream.store import schema as t
+
+
+def _edges() -> sa.Subquery:
+    link, edge = t.lineage_links, t.lineage_set_edges
+    columns = [
+        link.c.scope,
+        link.c.run_id,
+        link.c.job_id,
+        *(edge.c[name] for name in t.EDGE_COLUMNS[3:]),
+    ]
+    joined = sa.select(*columns).join_from(edge, link, link.c.set_id == edge.c.set_id)
+    return joined.subquery("edges")
+
+
+#: Made once: building the subquery's column collection costs more than using it.
+EDGES = _edges()

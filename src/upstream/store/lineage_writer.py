@@ -1,0 +1,193 @@
+"""Store the edges a batch states, once per distinct lineage set, linked to their owners.
+
+For each (owner, output) the batch describes, the rules of `upstream.model.lineage_sets` decide
+whether the set it links to stays, is replaced, or merges with what arrived. Only a merge
+reads stored edges; the usual case (a run's COMPLETE repeating its START, a run repeating the
+job's previous run) reads one link row and writes at most one link row. A set's edges are
+written once, by the first owner that states it.
+
+A set no link uses any more (its owner moved on to another set) is deleted at once, so the
+rows stored do not depend on the order events arrived in. On PostgreSQL the writer that
+deletes a set locks it first (FOR UPDATE) and the writer that links to one holds it (FOR KEY
+SHARE), re-inserting it if a concurrent writer had just deleted it: a link never points to
+a missing set.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.facts import EdgeFact
+from upstream.model.lineage_sets import (
+    LineageSet,
+    LinkKey,
+    SetEdge,
+    change,
+    group_edges,
+    lineage_set,
+    merged,
+)
+from upstream.store import schema as t
+from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
+
+Row = dict[str, Any]
+
+
+def store_lineage(conn: Connection, edges: list[EdgeFact], now: datetime) -> None:
+    """Link every (owner, output) `edges` describe to the set it stands for now."""
+    groups = group_edges(edges)
+    if not groups:
+        return
+    stored = _links(conn, [key.id for key in groups])
+    chosen: dict[LinkKey, LineageSet] = {}
+    to_merge: list[tuple[LinkKey, LineageSet, uuid.UUID]] = []
+    for key, stated in groups.items():
+        new = lineage_set(stated.edges, precedence=key.precedence)
+        stored_id, stored_rank = stored.get(key.id, (None, 0))
+        outcome = change(stored_id, stored_rank, new, key)
+        if outcome == "replace":
+            chosen[key] = new
+        elif outcome == "merge":
+            assert stored_id is not None
+            to_merge.append((key, new, stored_id))
+    if to_merge:
+        before = set_edges(conn, {stored_id for _, _, stored_id in to_merge})
+        for key, new, stored_id in to_merge:
+            result = merged(before.get(stored_id, ()), new, key)
+            if result.id != stored_id:
+                chosen[key] = result
+    _write_sets(conn, chosen.values(), now)
+    _write_links(conn, {key: (groups[key], chosen[key]) for key in chosen}, stored, now)
+    _drop_unlinked(conn, {stored[key.id][0] for key in chosen if key.id in stored})
+
+
+def _links(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[uuid.UUID, int]]:
+    link = t.lineage_links.c
+    found: dict[uuid.UUID, tuple[uuid.UUID, int]] = {}
+    for matches in id_filters(conn, link.id, sorted(ids)):
+        query = sa.select(link.id, link.set_id, link.rank).where(matches)
+        found.update({row.id: (row.set_id, row.rank) for row in conn.execute(query)})
+    return found
+
+
+def set_edges(conn: Connection, set_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[SetEdge]]:
+    """The stored edges of each set, in the set's order."""
+    e = t.lineage_set_edges.c
+    found: dict[uuid.UUID, list[SetEdge]] = defaultdict(list)
+    names = SetEdge._fields
+    for matches in id_filters(conn, e.set_id, sorted(set_ids)):
+        query = sa.select(e.set_id, *(e[name] for name in names)).where(matches)
+        for row in conn.execute(query.order_by(e.set_id, e.position)):
+            found[row[0]].append(SetEdge(*row[1:]))
+    return found
+
+
+def _write_sets(conn: Connection, sets: Collection[LineageSet], now: datetime) -> None:
+    """Insert the sets not stored yet, with their edges (a set's content never changes)."""
+    unique = {s.id: s for s in sets}
+    rows = [
+        {
+            "id": s.id,
+            "checksum": s.checksum,
+            "target_dataset_id": s.edges[0].target_dataset_id if s.edges else None,
+            "rank": s.rank,
+            "created_at": now,
+        }
+        for _, s in sorted(unique.items())
+    ]
+    new = insert_rows_ignoring(conn, t.lineage_sets, rows, "id")
+    if conn.dialect.name == "postgresql" and rows:
+        held = _hold(conn, unique)
+        new |= insert_rows_ignoring(
+            conn, t.lineage_sets, [r for r in rows if r["id"] not in held], "id"
+        )
+    edge_rows = [
+        {"set_id": set_id, "position": position, "rank": edge.rank, **edge._asdict()}
+        for set_id in sorted(new)
+        for position, edge in enumerate(unique[set_id].edges)
+    ]
+    if edge_rows:
+        conn.execute(t.lineage_set_edges.insert(), edge_rows)
+
+
+def _hold(conn: Connection, set_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Lock the stored sets among `set_ids` against deletion until commit; those found."""
+    ls = t.lineage_sets.c
+    held: set[uuid.UUID] = set()
+    for matches in id_filters(conn, ls.id, sorted(set_ids)):
+        query = sa.select(ls.id).where(matches).order_by(ls.id)
+        held.update(conn.execute(query.with_for_update(read=True, key_share=True)).scalars())
+    return held
+
+
+def _drop_unlinked(conn: Connection, set_ids: Collection[uuid.UUID]) -> None:
+    """Delete the sets among `set_ids` that no link uses any more, with their edges."""
+    if not set_ids:
+        return
+    ls, link = t.lineage_sets.c, t.lineage_links.c
+    gone: list[uuid.UUID] = []
+    for matches in id_filters(conn, ls.id, sorted(set_ids)):
+        conn.execute(for_update(conn, sa.select(ls.id).where(matches).order_by(ls.id)))
+        unlinked = sa.select(ls.id).where(matches, ~sa.exists().where(link.set_id == ls.id))
+        gone.extend(conn.execute(unlinked).scalars())
+    for matches in id_filters(conn, t.lineage_set_edges.c.set_id, gone):
+        conn.execute(t.lineage_set_edges.delete().where(matches))
+    for matches in id_filters(conn, ls.id, gone):
+        conn.execute(t.lineage_sets.delete().where(matches))
+
+
+def _write_links(
+    conn: Connection,
+    chosen: dict[LinkKey, tuple[Any, LineageSet]],
+    stored: dict[uuid.UUID, tuple[uuid.UUID, int]],
+    now: datetime,
+) -> None:
+    """Point existing links at their new set; insert the links that are new."""
+    moved = [
+        {"b_id": key.id, "b_set": lset.id, "b_rank": lset.rank}
+        for key, (_, lset) in sorted(chosen.items(), key=lambda kv: kv[0].id)
+        if key.id in stored
+    ]
+    if moved:
+        link = t.lineage_links
+        conn.execute(
+            link.update()
+            .where(link.c.id == sa.bindparam("b_id"))
+            .values(set_id=sa.bindparam("b_set"), rank=sa.bindparam("b_rank")),
+            moved,
+        )
+    fresh: list[Row] = [
+        {
+            "id": key.id,
+            "scope": key.scope,
+            "owner_id": key.owner_id,
+            "run_id": stated.run_id,
+            "job_id": stated.job_id,
+            "target_dataset_id": key.target_dataset_id,
+            "set_id": lset.id,
+            "rank": lset.rank,
+            "created_at": now,
+        }
+        for key, (stated, lset) in sorted(chosen.items(), key=lambda kv: kv[0].id)
+        if key.id not in stored
+    ]
+    insert_rows_ignoring(conn, t.lineage_links, fresh, "id")
+
+
+def delete_links(conn: Connection, scope: str, owner: uuid.UUID) -> None:
+    """Forget what `owner` stated (a declaration replaced by a newer one); its sets stay
+    only for the other owners that link to them."""
+    link = t.lineage_links.c
+    dropped = conn.execute(
+        t.lineage_links.delete()
+        .where(link.scope == scope, link.owner_id == owner)
+        .returning(link.set_id)
+    ).scalars()
+    _drop_unlinked(conn, set(dropped))
