@@ -4,7 +4,7 @@ A layered warehouse (source tables -> landing -> staging -> intermediate levels 
 run once a day by Airflow-like workflows: every task run carries a `parent` facet naming its
 workflow (DAG) run, some tasks hand data to a later task through a dataset temporary to the
 workflow run (marked by a facet, or named after the workflow run id as CDAP does). Jobs come in
-three styles, fixed per job, so every precedence rule of DESIGN §3.2 is exercised:
+three styles, fixed per job, so every precedence rule of design §3.2 is exercised:
 
 - `column`: outputs carry `columnLineage` from a subset of the inputs; inputs it does not name
   do not flow into that output.

@@ -1,4 +1,4 @@
-"""Lineage as of a time (DESIGN §4.5): runs that had started by then, declarations as they
+"""Lineage as of a time (design §4.5): runs that had started by then, declarations as they
 stood then, on every lineage endpoint."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Access control (DESIGN §5): tokens from the environment or the config file, roles read <
+"""Access control (design §5): tokens from the environment or the config file, roles read <
 write < admin, 401 for no or unknown token, 403 for a role too low, health probes open."""
 
 from __future__ import annotations

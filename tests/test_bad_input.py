@@ -1,5 +1,5 @@
 """Every kind of bad input gets a clear 4xx naming the problem, and changes nothing stored
-(DESIGN §3.1, §5). Each case posts to a database that already holds an event, and compares
+(design §3.1, §5). Each case posts to a database that already holds an event, and compares
 the row count of every table before and after."""
 
 from __future__ import annotations

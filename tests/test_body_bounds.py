@@ -1,4 +1,4 @@
-"""Bounded work per request (DESIGN §5): bodies that are small on the wire but would parse
+"""Bounded work per request (design §5): bodies that are small on the wire but would parse
 into millions of objects are refused before they are parsed, and the server's memory barely
 moves. The server is a real `upstream serve` process whose peak memory (VmHWM) is read from
 /proc before and after each body."""

@@ -1,4 +1,4 @@
-"""Clients that never finish a request cannot hold the server (DESIGN §5): connections that
+"""Clients that never finish a request cannot hold the server (design §5): connections that
 send nothing, headers sent a byte at a time (slowloris) and bodies that trickle are closed
 after `client_timeout` seconds (a slow body with a 408), while normal requests still answer.
 """

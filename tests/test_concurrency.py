@@ -1,4 +1,4 @@
-"""Many writers at once (DESIGN §5): 8 concurrent clients x 500 events, 10% of them posted
+"""Many writers at once (design §5): 8 concurrent clients x 500 events, 10% of them posted
 twice, against a live server with 2 worker processes. Exactly the distinct events are stored,
 nothing answers 5xx, nothing deadlocks, and readers polling during the writes — the store
 directly, and the lineage API — never see an event half-stored.

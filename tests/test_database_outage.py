@@ -1,4 +1,4 @@
-"""A database that hangs, refuses or is slow gets every client a quick answer (DESIGN §5):
+"""A database that hangs, refuses or is slow gets every client a quick answer (design §5):
 503 with `Retry-After` for work that needs it, `/health` at once, `/ready` 503 within 2 s,
 recovery without a restart, and nothing acknowledged lost.
 

@@ -1,4 +1,4 @@
-"""`GET /v3/namespaces/{ns}/datasets/{ds}/lineage` (DESIGN §4.1, §4.2), on both databases.
+"""`GET /v3/namespaces/{ns}/datasets/{ds}/lineage` (design §4.1, §4.2), on both databases.
 
 Every graph is built by posting OpenLineage events; expected relations are worked out by hand
 and written as (dataset, program key, access, run) — `None` for a declared (run-less) one.

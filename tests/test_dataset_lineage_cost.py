@@ -1,5 +1,5 @@
 """The dataset lineage walk costs a constant number of statements per level, whatever the
-width of the level (DESIGN §4.2, issue 3 item 6): never one per dataset or job."""
+width of the level (design §4.2, issue 3 item 6): never one per dataset or job."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_statements_do_not_grow_with_depth(
     client: TestClient, counted: tuple[Store, list[str]], options: dict[str, Any]
 ) -> None:
     """One walk reads what all its levels need up front: as many statements at levels 20
-    as at levels 1, though the answer grows with every level (DESIGN §6)."""
+    as at levels 1, though the answer grows with every level (design §6)."""
     store, statements = counted
     chain(client, 25)
     seed = "chainS25" if options.get("direction") == "upstream" else "chainS0"

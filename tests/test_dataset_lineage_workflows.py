@@ -1,4 +1,4 @@
-"""rollup=workflow and temporary datasets in the dataset lineage API (DESIGN §3.4, §4.2).
+"""rollup=workflow and temporary datasets in the dataset lineage API (design §3.4, §4.2).
 
 Workflows are built the way producers report them: each task run carries a `parent` facet
 naming the workflow run.
@@ -142,7 +142,7 @@ def emp_agg(client: TestClient, kind: str) -> dict[str, str]:
         written = {"lifecycleStateChange": {"lifecycleStateChange": "CREATE"}}
         dropped = [ds(NS, tmp, lifecycleStateChange={"lifecycleStateChange": "DROP"})]
     # "lifecycle in one run": phase-1 reports CREATE on START and DROP on COMPLETE; both
-    # states of its one relation count (DESIGN §3.3), not only the latest.
+    # states of its one relation count (design §3.3), not only the latest.
     one_run = kind == "lifecycle in one run"
     post(
         client,

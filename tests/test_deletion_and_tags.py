@@ -1,4 +1,4 @@
-"""Soft deletion and tags through the Marquez-compatible API (DESIGN §4.4, §4.5), on both
+"""Soft deletion and tags through the Marquez-compatible API (design §4.4, §4.5), on both
 stores: what a DELETE answers, what leaves lists and search, what `includeDeleted` brings back,
 how a later event revives an entity, and tags on datasets and fields. Expected values are
 worked out by hand from the events each test posts."""

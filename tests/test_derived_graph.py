@@ -1,4 +1,4 @@
-"""The flow graph derived at write time (DESIGN §6) on both stores: every order of a run's
+"""The flow graph derived at write time (design §6) on both stores: every order of a run's
 events gives the same flows, a declaration's flows follow its latest version, a rebuild from
 the kept events gives the same answers, and so does a database of revision 0001 migrated and
 rebuilt; every lifecycle state of a relation is kept."""

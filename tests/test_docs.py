@@ -259,3 +259,41 @@ def test_a_stale_code_name_is_caught() -> None:
     assert _resolves("model.facts.ORIGIN_RANK")
     assert not _resolves("store.writer.no_such_function")
     assert not _resolves("model.no_such_module")
+
+
+_SECTION = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", re.MULTILINE)
+_CITATION = re.compile(r"design(?:\.md\))? §\s?(\d+(?:\.\d+)?)")
+
+
+def _cited_sections() -> dict[str, set[str]]:
+    """Every `design §N` cited in the source, the tests and the docs, with where."""
+    roots = [ROOT / "src", ROOT / "tests", ROOT / "benchmarks", ROOT / "frontend" / "src", DOCS]
+    cited: dict[str, set[str]] = {}
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.suffix not in {".py", ".md", ".ts"} or path.name == "design.md":
+                continue
+            for section in _CITATION.findall(path.read_text(encoding="utf-8")):
+                cited.setdefault(section, set()).add(str(path.relative_to(ROOT)))
+    return cited
+
+
+def test_design_citations_name_sections_of_the_design_page() -> None:
+    """`design §3.2` in a docstring must lead to a section of docs/design.md."""
+    sections = set(_SECTION.findall((DOCS / "design.md").read_text(encoding="utf-8")))
+    cited = _cited_sections()
+    assert cited, "nothing cites the design: the pattern no longer matches"
+    missing = {
+        section: sorted(where)[:3] for section, where in cited.items() if section not in sections
+    }
+    assert not missing, f"sections docs/design.md does not have: {missing}"
+
+
+def test_nothing_cites_a_design_file_outside_the_repository() -> None:
+    stale = [
+        str(path.relative_to(ROOT))
+        for root in (ROOT / "src", DOCS, ROOT / "benchmarks")
+        for path in root.rglob("*")
+        if path.suffix in {".py", ".md"} and "DESIGN §" in path.read_text(encoding="utf-8")
+    ]
+    assert not stale, stale

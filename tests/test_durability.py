@@ -1,4 +1,4 @@
-"""Nothing acknowledged is lost (DESIGN §5): a server killed with SIGKILL in the middle of a
+"""Nothing acknowledged is lost (design §5): a server killed with SIGKILL in the middle of a
 stream of posts has, after a restart, every event it answered 201 for."""
 
 from __future__ import annotations

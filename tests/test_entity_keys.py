@@ -1,4 +1,4 @@
-"""Keys of datasets, jobs and workflows in dataset-lineage answers (DESIGN §4.2): namespaces
+"""Keys of datasets, jobs and workflows in dataset-lineage answers (design §4.2): namespaces
 escaped, names verbatim, so names that split differently at their dots never share a key."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Parsing OpenLineage documents (DESIGN §3.1): strict on identities, lenient on quirks."""
+"""Parsing OpenLineage documents (design §3.1): strict on identities, lenient on quirks."""
 
 from __future__ import annotations
 

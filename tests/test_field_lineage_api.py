@@ -1,4 +1,4 @@
-"""Field lineage end to end (DESIGN §3.5, §4.3; issue 4 items 3-6): programs record through the
+"""Field lineage end to end (design §3.5, §4.3; issue 4 items 3-6): programs record through the
 real recorder, whose events are posted to `POST /api/v1/lineage`; the answers of the field
 lineage API are compared with paths and summaries worked out by hand. Both databases."""
 

@@ -1,7 +1,7 @@
 """A field name is never empty or blank, wherever an event names a field: the output fields of
 `columnLineage` and their input fields, the `fields` of a lineage facet entry (job or dataset
 facet) and their inputs, the `schema` facet's fields at any depth. Such an event is refused
-whole, naming the path; nothing of it is stored (DESIGN §3.1)."""
+whole, naming the path; nothing of it is stored (design §3.1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The seed's JSON document (`POST /v3/namespaces/{ns}/lineage/field-operations`) and the
 `upstream_fieldOperations` facet posted directly: one validation, one ingestion path, the same
-answers as the recorder's (DESIGN §3.5; issue 4 item 2). Both databases."""
+answers as the recorder's (design §3.5; issue 4 item 2). Both databases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Field operations as pure rules (DESIGN §3.5): resolution, validation, alive fields, trimming
+"""Field operations as pure rules (design §3.5): resolution, validation, alive fields, trimming
 a field's path, source fields, checksum. No database: expectations are worked out by hand."""
 
 from __future__ import annotations

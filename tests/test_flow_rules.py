@@ -1,4 +1,4 @@
-"""The flow rules of DESIGN §3.2/§3.3/§6 as pure functions, without a database: explicit
+"""The flow rules of design §3.2/§3.3/§6 as pure functions, without a database: explicit
 dataset edges, precedence per output over the inputs x outputs product, declarations, and
 the same flows in every order the facts of a run arrive in."""
 

@@ -118,7 +118,7 @@ def test_an_event_in_two_posts_of_a_group_is_stored_for_the_first_only(
 def test_a_refused_post_fails_alone_and_the_others_are_stored(
     store: Store, transactions: list[int]
 ) -> None:
-    """The store refuses a run reported for a second job (DESIGN §3.1) only when it writes:
+    """The store refuses a run reported for a second job (design §3.1) only when it writes:
     the shared transaction fails, and each post is written again alone, in arrival order."""
     run_id = "0190d6a8-0000-7000-8000-000000000001"
     good_before = facts(copy_job("a", "b"))

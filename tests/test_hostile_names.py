@@ -1,4 +1,4 @@
-"""Names are data, never code (DESIGN §2): quotes, `%`, `_`, SQL, `../`, `<script>`, emoji
+"""Names are data, never code (design §2): quotes, `%`, `_`, SQL, `../`, `<script>`, emoji
 are stored and returned verbatim through every read route, and never interpreted as SQL,
 LIKE patterns, paths or HTML."""
 
@@ -18,7 +18,7 @@ from upstream.store import schema as t
 from upstream.store.engine import Store
 
 NAMESPACE = 'hostile://db:5432/it\'s "100%_"'
-#: The namespace as a lineage key writes it (DESIGN §4.2): `%` as `%25`, `.` as `%2E`.
+#: The namespace as a lineage key writes it (design §4.2): `%` as `%25`, `.` as `%2E`.
 KEY_NAMESPACE = 'hostile://db:5432/it\'s "100%25_"'
 HOSTILE = [
     'it\'s "quoted"',

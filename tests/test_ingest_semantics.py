@@ -1,4 +1,4 @@
-"""Ingestion rules beyond the facet's shapes (DESIGN §3.1 to §3.4): precedence, the inferred
+"""Ingestion rules beyond the facet's shapes (design §3.1 to §3.4): precedence, the inferred
 product, declarations, accumulation, parents, idempotency, atomic batches."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lineage diffs (DESIGN §4.5): what changed upstream or downstream of a dataset between two
+"""Lineage diffs (design §4.5): what changed upstream or downstream of a dataset between two
 windows, or between two times. Every expectation is worked out by hand from the events."""
 
 from __future__ import annotations

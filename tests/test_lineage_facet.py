@@ -1,4 +1,4 @@
-"""The Lineage Job Facet (DESIGN §3.2): each shape the facet allows, stored exactly.
+"""The Lineage Job Facet (design §3.2): each shape the facet allows, stored exactly.
 
 Expected edges are written out by hand: `ns/ds` a dataset, `ns/ds#f` a field, `job:ns/name`
 a job. Implied dataset edges (mirrors of field edges) are checked separately.

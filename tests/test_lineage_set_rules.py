@@ -1,4 +1,4 @@
-"""The rules of lineage sets (DESIGN §6), without a database: what a set holds, its content
+"""The rules of lineage sets (design §6), without a database: what a set holds, its content
 hash, the order of its edges, and what a later statement does to the set an owner links to."""
 
 from __future__ import annotations

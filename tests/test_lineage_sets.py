@@ -1,4 +1,4 @@
-"""Repeated lineage stored once (DESIGN §6), on both databases: runs that state the same edges
+"""Repeated lineage stored once (design §6), on both databases: runs that state the same edges
 share one lineage set and add one link each; a run whose lineage changes gets a new set while
 the old one stays for the runs that stated it; precedence between origins still holds per
 run and output; and any delivery order leaves the same rows."""

@@ -1,4 +1,4 @@
-"""The Marquez-compatible API over HTTP (DESIGN §4.4): lineage graphs, column lineage, search,
+"""The Marquez-compatible API over HTTP (design §4.4): lineage graphs, column lineage, search,
 events, node ids, percent-encoded paths, pagination and errors. Expected values are worked out
 by hand from the events each test posts."""
 

@@ -1,4 +1,4 @@
-"""The real marquez-python client against a live `upstream serve` (DESIGN §4.4).
+"""The real marquez-python client against a live `upstream serve` (design §4.4).
 
 One server per database for the whole module: Marquez's food-delivery demo (26 events) plus a
 few events with a URI namespace (`s3://bucket`) and names holding `/`, which the client sends

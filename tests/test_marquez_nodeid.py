@@ -1,4 +1,4 @@
-"""Marquez node ids (DESIGN §4.4): readings against known namespaces, and malformed ids."""
+"""Marquez node ids (design §4.4): readings against known namespaces, and malformed ids."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schemathesis over the app's own OpenAPI document (DESIGN §5): whatever it generates for
+"""Schemathesis over the app's own OpenAPI document (design §5): whatever it generates for
 every operation — valid and invalid parameters, bodies, encodings — no answer is a 5xx.
 
 In-process (ASGI) and bounded: a few examples per operation, so the whole run stays short;

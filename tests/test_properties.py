@@ -1,4 +1,4 @@
-"""Properties over generated event shapes (DESIGN §3.1): a valid event is accepted and posting
+"""Properties over generated event shapes (design §3.1): a valid event is accepted and posting
 it again changes nothing; any mutation of a valid event is accepted or refused with a 4xx,
 never a 5xx, and a refused one changes nothing stored."""
 

@@ -1,4 +1,4 @@
-"""Retention (DESIGN §5): `upstream db prune` and the `retention` setting, on both stores.
+"""Retention (design §5): `upstream db prune` and the `retention` setting, on both stores.
 
 The history below is worked out by hand. Times are BASE_TIME (T) plus hours; the cutoff is
 T+5d, so runs that ended in the first day go, runs of day ten stay:

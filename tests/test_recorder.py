@@ -1,4 +1,4 @@
-"""The recorder (DESIGN §3.5; issue 4 items 1 and 8): standard OpenLineage RunEvents through
+"""The recorder (design §3.5; issue 4 items 1 and 8): standard OpenLineage RunEvents through
 openlineage-python's transports, START / per record / COMPLETE or FAIL, workflows and parents,
 and validation that raises before anything is emitted."""
 

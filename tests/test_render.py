@@ -52,7 +52,7 @@ def entity(kind: str, namespace: str, name: str) -> dict[str, Any]:
 
 
 def lineage_response(names: list[str], namespace: str = "ns") -> dict[str, Any]:
-    """A chain names[0] -> job0 -> names[1] -> job1 -> … in the DESIGN §4.2 shape."""
+    """A chain names[0] -> job0 -> names[1] -> job1 -> … in the design §4.2 shape."""
     data = {f"dataset.{namespace}.{n}": entity("dataset", namespace, n) for n in names}
     programs = {
         f"job.{namespace}.job{i}": entity("job", namespace, f"job{i}")

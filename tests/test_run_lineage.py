@@ -1,4 +1,4 @@
-"""Run lineage (DESIGN §4.5): which run of which job made the data a run read.
+"""Run lineage (design §4.5): which run of which job made the data a run read.
 
 Expected answers are worked out by hand from the events each test posts."""
 

@@ -1,4 +1,4 @@
-"""The `sql` job facet through ingestion (DESIGN §3.3), on both databases: SQL edges are
+"""The `sql` job facet through ingestion (design §3.3), on both databases: SQL edges are
 stored with their origin, shown by the field answers, ranked below columnLineage in either
 order of arrival, never an error, and off when the setting says so."""
 

@@ -1,4 +1,4 @@
-"""Column lineage from the `sql` job facet (DESIGN §3.3), without a database.
+"""Column lineage from the `sql` job facet (design §3.3), without a database.
 
 Each statement's expected edges are worked out by hand from the SQL: `target#field <- source#
 field` with the transformation subtypes, dataset-wide dependencies written `target <- source#

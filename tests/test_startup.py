@@ -1,6 +1,6 @@
 """`upstream serve` as a person starting it sees it: every startup failure is one line on
 stderr that says what to do (exit status 1, nothing started), and the log is text with
-colours at a terminal, JSON lines otherwise (DESIGN §5)."""
+colours at a terminal, JSON lines otherwise (design §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Symlinks (DESIGN §3.3): every identity of one dataset is one node in every answer, on both
+"""Symlinks (design §3.3): every identity of one dataset is one node in every answer, on both
 databases, whichever order the events arrive in (docs/concepts.md states the rule).
 
 The scenario: a Spark job `write_orders` writes `s3://bucket` `warehouse/orders`, whose

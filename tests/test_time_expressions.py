@@ -1,4 +1,4 @@
-"""Time expressions of lineage queries (DESIGN §4.1): parse_time_expression."""
+"""Time expressions of lineage queries (design §4.1): parse_time_expression."""
 
 from __future__ import annotations
 

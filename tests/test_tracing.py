@@ -1,4 +1,4 @@
-"""Every answer can be traced (DESIGN §5): a 500 carries `X-Request-ID` like any other answer
+"""Every answer can be traced (design §5): a 500 carries `X-Request-ID` like any other answer
 and its logged traceback carries the same id; a client that hangs up mid-upload is logged at
 INFO and counted as `client_disconnected`, never as a server error."""
 

@@ -2,7 +2,7 @@
 walks the app's own OpenAPI document and derives the bad values from each parameter's schema
 (below the minimum, above the maximum, not a number, 10,000 digits, empty, an unknown enum
 value, a malformed time), and sends every path segment and query parameter NUL, bytes that are
-not UTF-8 and an encoded lone surrogate (DESIGN §5: bad input is a clear 4xx, never a crash).
+not UTF-8 and an encoded lone surrogate (design §5: bad input is a clear 4xx, never a crash).
 
 Each route is first asked with good values only, which must not be refused, so every 400 seen
 is the bad parameter's doing."""

@@ -1,5 +1,5 @@
 """The web UI in a real browser: Playwright for Python driving Debian's Chromium against a live
-`upstream serve` with seeded lineage (DESIGN §5).
+`upstream serve` with seeded lineage (design §5).
 
 A user's walk — search → dataset page → graph → field paths — with assertions on what is drawn
 (node labels, edge counts, path steps), exploring in place (paths highlighted, expand and

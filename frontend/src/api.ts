@@ -1,5 +1,5 @@
 // The server's HTTP API, as the UI uses it. Every path segment is percent-encoded on its own,
-// since names may hold '/', ':', spaces and unicode (DESIGN §2).
+// since names may hold '/', ':', spaces and unicode (design §2).
 
 const TOKEN_KEY = "upstream.token";
 
@@ -64,7 +64,7 @@ export async function getJson<T>(url: string, query: Query = {}): Promise<T> {
   return (await response.json()) as T;
 }
 
-// ---- shapes (DESIGN §4.2–4.4) ----
+// ---- shapes (design §4.2–4.4) ----
 
 export interface EntityId {
   type: string;
@@ -244,7 +244,7 @@ export interface DiffSide {
   programs: string[];
 }
 
-/** `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff` (DESIGN §4.5). */
+/** `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff` (design §4.5). */
 export interface LineageDiff {
   from: { start: number; end: number; asOf?: string };
   to: { start: number; end: number; asOf?: string };

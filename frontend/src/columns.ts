@@ -1,6 +1,6 @@
 // The column view's data: each drawn dataset's fields as rows, and the field edges between
 // them from the field graph (`GET /api/v1/column-lineage`), which joins every origin of field
-// lineage — lineage facet, columnLineage, SQL, recorded field operations (DESIGN §3.3).
+// lineage — lineage facet, columnLineage, SQL, recorded field operations (design §3.3).
 
 import type { ColumnGraph } from "./api";
 import type { LineageGraph } from "./graph-model";

@@ -77,7 +77,7 @@ function isCentre(centre: Centre, kind: NodeKind, namespace: string, name: strin
   return sameKind && namespace === centre.namespace && name === centre.name;
 }
 
-/** A dataset- or job-lineage response (DESIGN §4.2) as a graph around `centre`. */
+/** A dataset- or job-lineage response (design §4.2) as a graph around `centre`. */
 export function fromRelations(response: LineageResponse, centre: Centre): LineageGraph {
   const nodes: GraphNode[] = [];
   for (const [id, entry] of Object.entries(response.data)) {

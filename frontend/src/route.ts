@@ -80,7 +80,7 @@ export const links = {
   tag: (tag: string) => href("tag", { tag }),
 };
 
-// ---- time window (DESIGN §4.1) ----
+// ---- time window (design §4.1) ----
 
 export const WINDOW_PRESETS = ["1h", "24h", "7d", "30d", "90d", "365d"] as const;
 export const ALL_TIME = "all";
@@ -98,7 +98,7 @@ export function windowQuery(params: URLSearchParams): { start: string; end: stri
   return { start: `now-${preset}`, end: "now" };
 }
 
-/** The window and the "as of" time (`asOf`: the lineage as it stood then; DESIGN §4.5), for
+/** The window and the "as of" time (`asOf`: the lineage as it stood then; design §4.5), for
  * the endpoints that take both. */
 export function historyQuery(params: URLSearchParams): { start: string; end: string; asOf: string | null } {
   return { ...windowQuery(params), asOf: params.get("asOf") };

@@ -1,4 +1,4 @@
-"""The `upstream` command (DESIGN §5): serve the API, manage the database, load events, and
+"""The `upstream` command (design §5): serve the API, manage the database, load events, and
 look at lineage from a terminal. Options are declared here; the work is in `upstream.commands`.
 """
 

@@ -1,4 +1,4 @@
-"""Retention (DESIGN §5): `upstream db prune` and the server's daily prune.
+"""Retention (design §5): `upstream db prune` and the server's daily prune.
 
 Both remove the same thing, by `upstream.store.prune`; here the cutoff is worked out and the
 work scheduled. Several server processes may each run the daily prune: on PostgreSQL the

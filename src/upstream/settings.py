@@ -1,4 +1,4 @@
-"""One settings object for the whole server (DESIGN §5).
+"""One settings object for the whole server (design §5).
 
 Read from environment variables with the `UPSTREAM_` prefix, or from a TOML config file named
 by `UPSTREAM_CONFIG`; the environment wins over the file. Invalid values stop the start with a
@@ -32,7 +32,7 @@ from pydantic_settings import (
 from upstream.model.timeexpr import parse_duration
 
 DEFAULT_DB_URL = "sqlite:///./upstream.db"
-#: Token roles, weakest first; each implies the ones before it (DESIGN §5).
+#: Token roles, weakest first; each implies the ones before it (design §5).
 TOKEN_ROLES = ("read", "write", "admin")
 HASHED = "sha256:"
 

@@ -1,4 +1,4 @@
-// The field view (DESIGN §4.3): pick a dataset's field, see its field graph hop by hop, the
+// The field view (design §4.3): pick a dataset's field, see its field graph hop by hop, the
 // paths of operations that made it (seed 000: read → parse → concat → create) with their runs,
 // and the fields it comes from and flows to in other datasets.
 

@@ -1,4 +1,4 @@
-// The interactive lineage graph (DESIGN §4.2, §5): layered left to right with upstream on the
+// The interactive lineage graph (design §4.2, §5): layered left to right with upstream on the
 // left for every direction; controls for levels, direction, window, collapse, rollup, column
 // view and namespaces, all held in the URL; and exploring in place — paths of a node
 // highlighted, a node expanded or collapsed by one hop, filters, search, paths between two
@@ -79,7 +79,7 @@ interface GraphSettings {
   compare: Compare;
 }
 
-/** What a dataset graph is compared with (DESIGN §4.5): nothing, the window just before its
+/** What a dataset graph is compared with (design §4.5): nothing, the window just before its
  * own, another window (`compareStart`..`compareEnd`), or its lineage at an earlier time
  * (`against`, the graph's own being `asOf` or now). */
 type Compare = "" | "previous" | "window" | "time";

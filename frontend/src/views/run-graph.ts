@@ -1,4 +1,4 @@
-// A run's lineage (DESIGN §4.5): the runs that wrote the dataset versions it read, and those
+// A run's lineage (design §4.5): the runs that wrote the dataset versions it read, and those
 // runs' own inputs, `levels` runs back (or forward: the runs that read what it wrote). Drawn
 // like the dataset graph — layered left to right, paths lit on pointing — with runs and
 // dataset versions as the nodes.

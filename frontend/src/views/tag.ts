@@ -1,4 +1,4 @@
-// A tag's reach (DESIGN §4.5): the fields carrying the tag (a tagged dataset tags each of its
+// A tag's reach (design §4.5): the fields carrying the tag (a tagged dataset tags each of its
 // fields) and every field their data flowed into, `levels` field edges on — where a PII
 // column's data went.
 

@@ -1,4 +1,4 @@
-"""The application object: settings, the store, the routers (DESIGN §1, §5)."""
+"""The application object: settings, the store, the routers (design §1, §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bearer-token access control for every route (DESIGN §5).
+"""Bearer-token access control for every route (design §5).
 
 One ASGI middleware decides by method and path, so routes added later are covered without
 asking: `/health` and `/ready` are open (load balancers probe them); GET, HEAD and OPTIONS

@@ -1,4 +1,4 @@
-"""The query parameters of a lineage walk (DESIGN §4.1, §4.2), declared once for every route
+"""The query parameters of a lineage walk (design §4.1, §4.2), declared once for every route
 that walks: dataset-centred and job-centred lineage take exactly the same ones."""
 
 from __future__ import annotations

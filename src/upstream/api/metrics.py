@@ -1,4 +1,4 @@
-"""`GET /metrics` in the Prometheus text format (DESIGN §5, operating it).
+"""`GET /metrics` in the Prometheus text format (design §5, operating it).
 
 What a team watches: events ingested (new or duplicate) and ingestion requests rejected by
 reason, request counts and latency per route template (`/api/v1/lineage`, never the raw path,

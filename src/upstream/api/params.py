@@ -2,7 +2,7 @@
 400 naming the parameter (`upstream.api.errors`) and the OpenAPI document says exactly what
 each accepts; and the same 400 for what the lineage services' own parsers refuse.
 
-Numbers, enums and booleans are FastAPI's to check. Time expressions (DESIGN §4.1) and
+Numbers, enums and booleans are FastAPI's to check. Time expressions (design §4.1) and
 `collapse` lists are strings that the services parse (`LineageParams.parse`, the rule the CLI
 shares); their schemas are declared here so the document still says what is accepted. Text that
 is no text at all (NUL, bad UTF-8) never gets this far: `upstream.api.url_text` refuses it.

@@ -20,7 +20,7 @@ from upstream import __version__
 
 DEFAULT_URL = "http://127.0.0.1:5000"
 
-#: Bodies above this size are gzipped; the server inflates them (DESIGN §3.1).
+#: Bodies above this size are gzipped; the server inflates them (design §3.1).
 _GZIP_ABOVE_BYTES = 256 * 1024
 
 JsonObject = dict[str, Any]
@@ -89,7 +89,7 @@ class UpstreamClient:
         self._request("POST", "/api/v1/lineage", body=list(events))
 
     def post_field_operations(self, namespace: str, document: Mapping[str, Any]) -> None:
-        """Store field operations in their JSON document form (DESIGN §3.5)."""
+        """Store field operations in their JSON document form (design §3.5)."""
         self._request(
             "POST", f"/v3/namespaces/{segment(namespace)}/lineage/field-operations", body=document
         )
@@ -119,7 +119,7 @@ class UpstreamClient:
         rollup: str | None = None,
         as_of: str | None = None,
     ) -> JsonObject:
-        """The dataset's lineage as CDAP's relations (DESIGN §4.2), as of a time if asked."""
+        """The dataset's lineage as CDAP's relations (design §4.2), as of a time if asked."""
         params = _params(
             start=start, end=end, levels=levels, direction=direction, rollup=rollup, asOf=as_of
         ) + [("collapse", c) for c in collapse]
@@ -141,7 +141,7 @@ class UpstreamClient:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
     ) -> JsonObject:
-        """What changed in the dataset's lineage between two windows or times (DESIGN §4.5)."""
+        """What changed in the dataset's lineage between two windows or times (design §4.5)."""
         params = _params(
             **{"from": from_window, "to": to_window},
             asOf=as_of,
@@ -176,7 +176,7 @@ class UpstreamClient:
         start: str | None = None,
         end: str | None = None,
     ) -> JsonObject:
-        """How a field was made: its paths of operations with their runs (DESIGN §4.3)."""
+        """How a field was made: its paths of operations with their runs (design §4.3)."""
         path = f"{_dataset_path(namespace, dataset)}/fields/{segment(field)}/lineage"
         return self._json("GET", path, params=_params(start=start, end=end))
 
@@ -191,7 +191,7 @@ class UpstreamClient:
         start: str | None = None,
         end: str | None = None,
     ) -> JsonObject:
-        """The datasets and fields a field comes from and flows to (DESIGN §4.3)."""
+        """The datasets and fields a field comes from and flows to (design §4.3)."""
         path = f"{_dataset_path(namespace, dataset)}/lineage/fields/{segment(field)}"
         params = _params(direction=direction, levels=levels, start=start, end=end)
         return self._json("GET", path, params=params)

@@ -1,4 +1,4 @@
-"""The recorder: programs tell how they made each field of what they wrote (DESIGN §3.5).
+"""The recorder: programs tell how they made each field of what they wrote (design §3.5).
 
 ```python
 recorder = LineageRecorder(url="http://127.0.0.1:5000")

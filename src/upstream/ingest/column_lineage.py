@@ -1,4 +1,4 @@
-"""The `columnLineage` dataset facet as field edges (DESIGN §3.3).
+"""The `columnLineage` dataset facet as field edges (design §3.3).
 
 Every edge is kept, even when the schema facet does not list the column. `dataset` entries are
 dataset-wide dependencies (a field that affects the whole output, e.g. a filter). A dataset a

@@ -1,4 +1,4 @@
-"""The `upstream_fieldOperations` output facet as stored facts (DESIGN §3.5).
+"""The `upstream_fieldOperations` output facet as stored facts (design §3.5).
 
 The operations are validated and resolved by the same rules as the recorder's; they give the
 operation set (stored once per destination and checksum, linked to the run), field edges from

@@ -1,4 +1,4 @@
-"""The Lineage Job Facet and Lineage Dataset Facet as stored edges (DESIGN §3.2).
+"""The Lineage Job Facet and Lineage Dataset Facet as stored edges (design §3.2).
 
 Each entry names one target and only the sources that feed it, so exactly those edges are
 stored and no inputs x outputs product is inferred for the event. A `JOB` reference without

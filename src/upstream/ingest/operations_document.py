@@ -1,4 +1,4 @@
-"""The seed's field-operations JSON document, for producers in other languages (DESIGN §3.5).
+"""The seed's field-operations JSON document, for producers in other languages (design §3.5).
 
 ```json
 {"destination": {"namespace", "name", "description"?, "fields"?, "temporary"?},

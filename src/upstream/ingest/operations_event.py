@@ -1,4 +1,4 @@
-"""Recorded field operations as a standard OpenLineage RunEvent (DESIGN §3.5).
+"""Recorded field operations as a standard OpenLineage RunEvent (design §3.5).
 
 The recorder emits these events through openlineage-python's transports, and the server turns
 the seed's JSON document into the very same event before ingesting it, so both producers take

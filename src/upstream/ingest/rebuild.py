@@ -1,4 +1,4 @@
-"""Re-derive every derived table from the kept raw events (DESIGN §6: raw events are the
+"""Re-derive every derived table from the kept raw events (design §6: raw events are the
 truth), for `upstream db rebuild` and for a start whose derivation rules changed.
 
 Events are replayed in the order they were stored, up to `BATCH_EVENTS` of them in one

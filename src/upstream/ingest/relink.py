@@ -1,7 +1,7 @@
 """Replay stored events through the writer: a rebuild's groups, and the earlier runs and
 declarations a new symlink turned into readers or writers of another dataset's alias.
 
-A symlink that arrives after the reads of its alias (DESIGN §3.3) changes which node those
+A symlink that arrives after the reads of its alias (design §3.3) changes which node those
 reads name. Their derived rows are forgotten (`upstream.store.aliases.forget_stale`) and
 their raw events applied again, in the write's transaction, so the graph is what it would
 have been had the symlink come first.

@@ -1,4 +1,4 @@
-"""The one ingestion path (DESIGN §3): validate every event, translate it to facts, store the
+"""The one ingestion path (design §3): validate every event, translate it to facts, store the
 batch in one transaction. A batch is all-or-nothing; re-posting an event changes nothing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `sql` job facet as field edges of origin `sql` (DESIGN §3.3).
+"""The `sql` job facet as field edges of origin `sql` (design §3.3).
 
 For the outputs that have neither a lineage facet entry nor `columnLineage`, the job's
 statements are parsed (`sql_parse`), their table names resolved to the event's datasets

@@ -1,4 +1,4 @@
-"""The `sql` job facet's text -> the column lineage of each of its statements (DESIGN §3.3).
+"""The `sql` job facet's text -> the column lineage of each of its statements (design §3.3).
 
 Two parsers read each statement. openlineage-sql, the parser the OpenLineage integrations use,
 says which table columns feed which result column; sqlglot's syntax tree (`sql_statements`)

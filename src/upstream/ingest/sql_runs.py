@@ -1,4 +1,4 @@
-"""The `sql` lineage of a batch of events in the transaction that writes them (DESIGN §3.3):
+"""The `sql` lineage of a batch of events in the transaction that writes them (design §3.3):
 the SQL's table names may name datasets only the run's earlier events listed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One accepted OpenLineage event -> the facts it contributes (DESIGN §3).
+"""One accepted OpenLineage event -> the facts it contributes (design §3).
 
 Pure: no database. The store applies the facts, including the rules that need what is already
 stored (precedence across a run's events, the latest declaration winning).
@@ -141,7 +141,7 @@ def _inputs_outputs(
 ) -> None:
     """Relations for the event's inputs and outputs, and the edges of its facets, with the
     lineage facet taking precedence over columnLineage, and that over the `sql` facet, per
-    output (DESIGN §3.2, §3.3)."""
+    output (design §3.2, §3.3)."""
     assert owner.job is not None
     time = event.eventTime
     for index, dataset in enumerate(event.inputs):
@@ -332,7 +332,7 @@ def _register_edge_entities(facts: EventFacts) -> None:
 
 
 def _parent(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
-    """The parent facet: the run's place in a workflow (DESIGN §3.4). A run naming itself or
+    """The parent facet: the run's place in a workflow (design §3.4). A run naming itself or
     its own job as parent is not its own workflow, so such a link is not stored."""
     raw = event.run.facets.get("parent")
     if raw is None:
@@ -421,7 +421,7 @@ def _temporary(facets: dict[str, Any], path: str) -> bool:
 
 def _named_version(facets: dict[str, Any]) -> str | None:
     """The `version` facet's datasetVersion: which version of the dataset a run read or
-    wrote, in the producer's words (run lineage, DESIGN §4.5). A facet we only use to link
+    wrote, in the producer's words (run lineage, design §4.5). A facet we only use to link
     versions: a malformed one names no version rather than refusing the event."""
     raw = facets.get("version")
     named = raw.get("datasetVersion") if isinstance(raw, dict) else None

@@ -1,7 +1,7 @@
 """OpenLineage events (spec 2-0-x): RunEvent, JobEvent and DatasetEvent.
 
 Strict where lineage would be corrupted (identities, run ids, event types), lenient on the quirks
-real producers send (DESIGN §3.1): a missing `schemaURL`, an `eventTime` without a timezone,
+real producers send (design §3.1): a missing `schemaURL`, an `eventTime` without a timezone,
 stray top-level keys, a JobEvent carrying `eventType`, `null` where a list is expected.
 Facets are kept as sent; the ones we interpret are parsed in `upstream.model.facets`.
 """

@@ -108,7 +108,7 @@ LineageEntry = Annotated[LineageDatasetEntry | LineageJobEntry, Field(discrimina
 
 
 class LineageJobFacet(_Facet):
-    """`job.facets.lineage`: explicit edges owned by the job (DESIGN §3.2)."""
+    """`job.facets.lineage`: explicit edges owned by the job (design §3.2)."""
 
     entries: list[LineageEntry]
 

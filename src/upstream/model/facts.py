@@ -1,4 +1,4 @@
-"""Stored facts: what one accepted event contributes to the store (DESIGN §2).
+"""Stored facts: what one accepted event contributes to the store (design §2).
 
 `upstream.ingest` turns events into these; `upstream.store` writes them in bulk. Plain data,
 so translation is testable without a database and a batch of events is one set of writes.
@@ -18,7 +18,7 @@ Access = Literal["read", "write"]
 Scope = Literal["run", "job", "dataset"]
 Origin = Literal["lineage_facet", "field_operations", "column_lineage", "sql"]
 
-#: Precedence per output (DESIGN §3.2, §3.3): the lineage facet (and the recorder's field
+#: Precedence per output (design §3.2, §3.3): the lineage facet (and the recorder's field
 #: operations, which arrive as one) over columnLineage over the `sql` facet's parsed lineage;
 #: inputs x outputs is inferred only where none is.
 ORIGIN_RANK: dict[str, int] = {
@@ -193,7 +193,7 @@ class SymlinkFact:
 
 @dataclass
 class OperationSetFact:
-    """Field operations recorded for one destination in one run (DESIGN §3.5)."""
+    """Field operations recorded for one destination in one run (design §3.5)."""
 
     dataset: DatasetRef
     checksum: str
@@ -215,7 +215,7 @@ class OperationSetFact:
 @dataclass
 class Declaration:
     """A JobEvent's or DatasetEvent's lineage, replacing the owner's earlier declaration when
-    its event time is not older (DESIGN §3.2)."""
+    its event time is not older (design §3.2)."""
 
     scope: Literal["job", "dataset"]
     owner: JobRef | DatasetRef

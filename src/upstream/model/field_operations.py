@@ -1,4 +1,4 @@
-"""Field operations: how a program made each field of a destination (DESIGN §3.5, seed 000).
+"""Field operations: how a program made each field of a destination (design §3.5, seed 000).
 
 A program lists the operations it applied, in order. An input is a `Source` (a dataset), a
 field name (the output of the latest earlier operation with that name) or `op.output(name)`
@@ -35,7 +35,7 @@ class Source:
 @dataclass(frozen=True)
 class Destination:
     """The dataset the operations write. `fields` overrides the fields still alive after the
-    last operation; `temporary` marks it temporary to the run's workflow run (DESIGN §3.4)."""
+    last operation; `temporary` marks it temporary to the run's workflow run (design §3.4)."""
 
     namespace: str
     name: str
@@ -245,7 +245,7 @@ class OperationSet:
 
     def trim_to_field(self, name: str) -> list[Step]:
         """The operations field `name` depends on, in dependency (recorded) order; empty when
-        the field is not alive (DESIGN §4.3)."""
+        the field is not alive (design §4.3)."""
         producer = self.producer(name)
         if producer is None:
             return []
@@ -299,7 +299,7 @@ class OperationSet:
 
     @cached_property
     def checksum(self) -> str:
-        """Identical operation lists from many runs are stored once (DESIGN §2)."""
+        """Identical operation lists from many runs are stored once (design §2)."""
         canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -326,7 +326,7 @@ def step_json(step: Step, origins: Mapping[int, int] | None = None) -> dict[str,
 
 
 def resolve(operations: Sequence[FieldOperation]) -> OperationSet:
-    """Validate `operations` and resolve their field references (DESIGN §3.5).
+    """Validate `operations` and resolve their field references (design §3.5).
 
     Raises InvalidInput (a ValueError) located at `operations[i]` and naming the operation:
     no operation reads a Source, a field input no earlier operation output, an empty name,

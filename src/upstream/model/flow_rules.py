@@ -1,4 +1,4 @@
-"""Dataset-to-dataset data flow, the one place where precedence becomes a graph (DESIGN §3.2,
+"""Dataset-to-dataset data flow, the one place where precedence becomes a graph (design §3.2,
 §3.3, §6).
 
 A flow S -> T exists in run r of job J when r stored an explicit dataset-level edge S -> T (a
@@ -69,7 +69,7 @@ class OwnerLineage:
 
 def derive_flows(lineage: OwnerLineage) -> list[Flow]:
     """The flows of one owner, sorted: explicit dataset-level edges, then the inputs x
-    outputs product for each output that no edge describes (DESIGN §3.2's precedence)."""
+    outputs product for each output that no edge describes (design §3.2's precedence)."""
     found: set[Flow] = set()
     described: set[uuid.UUID] = set()
     for edge in lineage.edges:

@@ -1,4 +1,4 @@
-"""The keys that name datasets, jobs and workflows in a dataset-lineage answer (DESIGN §4.2).
+"""The keys that name datasets, jobs and workflows in a dataset-lineage answer (design §4.2).
 
 A key is `<kind>.<ns>.<name>`. Names and namespaces both hold dots (`postgres://db:5432`,
 `sales.orders`), so a plain join would give (`a.b`, `c`) and (`a`, `b.c`) the same key and

@@ -1,11 +1,11 @@
-"""Repeated lineage stored once (DESIGN §6): the edges one owner states for one output form a
+"""Repeated lineage stored once (design §6): the edges one owner states for one output form a
 lineage set, kept once per distinct content and linked to every owner that stated it.
 
 An owner is a run, or a job's or a dataset's declaration. Ten runs of a job that send the same
 `columnLineage` make one set and ten links. The rules here decide what a set holds, what its
 content hash is, and how a later event of the same owner changes the set it links to:
 
-- Per run and output dataset only the highest-ranked origin stands (DESIGN §3.2): edges of a
+- Per run and output dataset only the highest-ranked origin stands (design §3.2): edges of a
   lower rank are dropped, from what was stored as well as from what arrives.
 - Edges of equal rank accumulate across the owner's events. Two edges with the same ends are
   one edge: the one stored first stays (re-sent edges change nothing).
@@ -75,7 +75,7 @@ class LinkKey(NamedTuple):
 
     @property
     def precedence(self) -> bool:
-        """Precedence between origins applies per run and output dataset (DESIGN §3.2)."""
+        """Precedence between origins applies per run and output dataset (design §3.2)."""
         return (
             self.scope == "run" and self.owner_id is not None and self.target_dataset_id is not None
         )

@@ -1,7 +1,7 @@
 """Marquez node ids: `dataset:<ns>:<name>`, `datasetField:<ns>:<name>:<field>`, `job:<ns>:<name>`.
 
 The format joins its parts with `:`, which OpenLineage namespaces themselves contain
-(`postgres://db.example.com:5432`), so an id cannot be split by syntax alone (DESIGN §4.4).
+(`postgres://db.example.com:5432`), so an id cannot be split by syntax alone (design §4.4).
 `parse_node_id` therefore splits against the namespaces the store knows and returns every
 reading that fits, best first; the caller keeps the first that names a stored entity. An id may
 end in `#<uuid>`, the version the marquez-python client appends.

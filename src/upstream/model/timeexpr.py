@@ -1,4 +1,4 @@
-"""Time expressions of lineage queries (DESIGN §4.1).
+"""Time expressions of lineage queries (design §4.1).
 
 A time is epoch seconds (`1476321533`, fractions allowed), an ISO-8601 instant
 (`2026-11-01T12:00:00Z`; without an offset it is UTC; a bare date is its midnight UTC), `now`,

@@ -1,5 +1,5 @@
-"""A time window for lineage queries (DESIGN §4.1): start inclusive, end exclusive, and the
-time the answer is as of (DESIGN §4.5)."""
+"""A time window for lineage queries (design §4.1): start inclusive, end exclusive, and the
+time the answer is as of (design §4.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The workflow rules of DESIGN §3.4, as pure functions over what the store knows.
+"""The workflow rules of design §3.4, as pure functions over what the store knows.
 
 A workflow is a job that contains other jobs' runs; rolling lineage up to workflows replaces
 each run inside a workflow run by that workflow run, and hides the datasets that exist only

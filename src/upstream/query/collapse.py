@@ -1,4 +1,4 @@
-"""`collapse` (DESIGN §4.2): merge relations that differ only in the collapsed dimensions."""
+"""`collapse` (design §4.2): merge relations that differ only in the collapsed dimensions."""
 
 from __future__ import annotations
 

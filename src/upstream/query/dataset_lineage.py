@@ -1,4 +1,4 @@
-"""Dataset lineage, CDAP style (DESIGN §4.1, §4.2): the service behind
+"""Dataset lineage, CDAP style (design §4.1, §4.2): the service behind
 `GET /v3/namespaces/{ns}/datasets/{ds}/lineage`, the CLI's `lineage` and the web UI's graph.
 
 The walk is breadth-first and set-based: each level costs a constant number of statements for
@@ -63,7 +63,7 @@ class LineageParams:
     collapse: frozenset[Dimension] = frozenset()
     rollup: Rollup | None = None
     direction: Direction = "both"
-    #: The lineage as it stood then (DESIGN §4.5); None: now.
+    #: The lineage as it stood then (design §4.5); None: now.
     as_of: datetime | None = None
 
     def __post_init__(self) -> None:
@@ -200,7 +200,7 @@ def dataset_lineage(
     max_nodes: int,
     max_relations: int,
 ) -> dict[str, Any]:
-    """The lineage of one dataset in the response shape of DESIGN §4.2; raises UnknownEntity
+    """The lineage of one dataset in the response shape of design §4.2; raises UnknownEntity
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
     `max_relations` relations (before collapsing) are returned; a larger result is cut
     (deepest levels first) and says `"truncated": true` with how many of the nodes and

@@ -1,4 +1,4 @@
-"""Field lineage from recorded operations (DESIGN §4.3, seed 000): how a field was made, which
+"""Field lineage from recorded operations (design §4.3, seed 000): how a field was made, which
 fields have lineage, and the operations a field went through.
 
 A path is the operations a destination field depends on, trimmed from one stored operation
@@ -71,7 +71,7 @@ class FieldQuery:
         as_of: str | None = None,
         now: datetime | None = None,
     ) -> FieldQuery:
-        """Times and levels as the dataset lineage reads them (DESIGN §4.1), `levels`
+        """Times and levels as the dataset lineage reads them (design §4.1), `levels`
         defaulting to 1 (CDAP's summaries); InvalidInput names each bad parameter."""
         problems: list[Problem] = []
         base: LineageParams | None = None

@@ -1,4 +1,4 @@
-"""Field lineage summaries across datasets (DESIGN §4.3): the fields one field comes from
+"""Field lineage summaries across datasets (design §4.3): the fields one field comes from
 (incoming) and flows to (outgoing), up to `levels` hops away.
 
 Every kind of field edge counts alike — recorded operations, the lineage facet's `fields`,

@@ -2,7 +2,7 @@
 (window, levels, direction, collapse, rollup), behind `GET /v3/namespaces/{ns}/jobs/{job}/lineage`.
 
 It is composed from the dataset-lineage service rather than walked again, so both answers
-follow the same rules (DESIGN §4.2, §3.4): `levels` levels of dataset lineage from each
+follow the same rules (design §4.2, §3.4): `levels` levels of dataset lineage from each
 dataset the job touched in the window (`upstream`: the datasets it read, `downstream`: those
 it wrote, `both`: all), plus the job's own reads (upstream) or writes (downstream), which a
 directed walk from those datasets does not pass through. A workflow touches what the runs
@@ -41,7 +41,7 @@ def job_lineage(
     max_nodes: int,
     max_relations: int,
 ) -> dict[str, Any]:
-    """The lineage around one job in the response shape of dataset lineage (DESIGN §4.2);
+    """The lineage around one job in the response shape of dataset lineage (design §4.2);
     raises UnknownEntity for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
     each dataset's walk is capped at `max_relations` relations as dataset lineage is."""

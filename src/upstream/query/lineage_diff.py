@@ -1,4 +1,4 @@
-"""What changed in a dataset's lineage between two windows or two times (DESIGN §4.5): the
+"""What changed in a dataset's lineage between two windows or two times (design §4.5): the
 service behind `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff`.
 
 Both sides are answers of the dataset-lineage service with the same levels, direction,

@@ -1,4 +1,4 @@
-"""rollup=workflow (DESIGN §4.2, seed 002): programs inside workflow runs become the workflow."""
+"""rollup=workflow (design §4.2, seed 002): programs inside workflow runs become the workflow."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run lineage (DESIGN §4.5): which run of which job made the data a run read, and which runs
+"""Run lineage (design §4.5): which run of which job made the data a run read, and which runs
 read what it wrote — the service behind `GET /v3/runs/{runId}/lineage`.
 
 A run R that read dataset D read the version of D that one run W wrote: the version the

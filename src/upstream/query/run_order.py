@@ -1,4 +1,4 @@
-"""The order lineage answers list runs in: newest start first (DESIGN §4.2)."""
+"""The order lineage answers list runs in: newest start first (design §4.2)."""
 
 from __future__ import annotations
 

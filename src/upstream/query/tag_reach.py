@@ -1,4 +1,4 @@
-"""A tag's reach (DESIGN §4.5): every dataset and field downstream of the fields carrying a tag,
+"""A tag's reach (design §4.5): every dataset and field downstream of the fields carrying a tag,
 through every origin of field edges — where a PII column's data went.
 
 A tag on a dataset tags each field the dataset lists. The walk is the field summaries' walk

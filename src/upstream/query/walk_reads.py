@@ -1,4 +1,4 @@
-"""What a dataset-lineage walk reads, fetched up front for every level at once (DESIGN §6:
+"""What a dataset-lineage walk reads, fetched up front for every level at once (design §6:
 walks in one round trip).
 
 `store.walks.reach` tells in one recursive statement which datasets and jobs a walk of

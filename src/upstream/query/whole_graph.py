@@ -4,7 +4,7 @@ Every dataset and job, the dataset-to-dataset flows with the job that made each 
 derived `flows` table, so the lineage facet's precedence and the inputs x outputs inference are
 the same as everywhere else), and the explicit edges that touch a job itself (job -> job,
 dataset -> job, job -> dataset), which have no dataset-level flow to stand for them. Keys and
-entity ids have the shape of the dataset lineage response (DESIGN §4.2).
+entity ids have the shape of the dataset lineage response (design §4.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a workflow contains (DESIGN §3.4): its runs in a window and, for each, the job runs
+"""What a workflow contains (design §3.4): its runs in a window and, for each, the job runs
 inside it; and the jobs those runs belong to. Behind
 `GET /v3/namespaces/{ns}/jobs/{job}/contents` and the web UI's workflow page.
 

@@ -72,7 +72,7 @@ def build(title: str, nodes: Iterable[Node], edges: Iterable[Edge]) -> Graph:
 
 
 def dataset_lineage_graph(response: Mapping[str, Any], focus: tuple[str, str] | None) -> Graph:
-    """Datasets and jobs of a dataset-lineage response (DESIGN §4.2): a read is an edge from
+    """Datasets and jobs of a dataset-lineage response (design §4.2): a read is an edge from
     the dataset into the job, a write one from the job into the dataset."""
     nodes = _focused({**response.get("data", {}), **response.get("programs", {})}, focus)
     edges = _relation_edges(response.get("relations", []), nodes)
@@ -108,7 +108,7 @@ def _relation_edges(
 
 
 def lineage_diff_graph(response: Mapping[str, Any], focus: tuple[str, str]) -> Graph:
-    """Both sides of a lineage diff (DESIGN §4.5) in one picture: kept relations as usual,
+    """Both sides of a lineage diff (design §4.5) in one picture: kept relations as usual,
     added ones green, removed ones red; a field edge that changed joins the two fields."""
     nodes = _focused({**response.get("data", {}), **response.get("programs", {})}, focus)
     edges = _relation_edges(response.get("kept", []), nodes)
@@ -132,7 +132,7 @@ def field_summary_graph(
     response: Mapping[str, Any], namespace: str, dataset: str, field: str
 ) -> Graph:
     """The field at the centre, the fields it comes from on the left and flows to on the right
-    (DESIGN §4.3's incoming/outgoing summary)."""
+    (design §4.3's incoming/outgoing summary)."""
     centre = Node("field", namespace, dataset, field, focus=True)
     nodes = [centre]
     edges: list[Edge] = []

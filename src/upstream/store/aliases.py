@@ -1,4 +1,4 @@
-"""One node per dataset whatever it is called: the groups `symlinks` facets make (DESIGN §3.3).
+"""One node per dataset whatever it is called: the groups `symlinks` facets make (design §3.3).
 
 Every identity a symlinks facet names, and every identity that reported one, belongs to a
 group (the union of all claims: a claim is symmetric and transitive). Each group has one

@@ -1,9 +1,9 @@
 """Every declaration kept: lineage as a JobEvent or DatasetEvent stated it, at its event time.
 
 `edges`, `relations` and `flows` hold the declarations in force now (the latest by event time
-replaces the earlier one, DESIGN §3.2), which is what every current answer reads. The history tables
+replaces the earlier one, design §3.2), which is what every current answer reads. The history tables
 hold each declaration ever accepted, with the time it was replaced, so an answer `asOf` a past
-time uses the declaration that stood then (DESIGN §4.5; `upstream.store.window` reads them).
+time uses the declaration that stood then (design §4.5; `upstream.store.window` reads them).
 """
 
 from __future__ import annotations

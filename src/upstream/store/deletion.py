@@ -1,4 +1,4 @@
-"""Soft deletion of namespaces, datasets and jobs (DESIGN §4.5), and the rule of what is shown.
+"""Soft deletion of namespaces, datasets and jobs (design §4.5), and the rule of what is shown.
 
 A deletion is a row of `deletions` naming the entity's id; the entity keeps its rows and its
 history. People delete, events do not, so deletions are not derived data: `upstream db

@@ -1,4 +1,4 @@
-"""Keep the `flows` table true: re-derive the flows of the owners a write touched (DESIGN §6).
+"""Keep the `flows` table true: re-derive the flows of the owners a write touched (design §6).
 
 An owner is a run, or the declaration of a job or of a dataset. Its flows are derived from all
 it has stored so far (`upstream.model.flow_rules.derive_flows`), then its old rows are deleted
@@ -23,9 +23,9 @@ from upstream.store.dialect import advisory_xact_locks, id_filters
 
 #: Version of the derivation rules. A store whose derived tables were built by other rules
 #: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
-#: from `sql` job facets (DESIGN §3.3), or the history of declarations (DESIGN §4.5); 4: both;
-#: 5: derived rows name the canonical identity of a dataset's symlink group (DESIGN §3.3).
-#: 6: edges stored once per distinct lineage set, linked to each owner (DESIGN §6).
+#: from `sql` job facets (design §3.3), or the history of declarations (design §4.5); 4: both;
+#: 5: derived rows name the canonical identity of a dataset's symlink group (design §3.3).
+#: 6: edges stored once per distinct lineage set, linked to each owner (design §6).
 DERIVED_VERSION = "6"
 
 

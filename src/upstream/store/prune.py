@@ -1,4 +1,4 @@
-"""Retention (DESIGN §5): remove the runs that ended before a cutoff, with what they produced.
+"""Retention (design §5): remove the runs that ended before a cutoff, with what they produced.
 
 What goes: every run that ended before the cutoff, unless a run that stays descends from it
 (a workflow run whose tasks are still kept stays, so rollup keeps working); the rows that

@@ -1,5 +1,5 @@
 """The datasets runs listed as inputs or outputs in the events already stored, with their
-current fields: what a run's later `sql` facet may name (DESIGN §3.1, a run accumulates)."""
+current fields: what a run's later `sql` facet may name (design §3.1, a run accumulates)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The relational schema of DESIGN §2, in SQLAlchemy Core.
+"""The relational schema of design §2, in SQLAlchemy Core.
 
 Entity ids are deterministic UUIDs computed from natural keys (see `upstream.model.identity`),
 so every API process derives the same id without a round trip and batch writes need no
@@ -123,7 +123,7 @@ relations = sa.Table(
     # the order events arrive in does not matter (["CREATE", "DROP"]: created on START,
     # dropped on COMPLETE); NULL when none.
     sa.Column("lifecycles", NullableJson),
-    # The producer marked the dataset temporary to the run's workflow run (DESIGN §3.4).
+    # The producer marked the dataset temporary to the run's workflow run (design §3.4).
     sa.Column("temporary", sa.Boolean, nullable=False),
     # Why the relation exists: "io" (event inputs/outputs) or "edge" (implied by an edge).
     sa.Column("origin", sa.Text, nullable=False),
@@ -131,7 +131,7 @@ relations = sa.Table(
     sa.Column("facets", Json, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
     # The dataset version the producer named (`version` facet's datasetVersion): which
-    # version a run read, or the one it wrote (run lineage, DESIGN §4.5).
+    # version a run read, or the one it wrote (run lineage, design §4.5).
     sa.Column("version", sa.Text),
 )
 
@@ -162,7 +162,7 @@ def _edge_ends() -> list[sa.Column[object]]:
 lineage_sets = sa.Table(
     "lineage_sets",
     metadata,
-    # What one owner stated about one output, stored once per distinct content (DESIGN §6,
+    # What one owner stated about one output, stored once per distinct content (design §6,
     # `upstream.model.lineage_sets`): ten runs that send the same columnLineage share a set.
     # The id is made from the checksum of the set's edges.
     sa.Column("id", sa.Uuid, primary_key=True),
@@ -177,7 +177,7 @@ lineage_set_edges = sa.Table(
     "lineage_set_edges",
     metadata,
     # The explicit data flow of a set, source -> target, where either end is a dataset, a
-    # dataset field or a job (DESIGN §2, §3.2), in the set's canonical order.
+    # dataset field or a job (design §2, §3.2), in the set's canonical order.
     sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True),
     *_edge_ends(),
@@ -227,7 +227,7 @@ EDGE_COLUMNS = (
 flows = sa.Table(
     "flows",
     metadata,
-    # The dataset-level flow graph (DESIGN §6), derived when an event is written by
+    # The dataset-level flow graph (design §6), derived when an event is written by
     # `upstream.model.flow_rules`: precedence, implied edges and the inputs x outputs product
     # are resolved here, so walks only read. Re-deriving an owner (a run; a job's or a
     # dataset's declaration) deletes its rows and inserts the new ones.
@@ -267,7 +267,7 @@ declarations = sa.Table(
     "declarations",
     metadata,
     # Every JobEvent's or DatasetEvent's declared lineage, kept after a later one replaces it,
-    # so lineage can be answered as it stood at a time (DESIGN §4.5). `lineage_links` and
+    # so lineage can be answered as it stood at a time (design §4.5). `lineage_links` and
     # `relations` hold only the declarations in force now; these three tables hold all of them.
     sa.Column("id", sa.Uuid, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
@@ -338,7 +338,7 @@ dataset_symlinks = sa.Table(
 dataset_aliases = sa.Table(
     "dataset_aliases",
     metadata,
-    # The groups of identities that `symlinks` facets make one dataset (DESIGN §3.3;
+    # The groups of identities that `symlinks` facets make one dataset (design §3.3;
     # `upstream.store.aliases`): one row per identity in a group, with the group's canonical
     # identity, which every derived row names. No foreign key: an alias may never be stored.
     sa.Column("id", sa.Uuid, primary_key=True),
@@ -405,7 +405,7 @@ events = sa.Table(
 deletions = sa.Table(
     "deletions",
     metadata,
-    # Soft deletion (DESIGN §4.5) of a namespace, dataset or job, by its id. People delete, not
+    # Soft deletion (design §4.5) of a namespace, dataset or job, by its id. People delete, not
     # events, so this is no derived table: a rebuild keeps it, and only an event received after
     # `deleted_at` that names the entity ends the deletion.
     sa.Column("entity_id", sa.Uuid, primary_key=True),

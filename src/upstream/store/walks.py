@@ -1,4 +1,4 @@
-"""Reads of the derived flow graph (`flows`, DESIGN §6): what walks follow.
+"""Reads of the derived flow graph (`flows`, design §6): what walks follow.
 
 The flows were derived when their events were written (`upstream.store.flow_writer`), so a
 read only selects rows: no relation is joined to another and nothing is inferred here. The
@@ -31,8 +31,8 @@ _COLUMNS = (_F.source_dataset_id, _F.target_dataset_id, _F.job_id, _F.run_id, _F
 
 def flow_in_window(flow: Any, window: Window | None) -> sa.ColumnElement[bool]:
     """Declared flows (no run) are always in; a run's flow when its run overlaps `window`
-    (started before the end, not finished before the start: DESIGN §4.1) and had started by
-    its `as_of` time (DESIGN §4.5). `flow` is the columns of `flows` (or `flows_as_of`)."""
+    (started before the end, not finished before the start: design §4.1) and had started by
+    its `as_of` time (design §4.5). `flow` is the columns of `flows` (or `flows_as_of`)."""
     if window is None:
         return sa.true()
     return sa.or_(

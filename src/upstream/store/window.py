@@ -1,4 +1,4 @@
-"""The time bounds of a lineage answer, in SQL, in one place (DESIGN §4.1, §4.5): which runs
+"""The time bounds of a lineage answer, in SQL, in one place (design §4.1, §4.5): which runs
 overlap the query's window and had started by its `as_of` time, and which declarations were
 in force then. Every read of runs' and declarations' lineage goes through these."""
 

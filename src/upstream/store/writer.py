@@ -352,7 +352,7 @@ def _run_row(run: RunFact, now: datetime) -> Row:
 
 
 def _merge_run(stored: Row, new: Row) -> Row:
-    """A run accumulates across its events (DESIGN §3.1): facets by name, the earliest
+    """A run accumulates across its events (design §3.1): facets by name, the earliest
     start, the latest end, and the state of the latest event (a terminal state wins a tie)."""
     merged = dict(stored)
     if new["has_events"]:
@@ -395,7 +395,7 @@ def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
 
 
 def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
-    """Parent chains never loop (DESIGN §3.4): a link that would close a cycle is dropped.
+    """Parent chains never loop (design §3.4): a link that would close a cycle is dropped.
 
     All chains of the batch climb together, one query per level of nesting."""
     climbing = {r.run_id: r.parent_run_id for f in batch for r in f.runs if r.parent_run_id}
@@ -442,7 +442,7 @@ def _resolve_declarations(
     conn: Connection, batch: list[EventFacts], owners: Owners, at: ReceivedAt
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
     """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
-    latest declaration by event time (DESIGN §3.2), and every declaration is kept in the
+    latest declaration by event time (design §3.2), and every declaration is kept in the
     history (`upstream.store.declaration_history`). Returns the edges and relations to keep
     and adds the declarations that replaced the stored ones to `owners`."""
     edges: list[EdgeFact] = []

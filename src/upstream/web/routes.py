@@ -1,4 +1,4 @@
-"""Serve the web UI (DESIGN §5): `index.html` at `/` and its content-hashed assets.
+"""Serve the web UI (design §5): `index.html` at `/` and its content-hashed assets.
 
 The bundle is built from `frontend/` by `scripts/build-web` and shipped in the package, so a
 user never needs Node.js. Asset names carry a content hash, so they are cached for good while

@@ -1,4 +1,4 @@
-"""`GET /v3/namespaces/{ns}/datasets/{ds}/lineage`: CDAP's dataset lineage (DESIGN §4.2)."""
+"""`GET /v3/namespaces/{ns}/datasets/{ds}/lineage`: CDAP's dataset lineage (design §4.2)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from upstream.query.dataset_lineage import (
 from upstream.query.lineage_diff import DiffParams, lineage_diff
 
 #: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
-#: path so each segment is decoded exactly once (DESIGN §4.4).
+#: path so each segment is decoded exactly once (design §4.4).
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
 
 _PATH = "/v3/namespaces/{namespace}/datasets/{dataset}/lineage"

@@ -1,4 +1,4 @@
-"""Field lineage (DESIGN §4.3): paths of a field, fields with lineage, summaries, operations."""
+"""Field lineage (design §4.3): paths of a field, fields with lineage, summaries, operations."""
 
 from __future__ import annotations
 

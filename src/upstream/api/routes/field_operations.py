@@ -1,5 +1,5 @@
 """`POST /v3/namespaces/{ns}/lineage/field-operations`: CDAP's field-operations document as
-JSON, for programs that do not use the Python recorder (DESIGN §3.5)."""
+JSON, for programs that do not use the Python recorder (design §3.5)."""
 
 from __future__ import annotations
 

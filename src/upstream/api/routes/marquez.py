@@ -1,4 +1,4 @@
-"""Marquez's read API for namespaces, sources, datasets, jobs and runs (DESIGN §4.4)."""
+"""Marquez's read API for namespaces, sources, datasets, jobs and runs (design §4.4)."""
 
 from __future__ import annotations
 

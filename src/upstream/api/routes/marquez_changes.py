@@ -1,5 +1,5 @@
 """Marquez's endpoints that change what is stored: deleting entities, creating and placing
-tags (DESIGN §4.4, §4.5). They need a `write` token, as every non-GET route does."""
+tags (design §4.4, §4.5). They need a `write` token, as every non-GET route does."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ per request.
 Names hold `/` (`s3://bucket`), which clients send percent-encoded inside one segment
 (`s3%3A%2F%2Fbucket`; marquez-python quotes with `safe=''`). The server decodes the whole path
 before routing, so `%2F` would split the segment. `EncodedSegmentsRoute` matches against the
-raw path instead and decodes each captured segment exactly once (DESIGN §4.4).
+raw path instead and decodes each captured segment exactly once (design §4.4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Marquez's lineage, column lineage, search and event endpoints (DESIGN §4.4)."""
+"""Marquez's lineage, column lineage, search and event endpoints (design §4.4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`GET /v3/runs/{runId}/lineage`: which runs made the data a run read, and which runs read
-what it wrote (DESIGN §4.5)."""
+what it wrote (design §4.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`GET /v3/tags/{tag}/reach` (DESIGN §4.5): where the data of tagged fields went."""
+"""`GET /v3/tags/{tag}/reach` (design §4.5): where the data of tagged fields went."""
 
 from __future__ import annotations
 

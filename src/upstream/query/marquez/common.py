@@ -54,7 +54,7 @@ def total(conn: Connection, query: sa.Select[Any]) -> int:
 
 
 def resolve_node(conn: Connection, value: str) -> NodeId:
-    """The reading of node id `value` that names a stored dataset or job (DESIGN §4.4).
+    """The reading of node id `value` that names a stored dataset or job (design §4.4).
 
     Raises InvalidNodeId when `value` is malformed and NotFound when no reading matches."""
     candidates = possible_namespaces(value)

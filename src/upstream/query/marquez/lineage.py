@@ -1,4 +1,4 @@
-"""`GET /api/v1/lineage`: Marquez's job<->dataset graph, cumulative and exact (DESIGN §4.4).
+"""`GET /api/v1/lineage`: Marquez's job<->dataset graph, cumulative and exact (design §4.4).
 
 Marquez draws a job's latest inputs and outputs, so a job that reads `customers` and `orders`
 and writes `customer_summary` and `order_summary` looks as if each output came from both

@@ -2,7 +2,7 @@
 
 The edges a run (or a declaration) states for an output are kept once per distinct content, in
 `lineage_sets` and `lineage_set_edges`, and `lineage_links` links each owner and output to its
-set (DESIGN §6). The old `edges` table goes: its rows are derived from the events, and a store
+set (design §6). The old `edges` table goes: its rows are derived from the events, and a store
 that holds events is rebuilt from them on the next start (derivation rules "6"), which fills
 the new tables. The few edges with a job end, which every dataset walk steps over, are
 indexed apart: without that the walk's recursive statement scanned every field edge for them.
