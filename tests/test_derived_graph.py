@@ -480,3 +480,38 @@ def test_a_store_with_events_of_unknown_rules_is_not_stamped(second_db_url: str)
         assert not needs_rebuild(store)
     finally:
         store.dispose()
+
+
+def test_two_processes_take_turns_to_rebuild(store: Store) -> None:
+    """The rebuild's lock is held across its transactions, on SQLite too (its own database
+    lock covers one transaction): a second holder waits until the first lets go."""
+    import threading
+
+    from upstream.store.migrate import session_lock
+
+    other = Store(store.url.render_as_string(hide_password=False))
+    held, entered, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with session_lock(store, 0x55505342):
+            held.set()
+            release.wait(10)
+
+    def second() -> None:
+        held.wait(10)
+        with session_lock(other, 0x55505342):
+            entered.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    try:
+        for thread in threads:
+            thread.start()
+        assert held.wait(10)
+        assert not entered.wait(0.5), "the second holder did not wait for the first"
+        release.set()
+        assert entered.wait(10)
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(10)
+        other.dispose()

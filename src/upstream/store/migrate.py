@@ -1,14 +1,16 @@
 """Schema migrations with Alembic, applied on start or by `upstream db upgrade`.
 
 On PostgreSQL an advisory lock makes concurrent starts (several hosts, several workers) take
-turns, so exactly one of them migrates.
+turns, so exactly one of them migrates; on an SQLite file, a lock on a file beside it does.
 """
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import IO
 
 from alembic import command
 from alembic.config import Config
@@ -17,7 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from upstream.store.engine import UNBOUNDED, Store
+from upstream.store.engine import UNBOUNDED, Store, sqlite_file
 from upstream.store.state import stamp_if_empty
 
 _LOCK_KEY = 0x55505354  # "UPST"
@@ -41,12 +43,14 @@ def upgrade(store: Store, revision: str = "head") -> None:
 
 @contextmanager
 def session_lock(store: Store, key: int) -> Iterator[Connection]:
-    """Hold PostgreSQL's advisory lock `key` (concurrent holders take turns) on a
-    connection of its own, handed out for work that must happen under it. SQLite needs
-    none: its writers queue on the database lock. Such work (migrations, a rebuild) may take
-    long on a large database, and a process may wait for another's: the statement and lock
-    timeouts do not apply to this connection."""
-    with store.engine.connect() as plain:
+    """Hold lock `key` (concurrent holders take turns) on a connection of its own, handed out
+    for work that must happen under it: PostgreSQL's advisory lock, or on an SQLite file an
+    exclusive lock on a file beside it. SQLite's own database lock covers one transaction
+    only, and such work (migrations, a rebuild) is many: two servers starting on one file
+    must not rebuild it at once. The work may take long on a large database, and a process
+    may wait for another's: the statement and lock timeouts do not apply to this
+    connection."""
+    with _file_lock(store, key), store.engine.connect() as plain:
         conn = plain.execution_options(**{UNBOUNDED: True})
         if store.dialect == "postgresql":
             conn.execute(text("SET statement_timeout = 0"))
@@ -63,6 +67,24 @@ def session_lock(store: Store, key: int) -> Iterator[Connection]:
                 conn.execute(text("RESET statement_timeout"))
                 conn.execute(text("RESET lock_timeout"))
                 conn.commit()
+
+
+def _file_lock(store: Store, key: int) -> AbstractContextManager[object]:
+    """An exclusive lock on `<database>.<key>.lock` for an SQLite file; nothing otherwise."""
+    database = sqlite_file(store.url.render_as_string(hide_password=False))
+    if database is None:
+        return nullcontext()
+    return _locked(database.with_name(f"{database.name}.{key:x}.lock"))
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[IO[bytes]]:
+    with path.open("ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield handle
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def current_revision(store: Store) -> str | None:
