@@ -1,17 +1,20 @@
-"""Replay stored events through the writer: a rebuild's groups, and the earlier runs and
-declarations a new symlink turned into readers or writers of another dataset's alias.
+"""Replay stored events through the writer: a rebuild's groups, the earlier runs and
+declarations a new symlink turned into readers or writers of another dataset's alias, and
+the runs whose SQL was resolved before all their datasets were known.
 
 A symlink that arrives after the reads of its alias (DESIGN §3.3) changes which node those
 reads name. Their derived rows are forgotten (`upstream.store.aliases.forget_stale`) and
 their raw events applied again, in the write's transaction, so the graph is what it would
-have been had the symlink come first.
+have been had the symlink come first. Likewise a run's inputs that arrive after its SQL
+(`upstream.ingest.sql_runs`): the run is forgotten and all its events applied again, the
+SQL resolved against every dataset they list, as if they had come in the usual order.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
@@ -20,7 +23,8 @@ from sqlalchemy.engine import Connection
 from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.model.errors import InvalidInput
 from upstream.model.facts import EventFacts
-from upstream.store.aliases import forget_stale
+from upstream.store.aliases import forget_runs, forget_stale
+from upstream.store.run_datasets import RunDatasets, datasets_of_runs
 from upstream.store.writer import apply_facts
 
 #: Turns a stored event's JSON document into its facts (`upstream.ingest.service`).
@@ -32,10 +36,11 @@ def replay_events(
     events: Iterable[Any],
     translate: Translate,
     refused: list[int] | None = None,
+    known: Mapping[uuid.UUID, RunDatasets] | None = None,
 ) -> None:
     """Apply stored `events` (rows of seq, payload, received_at, in seq order), each group
     received together with its own ingestion time; the seq of every event the rules refuse
-    is added to `refused`."""
+    is added to `refused`. `known`: all the datasets of the runs being derived again."""
     for received_at, group in groupby(events, key=lambda row: row.received_at):
         facts: list[EventFacts] = []
         for row in group:
@@ -45,9 +50,11 @@ def replay_events(
                 if refused is not None:
                     refused.append(row.seq)
         if facts:
-            # The SQL step as a write does it: against what the run stored before (§3.3).
-            stale = apply_facts(conn, with_run_sql_lineage(conn, facts), received_at)
+            # The SQL step as a write does it: against every dataset of the run (§3.3).
+            step = with_run_sql_lineage(conn, facts, known)
+            stale = apply_facts(conn, step.facts, received_at)
             relink(conn, stale, [f.record.key for f in facts], translate)
+            rederive_runs(conn, step.rederive, translate)
 
 
 def relink(
@@ -60,3 +67,11 @@ def relink(
     `batch_keys` that named an identity now an alias (`stale`)."""
     if stale:
         replay_events(conn, forget_stale(conn, stale, batch_keys), translate)
+
+
+def rederive_runs(conn: Connection, runs: Collection[uuid.UUID], translate: Translate) -> None:
+    """Derive `runs` again from all their stored events, their SQL resolved against every
+    dataset any of the events lists, so what an event stored too early resolved goes."""
+    if runs:
+        known = datasets_of_runs(conn, runs)
+        replay_events(conn, forget_runs(conn, runs), translate, known=known)

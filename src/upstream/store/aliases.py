@@ -271,6 +271,18 @@ def forget_stale(
     return [row for row in conn.execute(query) if row.event_key not in keys]
 
 
+def forget_runs(conn: Connection, runs: Collection[uuid.UUID]) -> list[Any]:
+    """Delete what `runs` derived and return all their stored events (seq, payload,
+    received_at, in order), to be replayed: the runs derived again from every event they
+    have (`upstream.ingest.relink.rederive_runs`)."""
+    _forget_runs(conn, set(runs))
+    e = t.events.c
+    events: list[Any] = []
+    for matches in id_filters(conn, e.run_id, runs):
+        events.extend(conn.execute(sa.select(e.seq, e.payload, e.received_at).where(matches)))
+    return sorted(events, key=lambda row: row.seq)
+
+
 def _owners_naming(
     conn: Connection, stale: Collection[uuid.UUID]
 ) -> tuple[set[uuid.UUID], set[uuid.UUID], set[uuid.UUID]]:
@@ -315,6 +327,8 @@ def _owners_naming(
 
 
 def _forget_runs(conn: Connection, runs: set[uuid.UUID]) -> None:
+    """Delete the rows the runs' events derived; their flows are replaced when the events
+    are replayed (`upstream.store.flow_writer.rederive_flows`)."""
     for table in (t.relations, t.dataset_versions, t.run_operation_sets):
         for matches in id_filters(conn, table.c.run_id, runs):
             conn.execute(table.delete().where(matches))

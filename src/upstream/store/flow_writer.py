@@ -24,8 +24,9 @@ from upstream.store.dialect import advisory_xact_locks, id_filters
 #: Version of the derivation rules. A store whose derived tables were built by other rules
 #: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
 #: from `sql` job facets (DESIGN §3.3), or the history of declarations (DESIGN §4.5); 4: both;
-#: 5: derived rows name the canonical identity of a dataset's symlink group (DESIGN §3.3).
-DERIVED_VERSION = "5"
+#: 5: derived rows name the canonical identity of a dataset's symlink group (DESIGN §3.3);
+#: 6: a run's SQL resolves against the datasets of all its events, whatever their order.
+DERIVED_VERSION = "6"
 
 
 @dataclass
