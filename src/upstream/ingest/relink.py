@@ -41,7 +41,8 @@ def replay_events(
     """Apply stored `events` (rows of seq, payload, received_at, in seq order), each group
     received together with its own ingestion time; the seq of every event the rules refuse
     is added to `refused`. `known`: all the datasets of the runs being derived again."""
-    for received_at, group in groupby(events, key=lambda row: row.received_at):
+    for received_at, rows in groupby(events, key=lambda row: row.received_at):
+        group = list(rows)
         facts: list[EventFacts] = []
         for row in group:
             try:
@@ -54,7 +55,8 @@ def replay_events(
             step = with_run_sql_lineage(conn, facts, known)
             stale = apply_facts(conn, step.facts, received_at)
             relink(conn, stale, [f.record.key for f in facts], translate)
-            rederive_runs(conn, step.rederive, translate)
+            # A rebuild has not replayed the events after this group yet: leave them out.
+            rederive_runs(conn, step.rederive, translate, through=group[-1].seq)
 
 
 def relink(
@@ -69,9 +71,16 @@ def relink(
         replay_events(conn, forget_stale(conn, stale, batch_keys), translate)
 
 
-def rederive_runs(conn: Connection, runs: Collection[uuid.UUID], translate: Translate) -> None:
-    """Derive `runs` again from all their stored events, their SQL resolved against every
-    dataset any of the events lists, so what an event stored too early resolved goes."""
+def rederive_runs(
+    conn: Connection,
+    runs: Collection[uuid.UUID],
+    translate: Translate,
+    *,
+    through: int | None = None,
+) -> None:
+    """Derive `runs` again from all their stored events (up to seq `through`, when given),
+    their SQL resolved against every dataset any of the events lists, so what an event
+    stored too early resolved goes."""
     if runs:
         known = datasets_of_runs(conn, runs)
-        replay_events(conn, forget_runs(conn, runs), translate, known=known)
+        replay_events(conn, forget_runs(conn, runs, through), translate, known=known)

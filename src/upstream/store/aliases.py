@@ -271,15 +271,20 @@ def forget_stale(
     return [row for row in conn.execute(query) if row.event_key not in keys]
 
 
-def forget_runs(conn: Connection, runs: Collection[uuid.UUID]) -> list[Any]:
-    """Delete what `runs` derived and return all their stored events (seq, payload,
-    received_at, in order), to be replayed: the runs derived again from every event they
-    have (`upstream.ingest.relink.rederive_runs`)."""
+def forget_runs(
+    conn: Connection, runs: Collection[uuid.UUID], through: int | None = None
+) -> list[Any]:
+    """Delete what `runs` derived and return all their stored events, up to seq `through`
+    when given (seq, payload, received_at, in order), to be replayed: the runs derived
+    again from every event they have (`upstream.ingest.relink.rederive_runs`)."""
     _forget_runs(conn, set(runs))
     e = t.events.c
     events: list[Any] = []
     for matches in id_filters(conn, e.run_id, runs):
-        events.extend(conn.execute(sa.select(e.seq, e.payload, e.received_at).where(matches)))
+        query = sa.select(e.seq, e.payload, e.received_at).where(matches)
+        if through is not None:
+            query = query.where(e.seq <= through)
+        events.extend(conn.execute(query))
     return sorted(events, key=lambda row: row.seq)
 
 
