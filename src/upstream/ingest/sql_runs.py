@@ -46,7 +46,7 @@ def with_run_sql_lineage(
     known = known or {}
     listed = _listed(batch)
     sql_runs = {f.record.run_id for f in batch if f.sql is not None and f.record.run_id}
-    if not listed and not sql_runs:
+    if not listed and all(f.sql is None for f in batch):
         return SqlStep(list(batch), frozenset())
     # Writers of one run take turns from here (PostgreSQL): the second sees what the first
     # stored, its SQL edges or its datasets, and resolves or re-derives accordingly.
