@@ -65,8 +65,8 @@ def relink(
     batch_keys: Sequence[str],
     translate: Translate,
 ) -> None:
-    """Re-derive, from their events, the runs and declarations stored before the batch of
-    `batch_keys` that named an identity now an alias (`stale`)."""
+    """Re-derive, from their events up to the batch of `batch_keys`, the runs and
+    declarations that named an identity now an alias (`stale`)."""
     if stale:
         replay_events(conn, forget_stale(conn, stale, batch_keys), translate)
 
