@@ -210,6 +210,12 @@ def exactness_command(
     seed: SeedOption = 7,
     db: DbOption = None,
     days: DaysOption = None,
+    shuffle: Annotated[
+        int | None,
+        typer.Option(
+            help="Ingest one event per transaction, in the order this seed shuffles them into."
+        ),
+    ] = None,
     out: OutOption = OUT,
 ) -> None:
     """Stored dataset and field edges against the ground truth: precision and recall."""
@@ -220,7 +226,7 @@ def exactness_command(
     rows = []
     for kind in _kinds(db):
         with fresh_database(kind, f"{size}_exactness_{kind}", out) as url:
-            load_store(url, data_dir)
+            load_store(url, data_dir, shuffle=shuffle)
             store = Store(url)
             try:
                 scores = [s.as_dict() for s in check(store, truth)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -281,10 +282,18 @@ def _p95(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def load_store(url: str, data_dir: Path, batch: int = 1000) -> None:
-    """Fill the database through the in-process ingestion path (fastest to set up)."""
+def load_store(url: str, data_dir: Path, batch: int = 1000, shuffle: int | None = None) -> None:
+    """Fill the database through the in-process ingestion path (fastest to set up); with
+    `shuffle`, one event per transaction in the order that seed shuffles them into (a run's
+    lineage must not depend on the order its events arrive in)."""
     store = Store(url)
     try:
+        if shuffle is not None:
+            documents = [json.loads(line) for line in read_events(data_dir)]
+            random.Random(shuffle).shuffle(documents)
+            for document in documents:
+                ingest_documents(store, [document], batch=False)
+            return
         for chunk in in_chunks(read_events(data_dir), batch):
             ingest_documents(store, [json.loads(line) for line in chunk], batch=True)
     finally:

@@ -290,10 +290,11 @@ def test_design_citations_name_sections_of_the_design_page() -> None:
 
 
 def test_nothing_cites_a_design_file_outside_the_repository() -> None:
+    old_citation = "DESIGN §"  # written apart, so that this test does not cite it itself
     stale = [
         str(path.relative_to(ROOT))
         for root in (ROOT / "src", DOCS, ROOT / "benchmarks")
         for path in root.rglob("*")
-        if path.suffix in {".py", ".md"} and "DESIGN §" in path.read_text(encoding="utf-8")
+        if path.suffix in {".py", ".md"} and old_citation in path.read_text(encoding="utf-8")
     ]
     assert not stale, stale

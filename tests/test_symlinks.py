@@ -32,6 +32,7 @@ from tests.builders import (
     run_event,
     schema_facet,
 )
+from tests.readback import relations as stored_relations
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import prepare, store_facts
 from upstream.store.engine import Store
@@ -383,4 +384,25 @@ def test_a_read_committed_while_the_claim_is_written_still_connects(
     assert relations(body) == {
         (data, program.replace("job.spark.report", "job.reporting.report"), access)
         for data, program, access in UPSTREAM_OF_DAILY
+    }
+
+
+def test_a_run_that_read_the_alias_keeps_what_its_later_event_wrote(
+    client: TestClient, store: Store
+) -> None:
+    """START reads the Hive table; COMPLETE writes the S3 path and says it is that table.
+    The run is derived again (its read names the S3 path now), and keeps its write."""
+    run_id = str(uuid.uuid4())
+    job = ("spark", "compact_orders")
+    start = run_event(job, run_id=run_id, event_type="START", inputs=[ds(HIVE, TABLE)])
+    complete = run_event(
+        job,
+        run_id=run_id,
+        time=BASE_TIME + hours(1),
+        outputs=[ds(S3, ORDERS, symlinks=symlinks((HIVE, TABLE)))],
+    )
+    post(client, start, complete)
+    assert stored_relations(store) == {
+        (f"{S3}/{ORDERS}", "spark/compact_orders", "read", run_id),
+        (f"{S3}/{ORDERS}", "spark/compact_orders", "write", run_id),
     }

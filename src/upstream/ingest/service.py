@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.ingest.relink import relink
+from upstream.ingest.relink import rederive_runs, relink
 from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.ingest.translate import facts_for
 from upstream.model.errors import InvalidInput, Problem
@@ -38,8 +38,10 @@ def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
     now = datetime.now(UTC)
 
     def write(conn: Connection) -> WriteResult:
-        result = write_facts(conn, with_run_sql_lineage(conn, facts), now)
+        step = with_run_sql_lineage(conn, facts)
+        result = write_facts(conn, step.facts, now)
         relink(conn, result.stale, sorted(result.new_keys), translate_document)
+        rederive_runs(conn, step.rederive, translate_document)
         return result
 
     return store.write(write)

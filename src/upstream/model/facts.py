@@ -240,7 +240,7 @@ class EventRecord:
 @dataclass(frozen=True)
 class SqlRequest:
     """The job's `sql` facet, to be read for the outputs nothing else describes (§3.3) once
-    the run's other datasets are known (its earlier events may have listed the inputs)."""
+    the run's other datasets are known (its other events may list the inputs)."""
 
     query: str
     dialect: object

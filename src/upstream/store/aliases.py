@@ -240,8 +240,10 @@ def forget_stale(
     conn: Connection, stale: Collection[uuid.UUID], batch_keys: Sequence[str]
 ) -> list[Any]:
     """Delete what the runs and declarations naming a `stale` identity derived, and return
-    their events stored before the batch of `batch_keys` (seq, payload, received_at, in
-    order) to be replayed; the batch itself was already derived with the new groups."""
+    their events stored up to the batch of `batch_keys` (seq, payload, received_at, in
+    order) to be replayed. The batch's own events of those owners are among them: what
+    they derived was deleted with the rest (a run's COMPLETE that made its START's read an
+    alias), though they were derived with the new groups already."""
     runs, jobs, datasets = _owners_naming(conn, stale)
     if not (runs or jobs or datasets):
         return []
@@ -260,17 +262,33 @@ def forget_stale(
         sa.and_(e.event_type == "DatasetEvent", e.dataset_namespace == ns, e.dataset_name == name)
         for ns, name in _names(conn, t.datasets, datasets)
     ]
-    keys = set(batch_keys)
     last = 0
     for chunk in range(0, len(batch_keys), 500):
         query = sa.select(sa.func.max(e.seq)).where(e.event_key.in_(batch_keys[chunk:][:500]))
         last = max(last, conn.execute(query).scalar() or 0)
     query = (
-        sa.select(e.seq, e.payload, e.received_at, e.event_key)
+        sa.select(e.seq, e.payload, e.received_at)
         .where(sa.or_(*owned), e.seq <= last)
         .order_by(e.seq)
     )
-    return [row for row in conn.execute(query) if row.event_key not in keys]
+    return list(conn.execute(query))
+
+
+def forget_runs(
+    conn: Connection, runs: Collection[uuid.UUID], through: int | None = None
+) -> list[Any]:
+    """Delete what `runs` derived and return all their stored events, up to seq `through`
+    when given (seq, payload, received_at, in order), to be replayed: the runs derived
+    again from every event they have (`upstream.ingest.relink.rederive_runs`)."""
+    _forget_runs(conn, set(runs))
+    e = t.events.c
+    events: list[Any] = []
+    for matches in id_filters(conn, e.run_id, runs):
+        query = sa.select(e.seq, e.payload, e.received_at).where(matches)
+        if through is not None:
+            query = query.where(e.seq <= through)
+        events.extend(conn.execute(query))
+    return sorted(events, key=lambda row: row.seq)
 
 
 def _owners_naming(
@@ -317,6 +335,8 @@ def _owners_naming(
 
 
 def _forget_runs(conn: Connection, runs: set[uuid.UUID]) -> None:
+    """Delete the rows the runs' events derived; their flows are replaced when the events
+    are replayed (`upstream.store.flow_writer.rederive_flows`)."""
     for table in (t.relations, t.dataset_versions, t.run_operation_sets):
         for matches in id_filters(conn, table.c.run_id, runs):
             conn.execute(table.delete().where(matches))

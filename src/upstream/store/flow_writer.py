@@ -25,8 +25,9 @@ from upstream.store.dialect import advisory_xact_locks, id_filters
 #: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
 #: from `sql` job facets (design §3.3), or the history of declarations (design §4.5); 4: both;
 #: 5: derived rows name the canonical identity of a dataset's symlink group (design §3.3).
-#: 6: edges stored once per distinct lineage set, linked to each owner (design §6).
-DERIVED_VERSION = "6"
+#: 6: edges stored once per distinct lineage set, linked to each owner (design §6);
+#: 7: a run's SQL resolves against the datasets of all its events, whatever their order.
+DERIVED_VERSION = "7"
 
 
 @dataclass
