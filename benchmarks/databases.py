@@ -1,6 +1,8 @@
 """Benchmark databases: a fresh, migrated SQLite file or PostgreSQL database per measurement,
 removed afterwards. PostgreSQL is the local server (user postgres, trust auth) unless
-UPSTREAM_BENCH_PG_URL names another administrative URL."""
+UPSTREAM_BENCH_PG_URL names another administrative URL. UPSTREAM_BENCH_DB_SUFFIX, when set, is
+appended to every database name, so benchmarks run from two checkouts at once on one server
+never drop each other's database."""
 
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ def fresh_database(kind: str, label: str, workdir: Path, *, keep: bool = False) 
         return
     if kind != "postgresql":
         raise ValueError(f"unknown database kind {kind!r} (expected one of {KINDS})")
-    name = f"upstream_bench_{label}".replace("-", "_")
+    suffix = os.environ.get("UPSTREAM_BENCH_DB_SUFFIX", "")
+    name = f"upstream_bench_{label}{suffix}".replace("-", "_")
     admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
