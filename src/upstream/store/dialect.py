@@ -31,9 +31,15 @@ def insert_ignoring_conflicts(conn: Connection, table: sa.Table, *index_columns:
 
 
 def insert_rows_ignoring(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+    conn: Connection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    conflict: Sequence[str] = (),
 ) -> set[Any]:
     """Insert `rows` (all with the same keys) unless `key` is taken; return the new keys.
+    `conflict` names the unique constraint's columns when `key` is only part of it (the
+    tables kept by month, `upstream.store.months`).
 
     PostgreSQL gets one array per column and `INSERT … SELECT FROM unnest(…)`: the statement
     text is the same for any number of rows, so it is parsed and planned once per connection,
@@ -44,7 +50,7 @@ def insert_rows_ignoring(
     if not rows:
         return set()
     if conn.dialect.name != "postgresql":
-        return _insert_sqlite_rows(conn, table, rows, key)
+        return _insert_sqlite_rows(conn, table, rows, key, _conflict(conn, key, conflict))
     columns = [table.c[name] for name in rows[0]]
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c.name) for c in columns)
@@ -52,7 +58,7 @@ def insert_rows_ignoring(
     values = ", ".join(f"{quote(c.name)}::jsonb" if _is_json(c) else quote(c.name) for c in columns)
     sql = (
         f"INSERT INTO {quote(table.name)} ({names}) SELECT {values} FROM unnest({arrays}) "
-        f"AS u({names}) ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+        f"AS u({names}) ON CONFLICT ({_conflict(conn, key, conflict)}) DO NOTHING RETURNING {quote(key)}"
     )
     params = {
         f"p{i}": [_json_or_null(r[c.name]) for r in rows]
@@ -61,6 +67,11 @@ def insert_rows_ignoring(
         for i, c in enumerate(columns)
     }
     return set(conn.exec_driver_sql(sql, params).scalars().all())
+
+
+def _conflict(conn: Connection, key: str, conflict: Sequence[str]) -> str:
+    quote = conn.dialect.identifier_preparer.quote
+    return ", ".join(quote(column) for column in conflict or (key,))
 
 
 def _json_or_null(value: Any) -> str | None:
@@ -74,7 +85,7 @@ _SQLITE_ROWS = 500
 
 
 def _insert_sqlite_rows(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str, conflict: str
 ) -> set[Any]:
     """`INSERT … VALUES (…), (…) ON CONFLICT DO NOTHING RETURNING key`, `_SQLITE_ROWS` rows at
     a time, with each value converted by its column type's own bind processor (as SQLAlchemy
@@ -87,7 +98,7 @@ def _insert_sqlite_rows(
     read_key = key_type.result_processor(dialect, None) or (lambda value: value)
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
-    tail = f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+    tail = f" ON CONFLICT ({conflict}) DO NOTHING RETURNING {quote(key)}"
     one_row = "(" + ", ".join("?" * len(columns)) + ")"
     inserted: set[Any] = set()
     for part in chunks(rows, _SQLITE_ROWS):

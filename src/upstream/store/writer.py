@@ -41,6 +41,7 @@ from upstream.store.dialect import (
 )
 from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.lineage_writer import delete_links, store_lineage
+from upstream.store.months import RUN_COLUMN, insert_by_month
 
 Row = dict[str, Any]
 #: When an event of the batch was received.
@@ -152,7 +153,7 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
         }
         for f in sorted(batch, key=lambda f: f.record.key)
     ]
-    return insert_rows_ignoring(conn, t.events, rows, "event_key")
+    return insert_by_month(conn, t.events, rows, "event_key")
 
 
 # -- generic merge --------------------------------------------------------------------------
@@ -179,10 +180,12 @@ def _merge(
         changing = _changes(conn, table, rows, sorted(changing), merge, lock=True)
     updates = list(changing.values())
     if updates:
-        columns = [c.name for c in table.columns if c.name != "id"]
+        # A row kept by month is found in its month's partition alone.
+        key = ["id", "month"] if table.name in RUN_COLUMN else ["id"]
+        columns = [c.name for c in table.columns if c.name not in key]
         stmt = (
             table.update()
-            .where(table.c.id == sa.bindparam("b_id"))
+            .where(*(table.c[k] == sa.bindparam(f"b_{k}") for k in key))
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
@@ -213,7 +216,10 @@ def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Ro
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
-    return insert_rows_ignoring(conn, table, [rows[k] for k in sorted(rows)], "id")
+    ordered = [rows[k] for k in sorted(rows)]
+    if table.name in RUN_COLUMN:
+        return insert_by_month(conn, table, ordered, "id")
+    return insert_rows_ignoring(conn, table, ordered, "id")
 
 
 def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]) -> None:

@@ -1,0 +1,113 @@
+"""PostgreSQL's monthly partitions of the tables kept by month (`upstream.store.months`).
+
+Each such table is partitioned by LIST on `month`: one partition per month
+(`events_202611`), one for `KEEP` (`events_kept`: declarations, never pruned) and a default
+one (`events_other`) that takes a month no partition was made for, such as a rebuild of
+raw events kept past a prune. Partitions are made ahead (`AHEAD` months after the current
+one) by `db upgrade`, at every server start and once a day by the server, so a write never
+waits for one to be made. SQLite keeps these tables whole; its prune deletes rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store.months import KEEP, RUN_COLUMN, month_of, next_month
+
+#: How many months after the current one have their partitions made ahead.
+AHEAD = 2
+
+
+def partition_name(table: str, month: int | None) -> str:
+    """The partition of `table` for `month` (None: the default partition)."""
+    if month is None:
+        return f"{table}_other"
+    return f"{table}_kept" if month == KEEP else f"{table}_{month}"
+
+
+def make_ahead(conn: Connection, now: datetime | None = None) -> list[str]:
+    """Make the partitions for `KEEP`, this month and the `AHEAD` after it, and the default
+    partitions, where missing; the names of those made. Nothing on SQLite."""
+    if conn.dialect.name != "postgresql":
+        return []
+    month = month_of(now or datetime.now(UTC))
+    months = [month]
+    for _ in range(AHEAD):
+        months.append(next_month(months[-1]))
+    return make_partitions(conn, [KEEP, *months])
+
+
+def make_partitions(conn: Connection, months: list[int]) -> list[str]:
+    """Make each table's partition for each of `months` (and its default partition) where
+    missing. A month already held in the default partition gets none: its rows stay there
+    (making one would fail), and a prune deletes them row by row."""
+    made: list[str] = []
+    existing = set(
+        conn.execute(
+            sa.text(
+                "SELECT relname FROM pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace)"
+            )
+        ).scalars()
+    )
+    quote = conn.dialect.identifier_preparer.quote
+    for table in RUN_COLUMN:
+        other = partition_name(table, None)
+        if other not in existing:
+            conn.execute(
+                sa.text(f"CREATE TABLE {quote(other)} PARTITION OF {quote(table)} DEFAULT")
+            )
+            made.append(other)
+        for month in months:
+            name = partition_name(table, month)
+            if name in existing:
+                continue
+            held = conn.execute(
+                sa.text(f"SELECT EXISTS (SELECT 1 FROM {quote(other)} WHERE month = :m)"),
+                {"m": month},
+            ).scalar()
+            if held:
+                continue
+            conn.execute(
+                sa.text(
+                    f"CREATE TABLE {quote(name)} PARTITION OF {quote(table)} "
+                    f"FOR VALUES IN ({int(month)})"
+                )
+            )
+            made.append(name)
+    return made
+
+
+def month_partitions(conn: Connection, table: str) -> dict[int, str]:
+    """`table`'s partitions of one month each (not `KEEP`, not the default), by month."""
+    names = conn.execute(
+        sa.text(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = CAST(:t AS regclass)"
+        ),
+        {"t": table},
+    ).scalars()
+    prefix = f"{table}_"
+    return {
+        int(name[len(prefix) :]): name
+        for name in names
+        if name.startswith(prefix) and name[len(prefix) :].isdigit()
+    }
+
+
+def is_partition(name: str | None) -> bool:
+    """`name` is one of the partitions made here (schema comparisons leave them out: the
+    code declares the partitioned tables, not their months)."""
+    table, _, suffix = (name or "").rpartition("_")
+    return table in RUN_COLUMN and (suffix in {"kept", "other"} or suffix.isdigit())
+
+
+def not_a_partition(name: str | None, kind: str, parents: Mapping[str, str | None]) -> bool:
+    """Alembic's `include_name` hook: compare everything but the partitions (and their
+    indexes, which belong to them)."""
+    if kind == "table":
+        return not is_partition(name)
+    return not is_partition(parents.get("table_name"))
