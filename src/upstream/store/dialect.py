@@ -56,9 +56,10 @@ def insert_rows_ignoring(
     names = ", ".join(quote(c.name) for c in columns)
     arrays = ", ".join(f"%(p{i})b::{_array_type(conn, c)}" for i, c in enumerate(columns))
     values = ", ".join(f"{quote(c.name)}::jsonb" if _is_json(c) else quote(c.name) for c in columns)
+    on = _conflict(conn, key, conflict)
     sql = (
         f"INSERT INTO {quote(table.name)} ({names}) SELECT {values} FROM unnest({arrays}) "
-        f"AS u({names}) ON CONFLICT ({_conflict(conn, key, conflict)}) DO NOTHING RETURNING {quote(key)}"
+        f"AS u({names}) ON CONFLICT ({on}) DO NOTHING RETURNING {quote(key)}"
     )
     params = {
         f"p{i}": [_json_or_null(r[c.name]) for r in rows]

@@ -49,7 +49,8 @@ def make_partitions(conn: Connection, months: list[int]) -> list[str]:
     existing = set(
         conn.execute(
             sa.text(
-                "SELECT relname FROM pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace)"
+                "SELECT relname FROM pg_class "
+                "WHERE relnamespace = CAST(current_schema() AS regnamespace)"
             )
         ).scalars()
     )

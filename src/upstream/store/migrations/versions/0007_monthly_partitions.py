@@ -60,7 +60,8 @@ def upgrade() -> None:
     )
     bind.execute(
         sa.text(
-            f"INSERT INTO run_months (run_id, month) SELECT id, {_month(bind, 'created_at')} FROM runs"
+            f"INSERT INTO run_months (run_id, month) "
+            f"SELECT id, {_month(bind, 'created_at')} FROM runs"
         )
     )
     bind.execute(
