@@ -10,7 +10,7 @@ waits for one to be made. SQLite keeps these tables whole; its prune deletes row
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -31,9 +31,7 @@ def partition_name(table: str, month: int | None) -> str:
 
 def make_ahead(conn: Connection, now: datetime | None = None) -> list[str]:
     """Make the partitions for `KEEP`, this month and the `AHEAD` after it, and the default
-    partitions, where missing; the names of those made. Nothing on SQLite."""
-    if conn.dialect.name != "postgresql":
-        return []
+    partitions, where missing; the names of those made."""
     month = month_of(now or datetime.now(UTC))
     months = [month]
     for _ in range(AHEAD):
@@ -44,8 +42,10 @@ def make_ahead(conn: Connection, now: datetime | None = None) -> list[str]:
 def make_partitions(conn: Connection, months: list[int]) -> list[str]:
     """Make each table's partition for each of `months` (and its default partition) where
     missing. A month already held in the default partition gets none: its rows stay there
-    (making one would fail), and a prune deletes them row by row."""
+    (making one would fail), and a prune deletes them row by row. Nothing on SQLite."""
     made: list[str] = []
+    if conn.dialect.name != "postgresql":
+        return made
     existing = set(
         conn.execute(
             sa.text(
@@ -83,7 +83,10 @@ def make_partitions(conn: Connection, months: list[int]) -> list[str]:
 
 
 def month_partitions(conn: Connection, table: str) -> dict[int, str]:
-    """`table`'s partitions of one month each (not `KEEP`, not the default), by month."""
+    """`table`'s partitions of one month each (not `KEEP`, not the default), by month; none
+    on SQLite."""
+    if conn.dialect.name != "postgresql":
+        return {}
     names = conn.execute(
         sa.text(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
@@ -112,3 +115,36 @@ def not_a_partition(name: str | None, kind: str, parents: Mapping[str, str | Non
     if kind == "table":
         return not is_partition(name)
     return not is_partition(parents.get("table_name"))
+
+
+def whole_months(
+    conn: Connection, table: str, column: str, doomed: str, months: Collection[int]
+) -> dict[int, str]:
+    """`table`'s partitions, among those of `months`, every row of which belongs to a run
+    listed in the table `doomed` (by `column`): those a prune may drop whole. Each is read
+    until a row that stays turns up, so a month that stays costs little and one that goes one
+    scan."""
+    quote = conn.dialect.identifier_preparer.quote
+    whole: dict[int, str] = {}
+    for month, name in sorted(month_partitions(conn, table).items()):
+        if month not in months:
+            continue
+        stays = conn.execute(
+            sa.text(
+                f"SELECT EXISTS (SELECT 1 FROM {quote(name)} p WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {quote(doomed)} d WHERE d.id = p.{quote(column)}))"
+            )
+        ).scalar()
+        if not stays:
+            whole[month] = name
+    return whole
+
+
+def rows_in(conn: Connection, partition: str) -> int:
+    quote = conn.dialect.identifier_preparer.quote
+    return int(conn.execute(sa.text(f"SELECT count(*) FROM {quote(partition)}")).scalar_one())
+
+
+def drop_partition(conn: Connection, partition: str) -> None:
+    quote = conn.dialect.identifier_preparer.quote
+    conn.execute(sa.text(f"DROP TABLE {quote(partition)}"))
