@@ -26,8 +26,10 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from tests.builders import ds, job_event, run_event
+from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import prepare
 from upstream.retention import prune_store
@@ -219,3 +221,17 @@ def test_the_migration_keeps_every_row_and_files_it_by_month(
         with history.read() as conn:
             assert {202608, 202609, 202610} <= set(month_partitions(conn, "runs"))
             assert conn.execute(sa.text("SELECT count(*) FROM events_202609")).scalar() == 2
+
+
+def test_db_prune_says_which_months_went_whole(history: Store, db_url: str) -> None:
+    args = ["db", "prune", "--before", CUTOFF.isoformat(), "--db", db_url]
+    dry = CliRunner().invoke(cli_app, [*args, "--dry-run"])
+    done = CliRunner().invoke(cli_app, args)
+    assert dry.exit_code == done.exit_code == 0, dry.output + done.output
+    assert "6 raw events" in dry.output
+    assert "6 raw events" in done.output
+    if history.dialect == "postgresql":
+        assert "would drop the months 2026-08, 2026-09 whole (14 partitions)" in dry.output
+        assert "dropped the months 2026-08, 2026-09 whole (14 partitions)" in done.output
+    else:
+        assert "whole" not in dry.output + done.output
