@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -109,7 +110,7 @@ def is_partition(name: str | None) -> bool:
     return table in RUN_COLUMN and (suffix in {"kept", "other"} or suffix.isdigit())
 
 
-def not_a_partition(name: str | None, kind: str, parents: Mapping[str, str | None]) -> bool:
+def not_a_partition(name: str | None, kind: str, parents: Mapping[Any, str | None]) -> bool:
     """Alembic's `include_name` hook: compare everything but the partitions (and their
     indexes, which belong to them)."""
     if kind == "table":

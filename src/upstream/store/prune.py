@@ -72,7 +72,7 @@ def prune(conn: Connection, cutoff: datetime, *, keep_events: bool, dry_run: boo
     removals: list[tuple[sa.Table, sa.ColumnElement[bool]]] = []
     for table, column in scoped:
         dropped = _drop_whole_months(conn, report, table, column, months)
-        condition = table.c[column].in_(doomed)
+        condition: sa.ColumnElement[bool] = table.c[column].in_(doomed)
         # The rows left to delete are in the months that stay.
         removals.append(
             (table, condition & table.c.month.not_in(dropped) if dropped else condition)
@@ -80,8 +80,8 @@ def prune(conn: Connection, cutoff: datetime, *, keep_events: bool, dry_run: boo
     if not keep_events:
         # Their months go with them; raw events kept keep theirs, for a rebuild to use.
         removals.append((t.run_months, t.run_months.c.run_id.in_(doomed)))
-    for table, condition in [*removals, *_unreferenced()]:
-        removed = int(conn.execute(sa.delete(table).where(condition)).rowcount)
+    for table, where in [*removals, *_unreferenced()]:
+        removed = int(conn.execute(sa.delete(table).where(where)).rowcount)
         if table is not t.run_months:
             report.removed[table.name] = report.removed.get(table.name, 0) + removed
     if trial is not None:

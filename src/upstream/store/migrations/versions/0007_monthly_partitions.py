@@ -19,6 +19,8 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.engine import Connection
@@ -97,17 +99,17 @@ def _rebuild(bind: Connection, table: str, *, month: bool) -> None:
     old = sa.Table(table, sa.MetaData(), autoload_with=bind)
     aside = f"{table}_old"
     for index in old.indexes:
-        op.drop_index(index.name, table_name=table)
+        op.drop_index(str(index.name), table_name=table)
     op.rename_table(table, aside)
     postgresql = bind.dialect.name == "postgresql"
     if postgresql:
         # The key's and unique constraints' indexes are named after the table: free the names.
         for constraint in [old.primary_key, *_uniques(old)]:
-            op.drop_constraint(constraint.name, aside)
+            op.drop_constraint(str(constraint.name), aside)
     columns = [_column(c) for c in old.columns if c.name != "month"]
     key = [c.name for c in old.primary_key.columns if c.name != "month"]
     uniques = [[c.name for c in u.columns if c.name != "month"] for u in _uniques(old)]
-    extra: dict[str, object] = {}
+    extra: dict[str, Any] = {}
     if month:
         columns.append(sa.Column("month", sa.Integer(), nullable=False))
         if postgresql or table in _MONTH_IN_KEY_ON_SQLITE:
