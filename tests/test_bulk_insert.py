@@ -12,8 +12,8 @@ import sqlalchemy as sa
 
 from upstream.store import schema as t
 from upstream.store.dialect import aware, insert_rows_ignoring
-from upstream.store.months import insert_by_month
 from upstream.store.engine import Store
+from upstream.store.months import insert_by_month
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 

@@ -41,7 +41,7 @@ from upstream.store.dialect import (
 )
 from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.lineage_writer import delete_links, store_lineage
-from upstream.store.months import RUN_COLUMN, insert_by_month
+from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
 
 Row = dict[str, Any]
 #: When an event of the batch was received.
@@ -137,6 +137,9 @@ def apply_facts(
 def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> set[str]:
     if not batch:
         return set()
+    # Every run the batch names (parents too) gets its month in one statement, in id order:
+    # two batches that both name new runs then never wait on each other's in opposite orders.
+    run_months(conn, {run.run_id: month_of(now) for f in batch for run in f.runs})
     rows = [
         {
             "event_key": f.record.key,
