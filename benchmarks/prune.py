@@ -1,12 +1,13 @@
 """Retention on a store kept by month (design §5): how long a prune takes.
 
-The workload's history is stretched (`STRETCH` times longer: medium's 10 days become 100, over
-four months) and each batch is written as received at its events' time, as a server running
-through those months would have (the months' partitions made first, as that server would
-have made them ahead). The cutoff then leaves the last third: on PostgreSQL the whole months
-before it are dropped and the month at the edge loses rows. Two figures come from the same
-database: a dry run, which deletes every row it would remove (in a savepoint it rolls back),
-is what a prune by rows costs; the prune itself drops whole months and deletes the rest.
+The workload's history is stretched (`STRETCH` times longer: medium's 10 days become 100),
+moved to end the day before the current month (a prune drops only past months), and each
+batch is written as received at its events' time, as a server running through those months
+would have (the months' partitions made first, as that server would have made them ahead).
+The cutoff then leaves the last third: on PostgreSQL the whole months before it are dropped
+and the month at the edge loses rows. Two figures come from the same database: a dry run,
+which deletes every row it would remove (in a savepoint it rolls back), is what a prune by
+rows costs; the prune itself drops whole months and deletes the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,16 @@ def run_prune(kind: str, data_dir: Path, out: Path) -> PruneFigures:
     """Fill a fresh `kind` database with the stretched history, then time a dry run and a
     prune at two thirds of it."""
     documents = [json.loads(line) for line in read_events(data_dir)]
-    start = min(parse_time(d["eventTime"]) for d in documents)
+    first = min(parse_time(d["eventTime"]) for d in documents)
+    last = max(parse_time(d["eventTime"]) for d in documents)
+    # Stretched, and moved to end the day before this month: every month of it is past, as a
+    # prune's whole months always are.
+    this_month = datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    shift = this_month - timedelta(days=1) - (first + (last - first) * STRETCH)
     for document in documents:
         moment = parse_time(document["eventTime"])
-        document["eventTime"] = (start + (moment - start) * STRETCH).isoformat()
-    end = max(parse_time(d["eventTime"]) for d in documents)
+        document["eventTime"] = (first + (moment - first) * STRETCH + shift).isoformat()
+    start, end = first + shift, last + (last - first) * (STRETCH - 1) + shift
     with fresh_database(kind, f"prune_{kind}", out) as url:
         store = Store(url)
         try:

@@ -42,10 +42,10 @@ def prune_store(
 
 
 async def make_partitions_daily(store: Store) -> None:
-    """Make the coming months' partitions (PostgreSQL) once every `PRUNE_EVERY`, until
-    cancelled: a server that runs for months without a restart still writes every month
-    into a partition of its own, which a prune can drop whole. A failure is logged and
-    tried again next time; meanwhile writes go to the default partition."""
+    """Make the coming months' partitions (PostgreSQL; nothing on SQLite) once every
+    `PRUNE_EVERY`, until cancelled: a server that runs for months without a restart still
+    writes every month into a partition of its own, which a prune can drop whole. A failure
+    is logged and tried again next time; meanwhile writes go to the default partition."""
     while True:
         await asyncio.sleep(PRUNE_EVERY.total_seconds())
         try:

@@ -105,12 +105,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             if settings.retention
             else None
         )
-        # Start-up (the migration) made this month's partitions and the next ones.
-        partitioning = (
-            asyncio.create_task(make_partitions_daily(store))
-            if store.dialect == "postgresql"
-            else None
-        )
+        # Start-up (the migration) made this month's partitions and the next ones; nothing
+        # to make on SQLite.
+        partitioning = asyncio.create_task(make_partitions_daily(store))
         try:
             yield
         finally:
