@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -215,7 +216,9 @@ def dataset_lineage(
     seed = _existing_dataset(conn, namespace, name)
     walk = _Walk(conn, params, seed, max_nodes, max_relations)
     walk.prefetch()
-    if params.direction == "both":
+    if params.rollup is None:
+        walk.by_depth()
+    elif params.direction == "both":
         walk.both()
     else:
         walk.directed()
@@ -338,6 +341,82 @@ class _Walk:
             self.datasets.update(
                 {id_: (namespace, name) for id_, namespace, name in self.conn.execute(query).all()}
             )
+
+    # -- without a rollup: every level at once, from the reach's depths ---------------------
+
+    def by_depth(self) -> None:
+        """Without a rollup, a node's level is one more than its depth in the walk's reach
+        (`store.walks.reach` takes exactly the steps `both` and `directed` take, level by
+        level), so the relations of every level are gathered at once, with no frontier to
+        keep: the same answer for a fraction of the work. The caps are applied as the
+        level-by-level walks apply them: a level is added whole, and none after the one
+        that passed a cap. A rollup passes through temporary datasets within a level,
+        which the reach's depths do not know of, so it keeps the level-by-level walks."""
+        datasets: dict[int, set[uuid.UUID]] = defaultdict(set)
+        jobs: dict[int, set[uuid.UUID]] = defaultdict(set)
+        for (kind, node), depth in self.reads.depths.items():
+            (datasets if kind == "dataset" else jobs)[depth + 1].add(node)
+        order = sorted(set(datasets) | set(jobs))
+        if self.params.direction == "both":
+            gathered = self.gathered_both(order, datasets, jobs)
+        else:
+            gathered = self.gathered_directed(order, datasets, jobs)
+        by_level: dict[int, list[Relation]] = defaultdict(list)
+        for relation, level in gathered.items():
+            by_level[level].append(relation)
+        for level in sorted(by_level):
+            if self.full():
+                return
+            self.add(by_level[level], level)
+
+    def gathered_both(
+        self,
+        order: list[int],
+        datasets: dict[int, set[uuid.UUID]],
+        jobs: dict[int, set[uuid.UUID]],
+    ) -> dict[Relation, int]:
+        """`both`: every relation of the datasets and programs of each level."""
+        found: dict[Relation, int] = {}
+        for level in order:
+            touching = self.reads.relations_of_datasets(datasets[level])
+            for relation in touching | self.reads.relations_of_jobs(jobs[level]):
+                found.setdefault(relation, level)
+        return found
+
+    def gathered_directed(
+        self,
+        order: list[int],
+        datasets: dict[int, set[uuid.UUID]],
+        jobs: dict[int, set[uuid.UUID]],
+    ) -> dict[Relation, int]:
+        """`upstream`/`downstream`: what `hops` finds at each level, with the components
+        `with_components` gives: the near relations' own, else those stored on the key."""
+        near_access = self.near_access
+        far_access = "read" if near_access == "write" else "write"
+        keys: dict[RelationKey, int] = {}
+        near: dict[RelationKey, set[str]] = {}
+        for level in order:
+            anchors = datasets[level]
+            for relation in self.reads.relations_of_datasets(anchors, near_only=True):
+                keys.setdefault(relation[:4], level)
+                near.setdefault(relation[:4], set()).add(relation.component)
+            for flow in self.reads.flows(anchors):
+                if flow.job_id is not None:
+                    keys.setdefault((flow.source, flow.job_id, flow.run_id, "read"), level)
+                    keys.setdefault((flow.target, flow.job_id, flow.run_id, "write"), level)
+            feeds = self.reads.feeds_of_datasets(anchors)
+            for feed in feeds:
+                keys.setdefault((feed.near, feed.job_id, feed.run_id, near_access), level)
+            for feed in self.reads.feeds_of_jobs(jobs[level] | {f.job_id for f in feeds}):
+                if feed.far_job is None and feed.far_dataset is not None:
+                    key = (feed.far_dataset, feed.job_id, feed.run_id, far_access)
+                    keys.setdefault(key, level)
+        named = self.reads.components_of({key for key in keys if key not in near})
+        return {
+            Relation(*key, component): level
+            for key, level in keys.items()
+            for component in near.get(key) or named.get(key) or ("",)
+        }
 
     # -- direction=both: CDAP's walk over relations ----------------------------------------
 

@@ -26,6 +26,7 @@ from upstream.query.relations import (
     Relation,
     RelationKey,
     declared_relations_of_jobs,
+    named_component_relations_of_runs,
     relations_of_datasets,
     relations_of_jobs,
     relations_of_runs,
@@ -66,6 +67,9 @@ class WalkReads:
             lambda ids: relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
         self._of_runs = KeyedRows(lambda ids: relations_of_runs(conn, ids, window), _run_of)
+        self._named = KeyedRows(
+            lambda ids: named_component_relations_of_runs(conn, ids, window), _run_of
+        )
         self._declared = KeyedRows(
             lambda ids: declared_relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
@@ -76,6 +80,8 @@ class WalkReads:
         )
         self._feeds_datasets = KeyedRows(lambda ids: self._job_feeds(ids, "dataset"), _near_of)
         self._feeds_jobs = KeyedRows(lambda ids: self._job_feeds(ids, "job"), _near_of)
+        #: The depth of every node the walk reaches (`store.walks.reach`), once prefetched.
+        self.depths: dict[tuple[str, uuid.UUID], int] = {}
 
     # -- the prefetch ----------------------------------------------------------------------
 
@@ -83,6 +89,7 @@ class WalkReads:
         """Read everything a walk of `levels` levels from `seed` asks for; return the
         datasets and the runs it read about (for the rollup's own prefetch)."""
         reached = reach(self.conn, seed, self.mode, levels, self.window)
+        self.depths = reached
         datasets = {node for kind, node in reached if kind == "dataset"}
         jobs = {node for kind, node in reached if kind == "job"}
         if self.mode == "both":
@@ -93,7 +100,7 @@ class WalkReads:
         feeds = self._feeds_datasets.get(datasets)
         feeds += self._feeds_jobs.get(jobs | {f.job_id for f in feeds})
         runs = {f.run_id for f in found} | {f.run_id for f in feeds} | {r.run_id for r in near}
-        self._of_runs.fetch(r for r in runs if r is not None)
+        self._named.fetch(r for r in runs if r is not None)
         self._declared.fetch({f.job_id for f in found if f.run_id is None and f.job_id})
         self._declared.fetch({f.job_id for f in feeds if f.run_id is None})
         ends = {f.source for f in found} | {f.target for f in found}
@@ -129,11 +136,12 @@ class WalkReads:
 
     def components_of(self, keys: Collection[RelationKey]) -> dict[RelationKey, set[str]]:
         """The components stored on each of `keys` (keys with none are absent), read
-        through the keys' runs (and, for declared keys, their jobs)."""
+        through the keys' runs (only their keys with a named component) and, for declared
+        keys, their jobs."""
         runs = {run for _, _, run, _ in keys if run is not None}
         declared = {job for _, job, run, _ in keys if run is None}
         found: dict[RelationKey, set[str]] = {}
-        for relation in [*self._of_runs.get(runs), *self._declared.get(declared)]:
+        for relation in [*self._named.get(runs), *self._declared.get(declared)]:
             key = relation[:4]
             if key in keys:
                 found.setdefault(key, set()).add(relation.component)
