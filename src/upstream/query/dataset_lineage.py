@@ -598,8 +598,12 @@ class _Walk:
     def result(self) -> tuple[list[Relation], Omitted | None]:
         """The relations found, cut to `max_nodes` nodes and `max_relations` relations:
         nearer levels first, then a stable order, so a cut result is the same on every call.
-        Also what was left out of what the walk found (None when nothing was)."""
-        ordered = sorted(self.found, key=lambda r: (self.found[r], r.sort_key))
+        Also what was left out of what the walk found (None when nothing was). An answer
+        within both caps is kept whole, and its order is the rendering's to give."""
+        if len(self.nodes) <= self.max_nodes and len(self.found) <= self.max_relations:
+            return list(self.found), None
+        levels = sorted(self.found.items(), key=lambda found: (found[1], found[0].sort_key))
+        ordered = [relation for relation, _ in levels]
         nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
         kept: list[Relation] = []
         for relation in ordered:
@@ -660,13 +664,14 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
 
     data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
+    run_texts = {run: str(run) for run in {r.run_id for r in relations if r.run_id is not None}}
     keyed = [
         KeyedRelation(
-            data=data_keys[r.dataset_id],
-            program=program_keys[r.job_id],
-            access=r.access,
-            run=str(r.run_id) if r.run_id is not None else None,
-            component=r.component,
+            data_keys[r.dataset_id],
+            program_keys[r.job_id],
+            r.access,
+            run_texts.get(r.run_id) if r.run_id is not None else None,
+            r.component,
         )
         for r in relations
     ]

@@ -103,18 +103,20 @@ def _relations(
     return found
 
 
-def named_component_relations_of_runs(
-    conn: Connection, run_ids: Collection[uuid.UUID], window: Window | None
+def named_component_relations(
+    conn: Connection, dataset_ids: Collection[uuid.UUID], window: Window | None
 ) -> set[Relation]:
-    """Every relation of `run_ids` (runs overlapping `window`) whose (dataset, job, run,
-    access) has a named component, the unnamed row of such a key included: what a walk needs
-    to show the components of its runs' relations. Any other key has only "" to show, so
-    its rows (nearly all of them: few producers name components) are never read."""
-    named = _relations(conn, "run_id", run_ids, window, named=True)
-    if not named:
+    """Every relation of `dataset_ids` (of runs overlapping `window`, or declared) whose
+    (dataset, job, run, access) has a named component, the unnamed row of such a key
+    included: what a walk needs to show the components of the relations it finds. Any other
+    key has only "" to show, so its rows (nearly all of them: few producers name components)
+    are never read."""
+    named = _relations(conn, "dataset_id", dataset_ids, window, named=True)
+    runs = {relation.run_id for relation in named if relation.run_id is not None}
+    if not runs:
         return named
     keys = {relation[:4] for relation in named}
-    unnamed = _relations(conn, "run_id", {r.run_id for r in named}, window, named=False)
+    unnamed = _relations(conn, "run_id", runs, window, named=False)
     return named | {relation for relation in unnamed if relation[:4] in keys}
 
 

@@ -26,7 +26,7 @@ from upstream.query.relations import (
     Relation,
     RelationKey,
     declared_relations_of_jobs,
-    named_component_relations_of_runs,
+    named_component_relations,
     relations_of_datasets,
     relations_of_jobs,
     relations_of_runs,
@@ -68,7 +68,7 @@ class WalkReads:
         )
         self._of_runs = KeyedRows(lambda ids: relations_of_runs(conn, ids, window), _run_of)
         self._named = KeyedRows(
-            lambda ids: named_component_relations_of_runs(conn, ids, window), _run_of
+            lambda ids: named_component_relations(conn, ids, window), lambda r: r.dataset_id
         )
         self._declared = KeyedRows(
             lambda ids: declared_relations_of_jobs(conn, ids, window), lambda r: r.job_id
@@ -100,11 +100,11 @@ class WalkReads:
         feeds = self._feeds_datasets.get(datasets)
         feeds += self._feeds_jobs.get(jobs | {f.job_id for f in feeds})
         runs = {f.run_id for f in found} | {f.run_id for f in feeds} | {r.run_id for r in near}
-        self._named.fetch(r for r in runs if r is not None)
         self._declared.fetch({f.job_id for f in found if f.run_id is None and f.job_id})
         self._declared.fetch({f.job_id for f in feeds if f.run_id is None})
         ends = {f.source for f in found} | {f.target for f in found}
         ends |= {f.far_dataset for f in feeds if f.far_dataset is not None}
+        self._named.fetch(datasets | ends)
         return datasets | ends, {r for r in runs if r is not None}
 
     # -- what the walk asks -----------------------------------------------------------------
@@ -136,12 +136,12 @@ class WalkReads:
 
     def components_of(self, keys: Collection[RelationKey]) -> dict[RelationKey, set[str]]:
         """The components stored on each of `keys` (keys with none are absent), read
-        through the keys' runs (only their keys with a named component) and, for declared
-        keys, their jobs."""
-        runs = {run for _, _, run, _ in keys if run is not None}
+        through the keys' datasets (only their keys with a named component) and, for
+        declared keys, their jobs."""
+        datasets = {dataset for dataset, _, _, _ in keys}
         declared = {job for _, job, run, _ in keys if run is None}
         found: dict[RelationKey, set[str]] = {}
-        for relation in [*self._named.get(runs), *self._declared.get(declared)]:
+        for relation in [*self._named.get(datasets), *self._declared.get(declared)]:
             key = relation[:4]
             if key in keys:
                 found.setdefault(key, set()).add(relation.component)
