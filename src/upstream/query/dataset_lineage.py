@@ -289,8 +289,9 @@ class _Walk:
         """Read what every level will ask for before the first (a constant number of
         statements whatever `levels` is), and for a rollup the runs' parent chains and
         the datasets' temporary marks."""
-        datasets, runs = self.reads.prefetch(self.seed, self.params.levels)
-        if self.params.rollup is None:
+        rollup = self.params.rollup is not None
+        datasets, runs = self.reads.prefetch(self.seed, self.params.levels, rollup)
+        if not rollup:
             return
         self.index.prefetch(runs, datasets)
         self.load_datasets(datasets)
@@ -358,7 +359,7 @@ class _Walk:
             (datasets if kind == "dataset" else jobs)[depth + 1].add(node)
         order = sorted(set(datasets) | set(jobs))
         if self.params.direction == "both":
-            gathered = self.gathered_both(order, datasets, jobs)
+            gathered = self.gathered_both(order, jobs)
         else:
             gathered = self.gathered_directed(order, datasets, jobs)
         by_level: dict[int, list[Relation]] = defaultdict(list)
@@ -370,16 +371,15 @@ class _Walk:
             self.add(by_level[level], level)
 
     def gathered_both(
-        self,
-        order: list[int],
-        datasets: dict[int, set[uuid.UUID]],
-        jobs: dict[int, set[uuid.UUID]],
+        self, order: list[int], jobs: dict[int, set[uuid.UUID]]
     ) -> dict[Relation, int]:
-        """`both`: every relation of the datasets and programs of each level."""
+        """`both`: every relation of the datasets and programs of each level, which are
+        those of its programs: a dataset's programs are reached at its own depth or nearer
+        (a dataset -> program step adds no level), so each relation is a reached program's,
+        at that program's level."""
         found: dict[Relation, int] = {}
         for level in order:
-            touching = self.reads.relations_of_datasets(datasets[level])
-            for relation in touching | self.reads.relations_of_jobs(jobs[level]):
+            for relation in self.reads.relations_of_jobs(jobs[level]):
                 found.setdefault(relation, level)
         return found
 
@@ -625,11 +625,11 @@ class _Walk:
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
         """Datasets temporary to the workflow run of one of their relations' runs. After a
         rollup those relations are gone; what the walk found temporary is the answer (the
-        queried dataset itself, or one also used outside that workflow run)."""
+        queried dataset itself, or one also used outside that workflow run). The
+        relations' datasets are loaded (`load_datasets`) already."""
         if self.params.rollup is not None:
             return {dataset for dataset, _ in self.temporary}
-        self.load_datasets(r.dataset_id for r in relations)
-        names = {r.dataset_id: self.datasets[r.dataset_id][1] for r in relations}
+        names = {d: self.datasets[d][1] for d in {r.dataset_id for r in relations}}
         maybe = self.index.possibly_temporary(names)
         relations = [r for r in relations if r.dataset_id in maybe]
         self.index.load(r.run_id for r in relations)
@@ -653,37 +653,45 @@ class _Program:
 
 def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
     conn = walk.conn
-    walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
-    programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
-    run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+    dataset_ids, job_ids = {walk.seed}, set()
+    maybe_runs: set[uuid.UUID | None] = set()
+    for r in relations:
+        dataset_ids.add(r.dataset_id)
+        job_ids.add(r.job_id)
+        maybe_runs.add(r.run_id)
+    run_ids = {run for run in maybe_runs if run is not None}
+    walk.load_datasets(dataset_ids)
+    programs = _programs(conn, job_ids, walk.workflows)
+    run_order = newest_first(conn, run_ids)
     temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
         namespace, name = walk.datasets[dataset_id]
         return entity_key("dataset", namespace, name)
 
-    data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
+    data_keys = {d: data_key(d) for d in dataset_ids}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
-    run_texts = {run: str(run) for run in {r.run_id for r in relations if r.run_id is not None}}
+    run_texts: dict[uuid.UUID | None, str | None] = {run: str(run) for run in run_ids}
+    run_texts[None] = None
     keyed = [
         KeyedRelation(
             data_keys[r.dataset_id],
             program_keys[r.job_id],
             r.access,
-            run_texts.get(r.run_id) if r.run_id is not None else None,
+            run_texts[r.run_id],
             r.component,
         )
         for r in relations
     ]
     data: dict[str, dict[str, Any]] = {}
-    for dataset_id in {walk.seed} | {r.dataset_id for r in relations}:
+    for dataset_id in dataset_ids:
         namespace, name = walk.datasets[dataset_id]
         entry: dict[str, Any] = {
             "entityId": {"type": "dataset", "namespace": namespace, "name": name}
         }
         if dataset_id in temporary:
             entry["temporary"] = True
-        data[data_key(dataset_id)] = entry
+        data[data_keys[dataset_id]] = entry
     program_entries = {
         p.key: {
             "entityId": {

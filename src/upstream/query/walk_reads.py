@@ -85,15 +85,21 @@ class WalkReads:
 
     # -- the prefetch ----------------------------------------------------------------------
 
-    def prefetch(self, seed: uuid.UUID, levels: int) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    def prefetch(
+        self, seed: uuid.UUID, levels: int, rollup: bool
+    ) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
         """Read everything a walk of `levels` levels from `seed` asks for; return the
-        datasets and the runs it read about (for the rollup's own prefetch)."""
+        datasets and the runs it read about (for the rollup's own prefetch). Without a
+        rollup, `both` asks only for the relations of the jobs it reaches (every relation of
+        a reached dataset is one of a reached job's)."""
         reached = reach(self.conn, seed, self.mode, levels, self.window)
         self.depths = reached
         datasets = {node for kind, node in reached if kind == "dataset"}
         jobs = {node for kind, node in reached if kind == "job"}
         if self.mode == "both":
-            relations = self._of_datasets.get(datasets) + self._of_jobs.get(jobs)
+            relations = self._of_jobs.get(jobs)
+            if rollup:
+                relations += self._of_datasets.get(datasets)
             return {r.dataset_id for r in relations}, {r.run_id for r in relations if r.run_id}
         near = self._near.get(datasets)
         found = self._flows.get(datasets)
