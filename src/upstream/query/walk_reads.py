@@ -33,7 +33,7 @@ from upstream.query.relations import (
 )
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, WalkMode, flows, reach
+from upstream.store.walks import Direction, WalkMode, flow_set, reach
 from upstream.store.window import edges_as_of, run_in_window
 
 
@@ -75,7 +75,7 @@ class WalkReads:
         )
         direction: Direction = "upstream" if mode == "upstream" else "downstream"
         self._flows = KeyedRows(
-            lambda ids: flows(conn, ids, direction, window),
+            lambda ids: flow_set(conn, ids, direction, window),
             (lambda f: f.target) if mode == "upstream" else (lambda f: f.source),
         )
         self._feeds_datasets = KeyedRows(lambda ids: self._job_feeds(ids, "dataset"), _near_of)

@@ -53,6 +53,17 @@ def flows(
     window: Window | None = None,
 ) -> list[Flow]:
     """Every flow into (`upstream`) or out of (`downstream`) any of `datasets`, sorted."""
+    return sorted(flow_set(conn, datasets, direction, window), key=flow_order)
+
+
+def flow_set(
+    conn: Connection,
+    datasets: Collection[uuid.UUID],
+    direction: Direction,
+    window: Window | None = None,
+) -> set[Flow]:
+    """`flows` unsorted, for a walk, which orders nothing by them (sorting a medium walk's
+    44,000 flows cost a tenth of its time)."""
     f = flows_as_of(window).c
     anchor = f.target_dataset_id if direction == "upstream" else f.source_dataset_id
     columns = (f.source_dataset_id, f.target_dataset_id, f.job_id, f.run_id, f.inferred)
@@ -64,7 +75,7 @@ def flows(
             not_deleted(f.source_dataset_id, f.target_dataset_id, f.job_id),
         )
         found.update(map(Flow._make, conn.execute(query).all()))
-    return sorted(found, key=flow_order)
+    return found
 
 
 def _flow_shown() -> sa.ColumnElement[bool]:
