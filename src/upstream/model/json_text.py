@@ -74,12 +74,12 @@ def _writes_a_small_float(text: bytes) -> bool:
     """Whether compact JSON `text` may hold a float below 1e-4 as orjson writes it. Text in
     strings can look like one too (a false alarm only costs time); a real one is never
     missed."""
-    found = text.find(_SMALL_FIXED)
-    while found != -1:  # one search for the digits, then a look at what comes before them
-        position = found - 1 if found > 0 and text[found - 1] == ord("-") else found
+    fixed = text.find(_SMALL_FIXED)
+    while fixed != -1:  # one search for the digits, then a look at what comes before them
+        position = fixed - 1 if fixed > 0 and text[fixed - 1] == ord("-") else fixed
         if position > 0 and text[position - 1] in _VALUE_START:
             return True
-        found = text.find(_SMALL_FIXED, found + 1)
+        fixed = text.find(_SMALL_FIXED, fixed + 1)
     for found in _NEGATIVE_EXPONENT.finditer(text):
         start = position = found.start()
         while position > 0 and text[position - 1] in _MANTISSA:
