@@ -62,12 +62,8 @@ def check_shape(raw: bytes, limits: ShapeLimits) -> bool:
     bound = 1 + raw.count(b",") + raw.count(b"{") + raw.count(b"[")
     if bound <= limits.max_values:
         return False
-    if (
-        limits.max_items is not None
-        and bound <= PARSE_FIRST_VALUES
-        and raw.lstrip().startswith(b"[")
-    ):
-        return True
+    if limits.max_items is not None and bound <= PARSE_FIRST_VALUES and _ARRAY.match(raw):
+        return True  # (a match, not `lstrip`: no copy of the body)
     skeleton = _STRING.sub(b"0", raw)
     if any(space in skeleton for space in _SPACES):
         skeleton = skeleton.translate(None, _WHITESPACE)
