@@ -270,5 +270,6 @@ def test_a_rebuild_records_every_declaration_its_events_made(store: Store) -> No
         params = LineageParams.parse(
             max_levels=10, direction="upstream", as_of=iso(BASE_TIME + hours(hour))
         )
-        body = dataset_lineage(store, NS, "x", params, max_nodes=100, max_relations=1000)
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, "x", params, max_nodes=100, max_relations=1000)
         assert upstream_datasets(body) == {f"dataset.wh.{source}"}

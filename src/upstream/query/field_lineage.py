@@ -19,7 +19,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.field_operations import SourceRef, Step, step_json
 from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
@@ -27,15 +27,13 @@ from upstream.query.dataset_lineage import LineageParams
 from upstream.query.field_operation_sets import (
     Recorded,
     RunOf,
-    UnknownField,
     current_fields,
     dataset_names,
-    existing_dataset,
     operation_sets,
     reading_destinations,
     require_field,
 )
-from upstream.store.engine import Store
+from upstream.query.lookup import existing_dataset
 from upstream.store.window import edges_as_of, run_in_window
 
 Direction = Literal["incoming", "outgoing", "both"]
@@ -43,7 +41,6 @@ DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "both")
 
 __all__ = [
     "FieldQuery",
-    "UnknownField",
     "field_operations",
     "field_paths",
     "fields_with_lineage",
@@ -72,7 +69,7 @@ class FieldQuery:
         now: datetime | None = None,
     ) -> FieldQuery:
         """Times and levels as the dataset lineage reads them (design §4.1), `levels`
-        defaulting to 1 (CDAP's summaries); InvalidInput names each bad parameter."""
+        defaulting to 1 (CDAP's summaries); InvalidParameter names each bad parameter."""
         problems: list[Problem] = []
         base: LineageParams | None = None
         try:
@@ -84,14 +81,14 @@ class FieldQuery:
                 as_of=as_of,
                 now=now,
             )
-        except InvalidInput as exc:
+        except InvalidParameter as exc:
             problems.extend(exc.problems)
         if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of incoming, outgoing, both")
             )
         if problems or base is None:
-            raise InvalidInput(problems)
+            raise InvalidParameter(problems)
         chosen: Direction = "both"
         for known in DIRECTIONS:
             if direction == known:
@@ -136,20 +133,19 @@ def _by_recency(groups: Iterable[_Group]) -> list[_Group]:
 
 
 def field_paths(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
 ) -> dict[str, Any]:
     """`GET …/datasets/{ds}/fields/{field}/lineage`: the ways the field was made in the
-    window. UnknownField (404) for an unknown dataset, or a field it does not have (a dropped
+    window. NotFound for an unknown dataset, or a field it does not have (a dropped
     one included)."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        recorded = operation_sets(conn, [dataset.id], query.window)
-        groups = _grouped(
-            (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
-            for link in recorded.links
-        )
-        if not groups:
-            require_field(conn, dataset, field_name)
+    dataset = existing_dataset(conn, namespace, name)
+    recorded = operation_sets(conn, [dataset.id], query.window)
+    groups = _grouped(
+        (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
+        for link in recorded.links
+    )
+    if not groups:
+        require_field(conn, dataset, field_name)
     return {
         "fieldName": field_name,
         "startTimeInSeconds": int(query.window.start.timestamp()),
@@ -162,7 +158,7 @@ def field_paths(
 
 
 def fields_with_lineage(
-    store: Store,
+    conn: Connection,
     namespace: str,
     name: str,
     query: FieldQuery,
@@ -175,12 +171,11 @@ def fields_with_lineage(
     destination's fields, the lineage facet, columnLineage) — sorted; with `include_current`,
     the current fields too, each saying whether it has lineage. `prefix` filters
     case-insensitively."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        with_lineage = _edge_fields(conn, dataset, query.window)
-        names = set(with_lineage)
-        if include_current:
-            names |= current_fields(conn, dataset)
+    dataset = existing_dataset(conn, namespace, name)
+    with_lineage = _edge_fields(conn, dataset, query.window)
+    names = set(with_lineage)
+    if include_current:
+        names |= current_fields(conn, dataset)
     wanted = (prefix or "").casefold()
     chosen = sorted(n for n in names if n.casefold().startswith(wanted))
     if not include_current:
@@ -207,32 +202,31 @@ def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -
 
 
 def field_operations(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
 ) -> dict[str, Any]:
     """`GET …/lineage/fields/{field}/operations`: per distinct operation set, the operations
     that made the field (incoming: trimmed to what it depends on) or that it went through in
     the datasets it reached (outgoing: from the reading operation on), with the jobs that
     recorded them and their latest run."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        require_field(conn, dataset, field_name)
-        result: dict[str, Any] = {}
-        if query.direction in ("incoming", "both"):
-            recorded = operation_sets(conn, [dataset.id], query.window)
-            result["incoming"] = _operation_groups(
-                conn,
-                recorded.links,
-                lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
-            )
-        if query.direction in ("outgoing", "both"):
-            readers = reading_destinations(conn, dataset, query.window)
-            recorded = operation_sets(conn, readers, query.window)
-            source = SourceRef(dataset.namespace, dataset.name)
-            result["outgoing"] = _operation_groups(
-                conn,
-                recorded.links,
-                lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
-            )
+    dataset = existing_dataset(conn, namespace, name)
+    require_field(conn, dataset, field_name)
+    result: dict[str, Any] = {}
+    if query.direction in ("incoming", "both"):
+        recorded = operation_sets(conn, [dataset.id], query.window)
+        result["incoming"] = _operation_groups(
+            conn,
+            recorded.links,
+            lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
+        )
+    if query.direction in ("outgoing", "both"):
+        readers = reading_destinations(conn, dataset, query.window)
+        recorded = operation_sets(conn, readers, query.window)
+        source = SourceRef(dataset.namespace, dataset.name)
+        result["outgoing"] = _operation_groups(
+            conn,
+            recorded.links,
+            lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
+        )
     return result
 
 

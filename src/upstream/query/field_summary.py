@@ -17,27 +17,26 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from upstream.query.field_lineage import FieldQuery
-from upstream.query.field_operation_sets import dataset_names, existing_dataset, require_field
-from upstream.store.engine import Store
+from upstream.query.field_operation_sets import dataset_names, require_field
+from upstream.query.lookup import existing_dataset
 from upstream.store.walks import field_reach
 
 FieldNode = tuple[uuid.UUID, str]
 
 
 def field_summary(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
 ) -> dict[str, Any]:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}`, the side not
-    asked for left out; UnknownField (404) for an unknown dataset or field."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        require_field(conn, dataset, field_name)
-        start = (dataset.id, field_name)
-        result: dict[str, Any] = {}
-        for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
-            if query.direction in (side, "both"):
-                reached = field_reach(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = render_fields_by_dataset(conn, reached, reached)
+    asked for left out; NotFound for an unknown dataset or field."""
+    dataset = existing_dataset(conn, namespace, name)
+    require_field(conn, dataset, field_name)
+    start = (dataset.id, field_name)
+    result: dict[str, Any] = {}
+    for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
+        if query.direction in (side, "both"):
+            reached = field_reach(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
+            result[side] = render_fields_by_dataset(conn, reached, reached)
     return result
 
 

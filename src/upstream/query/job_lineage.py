@@ -19,21 +19,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.identity import JobRef, namespace_id
 from upstream.model.workflow import is_workflow
 from upstream.query.collapse import KeyedRelation, collapse
-from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.lookup import existing_job
 from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
 from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.engine import Store
 
 
 def job_lineage(
-    store: Store | Connection,
+    conn: Connection,
     namespace: str,
     name: str,
     params: LineageParams,
@@ -42,15 +40,9 @@ def job_lineage(
     max_relations: int,
 ) -> dict[str, Any]:
     """The lineage around one job in the response shape of dataset lineage (design §4.2);
-    raises UnknownEntity for an unknown namespace or job. At most `max_nodes` datasets and
+    raises NotFound for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
     each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return job_lineage(
-                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
-            )
-    conn = store
     job_id = existing_job(conn, namespace, name)
     own = _own_relations(conn, job_id, params)
     wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
@@ -74,19 +66,6 @@ def job_lineage(
             dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
         )
     return _merged(conn, answers, params, max_nodes)
-
-
-def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
-    """The id of a stored job; UnknownEntity names the unknown namespace or job."""
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
-    if conn.execute(known).first() is None:
-        raise UnknownEntity(f"namespace {namespace!r} not found")
-    job_id = JobRef(namespace, name).id
-    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
-        raise UnknownEntity(f"job {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, job_id):
-        raise UnknownEntity(f"job {name!r} in namespace {namespace!r} was deleted")
-    return job_id
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:

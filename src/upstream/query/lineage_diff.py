@@ -19,12 +19,11 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
-from upstream.store.engine import Store
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
 WINDOW_SEPARATOR = ".."
@@ -60,7 +59,7 @@ class DiffParams:
         and `from` to the window of the same length just before `to`, so no parameter at all
         asks what changed since last week. Or two times, `asOf` (default now) and `against`
         (default seven days before `asOf`), each with the window `start`..`end` taken
-        relative to it (default the week before it). InvalidInput names each bad parameter."""
+        relative to it (default the week before it). InvalidParameter names each bad parameter."""
         present = now or datetime.now(UTC)
         shared = {
             "max_levels": max_levels,
@@ -99,7 +98,7 @@ class DiffParams:
                     against = str(max(earlier, EPOCH).timestamp())
             before = _side("against", shared, problems, start=start, end=end, as_of=against)
         if problems or before is None or after is None:
-            raise InvalidInput(problems)
+            raise InvalidParameter(problems)
         return cls(before, after)
 
 
@@ -128,7 +127,7 @@ def _side(
         start, end = (part.strip() for part in window.split(WINDOW_SEPARATOR, 1))
     try:
         return LineageParams.parse(start=start, end=end, as_of=as_of, **shared)
-    except InvalidInput as exc:
+    except InvalidParameter as exc:
         for problem in exc.problems:
             own = problem.path in ("start", "end", "asOf")
             located = Problem(name, f"{problem.path}: {problem.message}") if own else problem
@@ -138,7 +137,7 @@ def _side(
 
 
 def lineage_diff(
-    store: Store | Connection,
+    conn: Connection,
     namespace: str,
     name: str,
     params: DiffParams,
@@ -146,15 +145,9 @@ def lineage_diff(
     max_nodes: int,
     max_relations: int,
 ) -> dict[str, Any]:
-    """`added`, `removed` and `kept` between the two sides; UnknownEntity (404) for an
+    """`added`, `removed` and `kept` between the two sides; NotFound for an
     unknown dataset. Each side is capped at `max_nodes` and `max_relations` like a lineage
     answer; a cut side makes the diff say `"truncated": true`."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return lineage_diff(
-                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
-            )
-    conn = store
     caps = (max_nodes, max_relations)
     bodies = [_lineage(conn, namespace, name, p, caps) for p in (params.before, params.after)]
     keys = [_dataset_keys(body) for body in bodies]

@@ -26,13 +26,12 @@ from typing import Any, Literal, NamedTuple, get_args
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
-from upstream.query.dataset_lineage import UnknownEntity, as_of_time, parse_levels
+from upstream.query.dataset_lineage import as_of_time, parse_levels
 from upstream.store import schema as t
 from upstream.store.dialect import aware, id_filters
-from upstream.store.engine import Store
 from upstream.store.window import run_started_by
 
 RunDirection = Literal["upstream", "downstream", "both"]
@@ -61,7 +60,7 @@ class RunLineageParams:
         as_of: str | None = None,
         now: datetime | None = None,
     ) -> RunLineageParams:
-        """Validate every parameter; InvalidInput lists each bad one by its name."""
+        """Validate every parameter; InvalidParameter lists each bad one by its name."""
         problems: list[Problem] = []
         parsed_id: uuid.UUID | None = None
         if _UUID.fullmatch(run_id.strip()):
@@ -75,7 +74,7 @@ class RunLineageParams:
         depth = parse_levels(levels, max_levels, problems, default=DEFAULT_RUN_LEVELS)
         at, _ = as_of_time(as_of, now, problems)
         if problems or parsed_id is None:
-            raise InvalidInput(problems)
+            raise InvalidParameter(problems)
         return cls(parsed_id, _DIRECTIONS.get(direction or "both", "both"), depth, at)
 
 
@@ -89,16 +88,10 @@ class Link(NamedTuple):
     level: int
 
 
-def run_lineage(
-    store: Store | Connection, params: RunLineageParams, *, max_nodes: int
-) -> dict[str, Any]:
-    """Runs and the dataset versions between them around one run; UnknownEntity (404) for a
+def run_lineage(conn: Connection, params: RunLineageParams, *, max_nodes: int) -> dict[str, Any]:
+    """Runs and the dataset versions between them around one run; NotFound for a
     run that is not stored (or had not started by `as_of`). At most `max_nodes` runs and
     versions: a larger answer keeps the nearest levels and says `"truncated": true`."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return run_lineage(conn, params, max_nodes=max_nodes)
-    conn = store
     _existing_run(conn, params)
     links: set[Link] = set()
     if params.direction in ("upstream", "both"):
@@ -115,13 +108,11 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
         sa.select(runs.c.id, runs.c.started_at).where(runs.c.id == params.run_id)
     ).first()
     if found is None:
-        raise UnknownEntity(f"run {params.run_id} not found")
+        raise NotFound(f"run {params.run_id} not found")
     if params.as_of is not None and (
         found.started_at is None or aware(found.started_at) > params.as_of
     ):
-        raise UnknownEntity(
-            f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)"
-        )
+        raise NotFound(f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)")
 
 
 # -- the walk -------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_summary import FieldNode, render_fields_by_dataset
-from upstream.query.marquez.common import NotFound
 from upstream.store import schema as t
 from upstream.store.deletion import visible
 from upstream.store.walks import field_reach

@@ -17,27 +17,22 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
-from upstream.query.job_lineage import existing_job
+from upstream.query.lookup import existing_job
 from upstream.query.marquez.runs import run_docs
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.engine import Store
 
 #: What the contents show of each run, from its Marquez `Run` document.
 _RUN_KEYS = ("id", "state", "startedAt", "endedAt", "durationMs")
 
 
 def workflow_contents(
-    store: Store | Connection, namespace: str, name: str, window: Window
+    conn: Connection, namespace: str, name: str, window: Window
 ) -> dict[str, Any]:
     """The runs of workflow `namespace`/`name` overlapping `window`, newest first, each with
     the job runs inside it; and every job with a run inside them, with its run count and
-    newest run. A job that is no workflow has none. Raises UnknownEntity for an unknown
+    newest run. A job that is no workflow has none. Raises NotFound for an unknown
     namespace or job."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return workflow_contents(conn, namespace, name, window)
-    conn = store
     job_id = existing_job(conn, namespace, name)
     row = conn.execute(
         sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput
+from upstream.model.errors import Conflict
 from upstream.model.facts import (
     DatasetNode,
     EdgeFact,
@@ -357,7 +357,7 @@ def _merge_run(stored: Row, new: Row) -> Row:
     merged = dict(stored)
     if new["has_events"]:
         if stored["has_events"] and stored["job_id"] != new["job_id"]:
-            raise InvalidInput.at(
+            raise Conflict.at(
                 "run.runId", f"run {new['id']} was already reported for a different job"
             )
         merged["job_id"] = new["job_id"]

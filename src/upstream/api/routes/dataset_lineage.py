@@ -6,17 +6,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import WithJsonSchema
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
 from upstream.api.lineage_query import LineageParamsDep
-from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse, parsed
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute
+from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
 from upstream.query.dataset_lineage import (
     Direction,
     Rollup,
-    UnknownEntity,
     dataset_lineage,
 )
 from upstream.query.lineage_diff import DiffParams, lineage_diff
@@ -49,7 +47,7 @@ _WINDOW = WithJsonSchema({"type": "string", "format": "time-window"})
     summary="Lineage of a dataset (CDAP style)",
     responses=_RESPONSES,
 )
-async def get_dataset_lineage(
+def get_dataset_lineage(
     namespace: str,
     dataset: str,
     store: StoreDep,
@@ -57,18 +55,15 @@ async def get_dataset_lineage(
     params: LineageParamsDep,
 ) -> dict[str, Any]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    try:
-        return await run_in_threadpool(
-            dataset_lineage,
-            store,
-            namespace,
-            dataset,
-            params,
-            max_nodes=settings.max_lineage_nodes,
-            max_relations=settings.max_lineage_relations,
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(
+        store,
+        dataset_lineage,
+        namespace,
+        dataset,
+        params,
+        max_nodes=settings.max_lineage_nodes,
+        max_relations=settings.max_lineage_relations,
+    )
 
 
 @router.get(
@@ -76,7 +71,7 @@ async def get_dataset_lineage(
     summary="What changed in a dataset's lineage between two windows or two times",
     responses=_RESPONSES,
 )
-async def get_lineage_diff(
+def get_lineage_diff(
     namespace: str,
     dataset: str,
     store: StoreDep,
@@ -126,30 +121,25 @@ async def get_lineage_diff(
 ) -> dict[str, Any]:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
-    params = parsed(
-        lambda: DiffParams.parse(
-            max_levels=settings.max_levels,
-            from_window=from_window,
-            to_window=to_window,
-            as_of=as_of,
-            against=against,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse or (),
-            rollup=rollup,
-            direction=direction,
-        )
+    params = DiffParams.parse(
+        max_levels=settings.max_levels,
+        from_window=from_window,
+        to_window=to_window,
+        as_of=as_of,
+        against=against,
+        start=start,
+        end=end,
+        levels=levels,
+        collapse=collapse or (),
+        rollup=rollup,
+        direction=direction,
     )
-    try:
-        return await run_in_threadpool(
-            lineage_diff,
-            store,
-            namespace,
-            dataset,
-            params,
-            max_nodes=settings.max_lineage_nodes,
-            max_relations=settings.max_lineage_relations,
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(
+        store,
+        lineage_diff,
+        namespace,
+        dataset,
+        params,
+        max_nodes=settings.max_lineage_nodes,
+        max_relations=settings.max_lineage_relations,
+    )

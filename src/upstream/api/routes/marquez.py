@@ -9,7 +9,9 @@ from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import StoreDep
 from upstream.api.params import IncludeDeleted
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import page
+from upstream.api.services import read
 from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.common import Page
 

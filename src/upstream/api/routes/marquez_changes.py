@@ -9,7 +9,9 @@ from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict
 
 from upstream.api.deps import StoreDep
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, change, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import page
+from upstream.api.services import change, read
 from upstream.query.marquez import curation
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.tags import list_tags

@@ -15,13 +15,15 @@ from upstream.api.params import (
     Limit,
     event_window,
     history_window,
-    parsed,
 )
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, checked_depth, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import checked_depth, page
+from upstream.api.services import read
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.events import lineage_events, recent_events
 from upstream.query.marquez.lineage import lineage_graph
+from upstream.query.marquez.search import SearchSort, SearchType
 from upstream.query.marquez.search import search as search_entities
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
@@ -56,7 +58,7 @@ def get_lineage(
         node_id,
         checked_depth(depth, settings),
         settings.max_lineage_nodes,
-        parsed(lambda: history_window(as_of)),
+        history_window(as_of),
     )
 
 
@@ -78,7 +80,7 @@ def get_column_lineage(
         checked_depth(depth, settings),
         with_downstream,
         settings.max_lineage_nodes,
-        parsed(lambda: history_window(as_of)),
+        history_window(as_of),
     )
 
 
@@ -100,8 +102,10 @@ def search(
     deleted: IncludeDeleted = False,
 ) -> Doc:
     """Datasets and jobs whose name contains `q`."""
-    only = "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
-    order = "NAME" if sort.upper() == "NAME" else "UPDATED_AT"
+    only: SearchType | None = (
+        "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
+    )
+    order: SearchSort = "NAME" if sort.upper() == "NAME" else "UPDATED_AT"
     return read(
         store,
         search_entities,
@@ -123,7 +127,7 @@ def list_lineage_events(
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
 ) -> Doc:
     """The events received, verbatim, with `after <= eventTime < before`."""
-    upper, lower = parsed(lambda: event_window(before, after))
+    upper, lower = event_window(before, after)
     return read(
         store, lineage_events, before=upper, after=lower, direction=sort_direction, page=paging
     )

@@ -7,12 +7,10 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, AsOf, parsed
-from upstream.query.dataset_lineage import UnknownEntity
+from upstream.api.params import LEVELS, AsOf
+from upstream.api.services import read
 from upstream.query.run_lineage import RunDirection, RunLineageParams, run_lineage
 
 router = APIRouter(tags=["run lineage"])
@@ -26,7 +24,7 @@ router = APIRouter(tags=["run lineage"])
         404: {"description": "Unknown run, or one that had not started by asOf"},
     },
 )
-async def get_run_lineage(
+def get_run_lineage(
     run_id: Annotated[uuid.UUID, Path(alias="runId", description="The run's id (a UUID)")],
     store: StoreDep,
     settings: SettingsDep,
@@ -43,18 +41,11 @@ async def get_run_lineage(
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""
-    params = parsed(
-        lambda: RunLineageParams.parse(
-            str(run_id),
-            max_levels=settings.max_levels,
-            direction=direction,
-            levels=levels,
-            as_of=as_of,
-        )
+    params = RunLineageParams.parse(
+        str(run_id),
+        max_levels=settings.max_levels,
+        direction=direction,
+        levels=levels,
+        as_of=as_of,
     )
-    try:
-        return await run_in_threadpool(
-            run_lineage, store, params, max_nodes=settings.max_lineage_nodes
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(store, run_lineage, params, max_nodes=settings.max_lineage_nodes)

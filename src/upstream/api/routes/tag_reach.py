@@ -7,8 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.params import LEVELS, End, HistoryStart, parsed
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, read
+from upstream.api.params import LEVELS, End, HistoryStart
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.tag_reach import tag_reach
 
@@ -38,12 +39,10 @@ def get_tag_reach(
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields) and what their data flowed into, through
     every origin of field edges."""
-    query = parsed(
-        lambda: FieldQuery.parse(
-            max_levels=settings.max_levels,
-            start="0" if start is None else start,
-            end=end,
-            levels=DEFAULT_LEVELS if levels is None else levels,
-        )
+    query = FieldQuery.parse(
+        max_levels=settings.max_levels,
+        start="0" if start is None else start,
+        end=end,
+        levels=DEFAULT_LEVELS if levels is None else levels,
     )
     return read(store, tag_reach, tag, query)

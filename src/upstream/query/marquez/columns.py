@@ -23,12 +23,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
-from upstream.query.marquez.common import Json, NotFound, resolve_node
+from upstream.query.marquez.common import Json, resolve_node
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters

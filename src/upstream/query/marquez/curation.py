@@ -16,11 +16,10 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidInput, NotFound, Problem
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     require_dataset,
     require_job,
     require_namespace,

@@ -33,9 +33,10 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import InvalidParameter
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.identity import DatasetRef, JobRef
-from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
+from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
 from upstream.query.marquez.common import Json, resolve_node
@@ -91,7 +92,9 @@ def lineage_graph(
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seed = resolve_node(conn, node_id)
     if seed.kind == "datasetField":
-        raise InvalidNodeId("nodeId: lineage takes a dataset or job node id; use /column-lineage")
+        raise InvalidParameter.at(
+            "nodeId", "lineage takes a dataset or job node id; use /column-lineage"
+        )
     graph = _Graph(max_nodes)
     start = _Frontier()
     if seed.kind == "dataset":

@@ -15,8 +15,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
-from upstream.query.marquez.common import Json, NotFound, Page, iso, require_namespace, total
+from upstream.query.marquez.common import Json, Page, iso, require_namespace, total
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 

@@ -18,10 +18,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import stable_id
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     Page,
     iso,
     require_job,
