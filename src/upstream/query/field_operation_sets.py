@@ -37,8 +37,7 @@ class RunOf:
     @property
     def recency(self) -> tuple[datetime, str]:
         """Sort key, newest last (runs without a start sort as oldest)."""
-        moment = self.started_at or datetime.min.replace(tzinfo=UTC)
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), str(self.run_id)
+        return self.started_at or datetime.min.replace(tzinfo=UTC), str(self.run_id)
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -31,7 +31,7 @@ from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.dataset_lineage import as_of_time, parse_levels
 from upstream.store import schema as t
-from upstream.store.dialect import aware, id_filters
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_started_by
 
 RunDirection = Literal["upstream", "downstream", "both"]
@@ -109,9 +109,7 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
     ).first()
     if found is None:
         raise NotFound(f"run {params.run_id} not found")
-    if params.as_of is not None and (
-        found.started_at is None or aware(found.started_at) > params.as_of
-    ):
+    if params.as_of is not None and (found.started_at is None or found.started_at > params.as_of):
         raise NotFound(f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)")
 
 
@@ -303,7 +301,7 @@ def state_as_of(
 ) -> tuple[str | None, datetime | None]:
     """A run's state and end as they stood at `as_of`: a run that ended later was running
     then (the last state before its end is not kept; RUNNING is what it was doing)."""
-    if as_of is None or ended_at is None or aware(ended_at) <= as_of:
+    if as_of is None or ended_at is None or ended_at <= as_of:
         return state, ended_at
     return "RUNNING", None
 
@@ -386,7 +384,7 @@ def _runs(
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return aware(moment).isoformat() if moment is not None else None
+    return moment.isoformat() if moment is not None else None
 
 
 def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:

@@ -33,11 +33,10 @@ class Page:
 
 
 def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a `Z`, as Marquez writes instants (SQLite hands back naive UTC)."""
+    """ISO-8601 in UTC with a `Z`, as Marquez writes instants."""
     if moment is None:
         return None
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def total(conn: Connection, query: sa.Select[Any]) -> int:

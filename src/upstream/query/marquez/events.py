@@ -4,7 +4,7 @@ verbatim."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 import sqlalchemy as sa
@@ -29,9 +29,9 @@ def lineage_events(
     e = t.events
     query = sa.select(e.c.payload)
     if before is not None:
-        query = query.where(e.c.event_time < _utc(before))
+        query = query.where(e.c.event_time < before)
     if after is not None:
-        query = query.where(e.c.event_time >= _utc(after))
+        query = query.where(e.c.event_time >= after)
     order = [e.c.event_time, e.c.seq]
     ordered = query.order_by(*(c.desc() if direction == "desc" else c.asc() for c in order))
     payloads = conn.execute(page.apply(ordered)).scalars()
@@ -54,8 +54,3 @@ def recent_events(conn: Connection, page: Page, *, namespace: str | None = None)
         )
     ordered = query.order_by(e.c.event_time.desc(), e.c.seq.desc())
     return {"events": [json.loads(p) for p in conn.execute(page.apply(ordered)).scalars()]}
-
-
-def _utc(moment: datetime) -> datetime:
-    """Stored times are UTC; a time without an offset is read as UTC."""
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -12,7 +12,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -115,7 +114,7 @@ def _run_doc(row: Any, io: RunIO) -> Json:
     started, ended = row["started_at"], row["ended_at"]
     duration = None
     if started is not None and ended is not None:
-        duration = int((_aware(ended) - _aware(started)).total_seconds() * 1000)
+        duration = int((ended - started).total_seconds() * 1000)
     return {
         "id": str(row["id"]),
         "createdAt": iso(row["created_at"]),
@@ -150,10 +149,6 @@ def _version_ref(entry: tuple[str, str, uuid.UUID, uuid.UUID | None, Json]) -> J
         },
         "facets": facets,
     }
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def get_run(conn: Connection, run_id: uuid.UUID) -> Json:
