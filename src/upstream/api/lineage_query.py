@@ -9,7 +9,8 @@ from fastapi import Depends, Query
 
 from upstream.api.deps import SettingsDep
 from upstream.api.params import LEVELS, AsOf, Collapse, End, Start
-from upstream.query.dataset_lineage import Direction, LineageParams, Rollup
+from upstream.model.direction import Direction
+from upstream.query.dataset_lineage import LineageParams, Rollup
 
 
 def lineage_params(

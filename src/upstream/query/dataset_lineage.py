@@ -13,11 +13,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import DIRECTIONS, Direction
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.keys import entity_key
 from upstream.model.timeexpr import parse_time_expression
@@ -33,7 +34,6 @@ from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 
-Direction = Literal["both", "upstream", "downstream"]
 Rollup = Literal["workflow"]
 DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
@@ -42,7 +42,6 @@ _WHOLE_NUMBER = re.compile(r"[+-]?\d+")
 #: Digits of the longest `levels` compared as a number; a longer one is above any cap and is
 #: refused before Python is asked to convert it (it refuses past 4,300 digits).
 _MAX_DIGITS = 18
-_DIRECTIONS: dict[str, Direction] = {d: d for d in get_args(Direction)}
 _DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
 
 
@@ -100,7 +99,7 @@ class LineageParams:
         dimensions = _dimensions(collapse, problems)
         if rollup not in (None, "workflow"):
             problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
-        if direction is not None and direction not in _DIRECTIONS:
+        if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
@@ -112,7 +111,7 @@ class LineageParams:
             levels=depth,
             collapse=dimensions,
             rollup="workflow" if rollup == "workflow" else None,
-            direction=_DIRECTIONS.get(direction or "both", "both"),
+            direction=DIRECTIONS.get(direction or "both", "both"),
             as_of=as_of_at,
         )
 

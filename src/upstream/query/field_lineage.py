@@ -36,8 +36,10 @@ from upstream.query.field_operation_sets import (
 from upstream.query.lookup import existing_dataset
 from upstream.store.window import edges_as_of, run_in_window
 
-Direction = Literal["incoming", "outgoing", "both"]
-DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "both")
+#: Which sides of a field an answer shows: what it came from, what it went to, or both. Not a
+#: `model.direction.Direction`: a field's sides are named as CDAP names them.
+Sides = Literal["incoming", "outgoing", "both"]
+SIDES: tuple[Sides, ...] = ("incoming", "outgoing", "both")
 
 __all__ = [
     "FieldQuery",
@@ -54,7 +56,7 @@ class FieldQuery:
 
     window: Window
     levels: int = 1
-    direction: Direction = "both"
+    direction: Sides = "both"
 
     @classmethod
     def parse(
@@ -83,14 +85,14 @@ class FieldQuery:
             )
         except InvalidParameter as exc:
             problems.extend(exc.problems)
-        if direction is not None and direction not in DIRECTIONS:
+        if direction is not None and direction not in SIDES:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of incoming, outgoing, both")
             )
         if problems or base is None:
             raise InvalidParameter(problems)
-        chosen: Direction = "both"
-        for known in DIRECTIONS:
+        chosen: Sides = "both"
+        for known in SIDES:
             if direction == known:
                 chosen = known
         return cls(base.window, base.levels, chosen)

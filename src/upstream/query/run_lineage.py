@@ -21,11 +21,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import DIRECTIONS, Direction, Step
 from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
@@ -34,9 +35,7 @@ from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.window import run_started_by
 
-RunDirection = Literal["upstream", "downstream", "both"]
 DEFAULT_RUN_LEVELS = 5
-_DIRECTIONS: dict[str, RunDirection] = {d: d for d in get_args(RunDirection)}
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}")
 
 
@@ -45,7 +44,7 @@ class RunLineageParams:
     """What a run-lineage query asks for; `parse` turns query-string values into it."""
 
     run_id: uuid.UUID
-    direction: RunDirection = "both"
+    direction: Direction = "both"
     levels: int = DEFAULT_RUN_LEVELS
     as_of: datetime | None = None
 
@@ -67,7 +66,7 @@ class RunLineageParams:
             parsed_id = uuid.UUID(run_id.strip())
         else:
             problems.append(Problem("runId", f"{shown(run_id)} is not a UUID"))
-        if direction is not None and direction not in _DIRECTIONS:
+        if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
@@ -75,7 +74,7 @@ class RunLineageParams:
         at, _ = as_of_time(as_of, now, problems)
         if problems or parsed_id is None:
             raise InvalidParameter(problems)
-        return cls(parsed_id, _DIRECTIONS.get(direction or "both", "both"), depth, at)
+        return cls(parsed_id, DIRECTIONS.get(direction or "both", "both"), depth, at)
 
 
 class Link(NamedTuple):
@@ -116,9 +115,7 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
 # -- the walk -------------------------------------------------------------------------------
 
 
-def _walk(
-    conn: Connection, params: RunLineageParams, direction: Literal["upstream", "downstream"]
-) -> set[Link]:
+def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Link]:
     statement = _statement(direction, params.as_of is not None)
     bound: dict[str, Any] = {"seed": params.run_id, "levels": params.levels}
     if params.as_of is not None:
@@ -166,7 +163,7 @@ def _writer_of(read: sa.FromClause, reader: sa.FromClause) -> sa.ColumnElement[A
 
 
 @cache
-def _statement(direction: Literal["upstream", "downstream"], as_of: bool) -> sa.Select[Any]:
+def _statement(direction: Step, as_of: bool) -> sa.Select[Any]:
     """The recursive walk; built once per direction and kind of bound (statements are
     immutable), its parameters bound per query."""
     if direction == "upstream":

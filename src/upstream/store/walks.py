@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Direction, Step
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
@@ -22,8 +23,6 @@ from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import edges_as_of, flows_as_of, run_in_window
-
-Direction = Literal["upstream", "downstream"]
 
 _F = t.flows.c
 _COLUMNS = (_F.source_dataset_id, _F.target_dataset_id, _F.job_id, _F.run_id, _F.inferred)
@@ -48,7 +47,7 @@ def flow_in_window(flow: Any, window: Window | None) -> sa.ColumnElement[bool]:
 def flows(
     conn: Connection,
     datasets: Collection[uuid.UUID],
-    direction: Direction,
+    direction: Step,
     window: Window | None = None,
 ) -> list[Flow]:
     """Every flow into (`upstream`) or out of (`downstream`) any of `datasets`, sorted."""
@@ -79,13 +78,12 @@ def all_flows(conn: Connection) -> list[Flow]:
 
 #: What a walk steps over: data flow one way (`upstream`, `downstream`), or every access
 #: relation ignoring read and write (`both`, CDAP's walk).
-WalkMode = Literal["upstream", "downstream", "both"]
 #: A node of the walk: ("dataset" | "job", id).
 Node = tuple[str, uuid.UUID]
 
 
 def reach(
-    conn: Connection, seed: uuid.UUID, mode: WalkMode, levels: int, window: Window
+    conn: Connection, seed: uuid.UUID, mode: Direction, levels: int, window: Window
 ) -> dict[Node, int]:
     """Every dataset and job a dataset-lineage walk of `levels` levels from `seed`
     processes, with the first level (from 0) it does so at.
@@ -99,9 +97,7 @@ def reach(
     return _reach(conn, [("dataset", seed)], _steps(mode, window), levels)
 
 
-def marquez_reach(
-    conn: Connection, seed: Node, direction: Direction, depth: int
-) -> dict[Node, int]:
+def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
     """Every node the Marquez graph's walk (`query.marquez.lineage`) expands in
     `direction` within `depth` job levels, over all runs: from a dataset, the jobs that
     wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
@@ -146,7 +142,7 @@ def _reach(
 
 
 def field_dataset_reach(
-    conn: Connection, seeds: Collection[uuid.UUID], direction: Direction, depth: int
+    conn: Connection, seeds: Collection[uuid.UUID], direction: Step, depth: int
 ) -> set[uuid.UUID]:
     """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
     that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
@@ -168,7 +164,7 @@ def field_dataset_reach(
 def field_reach(
     conn: Connection,
     starts: Collection[tuple[uuid.UUID, str]],
-    direction: Direction,
+    direction: Step,
     levels: int,
     window: Window | None,
 ) -> dict[tuple[uuid.UUID, str], set[str]]:
@@ -225,7 +221,7 @@ def field_reach(
     return reached
 
 
-def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
+def _marquez_steps(direction: Step) -> sa.CompoundSelect[Any]:
     near, far = ("source", "target") if direction == "downstream" else ("target", "source")
     near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
     r, e = t.relations.c, EDGES.c
@@ -242,7 +238,7 @@ def _marquez_steps(direction: Direction) -> sa.CompoundSelect[Any]:
     )
 
 
-def _steps(mode: WalkMode, window: Window) -> sa.CompoundSelect[Any]:
+def _steps(mode: Direction, window: Window) -> sa.CompoundSelect[Any]:
     """The walk's steps as (from kind, from id, to kind, to id, weight) rows."""
     if mode == "both":
         r = t.relations.c

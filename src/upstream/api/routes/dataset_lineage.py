@@ -12,8 +12,8 @@ from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.model.direction import Direction
 from upstream.query.dataset_lineage import (
-    Direction,
     Rollup,
     dataset_lineage,
 )

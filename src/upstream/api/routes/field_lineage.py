@@ -11,8 +11,8 @@ from upstream.api.params import LEVELS, AsOf, End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.query.field_lineage import (
-    Direction,
     FieldQuery,
+    Sides,
     field_operations,
     field_paths,
     fields_with_lineage,
@@ -27,9 +27,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"description": "Unknown namespace, dataset or field"},
 }
 
-DirectionParam = Annotated[
-    Direction | None, Query(description="incoming, outgoing or both (default)")
-]
+DirectionParam = Annotated[Sides | None, Query(description="incoming, outgoing or both (default)")]
 
 
 def _query(

@@ -11,7 +11,8 @@ from fastapi import APIRouter, Path, Query
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.params import LEVELS, AsOf
 from upstream.api.services import read
-from upstream.query.run_lineage import RunDirection, RunLineageParams, run_lineage
+from upstream.model.direction import Direction
+from upstream.query.run_lineage import RunLineageParams, run_lineage
 
 router = APIRouter(tags=["run lineage"])
 
@@ -29,7 +30,7 @@ def get_run_lineage(
     store: StoreDep,
     settings: SettingsDep,
     direction: Annotated[
-        RunDirection | None, Query(description="both (default), upstream or downstream")
+        Direction | None, Query(description="both (default), upstream or downstream")
     ] = None,
     levels: Annotated[
         str | None,

@@ -23,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Step
 from upstream.model.errors import NotFound
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
@@ -34,7 +35,7 @@ from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
-from upstream.store.walks import Direction, field_dataset_reach
+from upstream.store.walks import field_dataset_reach
 from upstream.store.window import edges_as_of, run_in_window
 
 FieldKey = tuple[uuid.UUID, str]
@@ -77,7 +78,7 @@ def column_lineage(
             break
         nodes.add(key)
     found = _FieldEdges()
-    directions: list[Direction] = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    directions: list[Step] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
@@ -157,7 +158,7 @@ class _FieldEdgeReads:
     for every level at once (`prefetch`: a constant number of statements whatever the
     depth), and for a dataset the prefetch did not foresee when asked."""
 
-    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+    def __init__(self, conn: Connection, direction: Step, window: Window | None) -> None:
         self.conn = conn
         self.direction = direction
         self.window = window

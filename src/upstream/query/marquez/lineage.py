@@ -33,6 +33,7 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Step
 from upstream.model.errors import InvalidParameter
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.identity import DatasetRef, JobRef
@@ -44,11 +45,11 @@ from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, flows, marquez_reach
+from upstream.store.walks import flows, marquez_reach
 from upstream.store.window import edges_as_of, relations_as_of, run_in_window
 
 Kind = Literal["dataset", "job"]
-DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
+DIRECTIONS: tuple[Step, ...] = ("downstream", "upstream")
 
 
 @dataclass
@@ -107,7 +108,7 @@ def lineage_graph(
         start.jobs.add(seed_id)
     # Each direction expands a node once, even one the other direction already put in the
     # graph (a job that reads and writes the same dataset).
-    walks: dict[Direction, tuple[_Frontier, _Frontier]] = {
+    walks: dict[Step, tuple[_Frontier, _Frontier]] = {
         direction: (start.copy(), start.copy()) for direction in DIRECTIONS
     }
     reads = {direction: _Reads(conn, direction, window) for direction in DIRECTIONS}
@@ -126,7 +127,7 @@ class _Reads:
     constant number of statements whatever the depth), and when asked for what the
     prefetch did not cover."""
 
-    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+    def __init__(self, conn: Connection, direction: Step, window: Window | None) -> None:
         self.conn = conn
         self.direction = direction
         near, far = ("read", "write") if direction == "downstream" else ("write", "read")
@@ -231,7 +232,7 @@ def _relations(
 
 
 def _job_edges(
-    conn: Connection, jobs: Iterable[uuid.UUID], direction: Direction, window: Window | None
+    conn: Connection, jobs: Iterable[uuid.UUID], direction: Step, window: Window | None
 ) -> set[tuple[uuid.UUID, uuid.UUID]]:
     """(source job, target job) of job->job edges leaving (downstream) or entering `jobs`."""
     e = edges_as_of(window)
