@@ -276,6 +276,9 @@ export interface DatasetVersion {
 /** `GET /v3/runs/{runId}/lineage`: runs and the dataset versions between them. */
 export interface RunLineage {
   runId: string;
+  direction: "both" | "upstream" | "downstream";
+  levels: number;
+  asOf?: string;
   runs: RunNode[];
   datasetVersions: DatasetVersion[];
   edges: { type: "read" | "write"; run: string; datasetVersion: string }[];

@@ -9,10 +9,12 @@ JSON a server would send), so a command is written once for both (`upstream line
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 JsonObject = dict[str, Any]
+#: An answer as the CLI reads it: the server's JSON, or the service's declared shape.
+Answer = Mapping[str, Any]
 
 
 class LineageReader(Protocol):
@@ -31,7 +33,7 @@ class LineageReader(Protocol):
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
-    ) -> JsonObject: ...
+    ) -> Answer: ...
 
     def lineage_diff(
         self,
@@ -48,7 +50,7 @@ class LineageReader(Protocol):
         direction: str | None = None,
         collapse: Iterable[str] = (),
         rollup: str | None = None,
-    ) -> JsonObject: ...
+    ) -> Answer: ...
 
     def run_lineage(
         self,
@@ -57,7 +59,7 @@ class LineageReader(Protocol):
         direction: str | None = None,
         levels: int | None = None,
         as_of: str | None = None,
-    ) -> JsonObject: ...
+    ) -> Answer: ...
 
     def field_lineage(
         self,
@@ -67,7 +69,7 @@ class LineageReader(Protocol):
         *,
         start: str | None = None,
         end: str | None = None,
-    ) -> JsonObject: ...
+    ) -> Answer: ...
 
     def field_lineage_summary(
         self,
@@ -79,6 +81,6 @@ class LineageReader(Protocol):
         levels: int | None = None,
         start: str | None = None,
         end: str | None = None,
-    ) -> JsonObject: ...
+    ) -> Answer: ...
 
-    def lineage_graph(self) -> JsonObject: ...
+    def lineage_graph(self) -> Answer: ...

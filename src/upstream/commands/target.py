@@ -15,6 +15,7 @@ from upstream.client.http import UpstreamClient
 from upstream.client.reader import LineageReader
 from upstream.commands.failures import CliError
 from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
+from upstream.query.answers import FieldSummaryAnswer, LineageAnswer, RunLineageAnswer
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
@@ -94,7 +95,7 @@ class DatabaseReader:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> LineageAnswer:
         params = LineageParams.parse(
             max_levels=self.settings.max_levels,
             start=start,
@@ -147,7 +148,7 @@ class DatabaseReader:
         direction: str | None = None,
         levels: int | None = None,
         as_of: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> RunLineageAnswer:
         params = RunLineageParams.parse(
             run_id,
             max_levels=self.settings.max_levels,
@@ -181,7 +182,7 @@ class DatabaseReader:
         levels: int | None = None,
         start: str | None = None,
         end: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> FieldSummaryAnswer:
         query = self._field_query(
             start=start,
             end=end,

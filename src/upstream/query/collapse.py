@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal, NamedTuple
 
+from upstream.query.answers import RelationEntry
+
 Dimension = Literal["access", "run", "component"]
 DIMENSIONS: tuple[Dimension, ...] = ("access", "component", "run")
 
@@ -25,7 +27,7 @@ def collapse(
     relations: Iterable[KeyedRelation],
     dimensions: Collection[Dimension],
     run_order: Callable[[str], Any],
-) -> list[dict[str, Any]]:
+) -> list[RelationEntry]:
     """Group `relations` by dataset, program and every dimension not collapsed, unioning the
     accesses, runs and components of each group. A group never spans two datasets or two
     programs. Lists are sorted (runs by `run_order`) and so is the result, so the same
@@ -45,7 +47,7 @@ def collapse(
             runs.add(rel.run)
         if rel.component:
             components.add(rel.component)
-    rendered = [
+    rendered: list[RelationEntry] = [
         {
             "data": key[0],
             "program": key[1],

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,6 +24,7 @@ from upstream.model.keys import entity_key
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
+from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
 from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
 from upstream.query.lookup import existing_dataset
 from upstream.query.relations import Relation, RelationKey
@@ -191,7 +192,7 @@ def dataset_lineage(
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
     `max_relations` relations (before collapsing) are returned; a larger result is cut
@@ -539,7 +540,7 @@ class _Program:
         return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
 
 
-def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
+def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> LineageAnswer:
     conn = walk.conn
     walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
     programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
@@ -562,16 +563,14 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
         )
         for r in relations
     ]
-    data: dict[str, dict[str, Any]] = {}
+    data: dict[str, DataEntry] = {}
     for dataset_id in {walk.seed} | {r.dataset_id for r in relations}:
         namespace, name = walk.datasets[dataset_id]
-        entry: dict[str, Any] = {
-            "entityId": {"type": "dataset", "namespace": namespace, "name": name}
-        }
+        entry: DataEntry = {"entityId": {"type": "dataset", "namespace": namespace, "name": name}}
         if dataset_id in temporary:
             entry["temporary"] = True
         data[data_key(dataset_id)] = entry
-    program_entries = {
+    program_entries: dict[str, ProgramEntry] = {
         p.key: {
             "entityId": {
                 "type": "workflow" if p.workflow else "job",
@@ -581,14 +580,17 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
         }
         for p in programs.values()
     }
-    response: dict[str, Any] = {
-        "start": int(walk.params.start.timestamp()),
-        "end": int(walk.params.end.timestamp()),
-        **({"asOf": walk.params.as_of.isoformat()} if walk.params.as_of else {}),
-        "relations": collapse(keyed, walk.params.collapse, run_order),
-        "data": dict(sorted(data.items())),
-        "programs": dict(sorted(program_entries.items())),
-    }
+    response = cast(
+        LineageAnswer,
+        {
+            "start": int(walk.params.start.timestamp()),
+            "end": int(walk.params.end.timestamp()),
+            **({"asOf": walk.params.as_of.isoformat()} if walk.params.as_of else {}),
+            "relations": collapse(keyed, walk.params.collapse, run_order),
+            "data": dict(sorted(data.items())),
+            "programs": dict(sorted(program_entries.items())),
+        },
+    )
     if omitted is not None:
         response["truncated"] = True
         response["omittedNodes"] = omitted.nodes

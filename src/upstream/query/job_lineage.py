@@ -14,12 +14,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.workflow import is_workflow
+from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry, RelationEntry
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.lookup import existing_job
@@ -38,7 +38,7 @@ def job_lineage(
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """The lineage around one job in the response shape of dataset lineage (design §4.2);
     raises NotFound for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
@@ -50,7 +50,7 @@ def job_lineage(
     )
     seeds = sorted(_dataset_names(conn, {r.dataset_id for r in own if r.access in wanted}))
     plain = replace(params, collapse=frozenset())
-    answers: list[dict[str, Any]] = []
+    answers: list[LineageAnswer] = []
     if params.direction != "both":
         # The job's own edges: its readers' (writers') relations with each seed, kept for
         # the job itself or, rolled up, for the workflow runs that stand for its runs.
@@ -105,8 +105,8 @@ def _centre_runs(conn: Connection, own: set[Relation], params: LineageParams) ->
 
 
 def _centred(
-    answer: dict[str, Any], seed: tuple[str, str], job: tuple[str, str], runs: set[str]
-) -> dict[str, Any]:
+    answer: LineageAnswer, seed: tuple[str, str], job: tuple[str, str], runs: set[str]
+) -> LineageAnswer:
     """Only the relations of `answer` between the seed dataset and the job (or the workflow
     standing for it): its own program, or a run of `runs` (a declared relation has none)."""
     seed_key = next(
@@ -134,7 +134,7 @@ def _centred(
     }
 
 
-def _keyed(relations: Iterable[dict[str, Any]]) -> Iterable[KeyedRelation]:
+def _keyed(relations: Iterable[RelationEntry]) -> Iterable[KeyedRelation]:
     """Uncollapsed relations (one access, at most one run and one component) as keys."""
     for relation in relations:
         run = relation["runs"][0] if relation["runs"] else None
@@ -145,13 +145,13 @@ def _keyed(relations: Iterable[dict[str, Any]]) -> Iterable[KeyedRelation]:
 
 
 def _merged(
-    conn: Connection, answers: list[dict[str, Any]], params: LineageParams, max_nodes: int
-) -> dict[str, Any]:
+    conn: Connection, answers: list[LineageAnswer], params: LineageParams, max_nodes: int
+) -> LineageAnswer:
     """One answer from several uncollapsed ones: relations unioned, cut to `max_nodes`
     nodes in the answers' order, then collapsed as asked."""
     keyed: dict[KeyedRelation, None] = {}
-    data: dict[str, dict[str, Any]] = {}
-    programs: dict[str, dict[str, Any]] = {}
+    data: dict[str, DataEntry] = {}
+    programs: dict[str, ProgramEntry] = {}
     truncated = any(answer.get("truncated") for answer in answers)
     nodes: set[str] = set()
     for answer in answers:
@@ -167,7 +167,7 @@ def _merged(
                 data[relation.data] = entry  # temporary when any answer found it so
             programs[relation.program] = answer["programs"][relation.program]
     run_ids = {uuid.UUID(r.run) for r in keyed if r.run is not None}
-    response: dict[str, Any] = {
+    response: LineageAnswer = {
         "start": int(params.start.timestamp()),
         "end": int(params.end.timestamp()),
         "relations": collapse(keyed, params.collapse, newest_first(conn, run_ids)),

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
+from upstream.query.answers import EntityId, LineageAnswer
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
 
@@ -175,12 +176,12 @@ def lineage_diff(
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
 #: A side's datasets by id: the answer's key for each and its entity id.
-DatasetKeys = dict[uuid.UUID, tuple[str, dict[str, Any]]]
+DatasetKeys = dict[uuid.UUID, tuple[str, EntityId]]
 
 
 def _lineage(
     conn: Connection, namespace: str, name: str, params: LineageParams, caps: tuple[int, int]
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """One side's lineage answer with its runs collapsed: runs are what differ between the
     sides, so a relation's identity leaves them out (its runs are counted)."""
     runs_collapsed = replace(params, collapse=params.collapse | {"run"})
@@ -189,7 +190,7 @@ def _lineage(
     )
 
 
-def _dataset_keys(body: dict[str, Any]) -> DatasetKeys:
+def _dataset_keys(body: LineageAnswer) -> DatasetKeys:
     keys: DatasetKeys = {}
     for key, entry in body["data"].items():
         entity = entry["entityId"]
@@ -202,13 +203,13 @@ class _Answer:
     """One side: the lineage answer, its relations by identity (runs collapsed) with their
     run counts, and its field edges."""
 
-    body: dict[str, Any]
+    body: LineageAnswer
     relations: dict[RelationId, dict[str, Any]]
     runs: dict[RelationId, int]
     field_edges: dict[FieldEdgeKey, dict[str, Any]]
 
     @classmethod
-    def of(cls, body: dict[str, Any], keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
+    def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
         relations: dict[RelationId, dict[str, Any]] = {}
         runs: dict[RelationId, int] = {}
         for relation in body["relations"]:

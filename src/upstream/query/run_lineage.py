@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -30,6 +30,7 @@ from upstream.model.direction import DIRECTIONS, Direction, Step
 from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
+from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.dataset_lineage import as_of_time, parse_levels
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
@@ -87,7 +88,7 @@ class Link(NamedTuple):
     level: int
 
 
-def run_lineage(conn: Connection, params: RunLineageParams, *, max_nodes: int) -> dict[str, Any]:
+def run_lineage(conn: Connection, params: RunLineageParams, *, max_nodes: int) -> RunLineageAnswer:
     """Runs and the dataset versions between them around one run; NotFound for a
     run that is not stored (or had not started by `as_of`). At most `max_nodes` runs and
     versions: a larger answer keeps the nearest levels and says `"truncated": true`."""
@@ -311,7 +312,7 @@ def version_id(dataset: uuid.UUID, writer: uuid.UUID | None, node_id: str) -> st
 
 def _render(
     conn: Connection, params: RunLineageParams, links: list[Link], truncated: bool
-) -> dict[str, Any]:
+) -> RunLineageAnswer:
     run_ids = {params.run_id} | {link.reader for link in links}
     run_ids |= {link.writer for link in links if link.writer is not None}
     runs = _runs(conn, run_ids, params.as_of)
@@ -322,8 +323,8 @@ def _render(
         for run in (link.reader, link.writer):
             if run is not None and run != params.run_id:
                 levels[run] = min(levels.get(run, link.level), link.level)
-    versions: dict[str, dict[str, Any]] = {}
-    edges: set[tuple[str, str, str]] = set()
+    versions: dict[str, DatasetVersion] = {}
+    edges: set[tuple[Literal["read", "write"], str, str]] = set()
     for link in links:
         namespace, name = names[link.dataset]
         key = version_id(link.dataset, link.writer, dataset_node_id(namespace, name))
@@ -338,20 +339,27 @@ def _render(
         edges.add(("read", str(link.reader), key))
         if link.writer is not None:
             edges.add(("write", str(link.writer), key))
-    run_docs = [{**runs[run], "level": levels.get(run, 0)} for run in run_ids if run in runs]
+    run_docs = [
+        cast(RunOfRunLineage, {**runs[run], "level": levels.get(run, 0)})
+        for run in run_ids
+        if run in runs
+    ]
     run_docs.sort(key=lambda doc: (doc["level"], doc["startedAt"] or "", doc["runId"]))
-    response: dict[str, Any] = {
-        "runId": str(params.run_id),
-        "direction": params.direction,
-        "levels": params.levels,
-        **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
-        "runs": run_docs,
-        "datasetVersions": [versions[k] for k in sorted(versions)],
-        "edges": [
-            {"type": kind, "run": run, "datasetVersion": version}
-            for kind, run, version in sorted(edges)
-        ],
-    }
+    response = cast(
+        RunLineageAnswer,
+        {
+            "runId": str(params.run_id),
+            "direction": params.direction,
+            "levels": params.levels,
+            **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
+            "runs": run_docs,
+            "datasetVersions": [versions[k] for k in sorted(versions)],
+            "edges": [
+                {"type": kind, "run": run, "datasetVersion": version}
+                for kind, run, version in sorted(edges)
+            ],
+        },
+    )
     if truncated:
         response["truncated"] = True
     return response

@@ -13,6 +13,7 @@ from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.model.direction import Direction
+from upstream.query.answers import LineageAnswer
 from upstream.query.dataset_lineage import (
     Rollup,
     dataset_lineage,
@@ -45,7 +46,8 @@ _WINDOW = WithJsonSchema({"type": "string", "format": "time-window"})
 @router.get(
     _PATH,
     summary="Lineage of a dataset (CDAP style)",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": LineageAnswer}, **_RESPONSES},
 )
 def get_dataset_lineage(
     namespace: str,
@@ -53,7 +55,7 @@ def get_dataset_lineage(
     store: StoreDep,
     settings: SettingsDep,
     params: LineageParamsDep,
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
     return read(
         store,

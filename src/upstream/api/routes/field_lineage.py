@@ -10,6 +10,7 @@ from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.params import LEVELS, AsOf, End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.query.answers import FieldSummaryAnswer
 from upstream.query.field_lineage import (
     FieldQuery,
     Sides,
@@ -129,7 +130,8 @@ def get_field_operations(
 @router.get(
     _DATASET + "/lineage/fields/{field:path}",
     summary="Where a field comes from and goes to, across datasets",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldSummaryAnswer}, **_RESPONSES},
 )
 def get_field_summary(
     namespace: str,
@@ -146,7 +148,7 @@ def get_field_summary(
         Query(description="Hops to follow; default 1, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> dict[str, Any]:
+) -> FieldSummaryAnswer:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
     of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
     per field, what stated the edges that reached it."""

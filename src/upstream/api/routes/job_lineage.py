@@ -13,6 +13,7 @@ from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.query.answers import LineageAnswer
 from upstream.query.dataset_lineage import LineageParams
 from upstream.query.job_lineage import job_lineage
 from upstream.query.workflow_contents import workflow_contents
@@ -26,10 +27,15 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get(_JOB + "/lineage", summary="Lineage around a job", responses=_RESPONSES)
+@router.get(
+    _JOB + "/lineage",
+    summary="Lineage around a job",
+    response_model=None,
+    responses={200: {"model": LineageAnswer}, **_RESPONSES},
+)
 def get_job_lineage(
     namespace: str, job: str, store: StoreDep, settings: SettingsDep, params: LineageParamsDep
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """Relations around one job: `levels` levels of dataset lineage from the datasets it read
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
     return read(

@@ -4,7 +4,7 @@ what it wrote (design §4.5)."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
@@ -12,6 +12,7 @@ from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.params import LEVELS, AsOf
 from upstream.api.services import read
 from upstream.model.direction import Direction
+from upstream.query.answers import RunLineageAnswer
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 
 router = APIRouter(tags=["run lineage"])
@@ -20,7 +21,9 @@ router = APIRouter(tags=["run lineage"])
 @router.get(
     "/v3/runs/{runId}/lineage",
     summary="Lineage of a run: the runs and dataset versions it read from and fed",
+    response_model=None,
     responses={
+        200: {"model": RunLineageAnswer},
         400: {"description": "A bad parameter; the message names it"},
         404: {"description": "Unknown run, or one that had not started by asOf"},
     },
@@ -38,7 +41,7 @@ def get_run_lineage(
         LEVELS,
     ] = None,
     as_of: AsOf = None,
-) -> dict[str, Any]:
+) -> RunLineageAnswer:
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""

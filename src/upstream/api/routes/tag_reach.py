@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -10,6 +10,7 @@ from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.params import LEVELS, End, HistoryStart
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.tag_reach import tag_reach
 
@@ -22,7 +23,12 @@ DEFAULT_LEVELS = "10"
 @router.get(
     "/v3/tags/{tag}/reach",
     summary="Every dataset and field downstream of the fields carrying a tag",
-    responses={404: {"description": "Unknown tag"}, 400: {"description": "A bad parameter"}},
+    response_model=None,
+    responses={
+        200: {"model": TagReachAnswer},
+        404: {"description": "Unknown tag"},
+        400: {"description": "A bad parameter"},
+    },
 )
 def get_tag_reach(
     tag: str,
@@ -35,7 +41,7 @@ def get_tag_reach(
         Query(description="Hops to follow; default 10, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> dict[str, Any]:
+) -> TagReachAnswer:
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields) and what their data flowed into, through
     every origin of field edges."""
