@@ -31,6 +31,15 @@ SHAPES = {
     "FieldSummary": "FieldSummaryAnswer",
     "FieldsOfDataset": "FieldsOfDataset",
     "TagReach": "TagReachAnswer",
+    "FieldPaths": "FieldPathsAnswer",
+    "FieldPath": "FieldPath",
+    "Operation": "OperationEntry",
+    "WorkflowContents": "WorkflowContentsAnswer",
+    "RunSummary": "RunSummary",
+    "LineageDiff": "LineageDiffAnswer",
+    "DiffSide": "DiffSide",
+    "FieldEnd": "FieldEnd",
+    "FieldWithLineage": "FieldWithLineage",
 }
 _INTERFACE = re.compile(r"^export interface (\w+) \{$", re.MULTILINE)
 _PROPERTY = re.compile(r"^(\w+)(\??):")

@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from upstream.client.http import UpstreamClient
 from upstream.client.reader import LineageReader
 from upstream.commands.failures import CliError
 from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
-from upstream.query.answers import FieldSummaryAnswer, LineageAnswer, RunLineageAnswer
+from upstream.query.answers import (
+    FieldPathsAnswer,
+    FieldSummaryAnswer,
+    GraphAnswer,
+    LineageAnswer,
+    LineageDiffAnswer,
+    RunLineageAnswer,
+)
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
@@ -124,7 +130,7 @@ class DatabaseReader:
         direction: str | None = None,
         collapse: Iterable[str] = (),
         rollup: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> LineageDiffAnswer:
         params = DiffParams.parse(
             max_levels=self.settings.max_levels,
             from_window=from_window,
@@ -167,7 +173,7 @@ class DatabaseReader:
         *,
         start: str | None = None,
         end: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> FieldPathsAnswer:
         query = self._field_query(start=start, end=end)
         with self.store.read() as conn:
             return field_paths(conn, namespace, dataset, field, query)
@@ -192,7 +198,7 @@ class DatabaseReader:
         with self.store.read() as conn:
             return field_summary(conn, namespace, dataset, field, query)
 
-    def lineage_graph(self) -> dict[str, Any]:
+    def lineage_graph(self) -> GraphAnswer:
         with self.store.read() as conn:
             return lineage_graph(conn)
 

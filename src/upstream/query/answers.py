@@ -121,3 +121,206 @@ class RunLineageAnswer(TypedDict):
     datasetVersions: list[DatasetVersion]
     edges: list[RunLineageEdge]
     truncated: NotRequired[bool]
+
+
+class SourceInput(TypedDict):
+    """An operation's input read from a dataset."""
+
+    type: Literal["source"]
+    namespace: str
+    name: str
+
+
+class FieldInput(TypedDict):
+    """An operation's input field; `origin` is the position of the operation that made it in
+    the path's `operations` (null: from outside the path)."""
+
+    type: Literal["field"]
+    name: str
+    origin: int | None
+
+
+class OperationEntry(TypedDict):
+    name: str
+    description: str | None
+    inputs: list[SourceInput | FieldInput]
+    outputs: list[str]
+
+
+class PathRun(TypedDict):
+    runId: str
+    job: DatasetName
+    startedAt: str | None
+
+
+class FieldPath(TypedDict):
+    """One way the field was made: the operations it depends on, and the runs, newest first."""
+
+    operations: list[OperationEntry]
+    runs: list[PathRun]
+
+
+class FieldPathsAnswer(TypedDict):
+    """How a field was made in the window (design §4.3)."""
+
+    fieldName: str
+    startTimeInSeconds: int
+    endTimeInSeconds: int
+    paths: list[FieldPath]
+
+
+class RunSummary(TypedDict):
+    id: str
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+    durationMs: int | None
+
+
+class JobRun(RunSummary):
+    job: DatasetName
+
+
+class WorkflowRun(RunSummary):
+    jobRuns: list[JobRun]
+
+
+class WorkflowJob(TypedDict):
+    namespace: str
+    name: str
+    runs: int
+    latestRun: RunSummary
+
+
+class WorkflowContentsAnswer(TypedDict):
+    """A workflow's runs in the window with the job runs inside each, and its jobs."""
+
+    namespace: str
+    name: str
+    isWorkflow: bool
+    runs: list[WorkflowRun]
+    jobs: list[WorkflowJob]
+
+
+class DiffWindow(TypedDict):
+    """One side of a diff: its window, and the time it was read as of, if one was asked."""
+
+    start: int
+    end: int
+    asOf: NotRequired[str]
+
+
+class DiffRelation(TypedDict):
+    """A relation of a diff; its runs are a count (runs are what differ between sides)."""
+
+    data: str
+    program: str
+    accesses: list[str]
+    components: list[str]
+    runs: int
+
+
+#: A kept relation's run counts on each side (`from` is a keyword: the functional form).
+KeptRuns = TypedDict("KeptRuns", {"from": int, "to": int})
+
+
+class KeptRelation(TypedDict):
+    data: str
+    program: str
+    accesses: list[str]
+    components: list[str]
+    runs: KeptRuns
+
+
+class FieldEnd(TypedDict):
+    namespace: str
+    name: str
+    field: str
+
+
+class FieldEdgeEntry(TypedDict):
+    source: FieldEnd
+    target: FieldEnd
+
+
+class DiffSide(TypedDict):
+    """What only one side has: relations, field edges, datasets and programs (their keys)."""
+
+    relations: list[DiffRelation]
+    fieldEdges: list[FieldEdgeEntry]
+    data: list[str]
+    programs: list[str]
+
+
+#: What changed in a dataset's lineage between two sides (design §4.5); `from` is a keyword.
+LineageDiffAnswer = TypedDict(
+    "LineageDiffAnswer",
+    {
+        "from": DiffWindow,
+        "to": DiffWindow,
+        "added": DiffSide,
+        "removed": DiffSide,
+        "kept": list[KeptRelation],
+        "data": dict[str, DataEntry],
+        "programs": dict[str, ProgramEntry],
+        "truncated": NotRequired[bool],
+    },
+)
+
+
+class FieldWithLineage(TypedDict):
+    """A current field of a dataset, and whether it has lineage in the window."""
+
+    name: str
+    lineage: bool
+
+
+#: The fields with lineage (names, sorted), or with `includeCurrent` every current field too.
+FieldsAnswer = list[str] | list[FieldWithLineage]
+
+
+class RecordingProgram(TypedDict):
+    """A job that recorded an operation set, with its latest run."""
+
+    job: DatasetName
+    lastRunId: str
+    lastRunStartedAt: str | None
+
+
+class OperationGroup(TypedDict):
+    dataset: DatasetName
+    operations: list[OperationEntry]
+    programs: list[RecordingProgram]
+
+
+class FieldOperationsAnswer(TypedDict):
+    """The operations a field was made by (`incoming`) or went through (`outgoing`)."""
+
+    incoming: NotRequired[list[OperationGroup]]
+    outgoing: NotRequired[list[OperationGroup]]
+
+
+class Flow(TypedDict):
+    """Data moving from one dataset to another through a program (null: a declared flow
+    without a job), with its run count; `inferred` unless some run stated it explicitly."""
+
+    source: str
+    target: str
+    program: str | None
+    runs: int
+    inferred: bool
+
+
+class JobLink(TypedDict):
+    source: str
+    target: str
+
+
+class GraphAnswer(TypedDict):
+    """Every dataset and the data flows between them (`upstream export`)."""
+
+    data: dict[str, ProgramEntry]
+    programs: dict[str, ProgramEntry]
+    flows: list[Flow]
+    links: list[JobLink]
+    truncated: NotRequired[bool]

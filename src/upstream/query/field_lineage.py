@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -23,6 +23,12 @@ from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.field_operations import SourceRef, Step, step_json
 from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
+from upstream.query.answers import (
+    FieldOperationsAnswer,
+    FieldPathsAnswer,
+    FieldsAnswer,
+    FieldWithLineage,
+)
 from upstream.query.dataset_lineage import LineageParams
 from upstream.query.field_operation_sets import (
     Recorded,
@@ -136,7 +142,7 @@ def _by_recency(groups: Iterable[_Group]) -> list[_Group]:
 
 def field_paths(
     conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
-) -> dict[str, Any]:
+) -> FieldPathsAnswer:
     """`GET …/datasets/{ds}/fields/{field}/lineage`: the ways the field was made in the
     window. NotFound for an unknown dataset, or a field it does not have (a dropped
     one included)."""
@@ -148,7 +154,7 @@ def field_paths(
     )
     if not groups:
         require_field(conn, dataset, field_name)
-    return {
+    answer = {
         "fieldName": field_name,
         "startTimeInSeconds": int(query.window.start.timestamp()),
         "endTimeInSeconds": int(query.window.end.timestamp()),
@@ -157,6 +163,7 @@ def field_paths(
             for g in _by_recency(groups.values())
         ],
     }
+    return cast(FieldPathsAnswer, answer)
 
 
 def fields_with_lineage(
@@ -167,7 +174,7 @@ def fields_with_lineage(
     *,
     prefix: str | None = None,
     include_current: bool = False,
-) -> list[Any]:
+) -> FieldsAnswer:
     """`GET …/datasets/{ds}/lineage/fields`: the dataset's fields with lineage in the window
     — an end of a field edge of any kind (recorded operations, whose edges cover exactly the
     destination's fields, the lineage facet, columnLineage) — sorted; with `include_current`,
@@ -182,7 +189,8 @@ def fields_with_lineage(
     chosen = sorted(n for n in names if n.casefold().startswith(wanted))
     if not include_current:
         return chosen
-    return [{"name": n, "lineage": n in with_lineage} for n in chosen]
+    fields: list[FieldWithLineage] = [{"name": n, "lineage": n in with_lineage} for n in chosen]
+    return fields
 
 
 def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:
@@ -205,14 +213,14 @@ def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -
 
 def field_operations(
     conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
-) -> dict[str, Any]:
+) -> FieldOperationsAnswer:
     """`GET …/lineage/fields/{field}/operations`: per distinct operation set, the operations
     that made the field (incoming: trimmed to what it depends on) or that it went through in
     the datasets it reached (outgoing: from the reading operation on), with the jobs that
     recorded them and their latest run."""
     dataset = existing_dataset(conn, namespace, name)
     require_field(conn, dataset, field_name)
-    result: dict[str, Any] = {}
+    result: dict[str, list[Any]] = {}
     if query.direction in ("incoming", "both"):
         recorded = operation_sets(conn, [dataset.id], query.window)
         result["incoming"] = _operation_groups(
@@ -229,7 +237,7 @@ def field_operations(
             recorded.links,
             lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
         )
-    return result
+    return cast(FieldOperationsAnswer, result)
 
 
 def _operation_groups(conn: Connection, links: Sequence[Recorded], trim: Any) -> list[Any]:

@@ -15,14 +15,14 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
-from upstream.query.answers import EntityId, LineageAnswer
+from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
 
@@ -145,7 +145,7 @@ def lineage_diff(
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
+) -> LineageDiffAnswer:
     """`added`, `removed` and `kept` between the two sides; NotFound for an
     unknown dataset. Each side is capped at `max_nodes` and `max_relations` like a lineage
     answer; a cut side makes the diff say `"truncated": true`."""
@@ -170,7 +170,7 @@ def lineage_diff(
     }
     if before.body.get("truncated") or after.body.get("truncated"):
         response["truncated"] = True
-    return response
+    return cast(LineageDiffAnswer, response)
 
 
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]

@@ -13,7 +13,7 @@ from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.model.direction import Direction
-from upstream.query.answers import LineageAnswer
+from upstream.query.answers import LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import (
     Rollup,
     dataset_lineage,
@@ -71,7 +71,8 @@ def get_dataset_lineage(
 @router.get(
     _PATH + "/diff",
     summary="What changed in a dataset's lineage between two windows or two times",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": LineageDiffAnswer}, **_RESPONSES},
 )
 def get_lineage_diff(
     namespace: str,
@@ -120,7 +121,7 @@ def get_lineage_diff(
     collapse: Collapse = None,
     rollup: RollupParam = None,
     direction: DirectionParam = None,
-) -> dict[str, Any]:
+) -> LineageDiffAnswer:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
     params = DiffParams.parse(

@@ -10,7 +10,12 @@ from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.params import LEVELS, AsOf, End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
-from upstream.query.answers import FieldSummaryAnswer
+from upstream.query.answers import (
+    FieldOperationsAnswer,
+    FieldPathsAnswer,
+    FieldsAnswer,
+    FieldSummaryAnswer,
+)
 from upstream.query.field_lineage import (
     FieldQuery,
     Sides,
@@ -52,7 +57,8 @@ def _query(
 @router.get(
     _DATASET + "/fields/{field:path}/lineage",
     summary="How a field was made: the paths of operations behind it",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldPathsAnswer}, **_RESPONSES},
 )
 def get_field_paths(
     namespace: str,
@@ -63,7 +69,7 @@ def get_field_paths(
     start: Start = None,
     end: End = None,
     as_of: AsOf = None,
-) -> dict[str, Any]:
+) -> FieldPathsAnswer:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first."""
     query = _query(settings, start=start, end=end, as_of=as_of)
@@ -73,7 +79,8 @@ def get_field_paths(
 @router.get(
     _DATASET + "/lineage/fields",
     summary="Fields of a dataset that have lineage",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldsAnswer}, **_RESPONSES},
 )
 def get_fields_with_lineage(
     namespace: str,
@@ -91,7 +98,7 @@ def get_fields_with_lineage(
             description="Also current fields without lineage, as {name, lineage}",
         ),
     ] = False,
-) -> list[Any]:
+) -> FieldsAnswer:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
     query = _query(settings, start=start, end=end, as_of=as_of)
     return read(
@@ -108,7 +115,8 @@ def get_fields_with_lineage(
 @router.get(
     _DATASET + "/lineage/fields/{field:path}/operations",
     summary="The operations a field was made by or went through",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldOperationsAnswer}, **_RESPONSES},
 )
 def get_field_operations(
     namespace: str,
@@ -120,7 +128,7 @@ def get_field_operations(
     end: End = None,
     as_of: AsOf = None,
     direction: DirectionParam = None,
-) -> dict[str, Any]:
+) -> FieldOperationsAnswer:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run."""
     query = _query(settings, start=start, end=end, direction=direction, as_of=as_of)

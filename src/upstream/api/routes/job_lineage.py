@@ -13,7 +13,7 @@ from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
-from upstream.query.answers import LineageAnswer
+from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
 from upstream.query.dataset_lineage import LineageParams
 from upstream.query.job_lineage import job_lineage
 from upstream.query.workflow_contents import workflow_contents
@@ -49,7 +49,12 @@ def get_job_lineage(
     )
 
 
-@router.get(_JOB + "/contents", summary="Runs and jobs inside a workflow", responses=_RESPONSES)
+@router.get(
+    _JOB + "/contents",
+    summary="Runs and jobs inside a workflow",
+    response_model=None,
+    responses={200: {"model": WorkflowContentsAnswer}, **_RESPONSES},
+)
 def get_workflow_contents(
     namespace: str,
     job: str,
@@ -57,7 +62,7 @@ def get_workflow_contents(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
-) -> dict[str, Any]:
+) -> WorkflowContentsAnswer:
     """The workflow's runs that overlap the window, newest first, each with the job runs
     inside it, and the jobs of those runs with their run counts and newest run."""
     window = LineageParams.parse(max_levels=settings.max_levels, start=start, end=end).window
