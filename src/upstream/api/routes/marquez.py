@@ -13,6 +13,7 @@ from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import read
 from upstream.query.marquez import datasets, jobs, namespaces, runs
+from upstream.query.marquez.answers import RunAnswer, RunFacetsAnswer, RunsAnswer
 from upstream.query.marquez.common import Page
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
@@ -98,25 +99,31 @@ def get_job_version(namespace: str, job: str, version: uuid.UUID, store: StoreDe
     return read(store, jobs.get_job_version, namespace, job, version)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/runs")
-def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/runs",
+    response_model=None,
+    responses={200: {"model": RunsAnswer}},
+)
+def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> RunsAnswer:
     """The job's runs, newest first."""
     return read(store, runs.list_job_runs, namespace, job, paging)
 
 
-@router.get("/jobs/runs/{run_id}")
-def get_run(run_id: uuid.UUID, store: StoreDep) -> Doc:
+@router.get("/jobs/runs/{run_id}", response_model=None, responses={200: {"model": RunAnswer}})
+def get_run(run_id: uuid.UUID, store: StoreDep) -> RunAnswer:
     """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
 
-@router.get("/jobs/runs/{run_id}/facets")
+@router.get(
+    "/jobs/runs/{run_id}/facets", response_model=None, responses={200: {"model": RunFacetsAnswer}}
+)
 def get_run_facets(
     run_id: uuid.UUID,
     store: StoreDep,
     kind: Annotated[
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
-) -> Doc:
+) -> RunFacetsAnswer:
     """The facets of a run, or of its job."""
     return read(store, runs.run_facets, run_id, kind)

@@ -19,6 +19,7 @@ from upstream.api.params import (
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import checked_depth, page
 from upstream.api.services import read
+from upstream.query.marquez.answers import ColumnLineageAnswer, SearchAnswer
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.events import lineage_events, recent_events
@@ -62,7 +63,7 @@ def get_lineage(
     )
 
 
-@router.get("/column-lineage")
+@router.get("/column-lineage", response_model=None, responses={200: {"model": ColumnLineageAnswer}})
 def get_column_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
@@ -70,7 +71,7 @@ def get_column_lineage(
     depth: DepthParam = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
     as_of: AsOf = None,
-) -> Doc:
+) -> ColumnLineageAnswer:
     """The field graph upstream of a dataset, field or job (and downstream if asked); with
     `asOf`, as it stood then."""
     return read(
@@ -84,7 +85,7 @@ def get_column_lineage(
     )
 
 
-@router.get("/search")
+@router.get("/search", response_model=None, responses={200: {"model": SearchAnswer}})
 def search(
     store: StoreDep,
     q: Annotated[str, Query(min_length=1, description="Text the name contains (any case).")],
@@ -100,7 +101,7 @@ def search(
         str | None, Query(min_length=1, description="Only datasets and jobs of this namespace.")
     ] = None,
     deleted: IncludeDeleted = False,
-) -> Doc:
+) -> SearchAnswer:
     """Datasets and jobs whose name contains `q`."""
     only: SearchType | None = (
         "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None

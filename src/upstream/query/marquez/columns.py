@@ -18,7 +18,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -30,6 +30,7 @@ from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
+from upstream.query.marquez.answers import ColumnLineageAnswer, ColumnNode
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
@@ -66,7 +67,7 @@ def column_lineage(
     with_downstream: bool,
     max_nodes: int,
     window: Window | None = None,
-) -> Json:
+) -> ColumnLineageAnswer:
     """The field graph around `node_id` (a dataset, a dataset field or a job); with a
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seeds = _seed_fields(conn, node_id)
@@ -102,7 +103,7 @@ def column_lineage(
             if not following:
                 break
             frontier = following
-    return {"graph": _render(conn, nodes, found), "truncated": truncated}
+    return {"graph": cast(list[ColumnNode], _render(conn, nodes, found)), "truncated": truncated}
 
 
 def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:

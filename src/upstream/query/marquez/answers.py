@@ -1,0 +1,124 @@
+"""The shapes of the Marquez answers the web UI and Marquez's clients read, declared once.
+
+As `query.answers` for the lineage answers: each service returns one, each route names it in
+OpenAPI (without validating at run time), and `frontend/src/api.ts` is checked against them.
+The keys and their order are Marquez's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+
+class SearchResult(TypedDict):
+    type: Literal["DATASET", "JOB"]
+    name: str
+    updatedAt: str | None
+    namespace: str
+    nodeId: str
+    #: Only with `includeDeleted=true`, on a deleted dataset or job.
+    deleted: NotRequired[bool]
+
+
+class SearchAnswer(TypedDict):
+    """Datasets and jobs whose name contains the text; `totalCount` counts every match."""
+
+    totalCount: int
+    results: list[SearchResult]
+
+
+class JobVersionRef(TypedDict):
+    namespace: str
+    name: str
+    version: str
+
+
+class VersionId(TypedDict):
+    namespace: str
+    name: str
+    version: str | None
+
+
+class DatasetVersionRef(TypedDict):
+    datasetVersionId: VersionId
+    facets: dict[str, Any]
+
+
+class RunAnswer(TypedDict):
+    """A run as Marquez shows it: times, state, the versions it read and wrote, its facets."""
+
+    id: str
+    createdAt: str | None
+    updatedAt: str | None
+    nominalStartTime: str | None
+    nominalEndTime: str | None
+    state: str
+    startedAt: str | None
+    endedAt: str | None
+    durationMs: int | None
+    args: dict[str, Any]
+    jobVersion: JobVersionRef
+    inputDatasetVersions: list[DatasetVersionRef]
+    outputDatasetVersions: list[DatasetVersionRef]
+    context: dict[str, Any]
+    facets: dict[str, Any]
+    parentRunId: str | None
+
+
+class RunsAnswer(TypedDict):
+    """A page of a job's runs, newest first."""
+
+    runs: list[RunAnswer]
+    totalCount: int
+
+
+class RunFacetsAnswer(TypedDict):
+    runId: str
+    facets: dict[str, Any]
+
+
+class ColumnEdge(TypedDict):
+    origin: str
+    destination: str
+
+
+class InputField(TypedDict):
+    """A field another was made from, with the transformations stated for the edge and what
+    stated them (`origins`)."""
+
+    namespace: str
+    dataset: str
+    datasetVersion: str | None
+    field: str
+    transformationDescription: str | None
+    transformationType: str | None
+    transformations: list[dict[str, Any]]
+    origins: list[str]
+
+
+class ColumnData(TypedDict):
+    namespace: str
+    dataset: str
+    datasetVersion: str | None
+    field: str
+    fieldType: str | None
+    transformationDescription: str | None
+    transformationType: str | None
+    inputFields: list[InputField]
+
+
+class ColumnNode(TypedDict):
+    id: str
+    type: Literal["DATASET_FIELD"]
+    data: ColumnData
+    inEdges: list[ColumnEdge]
+    outEdges: list[ColumnEdge]
+
+
+class ColumnLineageAnswer(TypedDict):
+    """Marquez's column lineage: one node per field, with its edges both ways."""
+
+    graph: list[ColumnNode]
+    truncated: bool
