@@ -47,6 +47,9 @@ SHAPES = {
     "RunsResponse": "RunsAnswer",
     "ColumnGraph": "ColumnLineageAnswer",
     "ColumnNode": "ColumnNode",
+    "Dataset": "DatasetAnswer",
+    "SchemaField": "SchemaField",
+    "Job": "JobAnswer",
 }
 _INTERFACE = re.compile(r"^export interface (\w+) \{$", re.MULTILINE)
 _PROPERTY = re.compile(r"^(\w+)(\??):")

@@ -13,7 +13,15 @@ from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import read
 from upstream.query.marquez import datasets, jobs, namespaces, runs
-from upstream.query.marquez.answers import RunAnswer, RunFacetsAnswer, RunsAnswer
+from upstream.query.marquez.answers import (
+    DatasetAnswer,
+    DatasetsAnswer,
+    JobAnswer,
+    JobsAnswer,
+    RunAnswer,
+    RunFacetsAnswer,
+    RunsAnswer,
+)
 from upstream.query.marquez.common import Page
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
@@ -45,18 +53,26 @@ def get_source(source: str, store: StoreDep) -> Doc:
     return read(store, namespaces.get_source, source)
 
 
-@router.get("/namespaces/{namespace}/datasets")
+@router.get(
+    "/namespaces/{namespace}/datasets",
+    response_model=None,
+    responses={200: {"model": DatasetsAnswer}},
+)
 def list_datasets(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> DatasetsAnswer:
     """The namespace's datasets, by name."""
     return read(store, datasets.list_datasets, namespace, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}")
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}",
+    response_model=None,
+    responses={200: {"model": DatasetAnswer}},
+)
 def get_dataset(
     namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> DatasetAnswer:
     """One dataset: current fields and facets, tags, current version, last successful write."""
     return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
 
@@ -73,16 +89,22 @@ def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store:
     return read(store, datasets.get_dataset_version, namespace, dataset, version)
 
 
-@router.get("/namespaces/{namespace}/jobs")
+@router.get(
+    "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
+)
 def list_jobs(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> JobsAnswer:
     """The namespace's jobs, by name."""
     return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}")
-def get_job(namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}", response_model=None, responses={200: {"model": JobAnswer}}
+)
+def get_job(
+    namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
+) -> JobAnswer:
     """One job, with every dataset its runs read and wrote and its latest runs."""
     return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
 

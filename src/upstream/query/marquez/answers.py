@@ -29,6 +29,47 @@ class SearchAnswer(TypedDict):
     results: list[SearchResult]
 
 
+class EntityName(TypedDict):
+    namespace: str
+    name: str
+
+
+class SchemaField(TypedDict):
+    """A field of a dataset's schema, with its tags; nested fields are kept."""
+
+    name: str | None
+    type: str | None
+    tags: list[str]
+    description: str | None
+    fields: NotRequired[list[SchemaField]]
+
+
+class DatasetAnswer(TypedDict):
+    """A dataset as Marquez shows it."""
+
+    id: EntityName
+    type: str
+    name: str
+    physicalName: str
+    createdAt: str | None
+    updatedAt: str | None
+    namespace: str
+    sourceName: str
+    fields: list[SchemaField]
+    tags: list[str]
+    lastModifiedAt: str | None
+    lastLifecycleState: str | None
+    description: str | None
+    facets: dict[str, Any]
+    currentVersion: str | None
+    deleted: bool
+
+
+class DatasetsAnswer(TypedDict):
+    datasets: list[DatasetAnswer]
+    totalCount: int
+
+
 class JobVersionRef(TypedDict):
     namespace: str
     name: str
@@ -65,6 +106,37 @@ class RunAnswer(TypedDict):
     context: dict[str, Any]
     facets: dict[str, Any]
     parentRunId: str | None
+
+
+class JobAnswer(TypedDict):
+    """A job as Marquez shows it, with its latest runs and every dataset it read or wrote."""
+
+    id: EntityName
+    type: str
+    name: str
+    simpleName: str
+    parentJobName: str | None
+    parentJobUuid: str | None
+    createdAt: str | None
+    updatedAt: str | None
+    namespace: str
+    inputs: list[EntityName]
+    outputs: list[EntityName]
+    location: str | None
+    context: dict[str, Any]
+    description: str | None
+    latestRun: RunAnswer | None
+    latestRuns: list[RunAnswer]
+    facets: dict[str, Any]
+    currentVersion: str | None
+    labels: list[str]
+    tags: list[str]
+    deleted: bool
+
+
+class JobsAnswer(TypedDict):
+    jobs: list[JobAnswer]
+    totalCount: int
 
 
 class RunsAnswer(TypedDict):

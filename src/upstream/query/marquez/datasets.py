@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
+from upstream.query.marquez.answers import DatasetAnswer, DatasetsAnswer
 from upstream.query.marquez.common import (
     Json,
     Page,
@@ -128,7 +129,7 @@ def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.
 
 def list_datasets(
     conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
-) -> Json:
+) -> DatasetsAnswer:
     """`GET /namespaces/{ns}/datasets`, by name; deleted ones only when asked for."""
     require_namespace(conn, namespace, include_deleted=include_deleted)
     query = sa.select(t.datasets.c.id).where(
@@ -138,15 +139,18 @@ def list_datasets(
     ordered = query.order_by(t.datasets.c.name, t.datasets.c.id)
     ids = list(conn.execute(page.apply(ordered)).scalars())
     docs = dataset_docs(conn, ids)
-    return {"datasets": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    return {
+        "datasets": [cast(DatasetAnswer, docs[i]) for i in ids],
+        "totalCount": total(conn, query),
+    }
 
 
 def get_dataset(
     conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
-) -> Json:
+) -> DatasetAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}`."""
     dataset_id = require_dataset(conn, namespace, name, include_deleted=include_deleted)
-    return dataset_docs(conn, [dataset_id])[dataset_id]
+    return cast(DatasetAnswer, dataset_docs(conn, [dataset_id])[dataset_id])
 
 
 def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
