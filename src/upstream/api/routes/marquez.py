@@ -18,9 +18,13 @@ from upstream.query.marquez.answers import (
     DatasetsAnswer,
     JobAnswer,
     JobsAnswer,
+    NamespaceAnswer,
+    NamespacesAnswer,
     RunAnswer,
     RunFacetsAnswer,
     RunsAnswer,
+    SourceAnswer,
+    SourcesAnswer,
 )
 from upstream.query.marquez.common import Page
 
@@ -29,26 +33,32 @@ PageDep = Annotated[Page, Depends(page)]
 Doc = dict[str, Any]
 
 
-@router.get("/namespaces")
-def list_namespaces(store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
+def list_namespaces(
+    store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+) -> NamespacesAnswer:
     """Every namespace, by name."""
     return read(store, namespaces.list_namespaces, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}")
-def get_namespace(namespace: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get(
+    "/namespaces/{namespace}", response_model=None, responses={200: {"model": NamespaceAnswer}}
+)
+def get_namespace(
+    namespace: str, store: StoreDep, deleted: IncludeDeleted = False
+) -> NamespaceAnswer:
     """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
     return read(store, namespaces.get_namespace, namespace, include_deleted=deleted)
 
 
-@router.get("/sources")
-def list_sources(store: StoreDep, paging: PageDep) -> Doc:
+@router.get("/sources", response_model=None, responses={200: {"model": SourcesAnswer}})
+def list_sources(store: StoreDep, paging: PageDep) -> SourcesAnswer:
     """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
     return read(store, namespaces.list_sources, paging)
 
 
-@router.get("/sources/{source}")
-def get_source(source: str, store: StoreDep) -> Doc:
+@router.get("/sources/{source}", response_model=None, responses={200: {"model": SourceAnswer}})
+def get_source(source: str, store: StoreDep) -> SourceAnswer:
     """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
 

@@ -194,3 +194,44 @@ class ColumnLineageAnswer(TypedDict):
 
     graph: list[ColumnNode]
     truncated: bool
+
+
+class NamespaceAnswer(TypedDict):
+    """A namespace as Marquez shows it; `isHidden` is true for a deleted one."""
+
+    name: str
+    createdAt: str | None
+    updatedAt: str | None
+    ownerName: str
+    description: str | None
+    isHidden: bool
+
+
+class NamespacesAnswer(TypedDict):
+    namespaces: list[NamespaceAnswer]
+    totalCount: int
+
+
+class SourceAnswer(TypedDict):
+    """Where datasets live: a `dataSource` facet's URI, else the namespace."""
+
+    type: str
+    name: str
+    createdAt: str | None
+    updatedAt: str | None
+    connectionUrl: str
+    description: str | None
+
+
+class SourcesAnswer(TypedDict):
+    sources: list[SourceAnswer]
+    totalCount: int
+
+
+class TagEntry(TypedDict):
+    name: str
+    description: str | None
+
+
+class TagsAnswer(TypedDict):
+    tags: list[TagEntry]

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidInput, NotFound, Problem
 from upstream.model.identity import namespace_id
+from upstream.query.marquez.answers import NamespaceAnswer
 from upstream.query.marquez.common import (
     Json,
     require_dataset,
@@ -46,7 +47,7 @@ def delete_job(conn: Connection, namespace: str, name: str, now: datetime) -> Js
     return job_docs(conn, [job_id])[job_id]
 
 
-def delete_namespace(conn: Connection, namespace: str, now: datetime) -> Json:
+def delete_namespace(conn: Connection, namespace: str, now: datetime) -> NamespaceAnswer:
     """`DELETE /namespaces/{ns}`: mark the namespace deleted, with its datasets and jobs."""
     require_namespace(conn, namespace)
     delete_namespace_contents(conn, namespace_id(namespace), now)
