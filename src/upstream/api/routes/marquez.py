@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
@@ -16,8 +16,12 @@ from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.answers import (
     DatasetAnswer,
     DatasetsAnswer,
+    DatasetVersionAnswer,
+    DatasetVersionsAnswer,
     JobAnswer,
     JobsAnswer,
+    JobVersionAnswer,
+    JobVersionsAnswer,
     NamespaceAnswer,
     NamespacesAnswer,
     RunAnswer,
@@ -30,7 +34,6 @@ from upstream.query.marquez.common import Page
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
-Doc = dict[str, Any]
 
 
 @router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
@@ -87,14 +90,26 @@ def get_dataset(
     return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}/versions")
-def list_dataset_versions(namespace: str, dataset: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}/versions",
+    response_model=None,
+    responses={200: {"model": DatasetVersionsAnswer}},
+)
+def list_dataset_versions(
+    namespace: str, dataset: str, store: StoreDep, paging: PageDep
+) -> DatasetVersionsAnswer:
     """The dataset as each run wrote it, newest first."""
     return read(store, datasets.list_dataset_versions, namespace, dataset, paging)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}/versions/{version}")
-def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store: StoreDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}/versions/{version}",
+    response_model=None,
+    responses={200: {"model": DatasetVersionAnswer}},
+)
+def get_dataset_version(
+    namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
+) -> DatasetVersionAnswer:
     """The dataset as one run wrote it, with that run."""
     return read(store, datasets.get_dataset_version, namespace, dataset, version)
 
@@ -119,14 +134,26 @@ def get_job(
     return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/versions")
-def list_job_versions(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/versions",
+    response_model=None,
+    responses={200: {"model": JobVersionsAnswer}},
+)
+def list_job_versions(
+    namespace: str, job: str, store: StoreDep, paging: PageDep
+) -> JobVersionsAnswer:
     """The job's versions (distinct inputs and outputs of its runs), newest first."""
     return read(store, jobs.list_job_versions, namespace, job, paging)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/versions/{version}")
-def get_job_version(namespace: str, job: str, version: uuid.UUID, store: StoreDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/versions/{version}",
+    response_model=None,
+    responses={200: {"model": JobVersionAnswer}},
+)
+def get_job_version(
+    namespace: str, job: str, version: uuid.UUID, store: StoreDep
+) -> JobVersionAnswer:
     """One job version, with its newest run."""
     return read(store, jobs.get_job_version, namespace, job, version)
 

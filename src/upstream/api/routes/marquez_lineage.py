@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
@@ -19,7 +19,13 @@ from upstream.api.params import (
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import checked_depth, page
 from upstream.api.services import read
-from upstream.query.marquez.answers import ColumnLineageAnswer, SearchAnswer
+from upstream.query.marquez.answers import (
+    ColumnLineageAnswer,
+    EventsAnswer,
+    LineageEventsAnswer,
+    MarquezGraphAnswer,
+    SearchAnswer,
+)
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.events import lineage_events, recent_events
@@ -28,7 +34,6 @@ from upstream.query.marquez.search import SearchSort, SearchType
 from upstream.query.marquez.search import search as search_entities
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
-Doc = dict[str, Any]
 PageDep = Annotated[Page, Depends(page)]
 NodeIdParam = Annotated[
     str,
@@ -43,14 +48,14 @@ NodeIdParam = Annotated[
 DepthParam = Annotated[int, Query(ge=0, description="How many jobs (fields) deep to go.")]
 
 
-@router.get("/lineage")
+@router.get("/lineage", response_model=None, responses={200: {"model": MarquezGraphAnswer}})
 def get_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
     settings: SettingsDep,
     depth: DepthParam = 20,
     as_of: AsOf = None,
-) -> Doc:
+) -> MarquezGraphAnswer:
     """The job<->dataset graph around a dataset or job, cumulative over all runs (all runs
     that had started by `asOf`, with the declarations of then)."""
     return read(
@@ -119,14 +124,14 @@ def search(
     )
 
 
-@router.get("/events/lineage")
+@router.get("/events/lineage", response_model=None, responses={200: {"model": LineageEventsAnswer}})
 def list_lineage_events(
     store: StoreDep,
     paging: PageDep,
     before: Before = None,
     after: After = None,
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
-) -> Doc:
+) -> LineageEventsAnswer:
     """The events received, verbatim, with `after <= eventTime < before`."""
     upper, lower = event_window(before, after)
     return read(
@@ -134,13 +139,15 @@ def list_lineage_events(
     )
 
 
-@router.get("/events")
-def list_events(store: StoreDep, paging: PageDep) -> Doc:
+@router.get("/events", response_model=None, responses={200: {"model": EventsAnswer}})
+def list_events(store: StoreDep, paging: PageDep) -> EventsAnswer:
     """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
     return read(store, recent_events, paging)
 
 
-@router.get("/events/{namespace:path}")
-def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/events/{namespace:path}", response_model=None, responses={200: {"model": EventsAnswer}}
+)
+def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> EventsAnswer:
     """The events whose job, or any of whose datasets, is in the namespace, newest first."""
     return read(store, recent_events, paging, namespace=namespace)

@@ -235,3 +235,76 @@ class TagEntry(TypedDict):
 
 class TagsAnswer(TypedDict):
     tags: list[TagEntry]
+
+
+class DatasetVersionAnswer(TypedDict):
+    """A dataset as one run wrote it, with that run."""
+
+    id: VersionId
+    type: str
+    name: str
+    physicalName: str
+    createdAt: str | None
+    version: str
+    namespace: str
+    sourceName: str
+    fields: list[SchemaField]
+    tags: list[str]
+    lifecycleState: str | None
+    description: str | None
+    createdByRun: RunAnswer | None
+    facets: dict[str, Any]
+
+
+class DatasetVersionsAnswer(TypedDict):
+    versions: list[DatasetVersionAnswer]
+    totalCount: int
+
+
+class JobVersionAnswer(TypedDict):
+    """A version of a job: its runs grouped by the datasets they touched."""
+
+    id: VersionId
+    name: str
+    version: str
+    createdAt: str | None
+    namespace: str
+    inputs: list[EntityName]
+    outputs: list[EntityName]
+    location: str | None
+    context: dict[str, Any]
+    latestRun: RunAnswer
+    facets: dict[str, Any]
+
+
+class JobVersionsAnswer(TypedDict):
+    versions: list[JobVersionAnswer]
+    totalCount: int
+
+
+class LineageEventsAnswer(TypedDict):
+    """OpenLineage events as they were received, and how many match."""
+
+    events: list[dict[str, Any]]
+    totalCount: int
+
+
+class EventsAnswer(TypedDict):
+    """OpenLineage events as they were received, newest first (Marquez gives no count)."""
+
+    events: list[dict[str, Any]]
+
+
+class GraphNode(TypedDict):
+    """A dataset or job of Marquez's lineage graph, with its edges both ways."""
+
+    id: str
+    type: Literal["DATASET", "JOB"]
+    data: DatasetAnswer | JobAnswer
+    inEdges: list[ColumnEdge]
+    outEdges: list[ColumnEdge]
+
+
+class MarquezGraphAnswer(TypedDict):
+    graph: list[GraphNode]
+    truncated: bool

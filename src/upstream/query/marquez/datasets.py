@@ -17,7 +17,12 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
-from upstream.query.marquez.answers import DatasetAnswer, DatasetsAnswer
+from upstream.query.marquez.answers import (
+    DatasetAnswer,
+    DatasetsAnswer,
+    DatasetVersionAnswer,
+    DatasetVersionsAnswer,
+)
 from upstream.query.marquez.common import (
     Json,
     Page,
@@ -153,7 +158,9 @@ def get_dataset(
     return cast(DatasetAnswer, dataset_docs(conn, [dataset_id])[dataset_id])
 
 
-def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+def list_dataset_versions(
+    conn: Connection, namespace: str, name: str, page: Page
+) -> DatasetVersionsAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions`, newest first."""
     dataset_id = require_dataset(conn, namespace, name)
     v = t.dataset_versions
@@ -161,10 +168,13 @@ def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Pag
     ordered = query.order_by(v.c.created_at.desc(), v.c.id.desc())
     ids = list(conn.execute(page.apply(ordered)).scalars())
     docs = _version_docs(conn, dataset_id, ids)
-    return {"versions": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    versions = [cast(DatasetVersionAnswer, docs[i]) for i in ids]
+    return {"versions": versions, "totalCount": total(conn, query)}
 
 
-def get_dataset_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+def get_dataset_version(
+    conn: Connection, namespace: str, name: str, version: uuid.UUID
+) -> DatasetVersionAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions/{version}`."""
     dataset_id = require_dataset(conn, namespace, name)
     doc = _version_docs(conn, dataset_id, [version]).get(version)
@@ -172,7 +182,7 @@ def get_dataset_version(conn: Connection, namespace: str, name: str, version: uu
         raise NotFound(
             f"version {version} of dataset {name!r} not found in namespace {namespace!r}"
         )
-    return doc
+    return cast(DatasetVersionAnswer, doc)
 
 
 def _version_docs(

@@ -10,7 +10,8 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.query.marquez.common import Json, Page, total
+from upstream.query.marquez.answers import EventsAnswer, LineageEventsAnswer
+from upstream.query.marquez.common import Page, total
 from upstream.store import schema as t
 from upstream.store.dialect import names_a_dataset_in
 
@@ -24,7 +25,7 @@ def lineage_events(
     after: datetime | None,
     direction: SortDirection,
     page: Page,
-) -> Json:
+) -> LineageEventsAnswer:
     """Events with `after <= eventTime < before`, by event time (then arrival), as Marquez."""
     e = t.events
     query = sa.select(e.c.payload)
@@ -38,7 +39,7 @@ def lineage_events(
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
 
 
-def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> Json:
+def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> EventsAnswer:
     """Events newest first, as Marquez's `GET /api/v1/events` lists them (`{"events"}`, no
     count); with `namespace`, only those whose job, or any input or output, is in it (an
     unknown namespace has none)."""

@@ -17,7 +17,12 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
-from upstream.query.marquez.answers import JobAnswer, JobsAnswer
+from upstream.query.marquez.answers import (
+    JobAnswer,
+    JobsAnswer,
+    JobVersionAnswer,
+    JobVersionsAnswer,
+)
 from upstream.query.marquez.common import (
     Json,
     Page,
@@ -214,17 +219,21 @@ def _created(conn: Connection, run_id: uuid.UUID) -> str | None:
     return iso(conn.execute(sa.select(t.runs.c.created_at).where(t.runs.c.id == run_id)).scalar())
 
 
-def list_job_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+def list_job_versions(conn: Connection, namespace: str, name: str, page: Page) -> JobVersionsAnswer:
     """`GET /namespaces/{ns}/jobs/{job}/versions`, newest first."""
     versions = _versions(conn, namespace, name)
     return {
-        "versions": versions[page.offset : page.offset + page.limit],
+        "versions": [
+            cast(JobVersionAnswer, v) for v in versions[page.offset : page.offset + page.limit]
+        ],
         "totalCount": len(versions),
     }
 
 
-def get_job_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+def get_job_version(
+    conn: Connection, namespace: str, name: str, version: uuid.UUID
+) -> JobVersionAnswer:
     for doc in _versions(conn, namespace, name):
         if doc["version"] == str(version):
-            return doc
+            return cast(JobVersionAnswer, doc)
     raise NotFound(f"version {version} of job {name!r} not found in namespace {namespace!r}")

@@ -28,7 +28,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -40,6 +40,7 @@ from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
+from upstream.query.marquez.answers import GraphNode, MarquezGraphAnswer
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
@@ -88,7 +89,7 @@ class _Graph:
 
 def lineage_graph(
     conn: Connection, node_id: str, depth: int, max_nodes: int, window: Window | None = None
-) -> Json:
+) -> MarquezGraphAnswer:
     """The graph around `node_id` (a dataset or job), `depth` jobs deep each way; with a
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seed = resolve_node(conn, node_id)
@@ -119,7 +120,8 @@ def lineage_graph(
             break
         for direction, (frontier, seen) in list(walks.items()):
             walks[direction] = (_step(reads[direction], graph, frontier, seen), seen)
-    return {"graph": _render(conn, graph, window), "truncated": graph.truncated}
+    nodes = cast(list[GraphNode], _render(conn, graph, window))
+    return {"graph": nodes, "truncated": graph.truncated}
 
 
 class _Reads:
