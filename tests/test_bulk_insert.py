@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from upstream.store import schema as t
-from upstream.store.dialect import aware, insert_rows, insert_rows_ignoring
+from upstream.store.dialect import insert_rows, insert_rows_ignoring
 from upstream.store.engine import Store
 from upstream.store.months import insert_by_month
 
@@ -64,7 +64,7 @@ def test_new_rows_are_stored_as_given_and_their_keys_returned(store: Store) -> N
     assert stored["fields"] == [{"name": "id", "type": "bigint"}]
     assert stored["source_name"] == "warehouse ✓"
     assert stored["description"] is None
-    assert aware(stored["created_at"]) == NOW
+    assert stored["created_at"] == NOW
     assert stored["declared_at"] is None
 
 
