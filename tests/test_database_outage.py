@@ -254,3 +254,20 @@ def test_an_in_memory_sqlite_store_still_works() -> None:
             assert conn.exec_driver_sql("SELECT 1").scalar() == 1
     finally:
         store.dispose()
+
+
+@pytest.mark.postgres
+def test_jit_is_off_unless_the_url_turns_it_on(postgres_server: str) -> None:
+    """A walk's estimated cost passes `jit_above_cost`, and compiling costs more than the
+    statement; a URL's own `-c jit=on` still wins, since it comes later."""
+    plain = Store(postgres_server)
+    url = sa.make_url(postgres_server).update_query_dict({"options": "-c jit=on"})
+    asked = Store(url.render_as_string(hide_password=False))
+    try:
+        with plain.read() as conn:
+            assert conn.execute(sa.text("SHOW jit")).scalar() == "off"
+        with asked.read() as conn:
+            assert conn.execute(sa.text("SHOW jit")).scalar() == "on"
+    finally:
+        plain.dispose()
+        asked.dispose()

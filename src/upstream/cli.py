@@ -18,6 +18,7 @@ from rich.console import Console, RenderableType
 
 from upstream import __version__
 from upstream.client.http import DEFAULT_URL
+from upstream.collector import tune_collector
 from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
 from upstream.commands.target import Target, event_sink, lineage_reader
 from upstream.render.dot import to_dot
@@ -902,7 +903,9 @@ def _text(
 
 
 def main() -> None:
-    """Entry point of the `upstream` command."""
+    """Entry point of the `upstream` command. Its walks and ingests build as many objects
+    as the server's, so the collector is set as the server sets it."""
+    tune_collector()
     try:
         app()
     except KeyboardInterrupt:

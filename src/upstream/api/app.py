@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,6 +32,7 @@ from upstream.api.routes import (
 )
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
+from upstream.collector import tune_collector
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
@@ -95,11 +95,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 "open: no tokens configured, so anyone who reaches this server may read and "
                 "write lineage (set UPSTREAM_TOKENS)"
             )
-        # What start-up made (modules, the app, SQLAlchemy's caches) lives as long as the
-        # process. Frozen, the collector stops scanning it on every full collection; a
-        # lineage walk makes enough objects to trigger several, which doubled its time.
-        gc.collect()
-        gc.freeze()
+        tune_collector()
         pruning = (
             asyncio.create_task(prune_daily(store, settings.retention))
             if settings.retention

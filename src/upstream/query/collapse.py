@@ -30,35 +30,48 @@ def collapse(
     accesses, runs and components of each group. A group never spans two datasets or two
     programs. Lists are sorted (runs by `run_order`) and so is the result, so the same
     relations always render the same bytes."""
-    groups: dict[tuple[str, ...], tuple[set[str], set[str], set[str]]] = {}
+    by_access, by_run, by_component = (d in dimensions for d in ("access", "run", "component"))
+    groups: dict[tuple[str, ...], list[KeyedRelation]] = {}
     for rel in relations:
         key = (
             rel.data,
             rel.program,
-            "" if "access" in dimensions else rel.access,
-            "" if "run" in dimensions else rel.run or "",
-            "" if "component" in dimensions else rel.component,
+            "" if by_access else rel.access,
+            "" if by_run else rel.run or "",
+            "" if by_component else rel.component,
         )
-        accesses, runs, components = groups.setdefault(key, (set(), set(), set()))
-        accesses.add(rel.access)
-        if rel.run is not None:
-            runs.add(rel.run)
-        if rel.component:
-            components.add(rel.component)
-    rendered = [
-        {
-            "data": key[0],
-            "program": key[1],
-            "accesses": _sorted(accesses),
-            "runs": _sorted(runs, run_order),
-            "components": _sorted(components),
-        }
-        for key, (accesses, runs, components) in groups.items()
-    ]
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [rel]
+        else:
+            group.append(rel)
+    rendered = [_rendered(key[0], key[1], group, run_order) for key, group in groups.items()]
     rendered.sort(
         key=lambda r: (r["data"], r["program"], r["accesses"], r["runs"], r["components"])
     )
     return rendered
+
+
+def _rendered(
+    data: str, program: str, group: list[KeyedRelation], run_order: Callable[[str], Any]
+) -> dict[str, Any]:
+    """One group as the answer shows it. Most groups of an answer with every run listed
+    hold one relation, which needs no set and no sort."""
+    if len(group) == 1:
+        rel = group[0]
+        accesses, runs = [rel.access], [rel.run] if rel.run is not None else []
+        components = [rel.component] if rel.component else []
+    else:
+        accesses = _sorted({r.access for r in group})
+        runs = _sorted({r.run for r in group if r.run is not None}, run_order)
+        components = _sorted({r.component for r in group if r.component})
+    return {
+        "data": data,
+        "program": program,
+        "accesses": accesses,
+        "runs": runs,
+        "components": components,
+    }
 
 
 def _sorted(values: set[str], key: Callable[[str], Any] | None = None) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -215,7 +216,9 @@ def dataset_lineage(
     seed = _existing_dataset(conn, namespace, name)
     walk = _Walk(conn, params, seed, max_nodes, max_relations)
     walk.prefetch()
-    if params.direction == "both":
+    if params.rollup is None:
+        walk.by_depth()
+    elif params.direction == "both":
         walk.both()
     else:
         walk.directed()
@@ -286,8 +289,9 @@ class _Walk:
         """Read what every level will ask for before the first (a constant number of
         statements whatever `levels` is), and for a rollup the runs' parent chains and
         the datasets' temporary marks."""
-        datasets, runs = self.reads.prefetch(self.seed, self.params.levels)
-        if self.params.rollup is None:
+        rollup = self.params.rollup is not None
+        datasets, runs = self.reads.prefetch(self.seed, self.params.levels, rollup)
+        if not rollup:
             return
         self.index.prefetch(runs, datasets)
         self.load_datasets(datasets)
@@ -338,6 +342,81 @@ class _Walk:
             self.datasets.update(
                 {id_: (namespace, name) for id_, namespace, name in self.conn.execute(query).all()}
             )
+
+    # -- without a rollup: every level at once, from the reach's depths ---------------------
+
+    def by_depth(self) -> None:
+        """Without a rollup, a node's level is one more than its depth in the walk's reach
+        (`store.walks.reach` takes exactly the steps `both` and `directed` take, level by
+        level), so the relations of every level are gathered at once, with no frontier to
+        keep: the same answer for a fraction of the work. The caps are applied as the
+        level-by-level walks apply them: a level is added whole, and none after the one
+        that passed a cap. A rollup passes through temporary datasets within a level,
+        which the reach's depths do not know of, so it keeps the level-by-level walks."""
+        datasets: dict[int, set[uuid.UUID]] = defaultdict(set)
+        jobs: dict[int, set[uuid.UUID]] = defaultdict(set)
+        for (kind, node), depth in self.reads.depths.items():
+            (datasets if kind == "dataset" else jobs)[depth + 1].add(node)
+        order = sorted(set(datasets) | set(jobs))
+        if self.params.direction == "both":
+            gathered = self.gathered_both(order, jobs)
+        else:
+            gathered = self.gathered_directed(order, datasets, jobs)
+        by_level: dict[int, list[Relation]] = defaultdict(list)
+        for relation, level in gathered.items():
+            by_level[level].append(relation)
+        for level in sorted(by_level):
+            if self.full():
+                return
+            self.add(by_level[level], level)
+
+    def gathered_both(
+        self, order: list[int], jobs: dict[int, set[uuid.UUID]]
+    ) -> dict[Relation, int]:
+        """`both`: every relation of the datasets and programs of each level, which are
+        those of its programs: a dataset's programs are reached at its own depth or nearer
+        (a dataset -> program step adds no level), so each relation is a reached program's,
+        at that program's level."""
+        found: dict[Relation, int] = {}
+        for level in order:
+            for relation in self.reads.relations_of_jobs(jobs[level]):
+                found.setdefault(relation, level)
+        return found
+
+    def gathered_directed(
+        self,
+        order: list[int],
+        datasets: dict[int, set[uuid.UUID]],
+        jobs: dict[int, set[uuid.UUID]],
+    ) -> dict[Relation, int]:
+        """`upstream`/`downstream`: what `hops` finds at each level, with the components
+        `with_components` gives: the near relations' own, else those stored on the key."""
+        near_access = self.near_access
+        far_access = "read" if near_access == "write" else "write"
+        keys: dict[RelationKey, int] = {}
+        near: dict[RelationKey, set[str]] = {}
+        for level in order:
+            anchors = datasets[level]
+            for relation in self.reads.relations_of_datasets(anchors, near_only=True):
+                keys.setdefault(relation[:4], level)
+                near.setdefault(relation[:4], set()).add(relation.component)
+            for flow in self.reads.flows(anchors):
+                if flow.job_id is not None:
+                    keys.setdefault((flow.source, flow.job_id, flow.run_id, "read"), level)
+                    keys.setdefault((flow.target, flow.job_id, flow.run_id, "write"), level)
+            feeds = self.reads.feeds_of_datasets(anchors)
+            for feed in feeds:
+                keys.setdefault((feed.near, feed.job_id, feed.run_id, near_access), level)
+            for feed in self.reads.feeds_of_jobs(jobs[level] | {f.job_id for f in feeds}):
+                if feed.far_job is None and feed.far_dataset is not None:
+                    key = (feed.far_dataset, feed.job_id, feed.run_id, far_access)
+                    keys.setdefault(key, level)
+        named = self.reads.components_of({key for key in keys if key not in near})
+        return {
+            Relation(*key, component): level
+            for key, level in keys.items()
+            for component in near.get(key) or named.get(key) or ("",)
+        }
 
     # -- direction=both: CDAP's walk over relations ----------------------------------------
 
@@ -519,8 +598,12 @@ class _Walk:
     def result(self) -> tuple[list[Relation], Omitted | None]:
         """The relations found, cut to `max_nodes` nodes and `max_relations` relations:
         nearer levels first, then a stable order, so a cut result is the same on every call.
-        Also what was left out of what the walk found (None when nothing was)."""
-        ordered = sorted(self.found, key=lambda r: (self.found[r], r.sort_key))
+        Also what was left out of what the walk found (None when nothing was). An answer
+        within both caps is kept whole, and its order is the rendering's to give."""
+        if len(self.nodes) <= self.max_nodes and len(self.found) <= self.max_relations:
+            return list(self.found), None
+        levels = sorted(self.found.items(), key=lambda found: (found[1], found[0].sort_key))
+        ordered = [relation for relation, _ in levels]
         nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
         kept: list[Relation] = []
         for relation in ordered:
@@ -542,11 +625,11 @@ class _Walk:
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
         """Datasets temporary to the workflow run of one of their relations' runs. After a
         rollup those relations are gone; what the walk found temporary is the answer (the
-        queried dataset itself, or one also used outside that workflow run)."""
+        queried dataset itself, or one also used outside that workflow run). The
+        relations' datasets are loaded (`load_datasets`) already."""
         if self.params.rollup is not None:
             return {dataset for dataset, _ in self.temporary}
-        self.load_datasets(r.dataset_id for r in relations)
-        names = {r.dataset_id: self.datasets[r.dataset_id][1] for r in relations}
+        names = {d: self.datasets[d][1] for d in {r.dataset_id for r in relations}}
         maybe = self.index.possibly_temporary(names)
         relations = [r for r in relations if r.dataset_id in maybe]
         self.index.load(r.run_id for r in relations)
@@ -570,36 +653,45 @@ class _Program:
 
 def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
     conn = walk.conn
-    walk.load_datasets({walk.seed} | {r.dataset_id for r in relations})
-    programs = _programs(conn, {r.job_id for r in relations}, walk.workflows)
-    run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+    dataset_ids, job_ids = {walk.seed}, set()
+    maybe_runs: set[uuid.UUID | None] = set()
+    for r in relations:
+        dataset_ids.add(r.dataset_id)
+        job_ids.add(r.job_id)
+        maybe_runs.add(r.run_id)
+    run_ids = {run for run in maybe_runs if run is not None}
+    walk.load_datasets(dataset_ids)
+    programs = _programs(conn, job_ids, walk.workflows)
+    run_order = newest_first(conn, run_ids)
     temporary = walk.temporary_datasets(relations)
 
     def data_key(dataset_id: uuid.UUID) -> str:
         namespace, name = walk.datasets[dataset_id]
         return entity_key("dataset", namespace, name)
 
-    data_keys = {d: data_key(d) for d in {r.dataset_id for r in relations}}
+    data_keys = {d: data_key(d) for d in dataset_ids}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
+    run_texts: dict[uuid.UUID | None, str | None] = {run: str(run) for run in run_ids}
+    run_texts[None] = None
     keyed = [
         KeyedRelation(
-            data=data_keys[r.dataset_id],
-            program=program_keys[r.job_id],
-            access=r.access,
-            run=str(r.run_id) if r.run_id is not None else None,
-            component=r.component,
+            data_keys[r.dataset_id],
+            program_keys[r.job_id],
+            r.access,
+            run_texts[r.run_id],
+            r.component,
         )
         for r in relations
     ]
     data: dict[str, dict[str, Any]] = {}
-    for dataset_id in {walk.seed} | {r.dataset_id for r in relations}:
+    for dataset_id in dataset_ids:
         namespace, name = walk.datasets[dataset_id]
         entry: dict[str, Any] = {
             "entityId": {"type": "dataset", "namespace": namespace, "name": name}
         }
         if dataset_id in temporary:
             entry["temporary"] = True
-        data[data_key(dataset_id)] = entry
+        data[data_keys[dataset_id]] = entry
     program_entries = {
         p.key: {
             "entityId": {

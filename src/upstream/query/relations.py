@@ -83,41 +83,41 @@ def _relations(
     ids: Collection[uuid.UUID],
     window: Window | None,
     access: str | None = None,
+    named: bool | None = None,
 ) -> set[Relation]:
+    """Relations whose `column` is one of `ids`, in the window; only one access when
+    `access` says so, only those with (`named`) or without a named component."""
     r = relations_as_of(window).c
     found: set[Relation] = set()
     only = sa.true() if access is None else r.access == access
+    component = {None: sa.true(), True: r.component != "", False: r.component == ""}[named]
     for matches in id_filters(conn, r[column], ids):
         query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            matches, only, run_in_window(r.run_id, window), not_deleted(r.dataset_id, r.job_id)
+            matches,
+            only,
+            component,
+            run_in_window(r.run_id, window),
+            not_deleted(r.dataset_id, r.job_id),
         )
         found.update(map(Relation._make, conn.execute(query).all()))
     return found
 
 
-def components_of(
-    conn: Connection, keys: Collection[RelationKey], window: Window | None
-) -> dict[RelationKey, set[str]]:
-    """The components stored on each of `keys` whose run overlaps `window` (keys with none
-    are absent). Read through the keys' runs (and, for declared keys, their jobs), which
-    hold a handful of relations each, rather than through their datasets, which may hold
-    thousands."""
-    r = relations_as_of(window).c
-    runs = {run for _, _, run, _ in keys if run is not None}
-    declared = {job for _, job, run, _ in keys if run is None}
-    accesses = r.access.in_(sorted({access for _, _, _, access in keys}))
-    found: dict[RelationKey, set[str]] = {}
-    for column, ids in ((r.run_id, runs), (r.job_id, declared)):
-        mine = run_in_window(r.run_id, window) if column is r.run_id else r.run_id.is_(None)
-        for matches in id_filters(conn, column, ids):
-            query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-                matches, accesses, mine
-            )
-            for dataset_id, job_id, run_id, access, component in conn.execute(query).all():
-                key = (dataset_id, job_id, run_id, access)
-                if key in keys:
-                    found.setdefault(key, set()).add(component)
-    return found
+def named_component_relations(
+    conn: Connection, dataset_ids: Collection[uuid.UUID], window: Window | None
+) -> set[Relation]:
+    """Every relation of `dataset_ids` (of runs overlapping `window`, or declared) whose
+    (dataset, job, run, access) has a named component, the unnamed row of such a key
+    included: what a walk needs to show the components of the relations it finds. Any other
+    key has only "" to show, so its rows (nearly all of them: few producers name components)
+    are never read."""
+    named = _relations(conn, "dataset_id", dataset_ids, window, named=True)
+    runs = {relation.run_id for relation in named if relation.run_id is not None}
+    if not runs:
+        return named
+    keys = {relation[:4] for relation in named}
+    unnamed = _relations(conn, "run_id", runs, window, named=False)
+    return named | {relation for relation in unnamed if relation[:4] in keys}
 
 
 def declared_relations_of_jobs(

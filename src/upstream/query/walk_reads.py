@@ -26,13 +26,14 @@ from upstream.query.relations import (
     Relation,
     RelationKey,
     declared_relations_of_jobs,
+    named_component_relations,
     relations_of_datasets,
     relations_of_jobs,
     relations_of_runs,
 )
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, WalkMode, flows, reach
+from upstream.store.walks import Direction, WalkMode, flow_set, reach
 from upstream.store.window import edges_as_of, run_in_window
 
 
@@ -66,38 +67,50 @@ class WalkReads:
             lambda ids: relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
         self._of_runs = KeyedRows(lambda ids: relations_of_runs(conn, ids, window), _run_of)
+        self._named = KeyedRows(
+            lambda ids: named_component_relations(conn, ids, window), lambda r: r.dataset_id
+        )
         self._declared = KeyedRows(
             lambda ids: declared_relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
         direction: Direction = "upstream" if mode == "upstream" else "downstream"
         self._flows = KeyedRows(
-            lambda ids: flows(conn, ids, direction, window),
+            lambda ids: flow_set(conn, ids, direction, window),
             (lambda f: f.target) if mode == "upstream" else (lambda f: f.source),
         )
         self._feeds_datasets = KeyedRows(lambda ids: self._job_feeds(ids, "dataset"), _near_of)
         self._feeds_jobs = KeyedRows(lambda ids: self._job_feeds(ids, "job"), _near_of)
+        #: The depth of every node the walk reaches (`store.walks.reach`), once prefetched.
+        self.depths: dict[tuple[str, uuid.UUID], int] = {}
 
     # -- the prefetch ----------------------------------------------------------------------
 
-    def prefetch(self, seed: uuid.UUID, levels: int) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    def prefetch(
+        self, seed: uuid.UUID, levels: int, rollup: bool
+    ) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
         """Read everything a walk of `levels` levels from `seed` asks for; return the
-        datasets and the runs it read about (for the rollup's own prefetch)."""
+        datasets and the runs it read about (for the rollup's own prefetch). Without a
+        rollup, `both` asks only for the relations of the jobs it reaches (every relation of
+        a reached dataset is one of a reached job's)."""
         reached = reach(self.conn, seed, self.mode, levels, self.window)
+        self.depths = reached
         datasets = {node for kind, node in reached if kind == "dataset"}
         jobs = {node for kind, node in reached if kind == "job"}
         if self.mode == "both":
-            relations = self._of_datasets.get(datasets) + self._of_jobs.get(jobs)
+            relations = self._of_jobs.get(jobs)
+            if rollup:
+                relations += self._of_datasets.get(datasets)
             return {r.dataset_id for r in relations}, {r.run_id for r in relations if r.run_id}
         near = self._near.get(datasets)
         found = self._flows.get(datasets)
         feeds = self._feeds_datasets.get(datasets)
         feeds += self._feeds_jobs.get(jobs | {f.job_id for f in feeds})
         runs = {f.run_id for f in found} | {f.run_id for f in feeds} | {r.run_id for r in near}
-        self._of_runs.fetch(r for r in runs if r is not None)
         self._declared.fetch({f.job_id for f in found if f.run_id is None and f.job_id})
         self._declared.fetch({f.job_id for f in feeds if f.run_id is None})
         ends = {f.source for f in found} | {f.target for f in found}
         ends |= {f.far_dataset for f in feeds if f.far_dataset is not None}
+        self._named.fetch(datasets | ends)
         return datasets | ends, {r for r in runs if r is not None}
 
     # -- what the walk asks -----------------------------------------------------------------
@@ -129,11 +142,12 @@ class WalkReads:
 
     def components_of(self, keys: Collection[RelationKey]) -> dict[RelationKey, set[str]]:
         """The components stored on each of `keys` (keys with none are absent), read
-        through the keys' runs (and, for declared keys, their jobs)."""
-        runs = {run for _, _, run, _ in keys if run is not None}
+        through the keys' datasets (only their keys with a named component) and, for
+        declared keys, their jobs."""
+        datasets = {dataset for dataset, _, _, _ in keys}
         declared = {job for _, job, run, _ in keys if run is None}
         found: dict[RelationKey, set[str]] = {}
-        for relation in [*self._of_runs.get(runs), *self._declared.get(declared)]:
+        for relation in [*self._named.get(datasets), *self._declared.get(declared)]:
             key = relation[:4]
             if key in keys:
                 found.setdefault(key, set()).add(relation.component)
