@@ -345,6 +345,28 @@ def test_a_batch_over_the_limit_is_413(limited: TestClient, store: Store) -> Non
     assert counts(store)["events"] == 3
 
 
+def test_a_batch_event_over_the_value_limit_is_413_after_parsing(db_url: str, store: Store) -> None:
+    """A batch too large to count on its bytes alone but small enough to parse is measured
+    event by event once parsed; the refusal names the event, and nothing is stored."""
+    small = run_event(("limits", "values"), outputs=[ds("limits", "small")])
+    big = run_event(("limits", "values"), outputs=[ds("limits", "big")])
+    # 97 more values: 96 items of the list and the list itself.
+    big["run"]["facets"]["many"] = {"items": list(range(96))}
+    events = [small, big, small]
+    settings = Settings(db_url=db_url, max_event_values=100)
+    with TestClient(create_app(settings, migrate=False)) as limited:
+        response = limited.post("/api/v1/lineage", json=events)
+        assert response.status_code == 413
+        assert response.json()["message"] == (
+            "[1] holds more than 100 JSON values (the server's max_event_values); "
+            "split it into smaller events"
+        )
+        assert counts(store)["events"] == 0
+        big["run"]["facets"]["many"]["items"] = ["a,[{", "b"]  # text in strings is no value
+        assert limited.post("/api/v1/lineage", json=events).status_code == 201
+    assert counts(store)["events"] == 2  # the third event is the first again
+
+
 @pytest.fixture
 def capped(db_url: str) -> Iterator[TestClient]:
     """The API with max_levels 3 and max_lineage_nodes 5, holding the chain

@@ -1,6 +1,7 @@
-"""`insert_rows_ignoring`, the one bulk insert of the write path: every value stored as its
-column type stores it, the rows already there left alone, and exactly the new keys returned.
-SQLite takes multi-row VALUES lists, PostgreSQL one `unnest` of arrays."""
+"""`insert_rows_ignoring` and `insert_rows`, the bulk inserts of the write path: every value
+stored as its column type stores it, the rows already there left alone, and exactly the new
+keys returned (or, without a key, every row inserted). SQLite takes multi-row VALUES lists,
+PostgreSQL one `unnest` of arrays."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from upstream.store import schema as t
-from upstream.store.dialect import aware, insert_rows_ignoring
+from upstream.store.dialect import aware, insert_rows, insert_rows_ignoring
 from upstream.store.engine import Store
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
@@ -106,3 +108,48 @@ def test_event_keys_are_returned_as_the_text_they_are(store: Store) -> None:
     with store.read() as conn:
         stored = conn.execute(sa.select(t.events.c.payload, t.events.c.run_id)).one()
     assert tuple(stored) == ('{"eventType":"START"}', row["run_id"])
+
+
+def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
+    """A set's edges: JSON, NULLs, booleans and ids stored as their columns store them, in
+    more rows than one SQLite statement takes; the same row twice is refused, not ignored."""
+    set_id = uuid.uuid5(uuid.NAMESPACE_URL, "set")
+    source, target = (uuid.uuid5(uuid.NAMESPACE_URL, name) for name in ("in", "out"))
+    rows = [
+        {
+            "set_id": set_id,
+            "position": position,
+            "origin": "column_lineage",
+            "rank": 2,
+            "implied": position == 0,
+            "source_type": "dataset",
+            "source_dataset_id": source,
+            "source_field": f"f{position}",
+            "source_job_id": None,
+            "source_run_id": None,
+            "target_type": "dataset",
+            "target_dataset_id": target,
+            "target_field": None if position == 0 else f"g{position}",
+            "target_job_id": None,
+            "target_run_id": None,
+            "transformations": [{"type": "DIRECT", "masking": position % 2 == 1}],
+        }
+        for position in range(1203)
+    ]
+    lineage_set = {"id": set_id, "checksum": "c", "target_dataset_id": target, "rank": 2}
+    store.write(lambda c: insert_rows(c, t.lineage_sets, [{**lineage_set, "created_at": NOW}]))
+    store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows))
+    with store.read() as conn:
+        stored = [
+            r._asdict()
+            for r in conn.execute(
+                sa.select(t.lineage_set_edges).order_by(t.lineage_set_edges.c.position)
+            )
+        ]
+    assert stored == rows
+    with pytest.raises(sa.exc.IntegrityError):
+        store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows[5:6]))
+    store.write(lambda c: insert_rows(c, t.lineage_set_edges, []))  # nothing to insert
+    with store.read() as conn:
+        count = conn.execute(sa.select(sa.func.count()).select_from(t.lineage_set_edges))
+        assert count.scalar_one() == 1203

@@ -28,6 +28,7 @@ from tests.builders import (
     run_event,
 )
 from upstream.api.app import create_app
+from upstream.model.identity import DatasetRef
 from upstream.settings import Settings
 
 NS = "ns"
@@ -549,6 +550,32 @@ def test_relation_cap_keeps_the_nearest_levels(db_url: str) -> None:
         assert body["truncated"] is True
         assert (body["omittedNodes"], body["omittedRelations"]) == (2, 2)
         assert "truncated" not in lineage(capped, "D1", levels=1, direction="upstream")
+
+
+def test_a_relation_cap_inside_a_level_keeps_its_first_relations_in_id_order(
+    db_url: str,
+) -> None:
+    """Level 1 fits whole; of level 2's two relations the one whose dataset id orders first
+    is kept, whatever order the walk found them in."""
+    settings = Settings(db_url=db_url, max_lineage_relations=3)
+    with TestClient(create_app(settings, migrate=False)) as capped:
+        r1, r2 = rid(), rid()
+        post(
+            capped,
+            run("P1", r1, writes=["D1"], reads=["D2"]),
+            run("P2", r2, writes=["D2"], reads=["D3"]),
+        )
+        body = lineage(capped, "D1", levels=5, direction="upstream")
+        level_2 = {"D2": ("D2", job("P2"), "write", r2), "D3": ("D3", job("P2"), "read", r2)}
+        first = min(level_2, key=lambda name: DatasetRef(NS, name).id.int)
+        assert rels(body) == {
+            ("D1", job("P1"), "write", r1),
+            ("D2", job("P1"), "read", r1),
+            level_2[first],
+        }
+        assert body["truncated"] is True
+        # The kept relation names P2 either way; D3 is left out when it is D2's.
+        assert (body["omittedNodes"], body["omittedRelations"]) == (int(first == "D2"), 1)
 
 
 def test_names_with_slashes_and_unicode(client: TestClient) -> None:

@@ -9,8 +9,16 @@ from typing import Any
 
 import pytest
 
+from upstream.api.body import decode_body
 from upstream.api.errors import ApiError
-from upstream.api.json_shape import ShapeLimits, check_batch_size, check_shape, values_in
+from upstream.api.json_shape import (
+    PARSE_FIRST_VALUES,
+    ShapeLimits,
+    check_batch_size,
+    check_events,
+    check_shape,
+    values_in,
+)
 from upstream.settings import Settings
 
 
@@ -53,7 +61,8 @@ def test_values_are_counted_without_parsing(text: str, expected: int) -> None:
 
 
 def _check(document: Any, *, max_items: int | None = 10, max_values: int = 20) -> None:
-    check_shape(json.dumps(document).encode(), ShapeLimits(max_items, max_values))
+    """The body's whole check: on its bytes, and for a batch parsed first, on its events."""
+    decode_body(json.dumps(document).encode(), False, 10**9, ShapeLimits(max_items, max_values))
 
 
 def test_an_event_at_its_limit_passes_and_one_value_more_is_413() -> None:
@@ -118,6 +127,25 @@ def test_a_bomb_is_refused_after_its_first_items() -> None:
     with pytest.raises(ApiError) as refused:
         check_shape(wrapped, ShapeLimits(max_items=5_000, max_values=200_000))
     assert refused.value.message.startswith("[0] holds more than 200000 JSON values")
+
+
+def test_a_batch_small_enough_to_parse_is_measured_after_parsing() -> None:
+    """Its bound (1 + commas + brackets) is past max_values but within PARSE_FIRST_VALUES:
+    check_shape leaves it to check_events, which measures each event's compact text."""
+    small = {"a": [1, 2, 3]}  # 5 values
+    big = {"a": list(range(25)), "b": "x,[{"}  # 1 + 26 + 1 = 28 values; the string is one
+    limits = ShapeLimits(max_items=10, max_values=20)
+    assert check_shape(json.dumps([small] * 10).encode(), limits)
+    assert not check_shape(json.dumps(small).encode(), limits)  # within max_values: no walk
+    check_events([json.dumps(small, separators=(",", ":"))] * 10, 20)
+    texts = [json.dumps(e, separators=(",", ":")) for e in (small, {"b": ",,,[[[{{{"}, big)]
+    with pytest.raises(ApiError) as refused:
+        check_events(texts, 20)
+    assert refused.value.status == 413
+    assert refused.value.message.startswith("[2] holds more than 20 JSON values")
+    check_events(texts, 28)
+    outsized = b"[" + b"0," * PARSE_FIRST_VALUES + b"0]"  # past the budget: measured unparsed
+    assert not check_shape(outsized, ShapeLimits(max_items=PARSE_FIRST_VALUES + 1, max_values=20))
 
 
 def test_malformed_json_is_left_to_the_parser() -> None:

@@ -31,6 +31,7 @@ def standard(value: Any) -> bytes:
         {"big": 1e16, "huge": 1.7976931348623157e308, "tiny": 5e-324, "neg": -0.0},
         {"é": 1, "e": 2, "E": 3, "\U0001f600": 4, "\uffff": 5},  # key order by code point
         {"s": "1e-05", "t": ":0.00001"},  # strings that look like small floats
+        {"l": [-0.00005, 3, 0.00002], "n": -0.00003, "m": 10.00001},  # after `[`, `,`, `-`
     ],
 )
 def test_the_canonical_text_is_the_standard_librarys(value: Any) -> None:

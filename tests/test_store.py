@@ -13,6 +13,7 @@ from tests.builders import run_event
 from tests.readback import counts
 from upstream.cli import app as cli_app
 from upstream.ingest.service import ingest_documents
+from upstream.model.json_text import dumps
 from upstream.store.engine import Store
 from upstream.store.migrate import current_revision, head_revision, is_current, upgrade
 
@@ -32,6 +33,26 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
         }
     store.dispose()
     assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "synchronous": 2}
+
+
+def test_a_large_payload_reads_back_as_stored_whatever_compresses_it(store: Store) -> None:
+    """PostgreSQL compresses what it stores out of line with LZ4 where it has it (a setting
+    of each connection, made once it opens); SQLite stores the text as it is."""
+    event = run_event(("ns", "compressed"))
+    event["run"]["facets"]["notes"] = {
+        "text": "an event well past the 2 kB PostgreSQL keeps inline " * 200
+    }
+    ingest_documents(store, [event], batch=False)
+    with store.read() as conn:
+        (payload,) = conn.exec_driver_sql("SELECT payload FROM events").scalars()
+        assert payload == dumps(event)
+        if store.dialect == "postgresql":
+            lz4 = conn.exec_driver_sql(
+                "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
+                "WHERE name = 'default_toast_compression'"
+            ).scalar()
+            method = conn.exec_driver_sql("SELECT pg_column_compression(payload) FROM events")
+            assert method.scalar() == ("lz4" if lz4 else "pglz")
 
 
 def test_write_transactions_roll_back_on_error(store: Store) -> None:

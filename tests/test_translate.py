@@ -7,6 +7,7 @@ run's events, the latest declaration winning) are tested in test_ingest_semantic
 
 from __future__ import annotations
 
+import copy
 import itertools
 import uuid
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from upstream.ingest.service import translate_document
 from upstream.model.errors import InvalidInput
+from upstream.model.facets import ColumnLineageFacet, SchemaFacet, parse_facet
 from upstream.model.facts import DatasetNode, EdgeFact, EventFacts, JobNode
 
 RUN = "3f5e83fa-3480-44ff-99c5-ff943904e5e8"
@@ -345,3 +347,19 @@ def test_entry_order_does_not_change_the_edges() -> None:
         ("lineage_facet", "b", "y", True),
         ("lineage_facet", "c", f"job:etl/load@{RUN}", False),
     }
+
+
+def test_a_facet_sent_again_is_parsed_once_and_refused_where_it_is_wrong() -> None:
+    """Equal content parses to the one (frozen) model; a refusal is never remembered, so
+    each event that sends a bad facet is told where in it."""
+    facet = {"fields": {"total": {"inputFields": [{"namespace": NS, "name": "o", "field": "a"}]}}}
+    first = parse_facet(ColumnLineageFacet, facet, "outputs[0].facets.columnLineage")
+    assert parse_facet(ColumnLineageFacet, copy.deepcopy(facet), "outputs[1]") is first
+    assert first.fields["total"].inputFields[0].field == "a"
+    with pytest.raises(InvalidInput):  # the same content under another model is its own
+        parse_facet(SchemaFacet, {"fields": {"total": 1}}, "x")
+    bad = {"fields": {"total": {"inputFields": [{"namespace": NS, "name": " ", "field": "a"}]}}}
+    for path in ("outputs[0].facets.columnLineage", "outputs[3].facets.columnLineage"):
+        with pytest.raises(InvalidInput) as refused:
+            parse_facet(ColumnLineageFacet, bad, path)
+        assert str(refused.value) == f"{path}.fields.total.inputFields[0].name: must not be blank"

@@ -105,7 +105,8 @@ class Settings(BaseSettings):
         200_000,
         ge=100,
         description="Most JSON values (objects, arrays, strings, numbers) one posted event may "
-        "hold; a larger event is refused with 413 before it is parsed.",
+        "hold; a larger event is refused with 413, and a body that could parse into millions "
+        "of objects is refused before it is parsed.",
     )
     max_lineage_nodes: int = Field(
         5_000,

@@ -62,13 +62,21 @@ def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> 
     return results
 
 
-def prepare(documents: Sequence[Any], *, batch: bool, sql_lineage: bool = True) -> list[EventFacts]:
-    """Validate and translate every document; collect the problems of all of them."""
+def prepare(
+    documents: Sequence[Any],
+    *,
+    batch: bool,
+    sql_lineage: bool = True,
+    texts: Sequence[str] | None = None,
+) -> list[EventFacts]:
+    """Validate and translate every document; collect the problems of all of them. `texts`,
+    when given, are the documents' compact JSON texts (`json_text.dumps`), kept as payloads."""
     prepared: list[EventFacts] = []
     problems: list[Problem] = []
     for index, document in enumerate(documents):
+        text = None if texts is None else texts[index]
         try:
-            prepared.append(translate_document(document, sql_lineage=sql_lineage))
+            prepared.append(translate_document(document, sql_lineage=sql_lineage, text=text))
         except InvalidInput as exc:
             problems.extend((exc.within(f"[{index}]") if batch else exc).problems)
     if problems:
@@ -76,17 +84,22 @@ def prepare(documents: Sequence[Any], *, batch: bool, sql_lineage: bool = True) 
     return prepared
 
 
-def translate_document(document: Any, *, sql_lineage: bool = True) -> EventFacts:
+def translate_document(
+    document: Any, *, sql_lineage: bool = True, text: str | None = None
+) -> EventFacts:
     event = parse_event(document)
-    return facts_for(event, event_record(event, document), sql_lineage=sql_lineage)
+    return facts_for(event, event_record(event, document, text), sql_lineage=sql_lineage)
 
 
-def event_record(event: OpenLineageEvent, document: dict[str, Any]) -> EventRecord:
-    """The event as it will be kept: its content verbatim, keyed by a hash of that content.
-    Each is written once, by orjson (`upstream.model.json_text`)."""
+def event_record(
+    event: OpenLineageEvent, document: dict[str, Any], text: str | None = None
+) -> EventRecord:
+    """The event as it will be kept: its content verbatim (`text` when the caller has already
+    written it), keyed by a hash of that content. Each is written once, by orjson
+    (`upstream.model.json_text`)."""
     record = EventRecord(
         key=content_key(document),
-        payload=dumps(document),
+        payload=dumps(document) if text is None else text,
         event_type=type(event).__name__,
         event_kind=getattr(event, "eventType", None),
         event_time=event.eventTime,

@@ -6,6 +6,7 @@ the OpenLineage spec asks of custom facets.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -20,6 +21,7 @@ from pydantic import (
 
 from upstream.model.errors import from_validation_error
 from upstream.model.events import Name, RunId, parse_time
+from upstream.model.json_text import dumps
 
 #: Output dataset facet: the producer marks the dataset temporary to its workflow run (§3.4).
 TEMPORARY_FACET = "upstream_temporary"
@@ -212,12 +214,31 @@ class ComponentFacet(_Facet):
 FacetT = TypeVar("FacetT", bound=BaseModel)
 
 
+#: Facets parsed lately, by model and JSON text. A run's COMPLETE resends its START's facets
+#: and a job's runs resend the same `columnLineage` and `lineage` facets, whose validation
+#: was the largest part of translating an event; the models are frozen, so one parse serves
+#: every event that sends the same content. Only valid facets are kept: a refusal is located
+#: anew at each path.
+_PARSED: dict[tuple[type[BaseModel], str], BaseModel] = {}
+_PARSED_MAX = 4096
+_PARSED_LOCK = threading.Lock()
+
+
 def parse_facet(model: type[FacetT], value: Any, path: str) -> FacetT:
     """Parse an interpreted facet; raise InvalidInput located at `path`."""
+    key = (model, dumps(value))
+    found = _PARSED.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]  # stored under its own model
     try:
-        return model.model_validate(value)
+        parsed = model.model_validate(value)
     except ValidationError as exc:
         raise from_validation_error(exc, path) from None
+    with _PARSED_LOCK:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))  # the oldest
+        _PARSED[key] = parsed
+    return parsed
 
 
 def lenient_time(value: Any) -> Any:

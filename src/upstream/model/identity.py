@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 _ROOT = uuid.UUID("6f1f5a52-3c1e-4a5e-9c39-2b7d8d6e7a10")
 
@@ -29,8 +29,9 @@ class DatasetRef:
     namespace: str
     name: str
 
-    @property
+    @cached_property
     def id(self) -> uuid.UUID:
+        """Kept on the reference: a batch asks a dataset's id hundreds of thousands of times."""
         return stable_id("dataset", self.namespace, self.name)
 
 
@@ -41,7 +42,7 @@ class JobRef:
     namespace: str
     name: str
 
-    @property
+    @cached_property
     def id(self) -> uuid.UUID:
         return stable_id("job", self.namespace, self.name)
 

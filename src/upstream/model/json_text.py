@@ -29,11 +29,9 @@ import orjson
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_DIGITS = b"0" * 19
 #: Where orjson writes a float below 1e-4 in magnitude, which `json` writes otherwise: in
-#: fixed notation it starts a value with `0.0000` (after `:`, `,` or `[` in compact text),
-#: else it has a negative exponent.
-_SMALL_FIXED = tuple(
-    start + sign + b"0.0000" for start in (b":", b",", b"[") for sign in (b"", b"-")
-)
+#: fixed notation it starts a value with `0.0000` (after `:`, `,` or `[` in compact text, and
+#: an optional `-`), else it has a negative exponent.
+_SMALL_FIXED = b"0.0000"
 _NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]")
 _MANTISSA = frozenset(b"0123456789.")
 _VALUE_START = frozenset(b":,[")
@@ -76,8 +74,12 @@ def _writes_a_small_float(text: bytes) -> bool:
     """Whether compact JSON `text` may hold a float below 1e-4 as orjson writes it. Text in
     strings can look like one too (a false alarm only costs time); a real one is never
     missed."""
-    if any(pattern in text for pattern in _SMALL_FIXED):
-        return True
+    fixed = text.find(_SMALL_FIXED)
+    while fixed != -1:  # one search for the digits, then a look at what comes before them
+        position = fixed - 1 if fixed > 0 and text[fixed - 1] == ord("-") else fixed
+        if position > 0 and text[position - 1] in _VALUE_START:
+            return True
+        fixed = text.find(_SMALL_FIXED, fixed + 1)
     for found in _NEGATIVE_EXPONENT.finditer(text):
         start = position = found.start()
         while position > 0 and text[position - 1] in _MANTISSA:

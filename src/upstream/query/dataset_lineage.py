@@ -348,7 +348,7 @@ class _Walk:
     def by_depth(self) -> None:
         """Without a rollup, a node's level is one more than its depth in the walk's reach
         (`store.walks.reach` takes exactly the steps `both` and `directed` take, level by
-        level), so the relations of every level are gathered at once, with no frontier to
+        level), so each level's relations come straight from its nodes, with no frontier to
         keep: the same answer for a fraction of the work. The caps are applied as the
         level-by-level walks apply them: a level is added whole, and none after the one
         that passed a cap. A rollup passes through temporary datasets within a level,
@@ -357,66 +357,42 @@ class _Walk:
         jobs: dict[int, set[uuid.UUID]] = defaultdict(set)
         for (kind, node), depth in self.reads.depths.items():
             (datasets if kind == "dataset" else jobs)[depth + 1].add(node)
-        order = sorted(set(datasets) | set(jobs))
-        if self.params.direction == "both":
-            gathered = self.gathered_both(order, jobs)
-        else:
-            gathered = self.gathered_directed(order, datasets, jobs)
-        by_level: dict[int, list[Relation]] = defaultdict(list)
-        for relation, level in gathered.items():
-            by_level[level].append(relation)
-        for level in sorted(by_level):
+        for level in sorted(set(datasets) | set(jobs)):
             if self.full():
                 return
-            self.add(by_level[level], level)
+            if self.params.direction == "both":
+                self.add(self.reads.relations_of_jobs(jobs[level]), level)
+            else:
+                self.add(self.flowing(datasets[level], jobs[level]), level)
 
-    def gathered_both(
-        self, order: list[int], jobs: dict[int, set[uuid.UUID]]
-    ) -> dict[Relation, int]:
-        """`both`: every relation of the datasets and programs of each level, which are
-        those of its programs: a dataset's programs are reached at its own depth or nearer
-        (a dataset -> program step adds no level), so each relation is a reached program's,
-        at that program's level."""
-        found: dict[Relation, int] = {}
-        for level in order:
-            for relation in self.reads.relations_of_jobs(jobs[level]):
-                found.setdefault(relation, level)
-        return found
-
-    def gathered_directed(
-        self,
-        order: list[int],
-        datasets: dict[int, set[uuid.UUID]],
-        jobs: dict[int, set[uuid.UUID]],
-    ) -> dict[Relation, int]:
-        """`upstream`/`downstream`: what `hops` finds at each level, with the components
-        `with_components` gives: the near relations' own, else those stored on the key."""
+    def flowing(self, anchors: set[uuid.UUID], jobs: set[uuid.UUID]) -> list[Relation]:
+        """`upstream`/`downstream`: the relations `hops` finds from a level's datasets
+        `anchors` and `jobs`, with the components `with_components` gives them: the near
+        relations' own, else those stored on the key. (In `both`, a level's relations are
+        those of its programs: a dataset's programs are reached at its own depth or nearer,
+        as a dataset -> program step adds no level.)"""
         near_access = self.near_access
         far_access = "read" if near_access == "write" else "write"
-        keys: dict[RelationKey, int] = {}
+        keys: set[RelationKey] = set()
         near: dict[RelationKey, set[str]] = {}
-        for level in order:
-            anchors = datasets[level]
-            for relation in self.reads.relations_of_datasets(anchors, near_only=True):
-                keys.setdefault(relation[:4], level)
-                near.setdefault(relation[:4], set()).add(relation.component)
-            for flow in self.reads.flows(anchors):
-                if flow.job_id is not None:
-                    keys.setdefault((flow.source, flow.job_id, flow.run_id, "read"), level)
-                    keys.setdefault((flow.target, flow.job_id, flow.run_id, "write"), level)
-            feeds = self.reads.feeds_of_datasets(anchors)
-            for feed in feeds:
-                keys.setdefault((feed.near, feed.job_id, feed.run_id, near_access), level)
-            for feed in self.reads.feeds_of_jobs(jobs[level] | {f.job_id for f in feeds}):
-                if feed.far_job is None and feed.far_dataset is not None:
-                    key = (feed.far_dataset, feed.job_id, feed.run_id, far_access)
-                    keys.setdefault(key, level)
-        named = self.reads.components_of({key for key in keys if key not in near})
-        return {
-            Relation(*key, component): level
-            for key, level in keys.items()
+        for relation in self.reads.relations_of_datasets(anchors, near_only=True):
+            near.setdefault(relation[:4], set()).add(relation.component)
+        for flow in self.reads.flows(anchors):
+            if flow.job_id is not None:
+                keys.add((flow.source, flow.job_id, flow.run_id, "read"))
+                keys.add((flow.target, flow.job_id, flow.run_id, "write"))
+        feeds = self.reads.feeds_of_datasets(anchors)
+        keys.update((feed.near, feed.job_id, feed.run_id, near_access) for feed in feeds)
+        for feed in self.reads.feeds_of_jobs(jobs | {f.job_id for f in feeds}):
+            if feed.far_job is None and feed.far_dataset is not None:
+                keys.add((feed.far_dataset, feed.job_id, feed.run_id, far_access))
+        named = self.reads.components_of(keys - near.keys())
+        keys.update(near)
+        return [
+            Relation(*key, component)
+            for key in keys
             for component in near.get(key) or named.get(key) or ("",)
-        }
+        ]
 
     # -- direction=both: CDAP's walk over relations ----------------------------------------
 
@@ -600,8 +576,10 @@ class _Walk:
         nearer levels first, then a stable order, so a cut result is the same on every call.
         Also what was left out of what the walk found (None when nothing was). An answer
         within both caps is kept whole, and its order is the rendering's to give."""
-        if len(self.nodes) <= self.max_nodes and len(self.found) <= self.max_relations:
-            return list(self.found), None
+        if len(self.nodes) <= self.max_nodes:
+            if len(self.found) <= self.max_relations:
+                return list(self.found), None
+            return self.first_relations()
         levels = sorted(self.found.items(), key=lambda found: (found[1], found[0].sort_key))
         ordered = [relation for relation, _ in levels]
         nodes: set[tuple[str, uuid.UUID]] = {("dataset", self.seed)}
@@ -621,6 +599,25 @@ class _Walk:
             ("program", r.job_id) for r in ordered
         }
         return kept, Omitted(len(every - nodes), len(ordered) - len(kept))
+
+    def first_relations(self) -> tuple[list[Relation], Omitted]:
+        """`result` when only `max_relations` cuts: the nearest levels whole, and of the
+        level the cap falls in, the first relations in the stable order. Only that level
+        is sorted (a cut `both` walk finds tens of thousands of relations)."""
+        by_level: dict[int, list[Relation]] = defaultdict(list)
+        for relation, level in self.found.items():
+            by_level[level].append(relation)
+        kept: list[Relation] = []
+        for level in sorted(by_level):
+            room = self.max_relations - len(kept)
+            if len(by_level[level]) > room:
+                kept += sorted(by_level[level], key=lambda r: r.sort_key)[:room]
+                break
+            kept += by_level[level]
+        nodes = {("dataset", self.seed)}
+        nodes.update(("dataset", r.dataset_id) for r in kept)
+        nodes.update(("program", r.job_id) for r in kept)
+        return kept, Omitted(len(self.nodes - nodes), len(self.found) - len(kept))
 
     def temporary_datasets(self, relations: list[Relation]) -> set[uuid.UUID]:
         """Datasets temporary to the workflow run of one of their relations' runs. After a

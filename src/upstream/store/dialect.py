@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -41,6 +41,19 @@ def insert_rows_ignoring(
     The arrays travel in binary (`%b`): text arrays would escape every JSON payload.
     SQLite gets multi-row `VALUES` lists (`_insert_sqlite_rows`).
     """
+    return _insert_rows(conn, table, rows, key)
+
+
+def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert `rows` (all with the same keys), none of which can be stored already, as
+    `insert_rows_ignoring` does: without SQLAlchemy's per-row statement machinery, which cost
+    more than the database's work on a batch's thousands of edge and flow rows."""
+    _insert_rows(conn, table, rows, None)
+
+
+def _insert_rows(
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str | None
+) -> set[Any]:
     if not rows:
         return set()
     if conn.dialect.name != "postgresql":
@@ -52,15 +65,18 @@ def insert_rows_ignoring(
     values = ", ".join(f"{quote(c.name)}::jsonb" if _is_json(c) else quote(c.name) for c in columns)
     sql = (
         f"INSERT INTO {quote(table.name)} ({names}) SELECT {values} FROM unnest({arrays}) "
-        f"AS u({names}) ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+        f"AS u({names})"
     )
+    if key is not None:
+        sql += f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
     params = {
         f"p{i}": [_json_or_null(r[c.name]) for r in rows]
         if _is_json(c)
         else [r[c.name] for r in rows]
         for i, c in enumerate(columns)
     }
-    return set(conn.exec_driver_sql(sql, params).scalars().all())
+    result = conn.exec_driver_sql(sql, params)
+    return set() if key is None else set(result.scalars().all())
 
 
 def _json_or_null(value: Any) -> str | None:
@@ -74,20 +90,24 @@ _SQLITE_ROWS = 500
 
 
 def _insert_sqlite_rows(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str | None
 ) -> set[Any]:
-    """`INSERT … VALUES (…), (…) ON CONFLICT DO NOTHING RETURNING key`, `_SQLITE_ROWS` rows at
+    """`INSERT … VALUES (…), (…) ON CONFLICT DO NOTHING RETURNING key` (without a `key`, a
+    plain INSERT), `_SQLITE_ROWS` rows at
     a time, with each value converted by its column type's own bind processor (as SQLAlchemy
     would store it) but without SQLAlchemy's per-row statement machinery, which cost more
     than SQLite's work. (`executemany` cannot return which rows were new.)"""
     dialect = conn.dialect
     columns = [table.c[name] for name in rows[0]]
     convert = [c.type.dialect_impl(dialect).bind_processor(dialect) for c in columns]
-    key_type = table.c[key].type.dialect_impl(dialect)
-    read_key = key_type.result_processor(dialect, None) or (lambda value: value)
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
-    tail = f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+    tail = ""
+    read_key: Callable[[Any], Any] = _as_stored
+    if key is not None:
+        key_type = table.c[key].type.dialect_impl(dialect)
+        read_key = key_type.result_processor(dialect, None) or read_key
+        tail = f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
     one_row = "(" + ", ".join("?" * len(columns)) + ")"
     inserted: set[Any] = set()
     for part in chunks(rows, _SQLITE_ROWS):
@@ -100,9 +120,14 @@ def _insert_sqlite_rows(
         ]
         params = tuple(value for row in zip(*values, strict=True) for value in row)
         sql = head + ", ".join([one_row] * len(part)) + tail
-        found = conn.exec_driver_sql(sql, params).scalars().all()
-        inserted.update(read_key(value) for value in found)
+        result = conn.exec_driver_sql(sql, params)
+        if key is not None:
+            inserted.update(read_key(value) for value in result.scalars().all())
     return inserted
+
+
+def _as_stored(value: Any) -> Any:
+    return value
 
 
 def _is_json(column: sa.Column[Any]) -> bool:

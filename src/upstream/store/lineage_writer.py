@@ -35,7 +35,7 @@ from upstream.model.lineage_sets import (
     merged,
 )
 from upstream.store import schema as t
-from upstream.store.dialect import for_update, id_filters, insert_rows_ignoring
+from upstream.store.dialect import for_update, id_filters, insert_rows, insert_rows_ignoring
 
 Row = dict[str, Any]
 
@@ -113,8 +113,7 @@ def _write_sets(conn: Connection, sets: Collection[LineageSet], now: datetime) -
         for set_id in sorted(new)
         for position, edge in enumerate(unique[set_id].edges)
     ]
-    if edge_rows:
-        conn.execute(t.lineage_set_edges.insert(), edge_rows)
+    insert_rows(conn, t.lineage_set_edges, edge_rows)
 
 
 def _hold(conn: Connection, set_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:

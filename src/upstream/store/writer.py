@@ -90,8 +90,8 @@ def apply_facts(
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
     _namespaces(conn, batch, at)
-    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job)
-    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset)
+    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, named_again=True)
+    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, named_again=True)
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
     for f in batch:
         named[at(f)].update(namespace_id(n) for n in f.namespaces)
@@ -163,6 +163,8 @@ def _merge(
     table: sa.Table,
     rows: dict[uuid.UUID, Row],
     merge: Callable[[Row, Row], Row],
+    *,
+    named_again: bool = False,
 ) -> None:
     """Insert rows that are new; merge the rest into what is stored, updating what changed.
 
@@ -170,13 +172,26 @@ def _merge(
     names as parent, the datasets every run reads), so the rows are first read without a
     lock, and only those the merge changes are read again locked (in id order) and merged
     again. Concurrent writers then queue only on rows they really change, not on every
-    shared row they mention."""
+    shared row they mention.
+
+    `named_again`: most of the rows are stored already (jobs and datasets, which most events
+    name again): they are read before the missing ones are inserted, so a stored row's facets
+    are not sent to the database only to be refused by the conflict (PostgreSQL would parse
+    each into JSONB first). Other tables' rows are mostly new: inserted first, and only the
+    ones already there read."""
     if not rows:
         return
-    inserted = _insert_ignoring(conn, table, rows)
-    changing = _changes(conn, table, rows, sorted(set(rows) - inserted), merge, lock=False)
+    if named_again:
+        stored = _stored(conn, table, sorted(rows), lock=False)
+        missing = {key: row for key, row in rows.items() if key not in stored}
+        raced = set(missing) - _insert_ignoring(conn, table, missing)
+    else:
+        stored, raced = {}, set(rows) - _insert_ignoring(conn, table, rows)
+    if raced:  # stored before (or by a concurrent writer meanwhile)
+        stored.update(_stored(conn, table, sorted(raced), lock=False))
+    changing = _changed(stored, rows, merge)
     if changing and conn.dialect.name == "postgresql":
-        changing = _changes(conn, table, rows, sorted(changing), merge, lock=True)
+        changing = _changed(_stored(conn, table, sorted(changing), lock=True), rows, merge)
     updates = list(changing.values())
     if updates:
         columns = [c.name for c in table.columns if c.name != "id"]
@@ -188,24 +203,27 @@ def _merge(
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
 
 
-def _changes(
-    conn: Connection,
-    table: sa.Table,
-    rows: dict[uuid.UUID, Row],
-    ids: list[uuid.UUID],
-    merge: Callable[[Row, Row], Row],
-    *,
-    lock: bool,
+def _stored(
+    conn: Connection, table: sa.Table, ids: list[uuid.UUID], *, lock: bool
 ) -> dict[uuid.UUID, Row]:
-    """The merged rows among `ids` that differ from what is stored."""
-    changed: dict[uuid.UUID, Row] = {}
+    """The stored rows among `ids` (locked, in id order, when `lock`)."""
+    found: dict[uuid.UUID, Row] = {}
     for matches in id_filters(conn, table.c.id, ids):
         query = sa.select(table).where(matches).order_by(table.c.id)
-        for stored in conn.execute(for_update(conn, query) if lock else query).mappings():
-            current = dict(stored)
-            merged = merge(current, rows[current["id"]])
-            if merged != current:
-                changed[current["id"]] = merged
+        for row in conn.execute(for_update(conn, query) if lock else query).mappings():
+            found[row["id"]] = dict(row)
+    return found
+
+
+def _changed(
+    stored: dict[uuid.UUID, Row], rows: dict[uuid.UUID, Row], merge: Callable[[Row, Row], Row]
+) -> dict[uuid.UUID, Row]:
+    """The merged rows that differ from what is stored."""
+    changed: dict[uuid.UUID, Row] = {}
+    for key, current in stored.items():
+        merged = merge(current, rows[key])
+        if merged != current:
+            changed[key] = merged
     return changed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from upstream.api.body import read_json
+from upstream.api.body import read_body
 from upstream.api.deps import GroupCommitDep, SettingsDep
 from upstream.api.errors import ApiError
 from upstream.api.event_schema import event_request_body
@@ -41,13 +41,13 @@ router = APIRouter(tags=["openlineage"])
 async def post_lineage(request: Request, writer: GroupCommitDep, settings: SettingsDep) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them all-or-nothing."""
     shape = ShapeLimits(max_items=settings.max_batch_events, max_values=settings.max_event_values)
-    document = await read_json(request, settings.max_body_bytes, shape)
-    batch = isinstance(document, list)
-    documents = document if batch else [document]
+    body = await read_body(request, settings.max_body_bytes, shape)
+    batch = isinstance(body.document, list)
+    documents = body.document if batch else [body.document]
     if batch and not documents:
         raise ApiError(400, "body: an empty array holds no events")
     facts = await run_in_threadpool(
-        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage
+        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage, texts=body.texts
     )
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
