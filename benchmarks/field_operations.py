@@ -20,6 +20,7 @@ from pathlib import Path
 from openlineage.client.serde import Serde
 
 from upstream import Destination, FieldOperation, Source
+from upstream.api.services import read
 from upstream.ingest.operations_event import Recording, RunIdentity, run_event
 from upstream.ingest.service import ingest_documents
 from upstream.model.field_operations import resolve
@@ -85,11 +86,11 @@ def main() -> None:
         )
         timed(
             "GET …/fields/f7/lineage (407-operation path)",
-            lambda: field_paths(store, "wide", "dest", "f7", query),
+            lambda: read(store, field_paths, "wide", "dest", "f7", query),
         )
         timed(
             "GET …/lineage/fields/f7 (incoming + outgoing)",
-            lambda: field_summary(store, "wide", "dest", "f7", query),
+            lambda: read(store, field_summary, "wide", "dest", "f7", query),
         )
         store.dispose()
 

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from upstream.store import schema as t
-from upstream.store.dialect import aware, insert_rows, insert_rows_ignoring
+from upstream.store.dialect import insert_rows, insert_rows_ignoring
 from upstream.store.engine import Store
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
@@ -63,7 +63,7 @@ def test_new_rows_are_stored_as_given_and_their_keys_returned(store: Store) -> N
     assert stored["fields"] == [{"name": "id", "type": "bigint"}]
     assert stored["source_name"] == "warehouse ✓"
     assert stored["description"] is None
-    assert aware(stored["created_at"]) == NOW
+    assert stored["created_at"] == NOW
     assert stored["declared_at"] is None
 
 

@@ -16,7 +16,7 @@ from tests.builders import dataset_entry, dataset_input, ds, lineage_facet, run_
 from tests.conftest import system_program
 from tests.test_render import assert_valid_flowchart
 from upstream.cli import app
-from upstream.commands.failures import CliError
+from upstream.model.errors import NotFound
 
 runner = CliRunner()
 WAREHOUSE = "postgresql://warehouse"
@@ -184,7 +184,7 @@ def test_lineage_failures_are_one_line(db_url: str, warehouse: None, tmp_path: P
 def test_debug_shows_the_traceback(db_url: str, warehouse: None) -> None:
     result = invoke("--debug", "lineage", WAREHOUSE, "no.such.table", "--db", db_url)
     assert result.exit_code == 1
-    assert isinstance(result.exception, CliError)
+    assert isinstance(result.exception, NotFound)
     assert not [line for line in own_lines(result.stderr) if line.startswith("error:")]
 
 

@@ -26,10 +26,10 @@ from tests.builders import ds, run_event
 from tests.conftest import LiveServer, truncate_tables
 from tests.tcp_proxy import TcpProxy, proxy_to
 from upstream.api.app import create_app
+from upstream.model.errors import StoreUnavailable
 from upstream.settings import Settings
 from upstream.store import schema as t
 from upstream.store.engine import Store, Timeouts
-from upstream.store.outage import DatabaseUnavailable
 
 UNAVAILABLE = {
     "code": 503,
@@ -190,7 +190,7 @@ SLOW_QUERY = {
 def test_a_statement_over_the_statement_timeout_is_unavailable(db_url: str) -> None:
     store = Store(db_url, timeouts=Timeouts(statement=0.3))
     try:
-        with pytest.raises(DatabaseUnavailable), store.read() as conn:
+        with pytest.raises(StoreUnavailable), store.read() as conn:
             conn.execute(sa.text(SLOW_QUERY[store.dialect]))
         with store.read() as conn:  # the connection (or its replacement) works again
             assert conn.execute(sa.text("SELECT 1")).scalar() == 1
@@ -209,7 +209,7 @@ def test_a_full_pool_is_unavailable_not_an_error(db_url: str) -> None:
             except sa.exc.TimeoutError:
                 break
         assert len(holders) == (2 if store.dialect == "postgresql" else 15)
-        with pytest.raises(DatabaseUnavailable), store.read():
+        with pytest.raises(StoreUnavailable), store.read():
             pass
     finally:
         for conn in holders:

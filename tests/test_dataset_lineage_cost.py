@@ -71,7 +71,8 @@ def test_statements_do_not_grow_with_width(
         for tag in ("narrow", "wide"):
             seed = f"{tag}Z" if options.get("direction") == "upstream" else f"{tag}S"
             statements.clear()
-            body = dataset_lineage(store, NS, seed, params, max_nodes=5000, max_relations=50_000)
+            with store.read() as conn:
+                body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
             costs[tag] = len(statements)
             sizes[tag] = len(body["data"]) + len(body["programs"])
         assert costs["wide"] == costs["narrow"], options
@@ -107,7 +108,8 @@ def test_statements_do_not_grow_with_depth(
             start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": levels, **options}
         )
         statements.clear()
-        body = dataset_lineage(store, NS, seed, params, max_nodes=5000, max_relations=50_000)
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
         costs[levels] = len(statements)
         sizes[levels] = len(body["data"])
     assert len(set(costs.values())) == 1, costs
@@ -169,7 +171,8 @@ def test_field_walks_cost_the_same_at_any_depth(
     sizes: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
     for levels in (1, 5, 10, 20):
         statements.clear()
-        summary = field_summary(store, NS, "F12", "id", FieldQuery(window, levels, "both"))
+        with store.read() as conn:
+            summary = field_summary(conn, NS, "F12", "id", FieldQuery(window, levels, "both"))
         costs["summary"][levels] = len(statements)
         sizes["summary"][levels] = sum(
             len(side) for side in (summary["incoming"], summary["outgoing"])

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from upstream.model.errors import InvalidParameter
 from upstream.model.nodeid import (
-    InvalidNodeId,
     NodeId,
     dataset_node_id,
     field_node_id,
@@ -67,7 +67,7 @@ def test_unknown_namespace_gives_no_reading() -> None:
     ["", "table:a:b", "dataset", "dataset:", "dataset:ns", "datasetField:ns:t", "job::x", "run:1"],
 )
 def test_malformed(value: str) -> None:
-    with pytest.raises(InvalidNodeId, match="nodeId"):
+    with pytest.raises(InvalidParameter, match="nodeId"):
         parse_node_id(value, ["ns"])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from tests.readback import counts
 from upstream.cli import app as cli_app
 from upstream.ingest.service import ingest_documents
 from upstream.model.json_text import dumps
+from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import current_revision, head_revision, is_current, upgrade
 
@@ -93,3 +96,26 @@ def test_serve_refuses_invalid_settings(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "UPSTREAM_PORT" in result.output
+
+
+def test_timestamps_come_back_aware_in_utc(store: Store) -> None:
+    """Written with an offset or none, an instant reads back as the same instant in UTC."""
+    ns = uuid.uuid4()
+    written = datetime(2024, 3, 1, 14, 30, tzinfo=timezone(timedelta(hours=2)))
+    naive = datetime(2024, 3, 1, 9, 15)
+
+    def insert(conn: sa.Connection) -> None:
+        row = {"id": ns, "name": "n", "created_at": written, "updated_at": naive}
+        conn.execute(t.namespaces.insert().values(row))
+
+    store.write(insert)
+    with store.read() as conn:
+        row = conn.execute(sa.select(t.namespaces).where(t.namespaces.c.id == ns)).one()
+        # A bound time is compared in UTC too: 12:30Z is after 12:00Z, before 13:00Z.
+        later = t.namespaces.c.created_at > datetime(2024, 3, 1, 13, 0, tzinfo=UTC)
+        after_noon = conn.execute(sa.select(t.namespaces.c.id).where(later)).first()
+    assert row.created_at == datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
+    assert row.created_at.tzinfo is UTC
+    assert row.updated_at == datetime(2024, 3, 1, 9, 15, tzinfo=UTC)
+    assert row.updated_at.tzinfo is UTC
+    assert after_noon is None

@@ -185,6 +185,8 @@ export interface RunSummary {
 }
 
 export interface WorkflowContents {
+  namespace: string;
+  name: string;
   isWorkflow: boolean;
   runs: (RunSummary & { jobRuns: (RunSummary & { job: DatasetRef })[] })[];
   jobs: { namespace: string; name: string; runs: number; latestRun: RunSummary }[];
@@ -208,6 +210,8 @@ export interface FieldPath {
 
 export interface FieldPaths {
   fieldName: string;
+  startTimeInSeconds: number;
+  endTimeInSeconds: number;
   paths: FieldPath[];
 }
 
@@ -238,8 +242,15 @@ export interface DiffRelation {
   components: string[];
 }
 
+export interface FieldEnd {
+  namespace: string;
+  name: string;
+  field: string;
+}
+
 export interface DiffSide {
   relations: (DiffRelation & { runs: number })[];
+  fieldEdges: { source: FieldEnd; target: FieldEnd }[];
   data: string[];
   programs: string[];
 }
@@ -276,6 +287,9 @@ export interface DatasetVersion {
 /** `GET /v3/runs/{runId}/lineage`: runs and the dataset versions between them. */
 export interface RunLineage {
   runId: string;
+  direction: "both" | "upstream" | "downstream";
+  levels: number;
+  asOf?: string;
   runs: RunNode[];
   datasetVersions: DatasetVersion[];
   edges: { type: "read" | "write"; run: string; datasetVersion: string }[];

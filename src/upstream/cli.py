@@ -8,7 +8,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -867,7 +867,7 @@ GraphOf = Callable[[], Graph]
 
 
 def _show(
-    response: dict[str, Any],
+    response: Mapping[str, Any],
     output_format: OutputFormat,
     *,
     table: TableOf,
@@ -882,7 +882,7 @@ def _show(
 
 
 def _text(
-    response: dict[str, Any],
+    response: Mapping[str, Any],
     output_format: OutputFormat,
     *,
     table: TableOf,

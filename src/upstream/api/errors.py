@@ -1,4 +1,5 @@
-"""One error shape for every failure: `{"code", "message", "errors"?}`.
+"""One error shape for every failure: `{"code", "message", "errors"?}`, and the one place that
+decides the HTTP status of each error a service raises (`STATUS`).
 
 `message` is one readable line naming what is wrong; `errors` lists each problem with the path
 into the posted document (`[2].job.facets.lineage.entries[1]`) or the query parameter.
@@ -16,14 +17,35 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from upstream.api.upload_rate import SlowUpload
-from upstream.model.errors import InvalidInput, path_of
-from upstream.store.outage import RETRY_AFTER_SECONDS, DatabaseUnavailable
+from upstream.model.errors import (
+    Conflict,
+    InvalidInput,
+    InvalidParameter,
+    NotFound,
+    ServiceError,
+    StoreUnavailable,
+    path_of,
+)
+from upstream.store.outage import RETRY_AFTER_SECONDS
 
 #: The status logged and counted for a client that hung up before it was answered (nginx's
 #: convention); the client never sees it.
 CLIENT_CLOSED_REQUEST = 499
 
 log = logging.getLogger("upstream.api")
+
+#: The status each error class a service raises is answered with; every class has its own
+#: entry, so a new one needs a decision here (`tests/test_error_mapping.py` checks).
+STATUS: dict[type[ServiceError], int] = {
+    ServiceError: 500,
+    NotFound: 404,
+    # A refused document is well-formed JSON that means something impossible: 422. A refused
+    # query parameter is a mistyped request, as FastAPI answers a wrongly typed one: 400.
+    InvalidInput: 422,
+    InvalidParameter: 400,
+    Conflict: 422,
+    StoreUnavailable: 503,
+}
 
 
 class ApiError(Exception):
@@ -40,18 +62,37 @@ def error_response(status: int, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"code": status, "message": message, **extra}, status_code=status)
 
 
+def status_of(exc: ServiceError) -> int:
+    """The status of the most specific class of `exc` that `STATUS` names."""
+    return next(STATUS[k] for k in type(exc).__mro__ if k in STATUS)
+
+
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    """The answer to an error a service raised: its status, message and located problems."""
+    status = status_of(exc)
+    if isinstance(exc, InvalidInput):
+        problems = [{"path": p.path, "message": p.message} for p in exc.problems]
+        return error_response(status, exc.message, errors=problems)
+    if isinstance(exc, StoreUnavailable):
+        # Unreachable, hung, restarting or overloaded database: a client should retry.
+        response = error_response(
+            status, "the database is unavailable; retry later (re-sending events is safe)"
+        )
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    return error_response(status, exc.message)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.message, **exc.extra)
 
-    @app.exception_handler(InvalidInput)
-    async def _invalid(_: Request, exc: InvalidInput) -> JSONResponse:
-        return error_response(
-            422,
-            str(exc),
-            errors=[{"path": p.path, "message": p.message} for p in exc.problems],
-        )
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        if isinstance(exc, StoreUnavailable):
+            log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+        return service_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_params(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -69,16 +110,6 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=exc.headers,
         )
-
-    @app.exception_handler(DatabaseUnavailable)
-    async def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
-        # Unreachable, hung, restarting or overloaded database: a client should retry.
-        log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
-        response = error_response(
-            503, "the database is unavailable; retry later (re-sending events is safe)"
-        )
-        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
 
     @app.exception_handler(SlowUpload)
     async def _slow_upload(request: Request, exc: SlowUpload) -> JSONResponse:

@@ -8,8 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from upstream.api.deps import SettingsDep
-from upstream.api.params import LEVELS, AsOf, Collapse, End, Start, parsed
-from upstream.query.dataset_lineage import Direction, LineageParams, Rollup
+from upstream.api.params import LEVELS, AsOf, Collapse, End, Start
+from upstream.model.direction import Direction
+from upstream.query.dataset_lineage import LineageParams, Rollup
 
 
 def lineage_params(
@@ -31,17 +32,15 @@ def lineage_params(
     as_of: AsOf = None,
 ) -> LineageParams:
     """The walk asked for; a bad value is a 400 naming its parameter."""
-    return parsed(
-        lambda: LineageParams.parse(
-            max_levels=settings.max_levels,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse or (),
-            rollup=rollup,
-            direction=direction,
-            as_of=as_of,
-        )
+    return LineageParams.parse(
+        max_levels=settings.max_levels,
+        start=start,
+        end=end,
+        levels=levels,
+        collapse=collapse or (),
+        rollup=rollup,
+        direction=direction,
+        as_of=as_of,
     )
 
 

@@ -1,6 +1,6 @@
 """Query parameters as the routes declare them: typed, so that FastAPI refuses a bad value with
 400 naming the parameter (`upstream.api.errors`) and the OpenAPI document says exactly what
-each accepts; and the same 400 for what the lineage services' own parsers refuse.
+each accepts. What the lineage services' own parsers refuse is `InvalidParameter`, the same 400.
 
 Numbers, enums and booleans are FastAPI's to check. Time expressions (design §4.1) and
 `collapse` lists are strings that the services parse (`LineageParams.parse`, the rule the CLI
@@ -10,21 +10,17 @@ is no text at all (NUL, bad UTF-8) never gets this far: `upstream.api.url_text` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import Query
 from pydantic import WithJsonSchema
 
-from upstream.api.errors import ApiError
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidParameter, Problem
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.query.collapse import DIMENSIONS
 from upstream.query.dataset_lineage import as_of_time
-
-T = TypeVar("T")
 
 #: The OpenAPI `format` of a time expression; docs/api.md explains it.
 TIME_FORMAT = "time-expression"
@@ -83,28 +79,11 @@ IncludeDeleted = Annotated[
 ]
 
 
-def parsed(parse: Callable[[], T]) -> T:
-    """What `parse` returns; the parameters it refuses are a 400 naming each."""
-    try:
-        return parse()
-    except InvalidInput as exc:
-        raise refused(exc.problems) from None
-
-
-def refused(problems: list[Problem]) -> ApiError:
-    """The 400 for refused query parameters, each problem located by its parameter's name."""
-    return ApiError(
-        400,
-        "; ".join(str(p) for p in problems),
-        errors=[{"path": p.path, "message": p.message} for p in problems],
-    )
-
-
 def event_window(
     before: str | None, after: str | None, *, now: datetime | None = None
 ) -> tuple[datetime | None, datetime | None]:
     """`before` and `after` as instants (either may be absent: no bound), `after` not later
-    than `before`; InvalidInput names each bad one."""
+    than `before`; InvalidParameter names each bad one."""
     moment = now or datetime.now(UTC)
     problems: list[Problem] = []
     bounds: dict[str, datetime | None] = {"before": None, "after": None}
@@ -118,17 +97,17 @@ def event_window(
         later = f"after ({lower.isoformat()}) is later than before ({upper.isoformat()})"
         problems.append(Problem("after", later))
     if problems:
-        raise InvalidInput(problems)
+        raise InvalidParameter(problems)
     return upper, lower
 
 
 def history_window(as_of: str | None, *, now: datetime | None = None) -> Window | None:
     """For answers over all runs: every run that had started by `as_of` (None: every run, as
-    now). InvalidInput names `asOf` when it is no time."""
+    now). InvalidParameter names `asOf` when it is no time."""
     problems: list[Problem] = []
     at, _ = as_of_time(as_of, now, problems)
     if problems:
-        raise InvalidInput(problems)
+        raise InvalidParameter(problems)
     return Window.until(at) if at is not None else None
 
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 from upstream.commands.failures import CliError
 from upstream.commands.target import Target, database
+from upstream.model.errors import NotFound
 from upstream.query.marquez import curation
-from upstream.query.marquez.common import NotFound
 
 Kind = Literal["dataset", "job", "namespace"]
 

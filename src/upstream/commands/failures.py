@@ -1,5 +1,6 @@
-"""How a command fails: one line on stderr and exit status 1; the traceback only with
-`upstream --debug`. Usage errors stay Typer's (exit status 2)."""
+"""How a command fails: one line on stderr and an exit status (1, or 2 for a mistyped command,
+as Typer's own usage errors); the traceback only with `upstream --debug`. `EXIT_STATUS` is the
+one place that decides the status of each error a service raises."""
 
 from __future__ import annotations
 
@@ -10,9 +11,28 @@ from dataclasses import dataclass
 import typer
 
 from upstream.client.http import ApiRejected, UpstreamError
-from upstream.model.errors import InvalidInput
+from upstream.model.errors import (
+    Conflict,
+    InvalidInput,
+    InvalidParameter,
+    NotFound,
+    ServiceError,
+    StoreUnavailable,
+)
 from upstream.settings import SettingsError
 from upstream.store.outage import database_error_text, first_line
+
+#: The exit status of each error class a service raises; every class has its own entry, so a
+#: new one needs a decision here (`tests/test_error_mapping.py` checks).
+EXIT_STATUS: dict[type[ServiceError], int] = {
+    ServiceError: 1,
+    NotFound: 1,
+    InvalidInput: 1,
+    # An option the services refuse (a garbled --start): the command was mistyped.
+    InvalidParameter: 2,
+    Conflict: 1,
+    StoreUnavailable: 1,
+}
 
 
 class CliError(Exception):
@@ -46,17 +66,25 @@ def reported_failures(ctx: typer.Context) -> Iterator[None]:
         if debugging(ctx):
             raise
         typer.echo(f"error: {one_line(exc)}", err=True)
-        raise typer.Exit(2 if is_usage_error(exc) else 1) from None
+        raise typer.Exit(exit_status(exc)) from None
 
 
-def is_usage_error(exc: Exception) -> bool:
-    """A parameter the server or the services refused: the command was mistyped (400)."""
-    return isinstance(exc, ParameterError) or (isinstance(exc, ApiRejected) and exc.status == 400)
+def exit_status(exc: Exception) -> int:
+    """2 for a parameter the server or the services refused (the command was mistyped: a
+    400 from a server), 1 for everything else."""
+    if isinstance(exc, ServiceError):
+        return next(EXIT_STATUS[k] for k in type(exc).__mro__ if k in EXIT_STATUS)
+    mistyped = isinstance(exc, ParameterError) or (
+        isinstance(exc, ApiRejected) and exc.status == 400
+    )
+    return 2 if mistyped else 1
 
 
 def one_line(exc: Exception) -> str:
     """The message of `exc` on one line; unexpected errors say how to see more."""
-    if isinstance(exc, CliError | UpstreamError | InvalidInput | SettingsError):
+    if isinstance(exc, StoreUnavailable):
+        message = f"the database is unavailable: {exc.reason}; retry later"
+    elif isinstance(exc, CliError | UpstreamError | ServiceError | SettingsError):
         message = str(exc)
     elif (database := database_error_text(exc)) is not None:
         message = database

@@ -6,17 +6,24 @@ the same answers; only the transport differs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 from upstream.client.http import UpstreamClient
-from upstream.commands.failures import CliError, ParameterError
+from upstream.client.reader import LineageReader
+from upstream.commands.failures import CliError
 from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
-from upstream.model.errors import InvalidInput
-from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
-from upstream.query.field_lineage import FieldQuery, UnknownField, field_paths
+from upstream.query.answers import (
+    FieldPathsAnswer,
+    FieldSummaryAnswer,
+    GraphAnswer,
+    LineageAnswer,
+    LineageDiffAnswer,
+    RunLineageAnswer,
+)
+from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
 from upstream.query.lineage_diff import DiffParams, lineage_diff
 from upstream.query.run_lineage import RunLineageParams, run_lineage
@@ -24,8 +31,6 @@ from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, sqlite_file
 from upstream.store.migrate import current_revision, head_revision, upgrade
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def event_sink(target: Target) -> Iterator[EventSink]:
 
 class DatabaseReader:
     """The read API's answers computed straight from a database, by the same services and
-    with the same settings (levels cap, node cap) the server would use."""
+    with the same settings (levels cap, node cap) the server would use; a `LineageReader`."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
@@ -96,29 +101,19 @@ class DatabaseReader:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
-    ) -> dict[str, Any]:
-        params = _checked(
-            lambda: LineageParams.parse(
-                max_levels=self.settings.max_levels,
-                start=start,
-                end=end,
-                levels=levels,
-                collapse=collapse,
-                rollup=rollup,
-                direction=direction,
-                as_of=as_of,
-            )
+    ) -> LineageAnswer:
+        params = LineageParams.parse(
+            max_levels=self.settings.max_levels,
+            start=start,
+            end=end,
+            levels=levels,
+            collapse=collapse,
+            rollup=rollup,
+            direction=direction,
+            as_of=as_of,
         )
-        return _found(
-            lambda: dataset_lineage(
-                self.store,
-                namespace,
-                dataset,
-                params,
-                max_nodes=self.settings.max_lineage_nodes,
-                max_relations=self.settings.max_lineage_relations,
-            )
-        )
+        with self.store.read() as conn:
+            return dataset_lineage(conn, namespace, dataset, params, **self._caps())
 
     def lineage_diff(
         self,
@@ -135,32 +130,22 @@ class DatabaseReader:
         direction: str | None = None,
         collapse: Iterable[str] = (),
         rollup: str | None = None,
-    ) -> dict[str, Any]:
-        params = _checked(
-            lambda: DiffParams.parse(
-                max_levels=self.settings.max_levels,
-                from_window=from_window,
-                to_window=to_window,
-                as_of=as_of,
-                against=against,
-                start=start,
-                end=end,
-                levels=levels,
-                collapse=collapse,
-                rollup=rollup,
-                direction=direction,
-            )
+    ) -> LineageDiffAnswer:
+        params = DiffParams.parse(
+            max_levels=self.settings.max_levels,
+            from_window=from_window,
+            to_window=to_window,
+            as_of=as_of,
+            against=against,
+            start=start,
+            end=end,
+            levels=levels,
+            collapse=collapse,
+            rollup=rollup,
+            direction=direction,
         )
-        return _found(
-            lambda: lineage_diff(
-                self.store,
-                namespace,
-                dataset,
-                params,
-                max_nodes=self.settings.max_lineage_nodes,
-                max_relations=self.settings.max_lineage_relations,
-            )
-        )
+        with self.store.read() as conn:
+            return lineage_diff(conn, namespace, dataset, params, **self._caps())
 
     def run_lineage(
         self,
@@ -169,19 +154,16 @@ class DatabaseReader:
         direction: str | None = None,
         levels: int | None = None,
         as_of: str | None = None,
-    ) -> dict[str, Any]:
-        params = _checked(
-            lambda: RunLineageParams.parse(
-                run_id,
-                max_levels=self.settings.max_levels,
-                direction=direction,
-                levels=levels,
-                as_of=as_of,
-            )
+    ) -> RunLineageAnswer:
+        params = RunLineageParams.parse(
+            run_id,
+            max_levels=self.settings.max_levels,
+            direction=direction,
+            levels=levels,
+            as_of=as_of,
         )
-        return _found(
-            lambda: run_lineage(self.store, params, max_nodes=self.settings.max_lineage_nodes)
-        )
+        with self.store.read() as conn:
+            return run_lineage(conn, params, max_nodes=self.settings.max_lineage_nodes)
 
     def field_lineage(
         self,
@@ -191,9 +173,10 @@ class DatabaseReader:
         *,
         start: str | None = None,
         end: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> FieldPathsAnswer:
         query = self._field_query(start=start, end=end)
-        return _found(lambda: field_paths(self.store, namespace, dataset, field, query))
+        with self.store.read() as conn:
+            return field_paths(conn, namespace, dataset, field, query)
 
     def field_lineage_summary(
         self,
@@ -205,14 +188,25 @@ class DatabaseReader:
         levels: int | None = None,
         start: str | None = None,
         end: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> FieldSummaryAnswer:
         query = self._field_query(
             start=start,
             end=end,
             direction=direction,
             levels=None if levels is None else str(levels),
         )
-        return _found(lambda: field_summary(self.store, namespace, dataset, field, query))
+        with self.store.read() as conn:
+            return field_summary(conn, namespace, dataset, field, query)
+
+    def lineage_graph(self) -> GraphAnswer:
+        with self.store.read() as conn:
+            return lineage_graph(conn)
+
+    def _caps(self) -> dict[str, int]:
+        return {
+            "max_nodes": self.settings.max_lineage_nodes,
+            "max_relations": self.settings.max_lineage_relations,
+        }
 
     def _field_query(
         self,
@@ -222,39 +216,17 @@ class DatabaseReader:
         direction: str | None = None,
         levels: str | None = None,
     ) -> FieldQuery:
-        return _checked(
-            lambda: FieldQuery.parse(
-                max_levels=self.settings.max_levels,
-                start=start,
-                end=end,
-                direction=direction,
-                levels=levels,
-            )
+        return FieldQuery.parse(
+            max_levels=self.settings.max_levels,
+            start=start,
+            end=end,
+            direction=direction,
+            levels=levels,
         )
-
-    def lineage_graph(self) -> dict[str, Any]:
-        with self.store.read() as conn:
-            return lineage_graph(conn)
-
-
-def _checked(parse: Callable[[], T]) -> T:
-    """What `parse` returns; refused parameters become the CLI's parameter error."""
-    try:
-        return parse()
-    except InvalidInput as exc:
-        raise ParameterError(str(exc)) from None
-
-
-def _found(answer: Callable[[], T]) -> T:
-    """What `answer` returns; an unknown entity becomes the CLI's error saying so."""
-    try:
-        return answer()
-    except (UnknownEntity, UnknownField) as exc:
-        raise CliError(str(exc)) from None
 
 
 @contextmanager
-def lineage_reader(target: Target) -> Iterator[UpstreamClient | DatabaseReader]:
+def lineage_reader(target: Target) -> Iterator[LineageReader]:
     """Something answering the read API: the server's client, or a database reader."""
     if target.db is not None:
         with database(target.db, migrate=False) as store:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from starlette.concurrency import run_in_threadpool
 
 from upstream.ingest.service import split_result, store_facts
+from upstream.model.errors import StoreUnavailable
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
-from upstream.store.outage import DatabaseUnavailable
 from upstream.store.writer import WriteResult
 
 
@@ -93,7 +93,7 @@ class GroupCommit:
         try:
             shared = store_facts(self._store, [f for post in group for f in post.facts])
         except Exception as exc:
-            if len(group) == 1 or isinstance(exc, DatabaseUnavailable):
+            if len(group) == 1 or isinstance(exc, StoreUnavailable):
                 return [exc] * len(group)
             return [self._alone(post) for post in group]
         return list(split_result(shared, [post.facts for post in group]))

@@ -1,12 +1,32 @@
-"""Validation problems, each located by a path into the posted document."""
+"""The errors services raise, one class per way a request can fail, and the located problems
+of input that is refused.
+
+Services raise these and nothing else for a caller to answer; `api.errors` maps each class to an
+HTTP status once and `commands.failures` to an exit status once (a test fails when a class has
+no mapping in either). Each adapter decides how a failure looks, the services only what failed.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Self
 
 from pydantic import ValidationError
+
+
+class ServiceError(Exception):
+    """A failure a service reports to whoever called it; `message` is one line for the user."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class NotFound(ServiceError, LookupError):
+    """The namespace, dataset, job, run, field, tag or node asked for is not stored (or was
+    deleted); the message says which."""
 
 
 @dataclass(frozen=True)
@@ -20,20 +40,41 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-class InvalidInput(ValueError):
-    """Input that must be rejected whole; nothing of it may be stored."""
+class InvalidInput(ServiceError, ValueError):
+    """A posted document that must be rejected whole; nothing of it may be stored. Each
+    problem is located by its path into the document."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = list(problems)
         super().__init__("; ".join(str(p) for p in self.problems))
 
     @classmethod
-    def at(cls, path: str, message: str) -> InvalidInput:
+    def at(cls, path: str, message: str) -> Self:
         return cls([Problem(path, message)])
 
-    def within(self, prefix: str) -> InvalidInput:
+    def within(self, prefix: str) -> Self:
         """The same problems, located inside `prefix` (e.g. the batch index `[3]`)."""
-        return InvalidInput([Problem(join_path(prefix, p.path), p.message) for p in self.problems])
+        return type(self)([Problem(join_path(prefix, p.path), p.message) for p in self.problems])
+
+
+class InvalidParameter(InvalidInput):
+    """Request parameters (a query string, a command's options) that are refused; each
+    problem is located by the parameter's name. Distinct from a refused document because
+    the API answers it 400, a mistyped request, where a document is 422."""
+
+
+class Conflict(InvalidInput):
+    """Input that contradicts what is already stored (a run reported again for a different
+    job). It is refused like any invalid input, located in the document."""
+
+
+class StoreUnavailable(ServiceError):
+    """The database cannot do the work now (unreachable, restarting, overloaded); retrying
+    later may succeed, and re-sending events is safe."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def join_path(prefix: str, path: str) -> str:

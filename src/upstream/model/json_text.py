@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -91,6 +92,22 @@ def _writes_a_small_float(text: bytes) -> bool:
         if position > 0 and text[position - 1] in _VALUE_START:
             return True
     return False
+
+
+def answer_bytes(value: Any, encode: Callable[[Any], Any]) -> bytes:
+    """The UTF-8 JSON of an answer, byte for byte what `json.dumps(encode(value),
+    separators=(",", ":"), ensure_ascii=False)` writes, at orjson's speed. `encode` turns
+    what JSON has no type for (a set, a model) into what it has; orjson asks it only for
+    those values, where the standard library's way walks the whole answer first (220 ms
+    of an 18,000-relation answer, which orjson writes in 10)."""
+    try:
+        text = orjson.dumps(value, default=encode)
+    except (orjson.JSONEncodeError, TypeError):  # beyond 64 bits, or keys that are no str
+        text = None
+    if text is None or _writes_a_small_float(text):
+        standard = json.dumps(encode(value), separators=(",", ":"), ensure_ascii=False)
+        return standard.encode("utf-8")
+    return text
 
 
 def content_key(value: Any) -> str:

@@ -15,17 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from upstream.model.errors import shown
+from upstream.model.errors import InvalidParameter, shown
 
 NodeKind = Literal["dataset", "datasetField", "job"]
 KINDS: tuple[NodeKind, ...] = ("datasetField", "dataset", "job")
 _VERSION = re.compile(
     r"#([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
 )
-
-
-class InvalidNodeId(ValueError):
-    """A node id that no reading can make sense of; the message says why."""
 
 
 @dataclass(frozen=True, order=True)
@@ -63,8 +59,8 @@ def parse_node_id(value: str, namespaces: Iterable[str]) -> list[NodeId]:
     Longer namespaces come first (`a:b` before `a` for `dataset:a:b:c`); for a field id the
     longer dataset name comes first, since field names rarely hold `:`. A trailing `#<uuid>` is
     read as a version first and as part of the name after. An empty list means the id is well
-    formed but names no known namespace. Raises InvalidNodeId when the id is malformed: no
-    known kind, or too few parts.
+    formed but names no known namespace. Raises InvalidParameter (at `nodeId`) when the id is
+    malformed: no known kind, or too few parts.
     """
     kind, bodies = _split_kind(value)
     known = sorted(set(namespaces), key=lambda ns: (-len(ns), ns))
@@ -96,11 +92,11 @@ def possible_namespaces(value: str) -> list[str]:
 def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]]]:
     """The kind, and the body read with and without a version suffix (well-formed ones)."""
     if not value:
-        raise InvalidNodeId("nodeId: must not be empty")
+        raise InvalidParameter.at("nodeId", "must not be empty")
     kind = next((k for k in KINDS if value.startswith(k + ":")), None)
     if kind is None:
-        raise InvalidNodeId(
-            f"nodeId: {shown(value)} must start with 'dataset:', 'datasetField:' or 'job:'"
+        raise InvalidParameter.at(
+            "nodeId", f"{shown(value)} must start with 'dataset:', 'datasetField:' or 'job:'"
         )
     rest = value[len(kind) + 1 :]
     bodies: list[tuple[str, uuid.UUID | None]] = []
@@ -114,7 +110,7 @@ def _split_kind(value: str) -> tuple[NodeKind, list[tuple[str, uuid.UUID | None]
     bodies = [(b, v) for b, v in bodies if b.count(":") >= needed and ":" in b[1:]]
     if not bodies:
         shape = "<namespace>:<name>:<field>" if kind == "datasetField" else "<namespace>:<name>"
-        raise InvalidNodeId(f"nodeId: {shown(value)} must have the form {kind}:{shape}")
+        raise InvalidParameter.at("nodeId", f"{shown(value)} must have the form {kind}:{shape}")
     return kind, bodies
 
 

@@ -73,6 +73,11 @@ def _iso(value: str, text: str) -> datetime:
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(f"{shown(text)} is not a time; use {_FORMS}") from None
+    return in_utc(moment)
+
+
+def in_utc(moment: datetime) -> datetime:
+    """`moment` in UTC; one without an offset is read as UTC."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 

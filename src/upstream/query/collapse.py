@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal, NamedTuple
 
+from upstream.query.answers import RelationEntry
+
 Dimension = Literal["access", "run", "component"]
 DIMENSIONS: tuple[Dimension, ...] = ("access", "component", "run")
 
@@ -25,7 +27,7 @@ def collapse(
     relations: Iterable[KeyedRelation],
     dimensions: Collection[Dimension],
     run_order: Callable[[str], Any],
-) -> list[dict[str, Any]]:
+) -> list[RelationEntry]:
     """Group `relations` by dataset, program and every dimension not collapsed, unioning the
     accesses, runs and components of each group. A group never spans two datasets or two
     programs. Lists are sorted (runs by `run_order`) and so is the result, so the same
@@ -54,7 +56,7 @@ def collapse(
 
 def _rendered(
     data: str, program: str, group: list[KeyedRelation], run_order: Callable[[str], Any]
-) -> dict[str, Any]:
+) -> RelationEntry:
     """One group as the answer shows it. Most groups of an answer with every run listed
     hold one relation, which needs no set and no sort."""
     if len(group) == 1:

@@ -14,30 +14,28 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
-from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.direction import DIRECTIONS, Direction
+from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.keys import entity_key
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
+from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
 from upstream.query.collapse import DIMENSIONS, Dimension, KeyedRelation, collapse
+from upstream.query.lookup import existing_dataset
 from upstream.query.relations import Relation, RelationKey
 from upstream.query.rollup import roll_up, workflow_pairs
 from upstream.query.run_order import newest_first
 from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.aliases import canonical_ref
-from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.engine import Store
 
-Direction = Literal["both", "upstream", "downstream"]
 Rollup = Literal["workflow"]
 DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
@@ -46,12 +44,7 @@ _WHOLE_NUMBER = re.compile(r"[+-]?\d+")
 #: Digits of the longest `levels` compared as a number; a longer one is above any cap and is
 #: refused before Python is asked to convert it (it refuses past 4,300 digits).
 _MAX_DIGITS = 18
-_DIRECTIONS: dict[str, Direction] = {d: d for d in get_args(Direction)}
 _DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
-
-
-class UnknownEntity(LookupError):
-    """The namespace or dataset asked about is not in the store (HTTP 404)."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +62,9 @@ class LineageParams:
 
     def __post_init__(self) -> None:
         if self.levels < 1:
-            raise InvalidInput.at("levels", f"must be at least 1, not {self.levels}")
+            raise InvalidParameter.at("levels", f"must be at least 1, not {self.levels}")
         if self.start > self.end:
-            raise InvalidInput.at("start", "start must not be after end")
+            raise InvalidParameter.at("start", "start must not be after end")
 
     @property
     def window(self) -> Window:
@@ -91,7 +84,7 @@ class LineageParams:
         as_of: str | None = None,
         now: datetime | None = None,
     ) -> LineageParams:
-        """Validate every parameter; InvalidInput lists each bad one by its name. With
+        """Validate every parameter; InvalidParameter lists each bad one by its name. With
         `as_of`, `now` in `start` and `end` (and their defaults) means that time: the
         lineage a query made then would have shown."""
         problems: list[Problem] = []
@@ -108,19 +101,19 @@ class LineageParams:
         dimensions = _dimensions(collapse, problems)
         if rollup not in (None, "workflow"):
             problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
-        if direction is not None and direction not in _DIRECTIONS:
+        if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
         if problems or start_at is None or end_at is None:
-            raise InvalidInput(problems)
+            raise InvalidParameter(problems)
         return cls(
             start=start_at,
             end=end_at,
             levels=depth,
             collapse=dimensions,
             rollup="workflow" if rollup == "workflow" else None,
-            direction=_DIRECTIONS.get(direction or "both", "both"),
+            direction=DIRECTIONS.get(direction or "both", "both"),
             as_of=as_of_at,
         )
 
@@ -193,27 +186,21 @@ def _dimensions(values: Iterable[str], problems: list[Problem]) -> frozenset[Dim
 
 
 def dataset_lineage(
-    store: Store | Connection,
+    conn: Connection,
     namespace: str,
     name: str,
     params: LineageParams,
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
-    """The lineage of one dataset in the response shape of design §4.2; raises UnknownEntity
+) -> LineageAnswer:
+    """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
     `max_relations` relations (before collapsing) are returned; a larger result is cut
     (deepest levels first) and says `"truncated": true` with how many of the nodes and
     relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
     stops once a cap is passed, so deeper levels are not counted)."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return dataset_lineage(
-                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
-            )
-    conn = store
-    seed = _existing_dataset(conn, namespace, name)
+    seed = existing_dataset(conn, namespace, name).id
     walk = _Walk(conn, params, seed, max_nodes, max_relations)
     walk.prefetch()
     if params.rollup is None:
@@ -224,21 +211,6 @@ def dataset_lineage(
         walk.directed()
     relations, omitted = walk.result()
     return _render(walk, relations, omitted)
-
-
-def _existing_dataset(conn: Connection, namespace: str, name: str) -> uuid.UUID:
-    """The dataset's id (the one it is an alias of, for an alias)."""
-    ref = canonical_ref(conn, DatasetRef(namespace, name))
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(ref.namespace))
-    if conn.execute(known).first() is None:
-        raise UnknownEntity(f"namespace {namespace!r} not found")
-    dataset_id = ref.id
-    exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == dataset_id)
-    if conn.execute(exists).first() is None:
-        raise UnknownEntity(f"dataset {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, dataset_id):
-        raise UnknownEntity(f"dataset {name!r} in namespace {namespace!r} was deleted")
-    return dataset_id
 
 
 @dataclass(frozen=True)
@@ -648,7 +620,7 @@ class _Program:
         return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
 
 
-def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> dict[str, Any]:
+def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> LineageAnswer:
     conn = walk.conn
     dataset_ids, job_ids = {walk.seed}, set()
     maybe_runs: set[uuid.UUID | None] = set()
@@ -680,16 +652,14 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
         )
         for r in relations
     ]
-    data: dict[str, dict[str, Any]] = {}
+    data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = walk.datasets[dataset_id]
-        entry: dict[str, Any] = {
-            "entityId": {"type": "dataset", "namespace": namespace, "name": name}
-        }
+        entry: DataEntry = {"entityId": {"type": "dataset", "namespace": namespace, "name": name}}
         if dataset_id in temporary:
             entry["temporary"] = True
         data[data_keys[dataset_id]] = entry
-    program_entries = {
+    program_entries: dict[str, ProgramEntry] = {
         p.key: {
             "entityId": {
                 "type": "workflow" if p.workflow else "job",
@@ -699,14 +669,17 @@ def _render(walk: _Walk, relations: list[Relation], omitted: Omitted | None) -> 
         }
         for p in programs.values()
     }
-    response: dict[str, Any] = {
-        "start": int(walk.params.start.timestamp()),
-        "end": int(walk.params.end.timestamp()),
-        **({"asOf": walk.params.as_of.isoformat()} if walk.params.as_of else {}),
-        "relations": collapse(keyed, walk.params.collapse, run_order),
-        "data": dict(sorted(data.items())),
-        "programs": dict(sorted(program_entries.items())),
-    }
+    response = cast(
+        LineageAnswer,
+        {
+            "start": int(walk.params.start.timestamp()),
+            "end": int(walk.params.end.timestamp()),
+            **({"asOf": walk.params.as_of.isoformat()} if walk.params.as_of else {}),
+            "relations": collapse(keyed, walk.params.collapse, run_order),
+            "data": dict(sorted(data.items())),
+            "programs": dict(sorted(program_entries.items())),
+        },
+    )
     if omitted is not None:
         response["truncated"] = True
         response["omittedNodes"] = omitted.nodes

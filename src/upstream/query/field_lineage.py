@@ -14,36 +14,41 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.field_operations import SourceRef, Step, step_json
 from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
+from upstream.query.answers import (
+    FieldOperationsAnswer,
+    FieldPathsAnswer,
+    FieldsAnswer,
+    FieldWithLineage,
+)
 from upstream.query.dataset_lineage import LineageParams
 from upstream.query.field_operation_sets import (
     Recorded,
     RunOf,
-    UnknownField,
     current_fields,
     dataset_names,
-    existing_dataset,
     operation_sets,
     reading_destinations,
     require_field,
 )
-from upstream.store.engine import Store
+from upstream.query.lookup import existing_dataset
 from upstream.store.window import edges_as_of, run_in_window
 
-Direction = Literal["incoming", "outgoing", "both"]
-DIRECTIONS: tuple[Direction, ...] = ("incoming", "outgoing", "both")
+#: Which sides of a field an answer shows: what it came from, what it went to, or both. Not a
+#: `model.direction.Direction`: a field's sides are named as CDAP names them.
+Sides = Literal["incoming", "outgoing", "both"]
+SIDES: tuple[Sides, ...] = ("incoming", "outgoing", "both")
 
 __all__ = [
     "FieldQuery",
-    "UnknownField",
     "field_operations",
     "field_paths",
     "fields_with_lineage",
@@ -57,7 +62,7 @@ class FieldQuery:
 
     window: Window
     levels: int = 1
-    direction: Direction = "both"
+    direction: Sides = "both"
 
     @classmethod
     def parse(
@@ -72,7 +77,7 @@ class FieldQuery:
         now: datetime | None = None,
     ) -> FieldQuery:
         """Times and levels as the dataset lineage reads them (design §4.1), `levels`
-        defaulting to 1 (CDAP's summaries); InvalidInput names each bad parameter."""
+        defaulting to 1 (CDAP's summaries); InvalidParameter names each bad parameter."""
         problems: list[Problem] = []
         base: LineageParams | None = None
         try:
@@ -84,16 +89,16 @@ class FieldQuery:
                 as_of=as_of,
                 now=now,
             )
-        except InvalidInput as exc:
+        except InvalidParameter as exc:
             problems.extend(exc.problems)
-        if direction is not None and direction not in DIRECTIONS:
+        if direction is not None and direction not in SIDES:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of incoming, outgoing, both")
             )
         if problems or base is None:
-            raise InvalidInput(problems)
-        chosen: Direction = "both"
-        for known in DIRECTIONS:
+            raise InvalidParameter(problems)
+        chosen: Sides = "both"
+        for known in SIDES:
             if direction == known:
                 chosen = known
         return cls(base.window, base.levels, chosen)
@@ -136,21 +141,20 @@ def _by_recency(groups: Iterable[_Group]) -> list[_Group]:
 
 
 def field_paths(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
-) -> dict[str, Any]:
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+) -> FieldPathsAnswer:
     """`GET …/datasets/{ds}/fields/{field}/lineage`: the ways the field was made in the
-    window. UnknownField (404) for an unknown dataset, or a field it does not have (a dropped
+    window. NotFound for an unknown dataset, or a field it does not have (a dropped
     one included)."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        recorded = operation_sets(conn, [dataset.id], query.window)
-        groups = _grouped(
-            (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
-            for link in recorded.links
-        )
-        if not groups:
-            require_field(conn, dataset, field_name)
-    return {
+    dataset = existing_dataset(conn, namespace, name)
+    recorded = operation_sets(conn, [dataset.id], query.window)
+    groups = _grouped(
+        (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
+        for link in recorded.links
+    )
+    if not groups:
+        require_field(conn, dataset, field_name)
+    answer = {
         "fieldName": field_name,
         "startTimeInSeconds": int(query.window.start.timestamp()),
         "endTimeInSeconds": int(query.window.end.timestamp()),
@@ -159,33 +163,34 @@ def field_paths(
             for g in _by_recency(groups.values())
         ],
     }
+    return cast(FieldPathsAnswer, answer)
 
 
 def fields_with_lineage(
-    store: Store,
+    conn: Connection,
     namespace: str,
     name: str,
     query: FieldQuery,
     *,
     prefix: str | None = None,
     include_current: bool = False,
-) -> list[Any]:
+) -> FieldsAnswer:
     """`GET …/datasets/{ds}/lineage/fields`: the dataset's fields with lineage in the window
     — an end of a field edge of any kind (recorded operations, whose edges cover exactly the
     destination's fields, the lineage facet, columnLineage) — sorted; with `include_current`,
     the current fields too, each saying whether it has lineage. `prefix` filters
     case-insensitively."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        with_lineage = _edge_fields(conn, dataset, query.window)
-        names = set(with_lineage)
-        if include_current:
-            names |= current_fields(conn, dataset)
+    dataset = existing_dataset(conn, namespace, name)
+    with_lineage = _edge_fields(conn, dataset, query.window)
+    names = set(with_lineage)
+    if include_current:
+        names |= current_fields(conn, dataset)
     wanted = (prefix or "").casefold()
     chosen = sorted(n for n in names if n.casefold().startswith(wanted))
     if not include_current:
         return chosen
-    return [{"name": n, "lineage": n in with_lineage} for n in chosen]
+    fields: list[FieldWithLineage] = [{"name": n, "lineage": n in with_lineage} for n in chosen]
+    return fields
 
 
 def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:
@@ -207,33 +212,32 @@ def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -
 
 
 def field_operations(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
-) -> dict[str, Any]:
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+) -> FieldOperationsAnswer:
     """`GET …/lineage/fields/{field}/operations`: per distinct operation set, the operations
     that made the field (incoming: trimmed to what it depends on) or that it went through in
     the datasets it reached (outgoing: from the reading operation on), with the jobs that
     recorded them and their latest run."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        require_field(conn, dataset, field_name)
-        result: dict[str, Any] = {}
-        if query.direction in ("incoming", "both"):
-            recorded = operation_sets(conn, [dataset.id], query.window)
-            result["incoming"] = _operation_groups(
-                conn,
-                recorded.links,
-                lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
-            )
-        if query.direction in ("outgoing", "both"):
-            readers = reading_destinations(conn, dataset, query.window)
-            recorded = operation_sets(conn, readers, query.window)
-            source = SourceRef(dataset.namespace, dataset.name)
-            result["outgoing"] = _operation_groups(
-                conn,
-                recorded.links,
-                lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
-            )
-    return result
+    dataset = existing_dataset(conn, namespace, name)
+    require_field(conn, dataset, field_name)
+    result: dict[str, list[Any]] = {}
+    if query.direction in ("incoming", "both"):
+        recorded = operation_sets(conn, [dataset.id], query.window)
+        result["incoming"] = _operation_groups(
+            conn,
+            recorded.links,
+            lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
+        )
+    if query.direction in ("outgoing", "both"):
+        readers = reading_destinations(conn, dataset, query.window)
+        recorded = operation_sets(conn, readers, query.window)
+        source = SourceRef(dataset.namespace, dataset.name)
+        result["outgoing"] = _operation_groups(
+            conn,
+            recorded.links,
+            lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
+        )
+    return cast(FieldOperationsAnswer, result)
 
 
 def _operation_groups(conn: Connection, links: Sequence[Recorded], trim: Any) -> list[Any]:

@@ -15,19 +15,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.field_operations import OperationSet, SourceRef, operation_set_from_stored
-from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
 from upstream.store import schema as t
-from upstream.store.aliases import canonical_ref
-from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import edges_as_of, run_in_window
-
-
-class UnknownField(LookupError):
-    """The dataset or field asked about is not known (HTTP 404)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +37,7 @@ class RunOf:
     @property
     def recency(self) -> tuple[datetime, str]:
         """Sort key, newest last (runs without a start sort as oldest)."""
-        moment = self.started_at or datetime.min.replace(tzinfo=UTC)
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)), str(self.run_id)
+        return self.started_at or datetime.min.replace(tzinfo=UTC), str(self.run_id)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -68,21 +62,6 @@ class OperationSets:
 
     links: list[Recorded]
     sets: dict[uuid.UUID, OperationSet]
-
-
-def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
-    """The dataset (the one it is an alias of, for an alias), or UnknownField naming what is
-    missing."""
-    ref = canonical_ref(conn, DatasetRef(namespace, name))
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(ref.namespace))
-    if conn.execute(known).first() is None:
-        raise UnknownField(f"namespace {namespace!r} not found")
-    exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == ref.id)
-    if conn.execute(exists).first() is None:
-        raise UnknownField(f"dataset {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, ref.id):
-        raise UnknownField(f"dataset {name!r} in namespace {namespace!r} was deleted")
-    return ref
 
 
 def operation_sets(
@@ -151,7 +130,7 @@ def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
 
 
 def require_field(conn: Connection, dataset: DatasetRef, field: str) -> None:
-    """Raise UnknownField unless `field` is a field of `dataset`; when a recorded drop
+    """Raise NotFound unless `field` is a field of `dataset`; when a recorded drop
     removed it, say so (its source field's outgoing summary shows where it ended)."""
     if field in known_fields(conn, dataset):
         return
@@ -159,11 +138,11 @@ def require_field(conn: Connection, dataset: DatasetRef, field: str) -> None:
     for operations in operation_sets(conn, [dataset.id], None).sets.values():
         drop = operations.dropped_by(field)
         if drop is not None:
-            raise UnknownField(
+            raise NotFound(
                 f"field {field!r} is not a field of dataset {label}: operation {drop.index} "
                 f"({drop.name!r}) dropped it before the dataset was written"
             )
-    raise UnknownField(f"field {field!r} is not a field of dataset {label}")
+    raise NotFound(f"field {field!r} is not a field of dataset {label}")
 
 
 def dataset_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:

@@ -12,50 +12,52 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import cast
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Step
+from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
-from upstream.query.field_operation_sets import dataset_names, existing_dataset, require_field
-from upstream.store.engine import Store
+from upstream.query.field_operation_sets import dataset_names, require_field
+from upstream.query.lookup import existing_dataset
 from upstream.store.walks import field_reach
 
 FieldNode = tuple[uuid.UUID, str]
 
 
 def field_summary(
-    store: Store, namespace: str, name: str, field_name: str, query: FieldQuery
-) -> dict[str, Any]:
+    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+) -> FieldSummaryAnswer:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}`, the side not
-    asked for left out; UnknownField (404) for an unknown dataset or field."""
-    with store.read() as conn:
-        dataset = existing_dataset(conn, namespace, name)
-        require_field(conn, dataset, field_name)
-        start = (dataset.id, field_name)
-        result: dict[str, Any] = {}
-        for side, direction in (("incoming", "upstream"), ("outgoing", "downstream")):
-            if query.direction in (side, "both"):
-                reached = field_reach(conn, [start], direction, query.levels, query.window)  # type: ignore[arg-type]
-                result[side] = render_fields_by_dataset(conn, reached, reached)
-    return result
+    asked for left out; NotFound for an unknown dataset or field."""
+    dataset = existing_dataset(conn, namespace, name)
+    require_field(conn, dataset, field_name)
+    start = (dataset.id, field_name)
+    result: dict[str, list[FieldsOfDataset]] = {}
+    sides: tuple[tuple[str, Step], ...] = (("incoming", "upstream"), ("outgoing", "downstream"))
+    for side, step in sides:
+        if query.direction in (side, "both"):
+            reached = field_reach(conn, [start], step, query.levels, query.window)
+            result[side] = render_fields_by_dataset(conn, reached, reached)
+    return cast(FieldSummaryAnswer, result)
 
 
 def render_fields_by_dataset(
     conn: Connection,
     fields: Collection[FieldNode],
     origins: Mapping[FieldNode, Collection[str]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[FieldsOfDataset]:
     """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted;
     with `origins`, each entry also says, per field, what stated the edges that reached it."""
     names = dataset_names(conn, {d for d, _ in fields})
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for dataset_id, field_name in fields:
         by_dataset.setdefault(dataset_id, []).append(field_name)
-    rendered = []
+    rendered: list[FieldsOfDataset] = []
     for dataset_id, names_of_fields in sorted(by_dataset.items(), key=lambda i: names[i[0]]):
         ref = names[dataset_id]
-        entry: dict[str, Any] = {
+        entry: FieldsOfDataset = {
             "dataset": {"namespace": ref.namespace, "name": ref.name},
             "fields": sorted(names_of_fields),
         }

@@ -14,43 +14,35 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.identity import JobRef, namespace_id
 from upstream.model.workflow import is_workflow
+from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry, RelationEntry
 from upstream.query.collapse import KeyedRelation, collapse
-from upstream.query.dataset_lineage import LineageParams, UnknownEntity, dataset_lineage
+from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.lookup import existing_job
 from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
 from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.deletion import is_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.engine import Store
 
 
 def job_lineage(
-    store: Store | Connection,
+    conn: Connection,
     namespace: str,
     name: str,
     params: LineageParams,
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """The lineage around one job in the response shape of dataset lineage (design §4.2);
-    raises UnknownEntity for an unknown namespace or job. At most `max_nodes` datasets and
+    raises NotFound for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
     each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return job_lineage(
-                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
-            )
-    conn = store
     job_id = existing_job(conn, namespace, name)
     own = _own_relations(conn, job_id, params)
     wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
@@ -58,7 +50,7 @@ def job_lineage(
     )
     seeds = sorted(_dataset_names(conn, {r.dataset_id for r in own if r.access in wanted}))
     plain = replace(params, collapse=frozenset())
-    answers: list[dict[str, Any]] = []
+    answers: list[LineageAnswer] = []
     if params.direction != "both":
         # The job's own edges: its readers' (writers') relations with each seed, kept for
         # the job itself or, rolled up, for the workflow runs that stand for its runs.
@@ -74,19 +66,6 @@ def job_lineage(
             dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
         )
     return _merged(conn, answers, params, max_nodes)
-
-
-def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
-    """The id of a stored job; UnknownEntity names the unknown namespace or job."""
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(namespace))
-    if conn.execute(known).first() is None:
-        raise UnknownEntity(f"namespace {namespace!r} not found")
-    job_id = JobRef(namespace, name).id
-    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
-        raise UnknownEntity(f"job {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, job_id):
-        raise UnknownEntity(f"job {name!r} in namespace {namespace!r} was deleted")
-    return job_id
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
@@ -126,8 +105,8 @@ def _centre_runs(conn: Connection, own: set[Relation], params: LineageParams) ->
 
 
 def _centred(
-    answer: dict[str, Any], seed: tuple[str, str], job: tuple[str, str], runs: set[str]
-) -> dict[str, Any]:
+    answer: LineageAnswer, seed: tuple[str, str], job: tuple[str, str], runs: set[str]
+) -> LineageAnswer:
     """Only the relations of `answer` between the seed dataset and the job (or the workflow
     standing for it): its own program, or a run of `runs` (a declared relation has none)."""
     seed_key = next(
@@ -155,7 +134,7 @@ def _centred(
     }
 
 
-def _keyed(relations: Iterable[dict[str, Any]]) -> Iterable[KeyedRelation]:
+def _keyed(relations: Iterable[RelationEntry]) -> Iterable[KeyedRelation]:
     """Uncollapsed relations (one access, at most one run and one component) as keys."""
     for relation in relations:
         run = relation["runs"][0] if relation["runs"] else None
@@ -166,13 +145,13 @@ def _keyed(relations: Iterable[dict[str, Any]]) -> Iterable[KeyedRelation]:
 
 
 def _merged(
-    conn: Connection, answers: list[dict[str, Any]], params: LineageParams, max_nodes: int
-) -> dict[str, Any]:
+    conn: Connection, answers: list[LineageAnswer], params: LineageParams, max_nodes: int
+) -> LineageAnswer:
     """One answer from several uncollapsed ones: relations unioned, cut to `max_nodes`
     nodes in the answers' order, then collapsed as asked."""
     keyed: dict[KeyedRelation, None] = {}
-    data: dict[str, dict[str, Any]] = {}
-    programs: dict[str, dict[str, Any]] = {}
+    data: dict[str, DataEntry] = {}
+    programs: dict[str, ProgramEntry] = {}
     truncated = any(answer.get("truncated") for answer in answers)
     nodes: set[str] = set()
     for answer in answers:
@@ -188,7 +167,7 @@ def _merged(
                 data[relation.data] = entry  # temporary when any answer found it so
             programs[relation.program] = answer["programs"][relation.program]
     run_ids = {uuid.UUID(r.run) for r in keyed if r.run is not None}
-    response: dict[str, Any] = {
+    response: LineageAnswer = {
         "start": int(params.start.timestamp()),
         "end": int(params.end.timestamp()),
         "relations": collapse(keyed, params.collapse, newest_first(conn, run_ids)),

@@ -15,16 +15,16 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
+from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import LineageParams, dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
-from upstream.store.engine import Store
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
 WINDOW_SEPARATOR = ".."
@@ -60,7 +60,7 @@ class DiffParams:
         and `from` to the window of the same length just before `to`, so no parameter at all
         asks what changed since last week. Or two times, `asOf` (default now) and `against`
         (default seven days before `asOf`), each with the window `start`..`end` taken
-        relative to it (default the week before it). InvalidInput names each bad parameter."""
+        relative to it (default the week before it). InvalidParameter names each bad parameter."""
         present = now or datetime.now(UTC)
         shared = {
             "max_levels": max_levels,
@@ -99,7 +99,7 @@ class DiffParams:
                     against = str(max(earlier, EPOCH).timestamp())
             before = _side("against", shared, problems, start=start, end=end, as_of=against)
         if problems or before is None or after is None:
-            raise InvalidInput(problems)
+            raise InvalidParameter(problems)
         return cls(before, after)
 
 
@@ -128,7 +128,7 @@ def _side(
         start, end = (part.strip() for part in window.split(WINDOW_SEPARATOR, 1))
     try:
         return LineageParams.parse(start=start, end=end, as_of=as_of, **shared)
-    except InvalidInput as exc:
+    except InvalidParameter as exc:
         for problem in exc.problems:
             own = problem.path in ("start", "end", "asOf")
             located = Problem(name, f"{problem.path}: {problem.message}") if own else problem
@@ -138,23 +138,17 @@ def _side(
 
 
 def lineage_diff(
-    store: Store | Connection,
+    conn: Connection,
     namespace: str,
     name: str,
     params: DiffParams,
     *,
     max_nodes: int,
     max_relations: int,
-) -> dict[str, Any]:
-    """`added`, `removed` and `kept` between the two sides; UnknownEntity (404) for an
+) -> LineageDiffAnswer:
+    """`added`, `removed` and `kept` between the two sides; NotFound for an
     unknown dataset. Each side is capped at `max_nodes` and `max_relations` like a lineage
     answer; a cut side makes the diff say `"truncated": true`."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return lineage_diff(
-                conn, namespace, name, params, max_nodes=max_nodes, max_relations=max_relations
-            )
-    conn = store
     caps = (max_nodes, max_relations)
     bodies = [_lineage(conn, namespace, name, p, caps) for p in (params.before, params.after)]
     keys = [_dataset_keys(body) for body in bodies]
@@ -176,18 +170,18 @@ def lineage_diff(
     }
     if before.body.get("truncated") or after.body.get("truncated"):
         response["truncated"] = True
-    return response
+    return cast(LineageDiffAnswer, response)
 
 
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
 #: A side's datasets by id: the answer's key for each and its entity id.
-DatasetKeys = dict[uuid.UUID, tuple[str, dict[str, Any]]]
+DatasetKeys = dict[uuid.UUID, tuple[str, EntityId]]
 
 
 def _lineage(
     conn: Connection, namespace: str, name: str, params: LineageParams, caps: tuple[int, int]
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """One side's lineage answer with its runs collapsed: runs are what differ between the
     sides, so a relation's identity leaves them out (its runs are counted)."""
     runs_collapsed = replace(params, collapse=params.collapse | {"run"})
@@ -196,7 +190,7 @@ def _lineage(
     )
 
 
-def _dataset_keys(body: dict[str, Any]) -> DatasetKeys:
+def _dataset_keys(body: LineageAnswer) -> DatasetKeys:
     keys: DatasetKeys = {}
     for key, entry in body["data"].items():
         entity = entry["entityId"]
@@ -209,13 +203,13 @@ class _Answer:
     """One side: the lineage answer, its relations by identity (runs collapsed) with their
     run counts, and its field edges."""
 
-    body: dict[str, Any]
+    body: LineageAnswer
     relations: dict[RelationId, dict[str, Any]]
     runs: dict[RelationId, int]
     field_edges: dict[FieldEdgeKey, dict[str, Any]]
 
     @classmethod
-    def of(cls, body: dict[str, Any], keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
+    def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
         relations: dict[RelationId, dict[str, Any]] = {}
         runs: dict[RelationId, int] = {}
         for relation in body["relations"]:

@@ -21,23 +21,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.direction import DIRECTIONS, Direction, Step
+from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
-from upstream.query.dataset_lineage import UnknownEntity, as_of_time, parse_levels
+from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
+from upstream.query.dataset_lineage import as_of_time, parse_levels
 from upstream.store import schema as t
-from upstream.store.dialect import aware, id_filters
-from upstream.store.engine import Store
+from upstream.store.dialect import id_filters
 from upstream.store.window import run_started_by
 
-RunDirection = Literal["upstream", "downstream", "both"]
 DEFAULT_RUN_LEVELS = 5
-_DIRECTIONS: dict[str, RunDirection] = {d: d for d in get_args(RunDirection)}
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}")
 
 
@@ -46,7 +45,7 @@ class RunLineageParams:
     """What a run-lineage query asks for; `parse` turns query-string values into it."""
 
     run_id: uuid.UUID
-    direction: RunDirection = "both"
+    direction: Direction = "both"
     levels: int = DEFAULT_RUN_LEVELS
     as_of: datetime | None = None
 
@@ -61,22 +60,22 @@ class RunLineageParams:
         as_of: str | None = None,
         now: datetime | None = None,
     ) -> RunLineageParams:
-        """Validate every parameter; InvalidInput lists each bad one by its name."""
+        """Validate every parameter; InvalidParameter lists each bad one by its name."""
         problems: list[Problem] = []
         parsed_id: uuid.UUID | None = None
         if _UUID.fullmatch(run_id.strip()):
             parsed_id = uuid.UUID(run_id.strip())
         else:
             problems.append(Problem("runId", f"{shown(run_id)} is not a UUID"))
-        if direction is not None and direction not in _DIRECTIONS:
+        if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
         depth = parse_levels(levels, max_levels, problems, default=DEFAULT_RUN_LEVELS)
         at, _ = as_of_time(as_of, now, problems)
         if problems or parsed_id is None:
-            raise InvalidInput(problems)
-        return cls(parsed_id, _DIRECTIONS.get(direction or "both", "both"), depth, at)
+            raise InvalidParameter(problems)
+        return cls(parsed_id, DIRECTIONS.get(direction or "both", "both"), depth, at)
 
 
 class Link(NamedTuple):
@@ -89,16 +88,10 @@ class Link(NamedTuple):
     level: int
 
 
-def run_lineage(
-    store: Store | Connection, params: RunLineageParams, *, max_nodes: int
-) -> dict[str, Any]:
-    """Runs and the dataset versions between them around one run; UnknownEntity (404) for a
+def run_lineage(conn: Connection, params: RunLineageParams, *, max_nodes: int) -> RunLineageAnswer:
+    """Runs and the dataset versions between them around one run; NotFound for a
     run that is not stored (or had not started by `as_of`). At most `max_nodes` runs and
     versions: a larger answer keeps the nearest levels and says `"truncated": true`."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return run_lineage(conn, params, max_nodes=max_nodes)
-    conn = store
     _existing_run(conn, params)
     links: set[Link] = set()
     if params.direction in ("upstream", "both"):
@@ -115,21 +108,15 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
         sa.select(runs.c.id, runs.c.started_at).where(runs.c.id == params.run_id)
     ).first()
     if found is None:
-        raise UnknownEntity(f"run {params.run_id} not found")
-    if params.as_of is not None and (
-        found.started_at is None or aware(found.started_at) > params.as_of
-    ):
-        raise UnknownEntity(
-            f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)"
-        )
+        raise NotFound(f"run {params.run_id} not found")
+    if params.as_of is not None and (found.started_at is None or found.started_at > params.as_of):
+        raise NotFound(f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)")
 
 
 # -- the walk -------------------------------------------------------------------------------
 
 
-def _walk(
-    conn: Connection, params: RunLineageParams, direction: Literal["upstream", "downstream"]
-) -> set[Link]:
+def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Link]:
     statement = _statement(direction, params.as_of is not None)
     bound: dict[str, Any] = {"seed": params.run_id, "levels": params.levels}
     if params.as_of is not None:
@@ -177,7 +164,7 @@ def _writer_of(read: sa.FromClause, reader: sa.FromClause) -> sa.ColumnElement[A
 
 
 @cache
-def _statement(direction: Literal["upstream", "downstream"], as_of: bool) -> sa.Select[Any]:
+def _statement(direction: Step, as_of: bool) -> sa.Select[Any]:
     """The recursive walk; built once per direction and kind of bound (statements are
     immutable), its parameters bound per query."""
     if direction == "upstream":
@@ -312,7 +299,7 @@ def state_as_of(
 ) -> tuple[str | None, datetime | None]:
     """A run's state and end as they stood at `as_of`: a run that ended later was running
     then (the last state before its end is not kept; RUNNING is what it was doing)."""
-    if as_of is None or ended_at is None or aware(ended_at) <= as_of:
+    if as_of is None or ended_at is None or ended_at <= as_of:
         return state, ended_at
     return "RUNNING", None
 
@@ -325,7 +312,7 @@ def version_id(dataset: uuid.UUID, writer: uuid.UUID | None, node_id: str) -> st
 
 def _render(
     conn: Connection, params: RunLineageParams, links: list[Link], truncated: bool
-) -> dict[str, Any]:
+) -> RunLineageAnswer:
     run_ids = {params.run_id} | {link.reader for link in links}
     run_ids |= {link.writer for link in links if link.writer is not None}
     runs = _runs(conn, run_ids, params.as_of)
@@ -336,8 +323,8 @@ def _render(
         for run in (link.reader, link.writer):
             if run is not None and run != params.run_id:
                 levels[run] = min(levels.get(run, link.level), link.level)
-    versions: dict[str, dict[str, Any]] = {}
-    edges: set[tuple[str, str, str]] = set()
+    versions: dict[str, DatasetVersion] = {}
+    edges: set[tuple[Literal["read", "write"], str, str]] = set()
     for link in links:
         namespace, name = names[link.dataset]
         key = version_id(link.dataset, link.writer, dataset_node_id(namespace, name))
@@ -352,20 +339,27 @@ def _render(
         edges.add(("read", str(link.reader), key))
         if link.writer is not None:
             edges.add(("write", str(link.writer), key))
-    run_docs = [{**runs[run], "level": levels.get(run, 0)} for run in run_ids if run in runs]
+    run_docs = [
+        cast(RunOfRunLineage, {**runs[run], "level": levels.get(run, 0)})
+        for run in run_ids
+        if run in runs
+    ]
     run_docs.sort(key=lambda doc: (doc["level"], doc["startedAt"] or "", doc["runId"]))
-    response: dict[str, Any] = {
-        "runId": str(params.run_id),
-        "direction": params.direction,
-        "levels": params.levels,
-        **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
-        "runs": run_docs,
-        "datasetVersions": [versions[k] for k in sorted(versions)],
-        "edges": [
-            {"type": kind, "run": run, "datasetVersion": version}
-            for kind, run, version in sorted(edges)
-        ],
-    }
+    response = cast(
+        RunLineageAnswer,
+        {
+            "runId": str(params.run_id),
+            "direction": params.direction,
+            "levels": params.levels,
+            **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
+            "runs": run_docs,
+            "datasetVersions": [versions[k] for k in sorted(versions)],
+            "edges": [
+                {"type": kind, "run": run, "datasetVersion": version}
+                for kind, run, version in sorted(edges)
+            ],
+        },
+    )
     if truncated:
         response["truncated"] = True
     return response
@@ -395,7 +389,7 @@ def _runs(
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return aware(moment).isoformat() if moment is not None else None
+    return moment.isoformat() if moment is not None else None
 
 
 def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:

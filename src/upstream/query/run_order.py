@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection
-from datetime import UTC
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -23,7 +22,7 @@ def newest_first(
     for matches in id_filters(conn, r.id, run_ids):
         for run_id, at in conn.execute(sa.select(r.id, r.started_at).where(matches)).all():
             if at is not None:
-                started[str(run_id)] = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+                started[str(run_id)] = at.timestamp()
 
     def key(run_id: str) -> tuple[bool, float, str]:
         moment = started.get(run_id)

@@ -8,20 +8,19 @@ them is found once.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
+from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_summary import FieldNode, render_fields_by_dataset
-from upstream.query.marquez.common import NotFound
 from upstream.store import schema as t
 from upstream.store.deletion import visible
 from upstream.store.walks import field_reach
 
 
-def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> dict[str, Any]:
+def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     """`{"tag", "levels", "tagged": [{dataset, fields}], "reach": [{dataset, fields}]}`;
     NotFound (404) for a tag that does not exist."""
     if conn.execute(sa.select(t.tags.c.name).where(t.tags.c.name == tag)).first() is None:

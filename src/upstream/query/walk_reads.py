@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Direction, Step
 from upstream.model.flow_rules import Flow
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
@@ -33,7 +34,7 @@ from upstream.query.relations import (
 )
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, WalkMode, flow_set, reach
+from upstream.store.walks import flow_set, reach
 from upstream.store.window import edges_as_of, run_in_window
 
 
@@ -51,7 +52,7 @@ class JobFeed(NamedTuple):
 class WalkReads:
     """The rows one walk reads, within one window, kept for the walk's duration."""
 
-    def __init__(self, conn: Connection, window: Window, mode: WalkMode) -> None:
+    def __init__(self, conn: Connection, window: Window, mode: Direction) -> None:
         self.conn = conn
         self.window = window
         self.mode = mode
@@ -73,7 +74,7 @@ class WalkReads:
         self._declared = KeyedRows(
             lambda ids: declared_relations_of_jobs(conn, ids, window), lambda r: r.job_id
         )
-        direction: Direction = "upstream" if mode == "upstream" else "downstream"
+        direction: Step = "upstream" if mode == "upstream" else "downstream"
         self._flows = KeyedRows(
             lambda ids: flow_set(conn, ids, direction, window),
             (lambda f: f.target) if mode == "upstream" else (lambda f: f.source),

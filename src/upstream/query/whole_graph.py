@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.keys import EntityKind, entity_key
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
+from upstream.query.answers import GraphAnswer
 from upstream.store import schema as t
 from upstream.store.deletion import visible
 from upstream.store.walks import flows
@@ -30,7 +31,7 @@ FlowKey = tuple[str, str, str | None]
 
 def lineage_graph(
     conn: Connection, max_nodes: int | None = None, window: Window | None = None
-) -> dict[str, Any]:
+) -> GraphAnswer:
     """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
     "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
 
@@ -84,7 +85,7 @@ def lineage_graph(
     }
     if truncated:
         graph["truncated"] = True
-    return graph
+    return cast(GraphAnswer, graph)
 
 
 def _within_cap(

@@ -10,34 +10,30 @@ the sub-workflow, not to the outer one.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
-from upstream.query.job_lineage import existing_job
+from upstream.query.answers import WorkflowContentsAnswer
+from upstream.query.lookup import existing_job
 from upstream.query.marquez.runs import run_docs
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.engine import Store
 
 #: What the contents show of each run, from its Marquez `Run` document.
 _RUN_KEYS = ("id", "state", "startedAt", "endedAt", "durationMs")
 
 
 def workflow_contents(
-    store: Store | Connection, namespace: str, name: str, window: Window
-) -> dict[str, Any]:
+    conn: Connection, namespace: str, name: str, window: Window
+) -> WorkflowContentsAnswer:
     """The runs of workflow `namespace`/`name` overlapping `window`, newest first, each with
     the job runs inside it; and every job with a run inside them, with its run count and
-    newest run. A job that is no workflow has none. Raises UnknownEntity for an unknown
+    newest run. A job that is no workflow has none. Raises NotFound for an unknown
     namespace or job."""
-    if isinstance(store, Store):
-        with store.read() as conn:
-            return workflow_contents(conn, namespace, name, window)
-    conn = store
     job_id = existing_job(conn, namespace, name)
     row = conn.execute(
         sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
@@ -57,13 +53,14 @@ def workflow_contents(
         {**_summary(doc), "jobRuns": [_job_run(d) for d in _newest_first(inside.get(_id(doc), []))]}
         for doc in _newest_first(workflow_runs)
     ]
-    return {
+    answer = {
         "namespace": namespace,
         "name": name,
         "isWorkflow": is_workflow(row.job_type, row.seen_as_parent),
         "runs": runs,
         "jobs": _jobs(run for docs_ in inside.values() for run in docs_),
     }
+    return cast(WorkflowContentsAnswer, answer)
 
 
 def _id(doc: dict[str, Any]) -> uuid.UUID:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection
 from upstream.model.facts import Declaration
 from upstream.model.flow_rules import Access, OwnerLineage, derive_flows
 from upstream.model.identity import stable_id
+from upstream.model.timeexpr import in_utc
 from upstream.store import schema as t
-from upstream.store.dialect import aware
 from upstream.store.flow_writer import dataset_edge, flow_row
 
 Row = dict[str, Any]
@@ -28,7 +28,7 @@ Row = dict[str, Any]
 
 def declaration_id(scope: str, owner: uuid.UUID, declared_at: datetime) -> uuid.UUID:
     """One declaration per owner and event time: a second one at the same time replaces it."""
-    return stable_id("declaration", scope, owner, aware(declared_at).astimezone(UTC).isoformat())
+    return stable_id("declaration", scope, owner, in_utc(declared_at).isoformat())
 
 
 def record_declaration(
@@ -95,5 +95,5 @@ def _chain(conn: Connection, scope: str, owner: uuid.UUID) -> None:
     ).all()
     for (decl_id, _, replaced_at), following in zip(stored, [*stored[1:], None], strict=True):
         until = following.declared_at if following is not None else None
-        if (aware(until) if until else None) != (aware(replaced_at) if replaced_at else None):
+        if until != replaced_at:
             conn.execute(t.declarations.update().where(d.id == decl_id).values(replaced_at=until))

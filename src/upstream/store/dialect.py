@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -17,11 +16,6 @@ T = TypeVar("T")
 
 #: Bound parameters per IN list; SQLite allows 32,766 per statement.
 CHUNK = 2000
-
-
-def aware(value: datetime) -> datetime:
-    """SQLite hands timestamps back naive; they were stored in UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def insert_ignoring_conflicts(conn: Connection, table: sa.Table, *index_columns: str) -> Any:

@@ -8,7 +8,7 @@ process; stateless otherwise, so any number of processes can share one database.
 Every wait is bounded (`Timeouts`): connecting, waiting for a pooled connection, waiting for a
 lock, running a statement, and — enforced by the client, for a database that stopped answering
 altogether — waiting for any answer (`deadlines.Watchdog`). Failures worth a retry leave
-`read` and `write` as `DatabaseUnavailable` (`outage`).
+`read` and `write` as `StoreUnavailable` (`outage`).
 """
 
 from __future__ import annotations

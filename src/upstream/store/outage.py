@@ -4,7 +4,7 @@ The drivers' errors for an unreachable, stopped, overloaded or locked database c
 kinds: refused or timed-out connections and cut sockets (`OperationalError`, `DisconnectionError`),
 a full connection pool (`sqlalchemy.exc.TimeoutError`, which is no `OperationalError`), and the
 statement and lock timeouts (`QueryCanceled`, `LockNotAvailable`, SQLite's `database is locked`
-and `interrupted`). `outage_guard` turns each into `DatabaseUnavailable`, which the API answers
+and `interrupted`). `outage_guard` turns each into `StoreUnavailable`, which the API answers
 with 503 and `Retry-After`, so nothing above the store needs to know SQLAlchemy's exceptions.
 
 While the database is unreachable, `OutageBreaker` lets one request at a time try it and
@@ -25,20 +25,14 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
 
+from upstream.model.errors import StoreUnavailable
+
 #: PostgreSQL SQLSTATE classes of a server that cannot serve now: connection exceptions (08),
 #: insufficient resources (53), operator intervention such as a shutdown (57).
 _UNAVAILABLE_CLASSES = ("08", "53", "57")
 
 #: Seconds a client should wait before retrying, sent as `Retry-After`.
 RETRY_AFTER_SECONDS = 5
-
-
-class DatabaseUnavailable(Exception):
-    """The database cannot do the work now; retrying later may succeed."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class OutageBreaker:
@@ -56,15 +50,15 @@ class OutageBreaker:
     @contextmanager
     def attempt(self) -> Iterator[None]:
         """Run the body unless the database is down and another request is already trying it
-        (then `DatabaseUnavailable` at once). Reaching the database ends the outage."""
+        (then `StoreUnavailable` at once). Reaching the database ends the outage."""
         with self._lock:
             probe = self._down
             if probe and self._probing:
-                raise DatabaseUnavailable("the database was unreachable a moment ago")
+                raise StoreUnavailable("the database was unreachable a moment ago")
             self._probing = self._probing or probe
         try:
             yield
-        except DatabaseUnavailable as failure:
+        except StoreUnavailable as failure:
             if failure.__cause__ is not None and _unreachable(failure.__cause__):
                 self._down = True
             raise
@@ -78,15 +72,15 @@ class OutageBreaker:
 
 @contextmanager
 def outage_guard() -> Iterator[None]:
-    """Re-raise the database failures worth a retry as `DatabaseUnavailable`."""
+    """Re-raise the database failures worth a retry as `StoreUnavailable`."""
     try:
         yield
     except (sa_exc.OperationalError, sa_exc.TimeoutError, sa_exc.DisconnectionError) as exc:
-        raise DatabaseUnavailable(_reason(exc)) from exc
+        raise StoreUnavailable(_reason(exc)) from exc
     except sa_exc.DBAPIError as exc:
         if not exc.connection_invalidated:
             raise
-        raise DatabaseUnavailable(_reason(exc)) from exc
+        raise StoreUnavailable(_reason(exc)) from exc
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -119,7 +113,7 @@ def _reason(exc: BaseException) -> str:
 def is_database_outage(exc: BaseException) -> bool:
     """True when `exc` says the database cannot be reached or cannot serve now, so the same
     write will succeed later; False for errors the data itself causes."""
-    if isinstance(exc, DatabaseUnavailable | sa_exc.TimeoutError):
+    if isinstance(exc, StoreUnavailable | sa_exc.TimeoutError):
         return True
     if not isinstance(exc, sa_exc.DBAPIError):
         return False

@@ -4,13 +4,18 @@ Entity ids are deterministic UUIDs computed from natural keys (see `upstream.mod
 so every API process derives the same id without a round trip and batch writes need no
 lookups. The id is the uniqueness of a name, so no index holds the names themselves: names
 of any length are accepted (a B-tree entry on PostgreSQL is limited to about 2.7 kB).
-Timestamps are timezone-aware and stored in UTC.
+Timestamps are stored in UTC and read back timezone-aware in UTC on both databases (`Timestamp`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
+
+from upstream.model.timeexpr import in_utc
 
 metadata = sa.MetaData(
     naming_convention={
@@ -27,7 +32,21 @@ Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 NullableJson = sa.JSON(none_as_null=True).with_variant(
     postgresql.JSONB(none_as_null=True), "postgresql"
 )
-Timestamp = sa.DateTime(timezone=True)
+
+
+class Timestamp(sa.TypeDecorator[datetime]):
+    """An instant, stored in UTC and handed back aware in UTC on both databases. SQLite keeps
+    no offset, so without this its values come back naive and every reader would have to
+    say they are UTC; a value bound without an offset is taken as UTC too."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else in_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else in_utc(value)
 
 
 namespaces = sa.Table(

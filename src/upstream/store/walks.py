@@ -10,11 +10,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Direction, Step
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
@@ -23,8 +24,6 @@ from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import edges_as_of, flows_as_of, relations_as_of, run_in_window
-
-Direction = Literal["upstream", "downstream"]
 
 _F = t.flows.c
 _COLUMNS = (_F.source_dataset_id, _F.target_dataset_id, _F.job_id, _F.run_id, _F.inferred)
@@ -49,7 +48,7 @@ def flow_in_window(flow: Any, window: Window | None) -> sa.ColumnElement[bool]:
 def flows(
     conn: Connection,
     datasets: Collection[uuid.UUID],
-    direction: Direction,
+    direction: Step,
     window: Window | None = None,
 ) -> list[Flow]:
     """Every flow into (`upstream`) or out of (`downstream`) any of `datasets`, sorted."""
@@ -59,7 +58,7 @@ def flows(
 def flow_set(
     conn: Connection,
     datasets: Collection[uuid.UUID],
-    direction: Direction,
+    direction: Step,
     window: Window | None = None,
 ) -> set[Flow]:
     """`flows` unsorted, for a walk, which orders nothing by them (sorting a medium walk's
@@ -91,13 +90,12 @@ def all_flows(conn: Connection) -> list[Flow]:
 
 #: What a walk steps over: data flow one way (`upstream`, `downstream`), or every access
 #: relation ignoring read and write (`both`, CDAP's walk).
-WalkMode = Literal["upstream", "downstream", "both"]
 #: A node of the walk: ("dataset" | "job", id).
 Node = tuple[str, uuid.UUID]
 
 
 def reach(
-    conn: Connection, seed: uuid.UUID, mode: WalkMode, levels: int, window: Window
+    conn: Connection, seed: uuid.UUID, mode: Direction, levels: int, window: Window
 ) -> dict[Node, int]:
     """Every dataset and job a dataset-lineage walk of `levels` levels from `seed`
     processes, with the first level (from 0) it does so at.
@@ -111,9 +109,7 @@ def reach(
     return _reach(conn, [("dataset", seed)], _steps(mode, window), levels)
 
 
-def marquez_reach(
-    conn: Connection, seed: Node, direction: Direction, depth: int
-) -> dict[Node, int]:
+def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
     """Every node the Marquez graph's walk (`query.marquez.lineage`) expands in
     `direction` within `depth` job levels, over all runs: from a dataset, the jobs that
     wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
@@ -193,7 +189,7 @@ def _branch(step: _Step, walk: sa.CTE, levels: int) -> sa.Select[Any]:
 
 
 def field_dataset_reach(
-    conn: Connection, seeds: Collection[uuid.UUID], direction: Direction, depth: int
+    conn: Connection, seeds: Collection[uuid.UUID], direction: Step, depth: int
 ) -> set[uuid.UUID]:
     """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
     that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
@@ -220,7 +216,7 @@ def field_dataset_reach(
 def field_reach(
     conn: Connection,
     starts: Collection[tuple[uuid.UUID, str]],
-    direction: Direction,
+    direction: Step,
     levels: int,
     window: Window | None,
 ) -> dict[tuple[uuid.UUID, str], set[str]]:
@@ -277,7 +273,7 @@ def field_reach(
     return reached
 
 
-def _marquez_steps(direction: Direction) -> list[_Step]:
+def _marquez_steps(direction: Step) -> list[_Step]:
     near, far = ("source", "target") if direction == "downstream" else ("target", "source")
     near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
     r, e = t.relations.c, EDGES.c
@@ -294,7 +290,7 @@ def _marquez_steps(direction: Direction) -> list[_Step]:
     ]
 
 
-def _steps(mode: WalkMode, window: Window) -> list[_Step]:
+def _steps(mode: Direction, window: Window) -> list[_Step]:
     """The steps of a dataset-lineage walk in `mode`, within `window` and as of its `as_of`
     time: exactly what the walk follows (design §4.2), so a node's depth here is the level
     before the one the walk shows its relations at."""

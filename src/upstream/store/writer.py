@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput
+from upstream.model.errors import Conflict
 from upstream.model.facts import (
     DatasetNode,
     EdgeFact,
@@ -34,7 +34,6 @@ from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import (
     advisory_xact_locks,
-    aware,
     for_update,
     id_filters,
     insert_rows_ignoring,
@@ -375,7 +374,7 @@ def _merge_run(stored: Row, new: Row) -> Row:
     merged = dict(stored)
     if new["has_events"]:
         if stored["has_events"] and stored["job_id"] != new["job_id"]:
-            raise InvalidInput.at(
+            raise Conflict.at(
                 "run.runId", f"run {new['id']} was already reported for a different job"
             )
         merged["job_id"] = new["job_id"]
@@ -396,20 +395,20 @@ def _later_state(stored: Row, new: Row) -> bool:
     if stored["state_time"] is None:
         return True
     if new["state_time"] != stored["state_time"]:
-        return bool(aware(new["state_time"]) > aware(stored["state_time"]))
+        return bool(new["state_time"] > stored["state_time"])
     return new["state"] in TERMINAL or stored["state"] not in TERMINAL
 
 
 def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None or b is None:
         return a or b
-    return a if aware(a) <= aware(b) else b
+    return a if a <= b else b
 
 
 def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
     if a is None or b is None:
         return a or b
-    return a if aware(a) >= aware(b) else b
+    return a if a >= b else b
 
 
 def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
@@ -483,7 +482,7 @@ def _resolve_declarations(
         if (
             best is None
             or best.declaration is None
-            or (aware(decl.event_time) >= aware(best.declaration.event_time))
+            or (decl.event_time >= best.declaration.event_time)
         ):
             winners[key] = facts
     for (scope, owner), facts in sorted(winners.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -493,7 +492,7 @@ def _resolve_declarations(
         stored = conn.execute(
             for_update(conn, sa.select(table.c.declared_at).where(table.c.id == owner))
         ).scalar()
-        if stored is not None and aware(stored) > aware(decl.event_time):
+        if stored is not None and stored > decl.event_time:
             continue  # an older declaration arrived late: the newer one stands
         if scope == "job":
             delete_links(conn, "job", owner)

@@ -6,17 +6,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import WithJsonSchema
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
 from upstream.api.lineage_query import LineageParamsDep
-from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse, parsed
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute
+from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
+from upstream.model.direction import Direction
+from upstream.query.answers import LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import (
-    Direction,
     Rollup,
-    UnknownEntity,
     dataset_lineage,
 )
 from upstream.query.lineage_diff import DiffParams, lineage_diff
@@ -47,36 +46,35 @@ _WINDOW = WithJsonSchema({"type": "string", "format": "time-window"})
 @router.get(
     _PATH,
     summary="Lineage of a dataset (CDAP style)",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": LineageAnswer}, **_RESPONSES},
 )
-async def get_dataset_lineage(
+def get_dataset_lineage(
     namespace: str,
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
     params: LineageParamsDep,
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
-    try:
-        return await run_in_threadpool(
-            dataset_lineage,
-            store,
-            namespace,
-            dataset,
-            params,
-            max_nodes=settings.max_lineage_nodes,
-            max_relations=settings.max_lineage_relations,
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(
+        store,
+        dataset_lineage,
+        namespace,
+        dataset,
+        params,
+        max_nodes=settings.max_lineage_nodes,
+        max_relations=settings.max_lineage_relations,
+    )
 
 
 @router.get(
     _PATH + "/diff",
     summary="What changed in a dataset's lineage between two windows or two times",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": LineageDiffAnswer}, **_RESPONSES},
 )
-async def get_lineage_diff(
+def get_lineage_diff(
     namespace: str,
     dataset: str,
     store: StoreDep,
@@ -123,33 +121,28 @@ async def get_lineage_diff(
     collapse: Collapse = None,
     rollup: RollupParam = None,
     direction: DirectionParam = None,
-) -> dict[str, Any]:
+) -> LineageDiffAnswer:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
-    params = parsed(
-        lambda: DiffParams.parse(
-            max_levels=settings.max_levels,
-            from_window=from_window,
-            to_window=to_window,
-            as_of=as_of,
-            against=against,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse or (),
-            rollup=rollup,
-            direction=direction,
-        )
+    params = DiffParams.parse(
+        max_levels=settings.max_levels,
+        from_window=from_window,
+        to_window=to_window,
+        as_of=as_of,
+        against=against,
+        start=start,
+        end=end,
+        levels=levels,
+        collapse=collapse or (),
+        rollup=rollup,
+        direction=direction,
     )
-    try:
-        return await run_in_threadpool(
-            lineage_diff,
-            store,
-            namespace,
-            dataset,
-            params,
-            max_nodes=settings.max_lineage_nodes,
-            max_relations=settings.max_lineage_relations,
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(
+        store,
+        lineage_diff,
+        namespace,
+        dataset,
+        params,
+        max_nodes=settings.max_lineage_nodes,
+        max_relations=settings.max_lineage_relations,
+    )

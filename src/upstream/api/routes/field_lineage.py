@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
-from urllib.parse import unquote
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
-from starlette.concurrency import run_in_threadpool
+from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, AsOf, End, Start, parsed
+from upstream.api.params import LEVELS, AsOf, End, Start
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
+from upstream.query.answers import (
+    FieldOperationsAnswer,
+    FieldPathsAnswer,
+    FieldsAnswer,
+    FieldSummaryAnswer,
+)
 from upstream.query.field_lineage import (
-    Direction,
     FieldQuery,
-    UnknownField,
+    Sides,
     field_operations,
     field_paths,
     fields_with_lineage,
 )
 from upstream.query.field_summary import field_summary
 
-router = APIRouter(tags=["field lineage"])
+router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
 
 _DATASET = "/v3/namespaces/{namespace:path}/datasets/{dataset:path}"
 _RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -30,25 +33,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"description": "Unknown namespace, dataset or field"},
 }
 
-DirectionParam = Annotated[
-    Direction | None, Query(description="incoming, outgoing or both (default)")
-]
-T = TypeVar("T")
-
-
-def _names(request: Request, count: int, fallback: tuple[str, ...]) -> tuple[str, ...]:
-    """The `count` names of the path (namespace, dataset, field), each segment decoded once,
-    so `%2F` inside a name is part of it. Names sent with bare slashes fall back to the
-    router's split."""
-    raw = request.scope.get("raw_path")
-    template = request.scope["route"].path_format.split("/")
-    if isinstance(raw, bytes):
-        segments = raw.decode("latin-1").split("?")[0].split("/")
-        if len(segments) == len(template):
-            picked = [unquote(s) for s, part in zip(segments, template, strict=True) if "{" in part]
-            if len(picked) == count:
-                return tuple(picked)
-    return fallback
+DirectionParam = Annotated[Sides | None, Query(description="incoming, outgoing or both (default)")]
 
 
 def _query(
@@ -59,32 +44,23 @@ def _query(
     levels: str | None = None,
     as_of: str | None = None,
 ) -> FieldQuery:
-    return parsed(
-        lambda: FieldQuery.parse(
-            max_levels=settings.max_levels,
-            start=start,
-            end=end,
-            direction=direction,
-            levels=levels,
-            as_of=as_of,
-        )
+    return FieldQuery.parse(
+        max_levels=settings.max_levels,
+        start=start,
+        end=end,
+        direction=direction,
+        levels=levels,
+        as_of=as_of,
     )
-
-
-async def _answer(service: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    try:
-        return await run_in_threadpool(service, *args, **kwargs)
-    except UnknownField as exc:
-        raise ApiError(404, str(exc)) from None
 
 
 @router.get(
     _DATASET + "/fields/{field:path}/lineage",
     summary="How a field was made: the paths of operations behind it",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldPathsAnswer}, **_RESPONSES},
 )
-async def get_field_paths(
-    request: Request,
+def get_field_paths(
     namespace: str,
     dataset: str,
     field: str,
@@ -93,21 +69,20 @@ async def get_field_paths(
     start: Start = None,
     end: End = None,
     as_of: AsOf = None,
-) -> dict[str, Any]:
+) -> FieldPathsAnswer:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first."""
-    ns, ds, name = _names(request, 3, (namespace, dataset, field))
     query = _query(settings, start=start, end=end, as_of=as_of)
-    return await _answer(field_paths, store, ns, ds, name, query)
+    return read(store, field_paths, namespace, dataset, field, query)
 
 
 @router.get(
     _DATASET + "/lineage/fields",
     summary="Fields of a dataset that have lineage",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldsAnswer}, **_RESPONSES},
 )
-async def get_fields_with_lineage(
-    request: Request,
+def get_fields_with_lineage(
     namespace: str,
     dataset: str,
     store: StoreDep,
@@ -123,22 +98,27 @@ async def get_fields_with_lineage(
             description="Also current fields without lineage, as {name, lineage}",
         ),
     ] = False,
-) -> list[Any]:
+) -> FieldsAnswer:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
-    ns, ds = _names(request, 2, (namespace, dataset))
     query = _query(settings, start=start, end=end, as_of=as_of)
-    return await _answer(
-        fields_with_lineage, store, ns, ds, query, prefix=prefix, include_current=include_current
+    return read(
+        store,
+        fields_with_lineage,
+        namespace,
+        dataset,
+        query,
+        prefix=prefix,
+        include_current=include_current,
     )
 
 
 @router.get(
     _DATASET + "/lineage/fields/{field:path}/operations",
     summary="The operations a field was made by or went through",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldOperationsAnswer}, **_RESPONSES},
 )
-async def get_field_operations(
-    request: Request,
+def get_field_operations(
     namespace: str,
     dataset: str,
     field: str,
@@ -148,21 +128,20 @@ async def get_field_operations(
     end: End = None,
     as_of: AsOf = None,
     direction: DirectionParam = None,
-) -> dict[str, Any]:
+) -> FieldOperationsAnswer:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run."""
-    ns, ds, name = _names(request, 3, (namespace, dataset, field))
     query = _query(settings, start=start, end=end, direction=direction, as_of=as_of)
-    return await _answer(field_operations, store, ns, ds, name, query)
+    return read(store, field_operations, namespace, dataset, field, query)
 
 
 @router.get(
     _DATASET + "/lineage/fields/{field:path}",
     summary="Where a field comes from and goes to, across datasets",
-    responses=_RESPONSES,
+    response_model=None,
+    responses={200: {"model": FieldSummaryAnswer}, **_RESPONSES},
 )
-async def get_field_summary(
-    request: Request,
+def get_field_summary(
     namespace: str,
     dataset: str,
     field: str,
@@ -177,10 +156,9 @@ async def get_field_summary(
         Query(description="Hops to follow; default 1, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> dict[str, Any]:
+) -> FieldSummaryAnswer:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
     of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
     per field, what stated the edges that reached it."""
-    ns, ds, name = _names(request, 3, (namespace, dataset, field))
     query = _query(settings, start=start, end=end, direction=direction, levels=levels, as_of=as_of)
-    return await _answer(field_summary, store, ns, ds, name, query)
+    return read(store, field_summary, namespace, dataset, field, query)

@@ -3,8 +3,6 @@ JSON, for programs that do not use the Python recorder (design §3.5)."""
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -12,9 +10,10 @@ from upstream.api.body import read_json
 from upstream.api.deps import GroupCommitDep, SettingsDep
 from upstream.api.json_shape import ShapeLimits
 from upstream.api.metrics import metrics_of
+from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.ingest.operations_document import operations_document_facts
 
-router = APIRouter(tags=["field lineage"])
+router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
 
 _SUFFIX = "/lineage/field-operations"
 
@@ -35,11 +34,6 @@ async def post_field_operations(
     request: Request, namespace: str, writer: GroupCommitDep, settings: SettingsDep
 ) -> Response:
     """Validate the document, convert it to the recorder's RunEvent and ingest it."""
-    raw = request.scope.get("raw_path")
-    if isinstance(raw, bytes):
-        segments = raw.decode("latin-1").split("?")[0].removesuffix(_SUFFIX).split("/")
-        if len(segments) == 4:
-            namespace = unquote(segments[3])
     shape = ShapeLimits(max_items=None, max_values=settings.max_event_values)
     document = await read_json(request, settings.max_body_bytes, shape)
     facts = await run_in_threadpool(operations_document_facts, namespace, document)

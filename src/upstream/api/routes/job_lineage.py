@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
 from upstream.api.lineage_query import LineageParamsDep
-from upstream.api.params import End, Start, parsed
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute
-from upstream.query.dataset_lineage import LineageParams, UnknownEntity
+from upstream.api.params import End, Start
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
+from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
+from upstream.query.dataset_lineage import LineageParams
 from upstream.query.job_lineage import job_lineage
 from upstream.query.workflow_contents import workflow_contents
 
@@ -27,41 +27,43 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get(_JOB + "/lineage", summary="Lineage around a job", responses=_RESPONSES)
-async def get_job_lineage(
+@router.get(
+    _JOB + "/lineage",
+    summary="Lineage around a job",
+    response_model=None,
+    responses={200: {"model": LineageAnswer}, **_RESPONSES},
+)
+def get_job_lineage(
     namespace: str, job: str, store: StoreDep, settings: SettingsDep, params: LineageParamsDep
-) -> dict[str, Any]:
+) -> LineageAnswer:
     """Relations around one job: `levels` levels of dataset lineage from the datasets it read
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
-    try:
-        return await run_in_threadpool(
-            job_lineage,
-            store,
-            namespace,
-            job,
-            params,
-            max_nodes=settings.max_lineage_nodes,
-            max_relations=settings.max_lineage_relations,
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(
+        store,
+        job_lineage,
+        namespace,
+        job,
+        params,
+        max_nodes=settings.max_lineage_nodes,
+        max_relations=settings.max_lineage_relations,
+    )
 
 
-@router.get(_JOB + "/contents", summary="Runs and jobs inside a workflow", responses=_RESPONSES)
-async def get_workflow_contents(
+@router.get(
+    _JOB + "/contents",
+    summary="Runs and jobs inside a workflow",
+    response_model=None,
+    responses={200: {"model": WorkflowContentsAnswer}, **_RESPONSES},
+)
+def get_workflow_contents(
     namespace: str,
     job: str,
     store: StoreDep,
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
-) -> dict[str, Any]:
+) -> WorkflowContentsAnswer:
     """The workflow's runs that overlap the window, newest first, each with the job runs
     inside it, and the jobs of those runs with their run counts and newest run."""
-    window = parsed(
-        lambda: LineageParams.parse(max_levels=settings.max_levels, start=start, end=end)
-    ).window
-    try:
-        return await run_in_threadpool(workflow_contents, store, namespace, job, window)
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    window = LineageParams.parse(max_levels=settings.max_levels, start=start, end=end).window
+    return read(store, workflow_contents, namespace, job, window)

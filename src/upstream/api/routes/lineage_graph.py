@@ -3,31 +3,26 @@ draws), cut at the lineage node cap."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.params import AsOf, history_window, parsed
-from upstream.model.window import Window
+from upstream.api.params import AsOf, history_window
+from upstream.api.services import read
+from upstream.query.answers import GraphAnswer
 from upstream.query.whole_graph import lineage_graph
-from upstream.store.engine import Store
 
 router = APIRouter(tags=["dataset lineage"])
 
 
-@router.get("/v3/lineage/graph", summary="Every dataset and the data flows between them")
-async def get_lineage_graph(
-    store: StoreDep, settings: SettingsDep, as_of: AsOf = None
-) -> dict[str, Any]:
+@router.get(
+    "/v3/lineage/graph",
+    summary="Every dataset and the data flows between them",
+    response_model=None,
+    responses={200: {"model": GraphAnswer}},
+)
+def get_lineage_graph(store: StoreDep, settings: SettingsDep, as_of: AsOf = None) -> GraphAnswer:
     """Datasets, the jobs that move data, the flows (source, target, job, runs, inferred) and
     the explicit edges that touch a job; `"truncated": true` past `max_lineage_nodes`. With
     `asOf`, the runs that had started by then and the declarations of then."""
-    window = parsed(lambda: history_window(as_of))
-    return await run_in_threadpool(_graph, store, settings.max_lineage_nodes, window)
-
-
-def _graph(store: Store, max_nodes: int, window: Window | None) -> dict[str, Any]:
-    with store.read() as conn:
-        return lineage_graph(conn, max_nodes=max_nodes, window=window)
+    window = history_window(as_of)
+    return read(store, lineage_graph, max_nodes=settings.max_lineage_nodes, window=window)

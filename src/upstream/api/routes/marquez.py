@@ -3,118 +3,186 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import StoreDep
 from upstream.api.params import IncludeDeleted
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import page
+from upstream.api.services import read
 from upstream.query.marquez import datasets, jobs, namespaces, runs
+from upstream.query.marquez.answers import (
+    DatasetAnswer,
+    DatasetsAnswer,
+    DatasetVersionAnswer,
+    DatasetVersionsAnswer,
+    JobAnswer,
+    JobsAnswer,
+    JobVersionAnswer,
+    JobVersionsAnswer,
+    NamespaceAnswer,
+    NamespacesAnswer,
+    RunAnswer,
+    RunFacetsAnswer,
+    RunsAnswer,
+    SourceAnswer,
+    SourcesAnswer,
+)
 from upstream.query.marquez.common import Page
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
-Doc = dict[str, Any]
 
 
-@router.get("/namespaces")
-def list_namespaces(store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
+def list_namespaces(
+    store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+) -> NamespacesAnswer:
     """Every namespace, by name."""
     return read(store, namespaces.list_namespaces, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}")
-def get_namespace(namespace: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get(
+    "/namespaces/{namespace}", response_model=None, responses={200: {"model": NamespaceAnswer}}
+)
+def get_namespace(
+    namespace: str, store: StoreDep, deleted: IncludeDeleted = False
+) -> NamespaceAnswer:
     """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
     return read(store, namespaces.get_namespace, namespace, include_deleted=deleted)
 
 
-@router.get("/sources")
-def list_sources(store: StoreDep, paging: PageDep) -> Doc:
+@router.get("/sources", response_model=None, responses={200: {"model": SourcesAnswer}})
+def list_sources(store: StoreDep, paging: PageDep) -> SourcesAnswer:
     """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
     return read(store, namespaces.list_sources, paging)
 
 
-@router.get("/sources/{source}")
-def get_source(source: str, store: StoreDep) -> Doc:
+@router.get("/sources/{source}", response_model=None, responses={200: {"model": SourceAnswer}})
+def get_source(source: str, store: StoreDep) -> SourceAnswer:
     """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
 
 
-@router.get("/namespaces/{namespace}/datasets")
+@router.get(
+    "/namespaces/{namespace}/datasets",
+    response_model=None,
+    responses={200: {"model": DatasetsAnswer}},
+)
 def list_datasets(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> DatasetsAnswer:
     """The namespace's datasets, by name."""
     return read(store, datasets.list_datasets, namespace, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}")
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}",
+    response_model=None,
+    responses={200: {"model": DatasetAnswer}},
+)
 def get_dataset(
     namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> DatasetAnswer:
     """One dataset: current fields and facets, tags, current version, last successful write."""
     return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}/versions")
-def list_dataset_versions(namespace: str, dataset: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}/versions",
+    response_model=None,
+    responses={200: {"model": DatasetVersionsAnswer}},
+)
+def list_dataset_versions(
+    namespace: str, dataset: str, store: StoreDep, paging: PageDep
+) -> DatasetVersionsAnswer:
     """The dataset as each run wrote it, newest first."""
     return read(store, datasets.list_dataset_versions, namespace, dataset, paging)
 
 
-@router.get("/namespaces/{namespace}/datasets/{dataset}/versions/{version}")
-def get_dataset_version(namespace: str, dataset: str, version: uuid.UUID, store: StoreDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/datasets/{dataset}/versions/{version}",
+    response_model=None,
+    responses={200: {"model": DatasetVersionAnswer}},
+)
+def get_dataset_version(
+    namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
+) -> DatasetVersionAnswer:
     """The dataset as one run wrote it, with that run."""
     return read(store, datasets.get_dataset_version, namespace, dataset, version)
 
 
-@router.get("/namespaces/{namespace}/jobs")
+@router.get(
+    "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
+)
 def list_jobs(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> Doc:
+) -> JobsAnswer:
     """The namespace's jobs, by name."""
     return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}")
-def get_job(namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}", response_model=None, responses={200: {"model": JobAnswer}}
+)
+def get_job(
+    namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
+) -> JobAnswer:
     """One job, with every dataset its runs read and wrote and its latest runs."""
     return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/versions")
-def list_job_versions(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/versions",
+    response_model=None,
+    responses={200: {"model": JobVersionsAnswer}},
+)
+def list_job_versions(
+    namespace: str, job: str, store: StoreDep, paging: PageDep
+) -> JobVersionsAnswer:
     """The job's versions (distinct inputs and outputs of its runs), newest first."""
     return read(store, jobs.list_job_versions, namespace, job, paging)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/versions/{version}")
-def get_job_version(namespace: str, job: str, version: uuid.UUID, store: StoreDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/versions/{version}",
+    response_model=None,
+    responses={200: {"model": JobVersionAnswer}},
+)
+def get_job_version(
+    namespace: str, job: str, version: uuid.UUID, store: StoreDep
+) -> JobVersionAnswer:
     """One job version, with its newest run."""
     return read(store, jobs.get_job_version, namespace, job, version)
 
 
-@router.get("/namespaces/{namespace}/jobs/{job}/runs")
-def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/namespaces/{namespace}/jobs/{job}/runs",
+    response_model=None,
+    responses={200: {"model": RunsAnswer}},
+)
+def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> RunsAnswer:
     """The job's runs, newest first."""
     return read(store, runs.list_job_runs, namespace, job, paging)
 
 
-@router.get("/jobs/runs/{run_id}")
-def get_run(run_id: uuid.UUID, store: StoreDep) -> Doc:
+@router.get("/jobs/runs/{run_id}", response_model=None, responses={200: {"model": RunAnswer}})
+def get_run(run_id: uuid.UUID, store: StoreDep) -> RunAnswer:
     """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
 
-@router.get("/jobs/runs/{run_id}/facets")
+@router.get(
+    "/jobs/runs/{run_id}/facets", response_model=None, responses={200: {"model": RunFacetsAnswer}}
+)
 def get_run_facets(
     run_id: uuid.UUID,
     store: StoreDep,
     kind: Annotated[
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
-) -> Doc:
+) -> RunFacetsAnswer:
     """The facets of a run, or of its job."""
     return read(store, runs.run_facets, run_id, kind)

@@ -9,8 +9,11 @@ from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict
 
 from upstream.api.deps import StoreDep
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, change, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import page
+from upstream.api.services import change, read
 from upstream.query.marquez import curation
+from upstream.query.marquez.answers import NamespaceAnswer, TagsAnswer
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.tags import list_tags
 
@@ -26,8 +29,12 @@ class TagDescription(BaseModel):
     description: str | None = None
 
 
-@router.delete("/namespaces/{namespace}")
-def delete_namespace(namespace: str, store: StoreDep) -> Doc:
+@router.delete(
+    "/namespaces/{namespace}",
+    response_model=None,
+    responses={200: {"model": NamespaceAnswer}},
+)
+def delete_namespace(namespace: str, store: StoreDep) -> NamespaceAnswer:
     """Delete a namespace with its datasets and jobs; an event naming one brings it back."""
     return change(store, curation.delete_namespace, namespace)
 
@@ -44,8 +51,8 @@ def delete_job(namespace: str, job: str, store: StoreDep) -> Doc:
     return change(store, curation.delete_job, namespace, job)
 
 
-@router.get("/tags")
-def get_tags(store: StoreDep, paging: PageDep) -> Doc:
+@router.get("/tags", response_model=None, responses={200: {"model": TagsAnswer}})
+def get_tags(store: StoreDep, paging: PageDep) -> TagsAnswer:
     """Every tag, by name."""
     return read(store, list_tags, paging)
 

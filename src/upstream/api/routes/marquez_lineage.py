@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
@@ -15,17 +15,25 @@ from upstream.api.params import (
     Limit,
     event_window,
     history_window,
-    parsed,
 )
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, checked_depth, page, read
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.routes.marquez_common import checked_depth, page
+from upstream.api.services import read
+from upstream.query.marquez.answers import (
+    ColumnLineageAnswer,
+    EventsAnswer,
+    LineageEventsAnswer,
+    MarquezGraphAnswer,
+    SearchAnswer,
+)
 from upstream.query.marquez.columns import column_lineage
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.events import lineage_events, recent_events
 from upstream.query.marquez.lineage import lineage_graph
+from upstream.query.marquez.search import SearchSort, SearchType
 from upstream.query.marquez.search import search as search_entities
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
-Doc = dict[str, Any]
 PageDep = Annotated[Page, Depends(page)]
 NodeIdParam = Annotated[
     str,
@@ -40,14 +48,14 @@ NodeIdParam = Annotated[
 DepthParam = Annotated[int, Query(ge=0, description="How many jobs (fields) deep to go.")]
 
 
-@router.get("/lineage")
+@router.get("/lineage", response_model=None, responses={200: {"model": MarquezGraphAnswer}})
 def get_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
     settings: SettingsDep,
     depth: DepthParam = 20,
     as_of: AsOf = None,
-) -> Doc:
+) -> MarquezGraphAnswer:
     """The job<->dataset graph around a dataset or job, cumulative over all runs (all runs
     that had started by `asOf`, with the declarations of then)."""
     return read(
@@ -56,11 +64,11 @@ def get_lineage(
         node_id,
         checked_depth(depth, settings),
         settings.max_lineage_nodes,
-        parsed(lambda: history_window(as_of)),
+        history_window(as_of),
     )
 
 
-@router.get("/column-lineage")
+@router.get("/column-lineage", response_model=None, responses={200: {"model": ColumnLineageAnswer}})
 def get_column_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
@@ -68,7 +76,7 @@ def get_column_lineage(
     depth: DepthParam = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
     as_of: AsOf = None,
-) -> Doc:
+) -> ColumnLineageAnswer:
     """The field graph upstream of a dataset, field or job (and downstream if asked); with
     `asOf`, as it stood then."""
     return read(
@@ -78,11 +86,11 @@ def get_column_lineage(
         checked_depth(depth, settings),
         with_downstream,
         settings.max_lineage_nodes,
-        parsed(lambda: history_window(as_of)),
+        history_window(as_of),
     )
 
 
-@router.get("/search")
+@router.get("/search", response_model=None, responses={200: {"model": SearchAnswer}})
 def search(
     store: StoreDep,
     q: Annotated[str, Query(min_length=1, description="Text the name contains (any case).")],
@@ -98,10 +106,12 @@ def search(
         str | None, Query(min_length=1, description="Only datasets and jobs of this namespace.")
     ] = None,
     deleted: IncludeDeleted = False,
-) -> Doc:
+) -> SearchAnswer:
     """Datasets and jobs whose name contains `q`."""
-    only = "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
-    order = "NAME" if sort.upper() == "NAME" else "UPDATED_AT"
+    only: SearchType | None = (
+        "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
+    )
+    order: SearchSort = "NAME" if sort.upper() == "NAME" else "UPDATED_AT"
     return read(
         store,
         search_entities,
@@ -114,28 +124,30 @@ def search(
     )
 
 
-@router.get("/events/lineage")
+@router.get("/events/lineage", response_model=None, responses={200: {"model": LineageEventsAnswer}})
 def list_lineage_events(
     store: StoreDep,
     paging: PageDep,
     before: Before = None,
     after: After = None,
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
-) -> Doc:
+) -> LineageEventsAnswer:
     """The events received, verbatim, with `after <= eventTime < before`."""
-    upper, lower = parsed(lambda: event_window(before, after))
+    upper, lower = event_window(before, after)
     return read(
         store, lineage_events, before=upper, after=lower, direction=sort_direction, page=paging
     )
 
 
-@router.get("/events")
-def list_events(store: StoreDep, paging: PageDep) -> Doc:
+@router.get("/events", response_model=None, responses={200: {"model": EventsAnswer}})
+def list_events(store: StoreDep, paging: PageDep) -> EventsAnswer:
     """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
     return read(store, recent_events, paging)
 
 
-@router.get("/events/{namespace:path}")
-def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> Doc:
+@router.get(
+    "/events/{namespace:path}", response_model=None, responses={200: {"model": EventsAnswer}}
+)
+def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> EventsAnswer:
     """The events whose job, or any of whose datasets, is in the namespace, newest first."""
     return read(store, recent_events, paging, namespace=namespace)

@@ -4,16 +4,16 @@ what it wrote (design §4.5)."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from starlette.concurrency import run_in_threadpool
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.errors import ApiError
-from upstream.api.params import LEVELS, AsOf, parsed
-from upstream.query.dataset_lineage import UnknownEntity
-from upstream.query.run_lineage import RunDirection, RunLineageParams, run_lineage
+from upstream.api.params import LEVELS, AsOf
+from upstream.api.services import read
+from upstream.model.direction import Direction
+from upstream.query.answers import RunLineageAnswer
+from upstream.query.run_lineage import RunLineageParams, run_lineage
 
 router = APIRouter(tags=["run lineage"])
 
@@ -21,17 +21,19 @@ router = APIRouter(tags=["run lineage"])
 @router.get(
     "/v3/runs/{runId}/lineage",
     summary="Lineage of a run: the runs and dataset versions it read from and fed",
+    response_model=None,
     responses={
+        200: {"model": RunLineageAnswer},
         400: {"description": "A bad parameter; the message names it"},
         404: {"description": "Unknown run, or one that had not started by asOf"},
     },
 )
-async def get_run_lineage(
+def get_run_lineage(
     run_id: Annotated[uuid.UUID, Path(alias="runId", description="The run's id (a UUID)")],
     store: StoreDep,
     settings: SettingsDep,
     direction: Annotated[
-        RunDirection | None, Query(description="both (default), upstream or downstream")
+        Direction | None, Query(description="both (default), upstream or downstream")
     ] = None,
     levels: Annotated[
         str | None,
@@ -39,22 +41,15 @@ async def get_run_lineage(
         LEVELS,
     ] = None,
     as_of: AsOf = None,
-) -> dict[str, Any]:
+) -> RunLineageAnswer:
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""
-    params = parsed(
-        lambda: RunLineageParams.parse(
-            str(run_id),
-            max_levels=settings.max_levels,
-            direction=direction,
-            levels=levels,
-            as_of=as_of,
-        )
+    params = RunLineageParams.parse(
+        str(run_id),
+        max_levels=settings.max_levels,
+        direction=direction,
+        levels=levels,
+        as_of=as_of,
     )
-    try:
-        return await run_in_threadpool(
-            run_lineage, store, params, max_nodes=settings.max_lineage_nodes
-        )
-    except UnknownEntity as exc:
-        raise ApiError(404, str(exc)) from None
+    return read(store, run_lineage, params, max_nodes=settings.max_lineage_nodes)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
-from upstream.api.params import LEVELS, End, HistoryStart, parsed
-from upstream.api.routes.marquez_common import EncodedSegmentsRoute, read
+from upstream.api.params import LEVELS, End, HistoryStart
+from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.services import read
+from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.tag_reach import tag_reach
 
@@ -21,7 +23,12 @@ DEFAULT_LEVELS = "10"
 @router.get(
     "/v3/tags/{tag}/reach",
     summary="Every dataset and field downstream of the fields carrying a tag",
-    responses={404: {"description": "Unknown tag"}, 400: {"description": "A bad parameter"}},
+    response_model=None,
+    responses={
+        200: {"model": TagReachAnswer},
+        404: {"description": "Unknown tag"},
+        400: {"description": "A bad parameter"},
+    },
 )
 def get_tag_reach(
     tag: str,
@@ -34,16 +41,14 @@ def get_tag_reach(
         Query(description="Hops to follow; default 10, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> dict[str, Any]:
+) -> TagReachAnswer:
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields) and what their data flowed into, through
     every origin of field edges."""
-    query = parsed(
-        lambda: FieldQuery.parse(
-            max_levels=settings.max_levels,
-            start="0" if start is None else start,
-            end=end,
-            levels=DEFAULT_LEVELS if levels is None else levels,
-        )
+    query = FieldQuery.parse(
+        max_levels=settings.max_levels,
+        start="0" if start is None else start,
+        end=end,
+        levels=DEFAULT_LEVELS if levels is None else levels,
     )
     return read(store, tag_reach, tag, query)

@@ -18,22 +18,25 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Step
+from upstream.model.errors import NotFound
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
-from upstream.query.marquez.common import Json, NotFound, resolve_node
+from upstream.query.marquez.answers import ColumnLineageAnswer, ColumnNode
+from upstream.query.marquez.common import Json, resolve_node
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
-from upstream.store.walks import Direction, field_dataset_reach
+from upstream.store.walks import field_dataset_reach
 from upstream.store.window import edges_as_of, run_in_window
 
 FieldKey = tuple[uuid.UUID, str]
@@ -64,7 +67,7 @@ def column_lineage(
     with_downstream: bool,
     max_nodes: int,
     window: Window | None = None,
-) -> Json:
+) -> ColumnLineageAnswer:
     """The field graph around `node_id` (a dataset, a dataset field or a job); with a
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seeds = _seed_fields(conn, node_id)
@@ -76,7 +79,7 @@ def column_lineage(
             break
         nodes.add(key)
     found = _FieldEdges()
-    directions: list[Direction] = ["upstream", "downstream"] if with_downstream else ["upstream"]
+    directions: list[Step] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
@@ -100,7 +103,7 @@ def column_lineage(
             if not following:
                 break
             frontier = following
-    return {"graph": _render(conn, nodes, found), "truncated": truncated}
+    return {"graph": cast(list[ColumnNode], _render(conn, nodes, found)), "truncated": truncated}
 
 
 def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
@@ -156,7 +159,7 @@ class _FieldEdgeReads:
     for every level at once (`prefetch`: a constant number of statements whatever the
     depth), and for a dataset the prefetch did not foresee when asked."""
 
-    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+    def __init__(self, conn: Connection, direction: Step, window: Window | None) -> None:
         self.conn = conn
         self.direction = direction
         self.window = window

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import shown
+from upstream.model.errors import NotFound, shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
 from upstream.store import schema as t
@@ -19,14 +19,6 @@ from upstream.store.deletion import is_deleted, visible
 from upstream.store.dialect import id_filters
 
 Json = dict[str, Any]
-
-
-class NotFound(LookupError):
-    """The namespace, dataset, job, run or node asked for is not stored; `message` says which."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -41,11 +33,10 @@ class Page:
 
 
 def iso(moment: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a `Z`, as Marquez writes instants (SQLite hands back naive UTC)."""
+    """ISO-8601 in UTC with a `Z`, as Marquez writes instants."""
     if moment is None:
         return None
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def total(conn: Connection, query: sa.Select[Any]) -> int:
@@ -56,7 +47,7 @@ def total(conn: Connection, query: sa.Select[Any]) -> int:
 def resolve_node(conn: Connection, value: str) -> NodeId:
     """The reading of node id `value` that names a stored dataset or job (design §4.4).
 
-    Raises InvalidNodeId when `value` is malformed and NotFound when no reading matches."""
+    Raises InvalidParameter when `value` is malformed and NotFound when no reading matches."""
     candidates = possible_namespaces(value)
     by_id = {namespace_id(name): name for name in candidates}
     known: list[str] = []

@@ -16,11 +16,11 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidInput, NotFound, Problem
 from upstream.model.identity import namespace_id
+from upstream.query.marquez.answers import NamespaceAnswer
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     require_dataset,
     require_job,
     require_namespace,
@@ -47,7 +47,7 @@ def delete_job(conn: Connection, namespace: str, name: str, now: datetime) -> Js
     return job_docs(conn, [job_id])[job_id]
 
 
-def delete_namespace(conn: Connection, namespace: str, now: datetime) -> Json:
+def delete_namespace(conn: Connection, namespace: str, now: datetime) -> NamespaceAnswer:
     """`DELETE /namespaces/{ns}`: mark the namespace deleted, with its datasets and jobs."""
     require_namespace(conn, namespace)
     delete_namespace_contents(conn, namespace_id(namespace), now)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
+from upstream.query.marquez.answers import (
+    DatasetAnswer,
+    DatasetsAnswer,
+    DatasetVersionAnswer,
+    DatasetVersionsAnswer,
+)
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     Page,
     iso,
     require_dataset,
@@ -128,7 +134,7 @@ def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.
 
 def list_datasets(
     conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
-) -> Json:
+) -> DatasetsAnswer:
     """`GET /namespaces/{ns}/datasets`, by name; deleted ones only when asked for."""
     require_namespace(conn, namespace, include_deleted=include_deleted)
     query = sa.select(t.datasets.c.id).where(
@@ -138,18 +144,23 @@ def list_datasets(
     ordered = query.order_by(t.datasets.c.name, t.datasets.c.id)
     ids = list(conn.execute(page.apply(ordered)).scalars())
     docs = dataset_docs(conn, ids)
-    return {"datasets": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    return {
+        "datasets": [cast(DatasetAnswer, docs[i]) for i in ids],
+        "totalCount": total(conn, query),
+    }
 
 
 def get_dataset(
     conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
-) -> Json:
+) -> DatasetAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}`."""
     dataset_id = require_dataset(conn, namespace, name, include_deleted=include_deleted)
-    return dataset_docs(conn, [dataset_id])[dataset_id]
+    return cast(DatasetAnswer, dataset_docs(conn, [dataset_id])[dataset_id])
 
 
-def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+def list_dataset_versions(
+    conn: Connection, namespace: str, name: str, page: Page
+) -> DatasetVersionsAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions`, newest first."""
     dataset_id = require_dataset(conn, namespace, name)
     v = t.dataset_versions
@@ -157,10 +168,13 @@ def list_dataset_versions(conn: Connection, namespace: str, name: str, page: Pag
     ordered = query.order_by(v.c.created_at.desc(), v.c.id.desc())
     ids = list(conn.execute(page.apply(ordered)).scalars())
     docs = _version_docs(conn, dataset_id, ids)
-    return {"versions": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    versions = [cast(DatasetVersionAnswer, docs[i]) for i in ids]
+    return {"versions": versions, "totalCount": total(conn, query)}
 
 
-def get_dataset_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+def get_dataset_version(
+    conn: Connection, namespace: str, name: str, version: uuid.UUID
+) -> DatasetVersionAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions/{version}`."""
     dataset_id = require_dataset(conn, namespace, name)
     doc = _version_docs(conn, dataset_id, [version]).get(version)
@@ -168,7 +182,7 @@ def get_dataset_version(conn: Connection, namespace: str, name: str, version: uu
         raise NotFound(
             f"version {version} of dataset {name!r} not found in namespace {namespace!r}"
         )
-    return doc
+    return cast(DatasetVersionAnswer, doc)
 
 
 def _version_docs(

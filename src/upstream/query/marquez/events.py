@@ -4,13 +4,14 @@ verbatim."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.query.marquez.common import Json, Page, total
+from upstream.query.marquez.answers import EventsAnswer, LineageEventsAnswer
+from upstream.query.marquez.common import Page, total
 from upstream.store import schema as t
 from upstream.store.dialect import names_a_dataset_in
 
@@ -24,21 +25,21 @@ def lineage_events(
     after: datetime | None,
     direction: SortDirection,
     page: Page,
-) -> Json:
+) -> LineageEventsAnswer:
     """Events with `after <= eventTime < before`, by event time (then arrival), as Marquez."""
     e = t.events
     query = sa.select(e.c.payload)
     if before is not None:
-        query = query.where(e.c.event_time < _utc(before))
+        query = query.where(e.c.event_time < before)
     if after is not None:
-        query = query.where(e.c.event_time >= _utc(after))
+        query = query.where(e.c.event_time >= after)
     order = [e.c.event_time, e.c.seq]
     ordered = query.order_by(*(c.desc() if direction == "desc" else c.asc() for c in order))
     payloads = conn.execute(page.apply(ordered)).scalars()
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
 
 
-def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> Json:
+def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> EventsAnswer:
     """Events newest first, as Marquez's `GET /api/v1/events` lists them (`{"events"}`, no
     count); with `namespace`, only those whose job, or any input or output, is in it (an
     unknown namespace has none)."""
@@ -54,8 +55,3 @@ def recent_events(conn: Connection, page: Page, *, namespace: str | None = None)
         )
     ordered = query.order_by(e.c.event_time.desc(), e.c.seq.desc())
     return {"events": [json.loads(p) for p in conn.execute(page.apply(ordered)).scalars()]}
-
-
-def _utc(moment: datetime) -> datetime:
-    """Stored times are UTC; a time without an offset is read as UTC."""
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)

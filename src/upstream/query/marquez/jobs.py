@@ -10,15 +10,21 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Collection
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
+from upstream.query.marquez.answers import (
+    JobAnswer,
+    JobsAnswer,
+    JobVersionAnswer,
+    JobVersionsAnswer,
+)
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     Page,
     iso,
     require_job,
@@ -158,7 +164,7 @@ def _parent_jobs(
 
 def list_jobs(
     conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
-) -> Json:
+) -> JobsAnswer:
     """`GET /namespaces/{ns}/jobs`, by name; deleted ones only when asked for."""
     require_namespace(conn, namespace, include_deleted=include_deleted)
     query = sa.select(t.jobs.c.id).where(
@@ -166,13 +172,15 @@ def list_jobs(
     )
     ids = list(conn.execute(page.apply(query.order_by(t.jobs.c.name, t.jobs.c.id))).scalars())
     docs = job_docs(conn, ids)
-    return {"jobs": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    return {"jobs": [cast(JobAnswer, docs[i]) for i in ids], "totalCount": total(conn, query)}
 
 
-def get_job(conn: Connection, namespace: str, name: str, *, include_deleted: bool = False) -> Json:
+def get_job(
+    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+) -> JobAnswer:
     """`GET /namespaces/{ns}/jobs/{job}`."""
     job_id = require_job(conn, namespace, name, include_deleted=include_deleted)
-    return job_docs(conn, [job_id])[job_id]
+    return cast(JobAnswer, job_docs(conn, [job_id])[job_id])
 
 
 def _versions(conn: Connection, namespace: str, name: str) -> list[Json]:
@@ -211,17 +219,21 @@ def _created(conn: Connection, run_id: uuid.UUID) -> str | None:
     return iso(conn.execute(sa.select(t.runs.c.created_at).where(t.runs.c.id == run_id)).scalar())
 
 
-def list_job_versions(conn: Connection, namespace: str, name: str, page: Page) -> Json:
+def list_job_versions(conn: Connection, namespace: str, name: str, page: Page) -> JobVersionsAnswer:
     """`GET /namespaces/{ns}/jobs/{job}/versions`, newest first."""
     versions = _versions(conn, namespace, name)
     return {
-        "versions": versions[page.offset : page.offset + page.limit],
+        "versions": [
+            cast(JobVersionAnswer, v) for v in versions[page.offset : page.offset + page.limit]
+        ],
         "totalCount": len(versions),
     }
 
 
-def get_job_version(conn: Connection, namespace: str, name: str, version: uuid.UUID) -> Json:
+def get_job_version(
+    conn: Connection, namespace: str, name: str, version: uuid.UUID
+) -> JobVersionAnswer:
     for doc in _versions(conn, namespace, name):
         if doc["version"] == str(version):
-            return doc
+            return cast(JobVersionAnswer, doc)
     raise NotFound(f"version {version} of job {name!r} not found in namespace {namespace!r}")

@@ -28,26 +28,29 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.direction import Step
+from upstream.model.errors import InvalidParameter
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.identity import DatasetRef, JobRef
-from upstream.model.nodeid import InvalidNodeId, dataset_node_id, job_node_id
+from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
+from upstream.query.marquez.answers import GraphNode, MarquezGraphAnswer
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.walks import Direction, flows, marquez_reach
+from upstream.store.walks import flows, marquez_reach
 from upstream.store.window import edges_as_of, relations_as_of, run_in_window
 
 Kind = Literal["dataset", "job"]
-DIRECTIONS: tuple[Direction, ...] = ("downstream", "upstream")
+DIRECTIONS: tuple[Step, ...] = ("downstream", "upstream")
 
 
 @dataclass
@@ -86,12 +89,14 @@ class _Graph:
 
 def lineage_graph(
     conn: Connection, node_id: str, depth: int, max_nodes: int, window: Window | None = None
-) -> Json:
+) -> MarquezGraphAnswer:
     """The graph around `node_id` (a dataset or job), `depth` jobs deep each way; with a
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
     seed = resolve_node(conn, node_id)
     if seed.kind == "datasetField":
-        raise InvalidNodeId("nodeId: lineage takes a dataset or job node id; use /column-lineage")
+        raise InvalidParameter.at(
+            "nodeId", "lineage takes a dataset or job node id; use /column-lineage"
+        )
     graph = _Graph(max_nodes)
     start = _Frontier()
     if seed.kind == "dataset":
@@ -104,7 +109,7 @@ def lineage_graph(
         start.jobs.add(seed_id)
     # Each direction expands a node once, even one the other direction already put in the
     # graph (a job that reads and writes the same dataset).
-    walks: dict[Direction, tuple[_Frontier, _Frontier]] = {
+    walks: dict[Step, tuple[_Frontier, _Frontier]] = {
         direction: (start.copy(), start.copy()) for direction in DIRECTIONS
     }
     reads = {direction: _Reads(conn, direction, window) for direction in DIRECTIONS}
@@ -115,7 +120,8 @@ def lineage_graph(
             break
         for direction, (frontier, seen) in list(walks.items()):
             walks[direction] = (_step(reads[direction], graph, frontier, seen), seen)
-    return {"graph": _render(conn, graph, window), "truncated": graph.truncated}
+    nodes = cast(list[GraphNode], _render(conn, graph, window))
+    return {"graph": nodes, "truncated": graph.truncated}
 
 
 class _Reads:
@@ -123,7 +129,7 @@ class _Reads:
     constant number of statements whatever the depth), and when asked for what the
     prefetch did not cover."""
 
-    def __init__(self, conn: Connection, direction: Direction, window: Window | None) -> None:
+    def __init__(self, conn: Connection, direction: Step, window: Window | None) -> None:
         self.conn = conn
         self.direction = direction
         near, far = ("read", "write") if direction == "downstream" else ("write", "read")
@@ -228,7 +234,7 @@ def _relations(
 
 
 def _job_edges(
-    conn: Connection, jobs: Iterable[uuid.UUID], direction: Direction, window: Window | None
+    conn: Connection, jobs: Iterable[uuid.UUID], direction: Step, window: Window | None
 ) -> set[tuple[uuid.UUID, uuid.UUID]]:
     """(source job, target job) of job->job edges leaving (downstream) or entering `jobs`."""
     e = edges_as_of(window)

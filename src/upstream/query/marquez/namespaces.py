@@ -15,15 +15,22 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
-from upstream.query.marquez.common import Json, NotFound, Page, iso, require_namespace, total
+from upstream.query.marquez.answers import (
+    NamespaceAnswer,
+    NamespacesAnswer,
+    SourceAnswer,
+    SourcesAnswer,
+)
+from upstream.query.marquez.common import Page, iso, require_namespace, total
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 
 OWNER = "anonymous"
 
 
-def _namespace_doc(row: Any) -> Json:
+def _namespace_doc(row: Any) -> NamespaceAnswer:
     return {
         "name": row.name,
         "createdAt": iso(row.created_at),
@@ -34,7 +41,9 @@ def _namespace_doc(row: Any) -> Json:
     }
 
 
-def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = False) -> Json:
+def list_namespaces(
+    conn: Connection, page: Page, *, include_deleted: bool = False
+) -> NamespacesAnswer:
     """`GET /namespaces`, by name; deleted ones only when asked for."""
     query = sa.select(t.namespaces, deleted(t.namespaces)).where(
         visible(t.namespaces, include_deleted)
@@ -43,7 +52,7 @@ def list_namespaces(conn: Connection, page: Page, *, include_deleted: bool = Fal
     return {"namespaces": [_namespace_doc(r) for r in rows], "totalCount": total(conn, query)}
 
 
-def get_namespace(conn: Connection, name: str, *, include_deleted: bool = False) -> Json:
+def get_namespace(conn: Connection, name: str, *, include_deleted: bool = False) -> NamespaceAnswer:
     """`GET /namespaces/{ns}`."""
     require_namespace(conn, name, include_deleted=include_deleted)
     query = sa.select(t.namespaces, deleted(t.namespaces))
@@ -58,7 +67,7 @@ class _Source:
     created: datetime
     updated: datetime
 
-    def doc(self) -> Json:
+    def doc(self) -> SourceAnswer:
         scheme = self.url.split("://", 1)[0] if "://" in self.url else ""
         return {
             "type": scheme.upper() or "DEFAULT",
@@ -88,13 +97,13 @@ def _sources(conn: Connection) -> dict[str, _Source]:
     return found
 
 
-def list_sources(conn: Connection, page: Page) -> Json:
+def list_sources(conn: Connection, page: Page) -> SourcesAnswer:
     """`GET /sources`, by name."""
     sources = [s.doc() for _, s in sorted(_sources(conn).items())]
     return {"sources": sources[page.offset : page.offset + page.limit], "totalCount": len(sources)}
 
 
-def get_source(conn: Connection, name: str) -> Json:
+def get_source(conn: Connection, name: str) -> SourceAnswer:
     """`GET /sources/{source}`."""
     source = _sources(conn).get(name)
     if source is None:

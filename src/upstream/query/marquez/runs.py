@@ -12,16 +12,16 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.errors import NotFound
 from upstream.model.identity import stable_id
+from upstream.query.marquez.answers import RunAnswer, RunFacetsAnswer, RunsAnswer
 from upstream.query.marquez.common import (
     Json,
-    NotFound,
     Page,
     iso,
     require_job,
@@ -115,7 +115,7 @@ def _run_doc(row: Any, io: RunIO) -> Json:
     started, ended = row["started_at"], row["ended_at"]
     duration = None
     if started is not None and ended is not None:
-        duration = int((_aware(ended) - _aware(started)).total_seconds() * 1000)
+        duration = int((ended - started).total_seconds() * 1000)
     return {
         "id": str(row["id"]),
         "createdAt": iso(row["created_at"]),
@@ -152,18 +152,14 @@ def _version_ref(entry: tuple[str, str, uuid.UUID, uuid.UUID | None, Json]) -> J
     }
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def get_run(conn: Connection, run_id: uuid.UUID) -> Json:
+def get_run(conn: Connection, run_id: uuid.UUID) -> RunAnswer:
     doc = run_docs(conn, [run_id]).get(run_id)
     if doc is None:
         raise NotFound(f"run {run_id} not found")
-    return doc
+    return cast(RunAnswer, doc)
 
 
-def run_facets(conn: Connection, run_id: uuid.UUID, kind: str) -> Json:
+def run_facets(conn: Connection, run_id: uuid.UUID, kind: str) -> RunFacetsAnswer:
     """`GET /jobs/runs/{id}/facets?type=run|job`: the run's facets, or its job's."""
     row = conn.execute(
         sa.select(t.runs.c.facets, t.jobs.c.facets.label("job_facets"))
@@ -185,10 +181,10 @@ def runs_newest_first(job_id: uuid.UUID) -> sa.Select[Any]:
     )
 
 
-def list_job_runs(conn: Connection, namespace: str, job: str, page: Page) -> Json:
+def list_job_runs(conn: Connection, namespace: str, job: str, page: Page) -> RunsAnswer:
     """`GET /namespaces/{ns}/jobs/{job}/runs`, newest first."""
     job_id = require_job(conn, namespace, job)
     query = runs_newest_first(job_id)
     ids = list(conn.execute(page.apply(query)).scalars())
     docs = run_docs(conn, ids)
-    return {"runs": [docs[i] for i in ids], "totalCount": total(conn, query)}
+    return {"runs": [cast(RunAnswer, docs[i]) for i in ids], "totalCount": total(conn, query)}

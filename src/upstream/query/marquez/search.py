@@ -6,14 +6,15 @@ Matching is a case-insensitive substring match in which `%` and `_` are ordinary
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.identity import namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
-from upstream.query.marquez.common import Json, iso, total
+from upstream.query.marquez.answers import SearchAnswer, SearchResult
+from upstream.query.marquez.common import iso, total
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 
@@ -30,10 +31,10 @@ def search(
     limit: int = 10,
     namespace: str | None = None,
     include_deleted: bool = False,
-) -> Json:
+) -> SearchAnswer:
     """Up to `limit` datasets and jobs matching `q`, by name (A-Z) or newest update first;
     deleted ones only when asked for (then flagged `deleted`)."""
-    results: list[Json] = []
+    results: list[SearchResult] = []
     count = 0
     for kind, table in (("DATASET", t.datasets), ("JOB", t.jobs)):
         if only is not None and only != kind:
@@ -44,14 +45,17 @@ def search(
         for row in conn.execute(ordered):
             render = dataset_node_id if kind == "DATASET" else job_node_id
             results.append(
-                {
-                    "type": kind,
-                    "name": row.name,
-                    "updatedAt": iso(row.updated_at),
-                    "namespace": row.namespace,
-                    "nodeId": render(row.namespace, row.name),
-                    **({"deleted": True} if row.deleted else {}),
-                }
+                cast(
+                    SearchResult,
+                    {
+                        "type": kind,
+                        "name": row.name,
+                        "updatedAt": iso(row.updated_at),
+                        "namespace": row.namespace,
+                        "nodeId": render(row.namespace, row.name),
+                        **({"deleted": True} if row.deleted else {}),
+                    },
+                )
             )
     results.sort(key=lambda r: (r["name"], r["namespace"], r["type"]))
     if sort == "UPDATED_AT":

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.query.marquez.common import Json, Page
+from upstream.query.marquez.answers import TagsAnswer
+from upstream.query.marquez.common import Page
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 
@@ -38,7 +39,7 @@ def tags_of(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.U
     return found
 
 
-def list_tags(conn: Connection, page: Page) -> Json:
+def list_tags(conn: Connection, page: Page) -> TagsAnswer:
     """`GET /tags`: every tag, by name."""
     query = sa.select(t.tags.c.name, t.tags.c.description).order_by(t.tags.c.name)
     rows = conn.execute(page.apply(query))

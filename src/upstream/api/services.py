@@ -1,0 +1,36 @@
+"""How a route calls a service: a read on one snapshot, a change in one write transaction.
+
+Routes are plain functions, which FastAPI runs on its thread pool, so a service's database
+work never blocks the event loop. The errors a service raises are answered by `api.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy.engine import Connection
+
+from upstream.store.engine import Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def read(
+    store: Store,
+    service: Callable[Concatenate[Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """The answer of read service `service(conn, *args, **kwargs)`, read on one snapshot."""
+    with store.read() as conn:
+        return service(conn, *args, **kwargs)
+
+
+def change(store: Store, work: Callable[..., T], *args: object) -> T:
+    """Run one change (`work(conn, *args, now)`) in one write transaction. The time is taken
+    once, so a retried transaction writes the same one."""
+    now = datetime.now(UTC)
+    return store.write(lambda conn: work(conn, *args, now))

@@ -1,0 +1,326 @@
+"""The shapes of the lineage answers (the `/v3` endpoints and the CLI), declared once.
+
+Each service returns one of these; each route names it in `responses={200: {"model": …}}` so
+the OpenAPI document (and docs/api.md) shows it, without validating answers at run time
+(`response_model=None`: an answer is built right once, in its service, and sent as it is).
+`frontend/src/api.ts` declares the same shapes; `tests/test_frontend_types.py` compares them.
+Keys that only some answers carry are `NotRequired`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from upstream.model.direction import Direction
+
+
+class EntityId(TypedDict):
+    """A dataset, job or workflow by its kind and name."""
+
+    type: str
+    namespace: str
+    name: str
+
+
+class DatasetName(TypedDict):
+    namespace: str
+    name: str
+
+
+class DataEntry(TypedDict):
+    entityId: EntityId
+    #: Only on a temporary dataset (design §3.4), which rollup hides.
+    temporary: NotRequired[bool]
+
+
+class ProgramEntry(TypedDict):
+    entityId: EntityId
+
+
+class RelationEntry(TypedDict):
+    """A dataset read or written by a program: by which runs and components."""
+
+    data: str
+    program: str
+    accesses: list[str]
+    runs: list[str]
+    components: list[str]
+
+
+class LineageAnswer(TypedDict):
+    """Dataset or job lineage, CDAP's relations (design §4.2)."""
+
+    start: int
+    end: int
+    asOf: NotRequired[str]
+    relations: list[RelationEntry]
+    data: dict[str, DataEntry]
+    programs: dict[str, ProgramEntry]
+    truncated: NotRequired[bool]
+    omittedNodes: NotRequired[int]
+    omittedRelations: NotRequired[int]
+
+
+class FieldsOfDataset(TypedDict):
+    """Fields of one dataset; `origins` names, per field, what stated the edges to it."""
+
+    dataset: DatasetName
+    fields: list[str]
+    origins: NotRequired[dict[str, list[str]]]
+
+
+class FieldSummaryAnswer(TypedDict):
+    """Where a field comes from and goes to (design §4.3); the side not asked for is absent."""
+
+    incoming: NotRequired[list[FieldsOfDataset]]
+    outgoing: NotRequired[list[FieldsOfDataset]]
+
+
+class TagReachAnswer(TypedDict):
+    """The fields a tag marks and the fields their data reached (design §4.5)."""
+
+    tag: str
+    levels: int
+    tagged: list[FieldsOfDataset]
+    reach: list[FieldsOfDataset]
+
+
+class RunOfRunLineage(TypedDict):
+    runId: str
+    job: DatasetName
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+    level: int
+
+
+class DatasetVersion(TypedDict):
+    id: str
+    dataset: DatasetName
+    version: str | None
+    producerVersion: str | None
+    writtenBy: str | None
+
+
+class RunLineageEdge(TypedDict):
+    type: Literal["read", "write"]
+    run: str
+    datasetVersion: str
+
+
+class RunLineageAnswer(TypedDict):
+    """Runs and the dataset versions between them around one run (design §4.5)."""
+
+    runId: str
+    direction: Direction
+    levels: int
+    asOf: NotRequired[str]
+    runs: list[RunOfRunLineage]
+    datasetVersions: list[DatasetVersion]
+    edges: list[RunLineageEdge]
+    truncated: NotRequired[bool]
+
+
+class SourceInput(TypedDict):
+    """An operation's input read from a dataset."""
+
+    type: Literal["source"]
+    namespace: str
+    name: str
+
+
+class FieldInput(TypedDict):
+    """An operation's input field; `origin` is the position of the operation that made it in
+    the path's `operations` (null: from outside the path)."""
+
+    type: Literal["field"]
+    name: str
+    origin: int | None
+
+
+class OperationEntry(TypedDict):
+    name: str
+    description: str | None
+    inputs: list[SourceInput | FieldInput]
+    outputs: list[str]
+
+
+class PathRun(TypedDict):
+    runId: str
+    job: DatasetName
+    startedAt: str | None
+
+
+class FieldPath(TypedDict):
+    """One way the field was made: the operations it depends on, and the runs, newest first."""
+
+    operations: list[OperationEntry]
+    runs: list[PathRun]
+
+
+class FieldPathsAnswer(TypedDict):
+    """How a field was made in the window (design §4.3)."""
+
+    fieldName: str
+    startTimeInSeconds: int
+    endTimeInSeconds: int
+    paths: list[FieldPath]
+
+
+class RunSummary(TypedDict):
+    id: str
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+    durationMs: int | None
+
+
+class JobRun(RunSummary):
+    job: DatasetName
+
+
+class WorkflowRun(RunSummary):
+    jobRuns: list[JobRun]
+
+
+class WorkflowJob(TypedDict):
+    namespace: str
+    name: str
+    runs: int
+    latestRun: RunSummary
+
+
+class WorkflowContentsAnswer(TypedDict):
+    """A workflow's runs in the window with the job runs inside each, and its jobs."""
+
+    namespace: str
+    name: str
+    isWorkflow: bool
+    runs: list[WorkflowRun]
+    jobs: list[WorkflowJob]
+
+
+class DiffWindow(TypedDict):
+    """One side of a diff: its window, and the time it was read as of, if one was asked."""
+
+    start: int
+    end: int
+    asOf: NotRequired[str]
+
+
+class DiffRelation(TypedDict):
+    """A relation of a diff; its runs are a count (runs are what differ between sides)."""
+
+    data: str
+    program: str
+    accesses: list[str]
+    components: list[str]
+    runs: int
+
+
+#: A kept relation's run counts on each side (`from` is a keyword: the functional form).
+KeptRuns = TypedDict("KeptRuns", {"from": int, "to": int})
+
+
+class KeptRelation(TypedDict):
+    data: str
+    program: str
+    accesses: list[str]
+    components: list[str]
+    runs: KeptRuns
+
+
+class FieldEnd(TypedDict):
+    namespace: str
+    name: str
+    field: str
+
+
+class FieldEdgeEntry(TypedDict):
+    source: FieldEnd
+    target: FieldEnd
+
+
+class DiffSide(TypedDict):
+    """What only one side has: relations, field edges, datasets and programs (their keys)."""
+
+    relations: list[DiffRelation]
+    fieldEdges: list[FieldEdgeEntry]
+    data: list[str]
+    programs: list[str]
+
+
+#: What changed in a dataset's lineage between two sides (design §4.5); `from` is a keyword.
+LineageDiffAnswer = TypedDict(
+    "LineageDiffAnswer",
+    {
+        "from": DiffWindow,
+        "to": DiffWindow,
+        "added": DiffSide,
+        "removed": DiffSide,
+        "kept": list[KeptRelation],
+        "data": dict[str, DataEntry],
+        "programs": dict[str, ProgramEntry],
+        "truncated": NotRequired[bool],
+    },
+)
+
+
+class FieldWithLineage(TypedDict):
+    """A current field of a dataset, and whether it has lineage in the window."""
+
+    name: str
+    lineage: bool
+
+
+#: The fields with lineage (names, sorted), or with `includeCurrent` every current field too.
+FieldsAnswer = list[str] | list[FieldWithLineage]
+
+
+class RecordingProgram(TypedDict):
+    """A job that recorded an operation set, with its latest run."""
+
+    job: DatasetName
+    lastRunId: str
+    lastRunStartedAt: str | None
+
+
+class OperationGroup(TypedDict):
+    dataset: DatasetName
+    operations: list[OperationEntry]
+    programs: list[RecordingProgram]
+
+
+class FieldOperationsAnswer(TypedDict):
+    """The operations a field was made by (`incoming`) or went through (`outgoing`)."""
+
+    incoming: NotRequired[list[OperationGroup]]
+    outgoing: NotRequired[list[OperationGroup]]
+
+
+class Flow(TypedDict):
+    """Data moving from one dataset to another through a program (null: a declared flow
+    without a job), with its run count; `inferred` unless some run stated it explicitly."""
+
+    source: str
+    target: str
+    program: str | None
+    runs: int
+    inferred: bool
+
+
+class JobLink(TypedDict):
+    source: str
+    target: str
+
+
+class GraphAnswer(TypedDict):
+    """Every dataset and the data flows between them (`upstream export`)."""
+
+    data: dict[str, ProgramEntry]
+    programs: dict[str, ProgramEntry]
+    flows: list[Flow]
+    links: list[JobLink]
+    truncated: NotRequired[bool]
