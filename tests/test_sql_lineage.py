@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from upstream.ingest import sql_lineage as sql_lineage_module
 from upstream.ingest.context import Owner
-from upstream.ingest.sql_lineage import SqlLineage, sql_facet_text, sql_lineage
+from upstream.ingest.sql_lineage import SqlLineage, clear_cache, sql_facet_text, sql_lineage
 from upstream.ingest.sql_names import dialect_for
-from upstream.ingest.sql_parse import clear_cache, parse, read
+from upstream.ingest.sql_parse import ParsedSql, SchemaOf, parse
 from upstream.ingest.sql_statements import TableName
 from upstream.model.facts import DatasetNode
 from upstream.model.identity import DatasetRef, JobRef
@@ -409,26 +410,50 @@ def test_the_facet_needs_a_query_string() -> None:
     assert sql_facet_text({}) is None
 
 
-def test_parsing_is_cached_by_statement() -> None:
+def test_a_facet_is_parsed_once_per_setting_of_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
     clear_cache()
+    parsed: list[str] = []
+
+    def counting(sql: str, dialect: str | None, schema_of: SchemaOf) -> ParsedSql:
+        parsed.append(sql)
+        return parse(sql, dialect, schema_of)
+
+    monkeypatch.setattr(sql_lineage_module, "parse", counting)
     sql = "INSERT INTO out (id) SELECT id FROM orders"
-    first = parse(sql, "postgres", {})
-    assert parse(sql, "postgres", {}) is first
-    assert read(sql, "postgres") is read(sql, "postgres")
-    # Another dialect or other schemas are another parse.
-    assert parse(sql, "snowflake", {}) is not first
+    first = run(sql, inputs=("shop.public.orders",))
+    again = run(sql, inputs=("shop.public.orders",))
+    assert len(parsed) == 1
+    assert (
+        edges(again)
+        == edges(first)
+        == {("shop.public.out#id", "shop.public.orders#id", "IDENTITY")}
+    )
+    # Another dialect or other datasets are another parse.
+    run(sql, inputs=("shop.public.orders",), dialect="snowflake")
+    run(sql, inputs=("shop.public.orders", "shop.public.customers"))
+    assert len(parsed) == 3
 
 
-def test_analysing_a_cached_statement_never_changes_it() -> None:
-    clear_cache()
+def test_the_same_text_is_analysed_afresh_with_each_schema() -> None:
     sql = "SELECT * FROM Orders"
-    unexpanded = parse(sql, "postgres", {})
-    expanded = parse(sql, "postgres", {TableName(("orders",), (False,)): ["id", "amount"]})
+    orders = TableName(("orders",), (False,))
+    unexpanded = parse(sql, "postgres", lambda tables: {})
+    expanded = parse(
+        sql, "postgres", lambda tables: {orders: ["id", "amount"]} if orders in tables else {}
+    )
     assert [c.name for c in unexpanded.statements[0].columns] == [None]
     assert [c.name for c in expanded.statements[0].columns] == ["id", "amount"]
-    [statement] = read(sql, "postgres").statements
-    assert statement.tree is not None
-    assert statement.tree.sql() == "SELECT * FROM orders"  # folded, not qualified
+
+
+def test_a_schema_the_statement_contradicts_is_not_used() -> None:
+    # `missing` is not among the columns the schema gives orders: the statement is analysed
+    # again, from its text, without the schema.
+    found = run(
+        "INSERT INTO out (a) SELECT o.missing FROM orders o",
+        inputs=("shop.public.orders",),
+        fields={"shop.public.orders": ["id"]},
+    )
+    assert edges(found) == {("shop.public.out#a", "shop.public.orders#missing", "IDENTITY")}
 
 
 _SQL_WORDS = st.sampled_from(

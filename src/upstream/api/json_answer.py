@@ -9,16 +9,19 @@ no type for.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from upstream.model.json_text import answer_bytes
 
+T = TypeVar("T")
 
-class JsonAnswer(JSONResponse):
-    """A JSON response whose body orjson writes."""
+
+class JsonAnswer(JSONResponse, Generic[T]):
+    """A JSON response whose body orjson writes; `T` is the shape of the answer it sends,
+    for the type checker (the route documents it in OpenAPI)."""
 
     def render(self, content: Any) -> bytes:
         return answer_bytes(content, jsonable_encoder)

@@ -21,11 +21,13 @@ from typing import Any
 
 from upstream.ingest.context import Owner
 from upstream.ingest.sql_names import Resolver, dialect_for
-from upstream.ingest.sql_parse import CACHE_SIZE, parse, read
+from upstream.ingest.sql_parse import parse
 from upstream.ingest.sql_statements import StatementLineage, TableName, Transformation
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
 
+#: Distinct facets, each in one setting of datasets, kept parsed per process.
+CACHE_SIZE = 4096
 #: (source, target, transformations, implied) of one edge, before it has an owner.
 PlannedEdge = tuple[DatasetNode, DatasetNode, tuple[dict[str, Any], ...], bool]
 
@@ -107,13 +109,15 @@ def _plan(
     datasets = (*inputs, *outputs)
     dialect = dialect_for(declared_dialect, [d.namespace for d in (*pending, *datasets)])
     resolver = Resolver(datasets, pending[0].namespace, dialect)
-    text = read(query, dialect)
-    schemas = {
-        table: schema_of[ref]
-        for table in text.tables
-        if (ref := resolver.resolve(table)) in schema_of
-    }
-    parsed = parse(query, dialect, schemas)
+    parsed = parse(
+        query,
+        dialect,
+        lambda tables: {
+            table: schema_of[ref]
+            for table in tables
+            if (ref := resolver.resolve(table)) in schema_of
+        },
+    )
     wanted = set(pending)
     targeted = any(s.target is not None for s in parsed.statements)
     collected = _Collected()
@@ -132,6 +136,11 @@ def _plan(
         len(parsed.statements),
         parsed.failures,
     )
+
+
+def clear_cache() -> None:
+    """Forget every parsed facet (tests measure parsing from cold)."""
+    _plan.cache_clear()
 
 
 @dataclass

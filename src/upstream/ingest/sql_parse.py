@@ -9,15 +9,17 @@ sqlglot with openlineage-sql's column lineage added where sqlglot traced nothing
 from openlineage-sql alone where sqlglot cannot read it; and counts as not parsed when neither
 yields lineage (openlineage-sql reads some broken text without error, but then finds none).
 
-Results are cached by the statement's text, dialect and the schemas used, so a job's repeated
-runs parse once per process.
+Nothing is cached here: the caller caches what a facet gives (`sql_lineage`), so a job's
+repeated runs parse once per process. Each statement's syntax tree is made for one analysis
+and changed by it in place (qualifying a copy would cost a quarter of the parse again), then
+dropped: the trees of a facet take tens of kilobytes, which a cache of thousands of facets
+would hold in every server process, and which the collector would walk on every full pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import openlineage_sql
 from sqlglot import exp
@@ -25,7 +27,6 @@ from sqlglot.dialects.dialect import Dialect
 
 from upstream.ingest.sql_statements import (
     SourceColumn,
-    Statement,
     StatementLineage,
     TableName,
     TargetColumn,
@@ -35,15 +36,11 @@ from upstream.ingest.sql_statements import (
     tables_named,
 )
 
-#: Distinct (statement, dialect, schemas) kept parsed per process.
-CACHE_SIZE = 4096
 #: Longer facet text is not parsed (counted as one unparsed statement): parsing runs inside
 #: the write, and a generated statement of megabytes would hold every writer up.
 MAX_SQL_CHARS = 100_000
 #: openlineage-sql reports a column it found, not how: a direct dependency of unknown subtype.
 DIRECT_UNKNOWN = ("DIRECT", "")
-
-Schemas = tuple[tuple[TableName, tuple[str, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -54,47 +51,25 @@ class ParsedSql:
     failures: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class SqlText:
-    """One facet's statements, and the tables they name."""
-
-    statements: tuple[Statement, ...]
-    tables: frozenset[TableName]
+#: The columns of the tables a facet names, where known: `*` is expanded with them.
+SchemaOf = Callable[[frozenset[TableName]], Mapping[TableName, Sequence[str]]]
 
 
-def read(sql: str, dialect: str | None) -> SqlText:
-    """Split `sql` into statements and list the tables they name (cached): the names the
-    caller resolves to datasets, for their schemas, before `parse`."""
-    return _read(sql, dialect)
-
-
-@lru_cache(maxsize=CACHE_SIZE)
-def _read(sql: str, dialect: str | None) -> SqlText:
-    if len(sql) > MAX_SQL_CHARS:
-        return SqlText((), frozenset())
-    statements = tuple(split(sql, dialect))
-    tables = frozenset(t for s in statements if s.tree is not None for t in tables_named(s.tree))
-    return SqlText(statements, tables)
-
-
-def parse(sql: str, dialect: str | None, schemas: Mapping[TableName, Sequence[str]]) -> ParsedSql:
-    """The lineage of `sql`'s statements, `*` expanded with `schemas` (cached)."""
-    frozen: Schemas = tuple(sorted((name, tuple(columns)) for name, columns in schemas.items()))
-    return _parse(sql, dialect, frozen)
-
-
-@lru_cache(maxsize=CACHE_SIZE)
-def _parse(sql: str, dialect: str | None, schemas: Schemas) -> ParsedSql:
+def parse(sql: str, dialect: str | None, schema_of: SchemaOf) -> ParsedSql:
+    """The lineage of `sql`'s statements; `schema_of` is asked once, with every table the
+    statements name, for the columns it knows of them."""
     if len(sql) > MAX_SQL_CHARS:
         return ParsedSql((), (f"longer than {MAX_SQL_CHARS:,} characters: not parsed",))
-    lookup = dict(schemas)
+    statements = split(sql, dialect)
+    named = frozenset(t for s in statements if s.tree is not None for t in tables_named(s.tree))
+    lookup = schema_of(named)
     found: list[StatementLineage] = []
     failures: list[str] = []
-    for statement in _read(sql, dialect).statements:
+    for statement in statements:
         try:
             if statement.tree is None:
                 raise UnparsableSql(statement.error or "not SQL")
-            lineage = statement_lineage(statement.tree, dialect, lookup)
+            lineage = statement_lineage(statement, dialect, lookup)
         except Exception as exc:  # any failure of a parser on the producer's text, not ours
             exc = exc if isinstance(exc, UnparsableSql) else UnparsableSql(_reason(exc))
             alone = _openlineage_only(statement.text, dialect)
@@ -112,12 +87,6 @@ def _parse(sql: str, dialect: str | None, schemas: Schemas) -> ParsedSql:
 def _reason(exc: Exception) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def clear_cache() -> None:
-    """Forget every parsed statement (tests measure parsing from cold)."""
-    _read.cache_clear()
-    _parse.cache_clear()
 
 
 # -- openlineage-sql -------------------------------------------------------------------------

@@ -80,7 +80,7 @@ class StatementLineage:
 @dataclass(frozen=True)
 class Statement:
     """One statement of a text: as written, and its tree (identifiers folded as the dialect
-    folds them) when sqlglot can read it. Trees are shared by the cache: never changed."""
+    folds them) when sqlglot can read it. The tree is for one analysis, which changes it."""
 
     text: str
     tree: exp.Expr | None
@@ -126,18 +126,20 @@ def tables_named(statement: exp.Expr) -> set[TableName]:
 
 
 def statement_lineage(
-    statement: exp.Expr,
+    statement: Statement,
     dialect: str | None,
     schema: Mapping[TableName, Sequence[str]],
 ) -> StatementLineage | None:
     """The lineage of one parsed statement, `SELECT *` expanded with `schema` (the columns of
     the tables it reads, where known). None for a statement that moves no data (DDL without
-    a query, `DELETE`, `SET`…); UnparsableSql when its query cannot be analysed."""
-    shaped = _as_query(statement)
+    a query, `DELETE`, `SET`…); UnparsableSql when its query cannot be analysed. Qualifies
+    the statement's tree in place."""
+    assert statement.tree is not None
+    shaped = _as_query(statement.tree)
     if shaped is None:
         return None
     target, query, names, by_position = shaped
-    root = build_scope(_qualified(query, lambda: _query_of(statement), dialect, schema))
+    root = build_scope(_qualified(query, lambda: _query_of(statement, dialect), dialect, schema))
     if root is None:
         return None
     projections = _projections(root)
@@ -167,12 +169,12 @@ def _qualified(
     dialect: str | None,
     schema: Mapping[TableName, Sequence[str]],
 ) -> exp.Query:
-    """`query` (a copy of its own, changed in place) with every column tied to its table
-    and `*` expanded where the schema allows. A schema that contradicts the statement (a
-    column it does not list) is not used; when sqlglot cannot place every column (an
-    unqualified column of a correlated subquery), the tables are still qualified and columns
-    stay as written. Each retry starts from a fresh copy (`again`): copying costs as much as
-    qualifying, so it is made only when needed."""
+    """`query` (changed in place) with every column tied to its table and `*` expanded
+    where the schema allows. A schema that contradicts the statement (a column it does not
+    list) is not used; when sqlglot cannot place every column (an unqualified column of a
+    correlated subquery), the tables are still qualified and columns stay as written. Each
+    retry starts from the statement read again (`again`), since a failed attempt may have
+    changed the tree half-way."""
     attempts: list[tuple[Mapping[TableName, Sequence[str]], bool]] = [({}, True), ({}, False)]
     if schema:
         attempts.insert(0, (schema, True))
@@ -209,8 +211,11 @@ def table_name(table: exp.Table) -> TableName:
 # -- statement shapes -------------------------------------------------------------------------
 
 
-def _query_of(statement: exp.Expr) -> exp.Query:
-    shaped = _as_query(statement)
+def _query_of(statement: Statement, dialect: str | None) -> exp.Query:
+    """The statement's query from a tree of its own: its text read again."""
+    [again] = split(statement.text, dialect)
+    assert again.tree is not None  # it was read the first time
+    shaped = _as_query(again.tree)
     assert shaped is not None  # it had a query the first time
     return shaped[1]
 
@@ -219,16 +224,17 @@ def _as_query(
     tree: exp.Expr,
 ) -> tuple[TableName | None, exp.Query, list[str], bool] | None:
     """(target, the query whose projections are the target's columns, the column names the
-    statement gives them, whether an INSERT fills the table's columns by position)."""
+    statement gives them, whether an INSERT fills the table's columns by position). The query
+    is part of `tree`, not a copy."""
     if isinstance(tree, exp.Query):
-        return None, tree.copy(), [], False
+        return None, tree, [], False
     if isinstance(tree, exp.Insert) and isinstance(tree.expression, exp.Query):
         target, names = _target_of(tree.this)
-        query = _with_ctes(tree.expression.copy(), tree.args.get("with_"))
+        query = _with_ctes(tree.expression, tree.args.get("with_"))
         return target, query, names, not names
     if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
         target, names = _target_of(tree.this)
-        query = _with_ctes(tree.expression.copy(), tree.args.get("with_"))
+        query = _with_ctes(tree.expression, tree.args.get("with_"))
         return target, query, names, False
     if isinstance(tree, exp.Merge):
         return _merge_query(tree)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import WithJsonSchema
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import LEVELS, TIME_SCHEMA, Collapse
 from upstream.api.path_segments import EncodedSegmentsRoute
@@ -55,7 +56,7 @@ def get_dataset_lineage(
     store: StoreDep,
     settings: SettingsDep,
     params: LineageParamsDep,
-) -> LineageAnswer:
+) -> JsonAnswer[LineageAnswer]:
     """Relations (dataset, program, accesses, runs, components) around one dataset."""
     return read(
         store,
@@ -121,7 +122,7 @@ def get_lineage_diff(
     collapse: Collapse = None,
     rollup: RollupParam = None,
     direction: DirectionParam = None,
-) -> LineageDiffAnswer:
+) -> JsonAnswer[LineageDiffAnswer]:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
     params = DiffParams.parse(

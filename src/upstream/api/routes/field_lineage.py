@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import LEVELS, AsOf, End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
@@ -69,7 +70,7 @@ def get_field_paths(
     start: Start = None,
     end: End = None,
     as_of: AsOf = None,
-) -> FieldPathsAnswer:
+) -> JsonAnswer[FieldPathsAnswer]:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first."""
     query = _query(settings, start=start, end=end, as_of=as_of)
@@ -98,7 +99,7 @@ def get_fields_with_lineage(
             description="Also current fields without lineage, as {name, lineage}",
         ),
     ] = False,
-) -> FieldsAnswer:
+) -> JsonAnswer[FieldsAnswer]:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
     query = _query(settings, start=start, end=end, as_of=as_of)
     return read(
@@ -128,7 +129,7 @@ def get_field_operations(
     end: End = None,
     as_of: AsOf = None,
     direction: DirectionParam = None,
-) -> FieldOperationsAnswer:
+) -> JsonAnswer[FieldOperationsAnswer]:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run."""
     query = _query(settings, start=start, end=end, direction=direction, as_of=as_of)
@@ -156,7 +157,7 @@ def get_field_summary(
         Query(description="Hops to follow; default 1, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> FieldSummaryAnswer:
+) -> JsonAnswer[FieldSummaryAnswer]:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
     of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
     per field, what stated the edges that reached it."""

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
@@ -35,7 +36,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 )
 def get_job_lineage(
     namespace: str, job: str, store: StoreDep, settings: SettingsDep, params: LineageParamsDep
-) -> LineageAnswer:
+) -> JsonAnswer[LineageAnswer]:
     """Relations around one job: `levels` levels of dataset lineage from the datasets it read
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
     return read(
@@ -62,7 +63,7 @@ def get_workflow_contents(
     settings: SettingsDep,
     start: Start = None,
     end: End = None,
-) -> WorkflowContentsAnswer:
+) -> JsonAnswer[WorkflowContentsAnswer]:
     """The workflow's runs that overlap the window, newest first, each with the job runs
     inside it, and the jobs of those runs with their run counts and newest run."""
     window = LineageParams.parse(max_levels=settings.max_levels, start=start, end=end).window

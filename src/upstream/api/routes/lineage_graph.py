@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import AsOf, history_window
 from upstream.api.services import read
 from upstream.query.answers import GraphAnswer
@@ -20,7 +21,9 @@ router = APIRouter(tags=["dataset lineage"])
     response_model=None,
     responses={200: {"model": GraphAnswer}},
 )
-def get_lineage_graph(store: StoreDep, settings: SettingsDep, as_of: AsOf = None) -> GraphAnswer:
+def get_lineage_graph(
+    store: StoreDep, settings: SettingsDep, as_of: AsOf = None
+) -> JsonAnswer[GraphAnswer]:
     """Datasets, the jobs that move data, the flows (source, target, job, runs, inferred) and
     the explicit edges that touch a job; `"truncated": true` past `max_lineage_nodes`. With
     `asOf`, the runs that had started by then and the declarations of then."""

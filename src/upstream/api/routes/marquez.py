@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import IncludeDeleted
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
@@ -39,7 +40,7 @@ PageDep = Annotated[Page, Depends(page)]
 @router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
 def list_namespaces(
     store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> NamespacesAnswer:
+) -> JsonAnswer[NamespacesAnswer]:
     """Every namespace, by name."""
     return read(store, namespaces.list_namespaces, paging, include_deleted=deleted)
 
@@ -49,19 +50,19 @@ def list_namespaces(
 )
 def get_namespace(
     namespace: str, store: StoreDep, deleted: IncludeDeleted = False
-) -> NamespaceAnswer:
+) -> JsonAnswer[NamespaceAnswer]:
     """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
     return read(store, namespaces.get_namespace, namespace, include_deleted=deleted)
 
 
 @router.get("/sources", response_model=None, responses={200: {"model": SourcesAnswer}})
-def list_sources(store: StoreDep, paging: PageDep) -> SourcesAnswer:
+def list_sources(store: StoreDep, paging: PageDep) -> JsonAnswer[SourcesAnswer]:
     """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
     return read(store, namespaces.list_sources, paging)
 
 
 @router.get("/sources/{source}", response_model=None, responses={200: {"model": SourceAnswer}})
-def get_source(source: str, store: StoreDep) -> SourceAnswer:
+def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
     """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
 
@@ -73,7 +74,7 @@ def get_source(source: str, store: StoreDep) -> SourceAnswer:
 )
 def list_datasets(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> DatasetsAnswer:
+) -> JsonAnswer[DatasetsAnswer]:
     """The namespace's datasets, by name."""
     return read(store, datasets.list_datasets, namespace, paging, include_deleted=deleted)
 
@@ -85,7 +86,7 @@ def list_datasets(
 )
 def get_dataset(
     namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
-) -> DatasetAnswer:
+) -> JsonAnswer[DatasetAnswer]:
     """One dataset: current fields and facets, tags, current version, last successful write."""
     return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
 
@@ -97,7 +98,7 @@ def get_dataset(
 )
 def list_dataset_versions(
     namespace: str, dataset: str, store: StoreDep, paging: PageDep
-) -> DatasetVersionsAnswer:
+) -> JsonAnswer[DatasetVersionsAnswer]:
     """The dataset as each run wrote it, newest first."""
     return read(store, datasets.list_dataset_versions, namespace, dataset, paging)
 
@@ -109,7 +110,7 @@ def list_dataset_versions(
 )
 def get_dataset_version(
     namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
-) -> DatasetVersionAnswer:
+) -> JsonAnswer[DatasetVersionAnswer]:
     """The dataset as one run wrote it, with that run."""
     return read(store, datasets.get_dataset_version, namespace, dataset, version)
 
@@ -119,7 +120,7 @@ def get_dataset_version(
 )
 def list_jobs(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
-) -> JobsAnswer:
+) -> JsonAnswer[JobsAnswer]:
     """The namespace's jobs, by name."""
     return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
 
@@ -129,7 +130,7 @@ def list_jobs(
 )
 def get_job(
     namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
-) -> JobAnswer:
+) -> JsonAnswer[JobAnswer]:
     """One job, with every dataset its runs read and wrote and its latest runs."""
     return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
 
@@ -141,7 +142,7 @@ def get_job(
 )
 def list_job_versions(
     namespace: str, job: str, store: StoreDep, paging: PageDep
-) -> JobVersionsAnswer:
+) -> JsonAnswer[JobVersionsAnswer]:
     """The job's versions (distinct inputs and outputs of its runs), newest first."""
     return read(store, jobs.list_job_versions, namespace, job, paging)
 
@@ -153,7 +154,7 @@ def list_job_versions(
 )
 def get_job_version(
     namespace: str, job: str, version: uuid.UUID, store: StoreDep
-) -> JobVersionAnswer:
+) -> JsonAnswer[JobVersionAnswer]:
     """One job version, with its newest run."""
     return read(store, jobs.get_job_version, namespace, job, version)
 
@@ -163,13 +164,15 @@ def get_job_version(
     response_model=None,
     responses={200: {"model": RunsAnswer}},
 )
-def list_job_runs(namespace: str, job: str, store: StoreDep, paging: PageDep) -> RunsAnswer:
+def list_job_runs(
+    namespace: str, job: str, store: StoreDep, paging: PageDep
+) -> JsonAnswer[RunsAnswer]:
     """The job's runs, newest first."""
     return read(store, runs.list_job_runs, namespace, job, paging)
 
 
 @router.get("/jobs/runs/{run_id}", response_model=None, responses={200: {"model": RunAnswer}})
-def get_run(run_id: uuid.UUID, store: StoreDep) -> RunAnswer:
+def get_run(run_id: uuid.UUID, store: StoreDep) -> JsonAnswer[RunAnswer]:
     """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
@@ -183,6 +186,6 @@ def get_run_facets(
     kind: Annotated[
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
-) -> RunFacetsAnswer:
+) -> JsonAnswer[RunFacetsAnswer]:
     """The facets of a run, or of its job."""
     return read(store, runs.run_facets, run_id, kind)

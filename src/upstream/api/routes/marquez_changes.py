@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict
 
 from upstream.api.deps import StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import change, read
@@ -52,7 +53,7 @@ def delete_job(namespace: str, job: str, store: StoreDep) -> Doc:
 
 
 @router.get("/tags", response_model=None, responses={200: {"model": TagsAnswer}})
-def get_tags(store: StoreDep, paging: PageDep) -> TagsAnswer:
+def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
     """Every tag, by name."""
     return read(store, list_tags, paging)
 

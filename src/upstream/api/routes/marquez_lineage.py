@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import (
     After,
     AsOf,
@@ -55,7 +56,7 @@ def get_lineage(
     settings: SettingsDep,
     depth: DepthParam = 20,
     as_of: AsOf = None,
-) -> MarquezGraphAnswer:
+) -> JsonAnswer[MarquezGraphAnswer]:
     """The job<->dataset graph around a dataset or job, cumulative over all runs (all runs
     that had started by `asOf`, with the declarations of then)."""
     return read(
@@ -76,7 +77,7 @@ def get_column_lineage(
     depth: DepthParam = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
     as_of: AsOf = None,
-) -> ColumnLineageAnswer:
+) -> JsonAnswer[ColumnLineageAnswer]:
     """The field graph upstream of a dataset, field or job (and downstream if asked); with
     `asOf`, as it stood then."""
     return read(
@@ -106,7 +107,7 @@ def search(
         str | None, Query(min_length=1, description="Only datasets and jobs of this namespace.")
     ] = None,
     deleted: IncludeDeleted = False,
-) -> SearchAnswer:
+) -> JsonAnswer[SearchAnswer]:
     """Datasets and jobs whose name contains `q`."""
     only: SearchType | None = (
         "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
@@ -131,7 +132,7 @@ def list_lineage_events(
     before: Before = None,
     after: After = None,
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
-) -> LineageEventsAnswer:
+) -> JsonAnswer[LineageEventsAnswer]:
     """The events received, verbatim, with `after <= eventTime < before`."""
     upper, lower = event_window(before, after)
     return read(
@@ -140,7 +141,7 @@ def list_lineage_events(
 
 
 @router.get("/events", response_model=None, responses={200: {"model": EventsAnswer}})
-def list_events(store: StoreDep, paging: PageDep) -> EventsAnswer:
+def list_events(store: StoreDep, paging: PageDep) -> JsonAnswer[EventsAnswer]:
     """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
     return read(store, recent_events, paging)
 
@@ -148,6 +149,8 @@ def list_events(store: StoreDep, paging: PageDep) -> EventsAnswer:
 @router.get(
     "/events/{namespace:path}", response_model=None, responses={200: {"model": EventsAnswer}}
 )
-def list_namespace_events(namespace: str, store: StoreDep, paging: PageDep) -> EventsAnswer:
+def list_namespace_events(
+    namespace: str, store: StoreDep, paging: PageDep
+) -> JsonAnswer[EventsAnswer]:
     """The events whose job, or any of whose datasets, is in the namespace, newest first."""
     return read(store, recent_events, paging, namespace=namespace)

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import LEVELS, AsOf
 from upstream.api.services import read
 from upstream.model.direction import Direction
@@ -41,7 +42,7 @@ def get_run_lineage(
         LEVELS,
     ] = None,
     as_of: AsOf = None,
-) -> RunLineageAnswer:
+) -> JsonAnswer[RunLineageAnswer]:
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""

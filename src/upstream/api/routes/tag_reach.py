@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import LEVELS, End, HistoryStart
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
@@ -41,7 +42,7 @@ def get_tag_reach(
         Query(description="Hops to follow; default 10, at most the max_levels setting"),
         LEVELS,
     ] = None,
-) -> TagReachAnswer:
+) -> JsonAnswer[TagReachAnswer]:
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields) and what their data flowed into, through
     every origin of field edges."""
