@@ -24,6 +24,7 @@ from benchmarks.generator import (
     load_truth,
 )
 from benchmarks.ingest import MODES, run_ingest
+from benchmarks.prune import run_prune
 from benchmarks.queries import load_store, run_queries
 from upstream.store.engine import Store
 
@@ -240,6 +241,33 @@ def exactness_command(
     report.print_exactness(rows, f"Exactness, {size} workload")
     if any(r["precision"] != 1.0 or r["recall"] != 1.0 for r in rows):
         raise typer.Exit(1)
+
+
+@app.command("prune")
+def prune_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    days: DaysOption = None,
+    out: OutOption = OUT,
+) -> None:
+    """Retention: the workload's history stretched over months, then a prune of its first two
+    thirds, by rows (a dry run) and by dropping whole months (the prune)."""
+    _size(size)
+    data_dir = _workload(size, seed, out, days)
+    results = report.load_results(out, size)
+    for kind in _kinds(db):
+        figures = run_prune(kind, data_dir, out).as_dict()
+        results.setdefault("prune", {})[kind] = figures
+        report.save_results(out, size, results)
+        typer.echo(
+            f"{size} {kind}: {figures['events']:,} events ingested in {figures['ingest_s']} s "
+            f"({figures['ingest_cpu_ms_per_event']} CPU ms/event); the prune removed "
+            f"{figures['events_removed']:,} events of {figures['runs_removed']:,} runs, "
+            f"{figures['partitions_dropped']} partitions dropped whole: "
+            f"{figures['prune_s']} s, by rows (dry run) {figures['by_rows_s']} s; "
+            f"load {figures['load']}"
+        )
 
 
 @app.command("all")

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from upstream.store import schema as t
 from upstream.store.dialect import insert_rows, insert_rows_ignoring
 from upstream.store.engine import Store
+from upstream.store.months import insert_by_month
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 
@@ -101,10 +102,9 @@ def test_event_keys_are_returned_as_the_text_they_are(store: Store) -> None:
         "dataset_name": None,
         "payload": '{"eventType":"START"}',
     }
-    assert store.write(lambda c: insert_rows_ignoring(c, t.events, [row], "event_key")) == {
-        "ab" * 32
-    }
-    assert store.write(lambda c: insert_rows_ignoring(c, t.events, [row], "event_key")) == set()
+    # Events are kept by month (`upstream.store.months`): their insert adds the run's month.
+    assert store.write(lambda c: insert_by_month(c, t.events, [row], "event_key")) == {"ab" * 32}
+    assert store.write(lambda c: insert_by_month(c, t.events, [row], "event_key")) == set()
     with store.read() as conn:
         stored = conn.execute(sa.select(t.events.c.payload, t.events.c.run_id)).one()
     assert tuple(stored) == ('{"eventType":"START"}', row["run_id"])

@@ -1,4 +1,5 @@
-"""Retention (design §5): `upstream db prune` and the server's daily prune.
+"""Retention (design §5): `upstream db prune`, the server's daily prune, and the monthly
+partitions the server makes ahead (PostgreSQL).
 
 Both remove the same thing, by `upstream.store.prune`; here the cutoff is worked out and the
 work scheduled. Several server processes may each run the daily prune: on PostgreSQL the
@@ -16,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.model.timeexpr import parse_duration
 from upstream.store.engine import Store, lock_for_transaction
+from upstream.store.partitions import make_ahead
 from upstream.store.prune import PruneReport, prune
 
 log = logging.getLogger("upstream.retention")
@@ -37,6 +39,22 @@ def prune_store(
         return prune(conn, cutoff, keep_events=keep_events, dry_run=dry_run)
 
     return store.write(work)
+
+
+async def make_partitions_daily(store: Store) -> None:
+    """Make the coming months' partitions (PostgreSQL; nothing on SQLite) once every
+    `PRUNE_EVERY`, until cancelled: a server that runs for months without a restart still
+    writes every month into a partition of its own, which a prune can drop whole. A failure
+    is logged and tried again next time; meanwhile writes go to the default partition."""
+    while True:
+        await asyncio.sleep(PRUNE_EVERY.total_seconds())
+        try:
+            made = await run_in_threadpool(store.write, make_ahead)
+        except Exception:
+            log.exception("retention: making the coming months' partitions failed")
+        else:
+            if made:
+                log.info("retention: made partitions %s", ", ".join(made))
 
 
 async def prune_daily(store: Store, retention: str) -> None:

@@ -36,7 +36,7 @@ from upstream.collector import tune_collector
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
-from upstream.retention import prune_daily
+from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
 from upstream.web import routes as web_routes
@@ -101,11 +101,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             if settings.retention
             else None
         )
+        # Start-up (the migration) made this month's partitions and the next ones; nothing
+        # to make on SQLite.
+        partitioning = asyncio.create_task(make_partitions_daily(store))
         try:
             yield
         finally:
-            if pruning is not None:
-                pruning.cancel()
+            for task in (pruning, partitioning):
+                if task is not None:
+                    task.cancel()
             if consumers is not None:
                 await run_in_threadpool(consumers.stop)
             await app.state.group_commit.close()

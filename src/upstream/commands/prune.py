@@ -42,10 +42,17 @@ def prune_database(db_url: str, before: str, *, keep_events: bool, dry_run: bool
 
 
 def summary(report: PruneReport) -> str:
-    """`removed 3 runs, 6 raw events … that ended before <cutoff>` (or `would remove`)."""
+    """`removed 3 runs, 6 raw events … that ended before <cutoff>` (or `would remove`), and
+    the months dropped whole on PostgreSQL."""
     verb = "would remove" if report.dry_run else "removed"
     counts = [f"{n:,} {_WHAT.get(table, table)}" for table, n in report.removed.items() if n]
     when = report.cutoff.isoformat().replace("+00:00", "Z")
     if not counts:
         return f"nothing to remove: no run ended before {when}"
-    return f"{verb} {', '.join(counts)} (runs that ended before {when})"
+    text = f"{verb} {', '.join(counts)} (runs that ended before {when})"
+    months = sorted({name.rpartition("_")[2] for name in report.dropped})
+    if months:
+        dropped = "would drop" if report.dry_run else "dropped"
+        shown = ", ".join(f"{m[:4]}-{m[4:]}" for m in months)
+        text += f"; {dropped} the months {shown} whole ({len(report.dropped)} partitions)"
+    return text

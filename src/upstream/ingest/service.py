@@ -33,9 +33,12 @@ def ingest_documents(
     return store_facts(store, prepare(documents, batch=batch, sql_lineage=sql_lineage))
 
 
-def store_facts(store: Store, facts: Sequence[EventFacts]) -> WriteResult:
-    """Write prepared events in one transaction (all-or-nothing)."""
-    now = datetime.now(UTC)
+def store_facts(
+    store: Store, facts: Sequence[EventFacts], received: datetime | None = None
+) -> WriteResult:
+    """Write prepared events in one transaction (all-or-nothing), as received now, or at
+    `received` (a replay of history received over months, which files it by month)."""
+    now = received or datetime.now(UTC)
 
     def write(conn: Connection) -> WriteResult:
         step = with_run_sql_lineage(conn, facts)

@@ -25,9 +25,15 @@ def insert_ignoring_conflicts(conn: Connection, table: sa.Table, *index_columns:
 
 
 def insert_rows_ignoring(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+    conn: Connection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    key: str,
+    conflict: Sequence[str] = (),
 ) -> set[Any]:
     """Insert `rows` (all with the same keys) unless `key` is taken; return the new keys.
+    `conflict` names the unique constraint's columns when `key` is only part of it (the
+    tables kept by month, `upstream.store.months`).
 
     PostgreSQL gets one array per column and `INSERT … SELECT FROM unnest(…)`: the statement
     text is the same for any number of rows, so it is parsed and planned once per connection,
@@ -35,7 +41,7 @@ def insert_rows_ignoring(
     The arrays travel in binary (`%b`): text arrays would escape every JSON payload.
     SQLite gets multi-row `VALUES` lists (`_insert_sqlite_rows`).
     """
-    return _insert_rows(conn, table, rows, key)
+    return _insert_rows(conn, table, rows, key, conflict)
 
 
 def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -46,12 +52,16 @@ def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, A
 
 
 def _insert_rows(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str | None
+    conn: Connection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    key: str | None,
+    conflict: Sequence[str] = (),
 ) -> set[Any]:
     if not rows:
         return set()
     if conn.dialect.name != "postgresql":
-        return _insert_sqlite_rows(conn, table, rows, key)
+        return _insert_sqlite_rows(conn, table, rows, key, conflict)
     columns = [table.c[name] for name in rows[0]]
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c.name) for c in columns)
@@ -62,7 +72,8 @@ def _insert_rows(
         f"AS u({names})"
     )
     if key is not None:
-        sql += f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+        on = _conflict(conn, key, conflict)
+        sql += f" ON CONFLICT ({on}) DO NOTHING RETURNING {quote(key)}"
     params = {
         f"p{i}": [_json_or_null(r[c.name]) for r in rows]
         if _is_json(c)
@@ -71,6 +82,11 @@ def _insert_rows(
     }
     result = conn.exec_driver_sql(sql, params)
     return set() if key is None else set(result.scalars().all())
+
+
+def _conflict(conn: Connection, key: str, conflict: Sequence[str]) -> str:
+    quote = conn.dialect.identifier_preparer.quote
+    return ", ".join(quote(column) for column in conflict or (key,))
 
 
 def _json_or_null(value: Any) -> str | None:
@@ -84,7 +100,11 @@ _SQLITE_ROWS = 500
 
 
 def _insert_sqlite_rows(
-    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str | None
+    conn: Connection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    key: str | None,
+    conflict: Sequence[str],
 ) -> set[Any]:
     """`INSERT … VALUES (…), (…) ON CONFLICT DO NOTHING RETURNING key` (without a `key`, a
     plain INSERT), `_SQLITE_ROWS` rows at
@@ -101,7 +121,8 @@ def _insert_sqlite_rows(
     if key is not None:
         key_type = table.c[key].type.dialect_impl(dialect)
         read_key = key_type.result_processor(dialect, None) or read_key
-        tail = f" ON CONFLICT ({quote(key)}) DO NOTHING RETURNING {quote(key)}"
+        on = _conflict(conn, key, conflict)
+        tail = f" ON CONFLICT ({on}) DO NOTHING RETURNING {quote(key)}"
     one_row = "(" + ", ".join("?" * len(columns)) + ")"
     inserted: set[Any] = set()
     for part in chunks(rows, _SQLITE_ROWS):

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.flow_rules import Access, DatasetEdge, Flow, OwnerLineage, derive_flows
 from upstream.store import schema as t
 from upstream.store.dialect import advisory_xact_locks, id_filters, insert_rows
+from upstream.store.months import with_months
 
 #: Version of the derivation rules. A store whose derived tables were built by other rules
 #: is rebuilt from its raw events on start (`upstream.ingest.rebuild`). 3: field edges read
@@ -64,7 +65,7 @@ def rederive_flows(conn: Connection, owners: Owners) -> None:
         for lineage in lineages
         for flow in derive_flows(lineage)
     ]
-    insert_rows(conn, t.flows, rows)
+    insert_rows(conn, t.flows, with_months(conn, t.flows, rows))
 
 
 def flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from upstream.model.lineage_sets import (
 )
 from upstream.store import schema as t
 from upstream.store.dialect import for_update, id_filters, insert_rows, insert_rows_ignoring
+from upstream.store.months import insert_by_month
 
 Row = dict[str, Any]
 
@@ -177,7 +178,7 @@ def _write_links(
         for key, (stated, lset) in sorted(chosen.items(), key=lambda kv: kv[0].id)
         if key.id not in stored
     ]
-    insert_rows_ignoring(conn, t.lineage_links, fresh, "id")
+    insert_by_month(conn, t.lineage_links, fresh, "id")
 
 
 def delete_links(conn: Connection, scope: str, owner: uuid.UUID) -> None:

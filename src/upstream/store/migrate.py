@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from upstream.store.engine import UNBOUNDED, Store, sqlite_file
+from upstream.store.partitions import make_ahead
 from upstream.store.state import stamp_if_empty
 
 _LOCK_KEY = 0x55505354  # "UPST"
@@ -33,11 +34,12 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def upgrade(store: Store, revision: str = "head") -> None:
-    """Bring the schema to `revision`."""
+    """Bring the schema to `revision`; at the newest, make the coming months' partitions."""
     with session_lock(store, _LOCK_KEY) as conn:
         command.upgrade(alembic_config(conn), revision)
         if revision == "head":
             stamp_if_empty(conn)
+            make_ahead(conn)
         conn.commit()
 
 

@@ -17,12 +17,14 @@ inside a savepoint and rolls it back, so its counts are exactly what a prune wou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.months import month_of
+from upstream.store.partitions import drop_partition, month_partitions, rows_in, whole_months
 
 #: Rows that belong to one run, by the column naming it; children before parents.
 RUN_SCOPED: tuple[tuple[sa.Table, str], ...] = (
@@ -49,6 +51,8 @@ class PruneReport:
     cutoff: datetime
     removed: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
+    #: The partitions dropped whole (PostgreSQL), or that a dry run would drop.
+    dropped: list[str] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -62,17 +66,56 @@ def prune(conn: Connection, cutoff: datetime, *, keep_events: bool, dry_run: boo
     trial = conn.begin_nested() if dry_run else None
     _DOOMED.create(conn)
     _collect_runs(conn, cutoff)
+    scoped = [(t.events, "run_id"), *RUN_SCOPED] if not keep_events else list(RUN_SCOPED)
     doomed = sa.select(_DOOMED.c.id)
-    removals = [(table, table.c[column].in_(doomed)) for table, column in RUN_SCOPED]
+    months = _whole_months(conn)
+    removals: list[tuple[sa.Table, sa.ColumnElement[bool]]] = []
+    for table, column in scoped:
+        dropped = _drop_whole_months(conn, report, table, column, months)
+        condition: sa.ColumnElement[bool] = table.c[column].in_(doomed)
+        # The rows left to delete are in the months that stay.
+        removals.append(
+            (table, condition & table.c.month.not_in(dropped) if dropped else condition)
+        )
     if not keep_events:
-        removals.insert(0, (t.events, t.events.c.run_id.in_(doomed)))
-    for table, condition in [*removals, *_unreferenced()]:
-        report.removed[table.name] = int(conn.execute(sa.delete(table).where(condition)).rowcount)
+        # Their months go with them; raw events kept keep theirs, for a rebuild to use.
+        removals.append((t.run_months, t.run_months.c.run_id.in_(doomed)))
+    for table, where in [*removals, *_unreferenced()]:
+        removed = int(conn.execute(sa.delete(table).where(where)).rowcount)
+        if table is not t.run_months:
+            report.removed[table.name] = report.removed.get(table.name, 0) + removed
     if trial is not None:
         trial.rollback()
     else:
         _DOOMED.drop(conn)
     return report
+
+
+def _whole_months(conn: Connection) -> list[int]:
+    """The months (PostgreSQL) whose runs all go: partitions of `runs` before the current
+    month (writes still go to that one and those ahead) holding only runs to remove."""
+    current = month_of(datetime.now(UTC))
+    past = [month for month in month_partitions(conn, t.runs.name) if month < current]
+    return sorted(whole_months(conn, t.runs.name, "id", _DOOMED.name, past))
+
+
+def _drop_whole_months(
+    conn: Connection, report: PruneReport, table: sa.Table, column: str, months: list[int]
+) -> list[int]:
+    """On PostgreSQL, drop `table`'s partitions of `months` that hold only rows of runs to
+    remove (raw events kept by an earlier prune stay); the months dropped. A dry run only
+    names them: its savepoint deletes their rows instead, which counts the same and takes no
+    lock that would stop other writers."""
+    if not months:
+        return []
+    whole = whole_months(conn, table.name, column, _DOOMED.name, months)
+    report.dropped.extend(whole.values())
+    if report.dry_run:
+        return []
+    for partition in whole.values():
+        report.removed[table.name] = report.removed.get(table.name, 0) + rows_in(conn, partition)
+        drop_partition(conn, partition)
+    return sorted(whole)
 
 
 def _collect_runs(conn: Connection, cutoff: datetime) -> None:
@@ -101,6 +144,9 @@ def _collect_runs(conn: Connection, cutoff: datetime) -> None:
         r.c.has_events.is_(False), r.c.id.not_in(named), r.c.id.not_in(sa.select(_DOOMED.c.id))
     )
     conn.execute(sa.insert(_DOOMED).from_select(["id"], placeholders))
+    if conn.dialect.name == "postgresql":
+        # The planner then knows how many runs go (a temporary table has no statistics).
+        conn.execute(sa.text(f"ANALYZE {_DOOMED.name}"))
 
 
 def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:

@@ -106,6 +106,8 @@ runs = sa.Table(
     "runs",
     metadata,
     sa.Column("id", sa.Uuid, primary_key=True),
+    # The month the row's run was first received in (`upstream.store.months`); part of the key.
+    sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
     # Parent run (the workflow run, or an intermediate task) and the root of the chain.
     sa.Column("parent_run_id", sa.Uuid, index=True),
@@ -133,6 +135,8 @@ relations = sa.Table(
     # CDAP's access relation (dataset, job, run, access, component). run_id is NULL for the
     # inputs/outputs a JobEvent declares.
     sa.Column("id", sa.Uuid, primary_key=True),
+    # The month the row's run was first received in (`upstream.store.months`); part of the key.
+    sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
     sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, index=True),
@@ -223,6 +227,8 @@ lineage_links = sa.Table(
     # "run": observed in run_id; "job": declared by a JobEvent of job_id; "dataset": declared
     # by a DatasetEvent for the output. The id hashes those three.
     sa.Column("id", sa.Uuid, primary_key=True),
+    # The month the row's run was first received in (`upstream.store.months`); part of the key.
+    sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
     # The run, the job or the dataset: what a declaration replaces as a whole.
     sa.Column("owner_id", sa.Uuid, index=True),
@@ -256,6 +262,8 @@ flows = sa.Table(
         primary_key=True,
         autoincrement=True,
     ),
+    # The month of the flow's run (`upstream.store.months`); on PostgreSQL part of the key.
+    sa.Column("month", sa.Integer, nullable=False),
     sa.Column("scope", sa.Text, nullable=False),
     sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
     sa.Column("source_dataset_id", sa.Uuid, nullable=False),
@@ -299,11 +307,12 @@ declarations = sa.Table(
 
 
 def _declared_copy(name: str, table: sa.Table) -> sa.Table:
-    """`table`'s columns, for the rows of every declaration (see `declarations`)."""
+    """`table`'s columns but its month (declarations are never pruned), for the rows of every
+    declaration (see `declarations`)."""
     return sa.Table(
         name,
         metadata,
-        *(column._copy() for column in table.columns),
+        *(column._copy() for column in table.columns if column.name != "month"),
         sa.Column(
             "declaration_id",
             sa.Uuid,
@@ -336,6 +345,8 @@ dataset_versions = sa.Table(
     metadata,
     # One version per (dataset, writing run), as Marquez versions datasets.
     sa.Column("id", sa.Uuid, primary_key=True),
+    # The month the row's run was first received in (`upstream.store.months`); part of the key.
+    sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
     sa.Column("fields", Json, nullable=False),
@@ -384,6 +395,8 @@ run_operation_sets = sa.Table(
     "run_operation_sets",
     metadata,
     sa.Column("id", sa.Uuid, primary_key=True),
+    # The month the row's run was first received in (`upstream.store.months`); part of the key.
+    sa.Column("month", sa.Integer, primary_key=True),
     sa.Column(
         "operation_set_id",
         sa.Uuid,
@@ -408,7 +421,10 @@ events = sa.Table(
         primary_key=True,
         autoincrement=True,
     ),
-    sa.Column("event_key", sa.String(64), nullable=False, unique=True),
+    sa.Column("event_key", sa.String(64), nullable=False),
+    # The month of the event's run (`upstream.store.months`); on PostgreSQL part of the key.
+    # A re-posted event names the same run, so (event_key, month) still finds it.
+    sa.Column("month", sa.Integer, nullable=False),
     sa.Column("event_type", sa.Text, nullable=False),
     sa.Column("event_kind", sa.Text),
     sa.Column("event_time", Timestamp, nullable=False, index=True),
@@ -419,6 +435,16 @@ events = sa.Table(
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
     sa.Column("payload", sa.Text, nullable=False),
+    sa.UniqueConstraint("event_key", "month"),
+)
+
+run_months = sa.Table(
+    "run_months",
+    metadata,
+    # The month each run's rows are kept under, decided by the first write that names the run
+    # (`upstream.store.months`). Not derived: a rebuild files each run under the same month.
+    sa.Column("run_id", sa.Uuid, primary_key=True),
+    sa.Column("month", sa.Integer, nullable=False),
 )
 
 deletions = sa.Table(

@@ -99,8 +99,9 @@ def _with_declarations(
     names: Sequence[str] | None = None,
 ) -> sa.FromClause:
     """`current`'s rows of runs and the rows of the declarations in force at `as_of`, in
-    the columns `names` (all of `current`'s by default)."""
-    names = names or [column.name for column in current.columns]
+    the columns `names` (by default all of `current`'s that a declaration's rows have: not
+    the month a run's rows are kept under)."""
+    names = names or [column.name for column in current.columns if column.name in history.c]
     of_runs = sa.select(*(current.c[n] for n in names)).where(run_rows)
     declared = (
         sa.select(*(history.c[n] for n in names))

@@ -40,6 +40,7 @@ from upstream.store.dialect import (
 )
 from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.lineage_writer import delete_links, store_lineage
+from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
 
 Row = dict[str, Any]
 #: When an event of the batch was received.
@@ -135,6 +136,9 @@ def apply_facts(
 def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> set[str]:
     if not batch:
         return set()
+    # Every run the batch names (parents too) gets its month in one statement, in id order:
+    # two batches that both name new runs then never wait on each other's in opposite orders.
+    run_months(conn, {run.run_id: month_of(now) for f in batch for run in f.runs})
     rows = [
         {
             "event_key": f.record.key,
@@ -151,7 +155,7 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
         }
         for f in sorted(batch, key=lambda f: f.record.key)
     ]
-    return insert_rows_ignoring(conn, t.events, rows, "event_key")
+    return insert_by_month(conn, t.events, rows, "event_key")
 
 
 # -- generic merge --------------------------------------------------------------------------
@@ -193,10 +197,12 @@ def _merge(
         changing = _changed(_stored(conn, table, sorted(changing), lock=True), rows, merge)
     updates = list(changing.values())
     if updates:
-        columns = [c.name for c in table.columns if c.name != "id"]
+        # A row kept by month is found in its month's partition alone.
+        key = ["id", "month"] if table.name in RUN_COLUMN else ["id"]
+        columns = [c.name for c in table.columns if c.name not in key]
         stmt = (
             table.update()
-            .where(table.c.id == sa.bindparam("b_id"))
+            .where(*(table.c[k] == sa.bindparam(f"b_{k}") for k in key))
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
@@ -230,7 +236,10 @@ def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Ro
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
-    return insert_rows_ignoring(conn, table, [rows[k] for k in sorted(rows)], "id")
+    ordered = [rows[k] for k in sorted(rows)]
+    if table.name in RUN_COLUMN:
+        return insert_by_month(conn, table, ordered, "id")
+    return insert_rows_ignoring(conn, table, ordered, "id")
 
 
 def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]) -> None:

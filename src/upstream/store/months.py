@@ -1,0 +1,108 @@
+"""The month each run's rows are kept under (design §5), so that retention drops whole months.
+
+Every row a run owns — its raw events, the run itself, its reads and writes, lineage links,
+flows, dataset versions and recorded field operations — carries the month the run was first
+received in, as `yyyymm`. On PostgreSQL those tables are partitioned by it
+(`upstream.store.partitions`), so a month whose runs all ended before a prune's cutoff goes as
+whole partitions. Rows of no run (declarations) carry `KEEP`, which no prune drops.
+
+A run's month is decided once, by the first write that names it, in `run_months`: an insert
+that ignores conflicts, so two writers naming a new run at once agree on its month, and every
+later row of the run (a later event, a rebuild replaying it) is filed under the same one. The
+partitioned tables' keys include the month; since a run has one month, an id stays unique.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store import schema as t
+from upstream.store.dialect import id_filters, insert_rows_ignoring
+
+#: The month of rows that belong to no run: declared lineage and its events, never pruned.
+KEEP = 0
+
+#: The tables kept by month, with the column that names the row's run.
+RUN_COLUMN: dict[str, str] = {
+    "events": "run_id",
+    "runs": "id",
+    "relations": "run_id",
+    "lineage_links": "run_id",
+    "flows": "run_id",
+    "dataset_versions": "run_id",
+    "run_operation_sets": "run_id",
+}
+
+#: When a new run's first row was received, for the tables whose rows may be a run's first.
+_RECEIVED = {"events": "received_at", "runs": "created_at"}
+
+_MEMO = "upstream.run_months"
+
+
+def month_of(moment: datetime) -> int:
+    """`yyyymm` of `moment` in UTC (naive times are UTC, as SQLite hands them back)."""
+    utc = moment.astimezone(UTC) if moment.tzinfo else moment
+    return utc.year * 100 + utc.month
+
+
+def next_month(month: int) -> int:
+    year, number = divmod(month, 100)
+    return (year + 1) * 100 + 1 if number == 12 else month + 1
+
+
+def with_months(
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """`rows` of a table kept by month, each with its run's month (`KEEP` for no run)."""
+    column = RUN_COLUMN[table.name]
+    received = _RECEIVED.get(table.name)
+    first_seen: dict[uuid.UUID, int] = {}
+    for row in rows:
+        run = row[column]
+        if run is not None and run not in first_seen:
+            stamp = row[received] if received else datetime.now(UTC)
+            first_seen[run] = month_of(stamp)
+    months = run_months(conn, first_seen)
+    return [{**row, "month": KEEP if row[column] is None else months[row[column]]} for row in rows]
+
+
+def insert_by_month(
+    conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]], key: str
+) -> set[Any]:
+    """`insert_rows_ignoring` for a table kept by month: the rows get their month, and the
+    conflict is on (`key`, month), the key the partitioned table can hold."""
+    return insert_rows_ignoring(conn, table, with_months(conn, table, rows), key, (key, "month"))
+
+
+def run_months(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uuid.UUID, int]:
+    """The month of each run in `first_seen`; a run not seen before is given the month
+    `first_seen` names. Remembered for the transaction: a batch asks for the same runs once
+    per table."""
+    memo = _memo(conn)
+    missing = sorted(run for run in first_seen if run not in memo)
+    if missing:
+        rows = [{"run_id": run, "month": first_seen[run]} for run in missing]
+        new = insert_rows_ignoring(conn, t.run_months, rows, "run_id")
+        memo.update((run, first_seen[run]) for run in new)
+        known = t.run_months.c
+        for matches in id_filters(conn, known.run_id, set(missing) - new):
+            memo.update(conn.execute(sa.select(known.run_id, known.month).where(matches)).all())
+    return {run: memo[run] for run in first_seen}
+
+
+def _memo(conn: Connection) -> dict[uuid.UUID, int]:
+    """The months looked up in the connection's current transaction (a new one starts
+    empty: a prune may have forgotten a run since)."""
+    transaction = conn.get_transaction()
+    held = conn.info.get(_MEMO)
+    if held is None or held[0] is not transaction:
+        held = (transaction, {})
+        conn.info[_MEMO] = held
+    memo: dict[uuid.UUID, int] = held[1]
+    return memo
