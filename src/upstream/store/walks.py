@@ -88,8 +88,6 @@ def all_flows(conn: Connection) -> list[Flow]:
     return sorted(found, key=flow_order)
 
 
-#: What a walk steps over: data flow one way (`upstream`, `downstream`), or every access
-#: relation ignoring read and write (`both`, CDAP's walk).
 #: A node of the walk: ("dataset" | "job", id).
 Node = tuple[str, uuid.UUID]
 
