@@ -104,7 +104,11 @@ def reach(
     through every job with a relation to a frontier dataset. Jobs reached at a level are
     processed in it, datasets at a level in the next, so the statement stops where the walk
     stops."""
-    return _reach(conn, [("dataset", seed)], _steps(mode, window), levels)
+    # In `both` every dataset -> program -> dataset is a cycle of two steps, so each node
+    # comes back at every depth below `levels`: nodes x levels rows, for which one join
+    # of each level's rows to all the steps costs less than an index lookup per row.
+    by_row = mode != "both"
+    return _reach(conn, [("dataset", seed)], _steps(mode, window), levels, by_row=by_row)
 
 
 def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
@@ -131,17 +135,24 @@ class _Step:
 
 
 def _reach(
-    conn: Connection, seeds: Collection[Node], steps: Sequence[_Step], levels: int
+    conn: Connection,
+    seeds: Collection[Node],
+    steps: Sequence[_Step],
+    levels: int,
+    *,
+    by_row: bool = True,
 ) -> dict[Node, int]:
     """The nodes `steps` reach from `seeds` below `levels`, each with its least depth, in one
     recursive statement whatever `levels` is. Each (node, depth) row is kept once, so cycles
     end and the rows stay below nodes x levels.
 
-    Each step is joined to the walk row it extends on its indexed `from_id` column, so the
-    database looks up only the rows next to the frontier: SQLite takes one recursive SELECT
-    per step, PostgreSQL (one recursive reference only) a LATERAL union of the steps, run
-    for each walk row. A join of the walk to a union of the steps was planned as a scan of
-    every flow at each level (80 ms of a 100 ms walk on a medium store)."""
+    `by_row`: each step is joined to the walk row it extends on its indexed `from_id`
+    column, so the database looks up only the rows next to the frontier: SQLite takes one
+    recursive SELECT per step, PostgreSQL (one recursive reference only) a LATERAL union of
+    the steps, run for each walk row. Joined to a union of the steps instead, the walk was
+    planned as a scan of every flow at each level (80 ms of a 100 ms walk on a medium
+    store); that scan is the cheaper plan only where nearly every node comes back at every
+    depth (`both`)."""
     if not seeds:
         return {}
     starts = sa.union_all(
@@ -155,8 +166,10 @@ def _reach(
         )
     ).subquery("starts")
     walk = sa.select(starts.c.kind, starts.c.node, starts.c.depth).cte("walk", recursive=True)
-    branches = [_branch(step, walk, levels) for step in steps]
-    if conn.dialect.name == "postgresql":
+    branches = [_branch(step, walk, levels) for step in steps] if by_row else []
+    if not by_row:
+        walk = walk.union(_joined(steps, walk, levels))
+    elif conn.dialect.name == "postgresql":
         beside = sa.union_all(*(b.correlate(walk) for b in branches)).lateral("step")
         walk = walk.union(
             sa.select(beside.c.kind, beside.c.node, beside.c.depth)
@@ -169,6 +182,30 @@ def _reach(
         walk.c.kind, walk.c.node
     )
     return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def _joined(steps: Sequence[_Step], walk: sa.CTE, levels: int) -> sa.Select[Any]:
+    """The rows all of `steps` add to the walk from all of its rows at one level, as one join
+    of the walk to the union of the steps."""
+    table = sa.union_all(
+        *(
+            sa.select(
+                sa.literal(step.from_kind).label("from_kind"),
+                step.from_id.label("from_id"),
+                sa.literal(step.to_kind).label("to_kind"),
+                step.to_id.label("to_id"),
+                sa.literal(step.weight).label("weight"),
+            ).where(step.to_id.is_not(None), *step.where)
+            for step in steps
+        )
+    ).subquery("steps")
+    depth = walk.c.depth + table.c.weight
+    return (
+        sa.select(table.c.to_kind, table.c.to_id, depth.label("depth"))
+        .select_from(walk)
+        .join(table, sa.and_(table.c.from_kind == walk.c.kind, table.c.from_id == walk.c.node))
+        .where(depth < levels, not_deleted(table.c.to_id))
+    )
 
 
 def _branch(step: _Step, walk: sa.CTE, levels: int) -> sa.Select[Any]:
@@ -294,7 +331,7 @@ def _steps(mode: Direction, window: Window) -> list[_Step]:
     before the one the walk shows its relations at."""
     if mode == "both":
         r = relations_as_of(window).c
-        in_window = (run_in_window(r.run_id, window), not_deleted(r.dataset_id, r.job_id))
+        in_window = (run_in_window(r.run_id, window),)
         return [
             _Step("dataset", r.dataset_id, "job", r.job_id, 0, in_window),
             _Step("job", r.job_id, "dataset", r.dataset_id, 1, in_window),
@@ -308,7 +345,6 @@ def _steps(mode: Direction, window: Window) -> list[_Step]:
 
     def job_end(near_kind: str, far_kind: str, weight: int) -> _Step:
         """Edges of the lineage facet with a job at one end or both."""
-        job = end(far, "job_id") if near_kind == "dataset" else end(near, "job_id")
         return _Step(
             near_kind,
             end(near, f"{near_kind}_id"),
@@ -319,7 +355,6 @@ def _steps(mode: Direction, window: Window) -> list[_Step]:
                 end(near, "type") == near_kind,
                 end(far, "type") == far_kind,
                 run_in_window(e.run_id, window),
-                not_deleted(job),
             ),
         )
 
