@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tests.json_values import SCALARS, json_values
 from upstream.api.json_answer import JsonAnswer
 from upstream.model.json_text import answer_bytes
 
@@ -62,18 +63,7 @@ def test_answers_have_the_bytes_the_standard_encoder_wrote(value: Any) -> None:
     assert JsonAnswer(value).headers["content-type"] == "application/json"
 
 
-@given(
-    st.recursive(
-        st.none()
-        | st.booleans()
-        | st.integers(min_value=-(2**70), max_value=2**70)
-        | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text()
-        | st.uuids(),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-        max_leaves=20,
-    )
-)
+@given(json_values(SCALARS | st.uuids()))
 def test_any_answer_has_the_standard_bytes(value: Any) -> None:
     assert answer_bytes(value, jsonable_encoder) == standard(value)
 

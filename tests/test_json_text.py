@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
+from tests.json_values import json_values
 from upstream.model.json_text import canonical, content_key, dumps, loads
 
 
@@ -39,17 +39,7 @@ def test_the_canonical_text_is_the_standard_librarys(value: Any) -> None:
     assert content_key(value) == hashlib.sha256(standard(value)).hexdigest()
 
 
-@given(
-    st.recursive(
-        st.none()
-        | st.booleans()
-        | st.integers(min_value=-(2**70), max_value=2**70)
-        | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text(),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-        max_leaves=20,
-    )
-)
+@given(json_values())
 def test_any_json_value_has_the_standard_canonical_text(value: Any) -> None:
     assert canonical(value) == standard(value)
 
