@@ -24,7 +24,8 @@ from tests.conftest import new_run_id, post_events
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
 from upstream.model.window import Window
-from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.lineage_params import LineageParams
 from upstream.store import schema as t
 from upstream.store.engine import Store
 

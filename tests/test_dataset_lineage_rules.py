@@ -16,7 +16,7 @@ from upstream.model.workflow import (
     workflow_run,
 )
 from upstream.query.collapse import KeyedRelation, collapse
-from upstream.query.dataset_lineage import LineageParams
+from upstream.query.lineage_params import LineageParams
 from upstream.query.relations import Relation
 from upstream.query.rollup import roll_up, workflow_pairs
 

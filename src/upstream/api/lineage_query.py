@@ -10,7 +10,7 @@ from fastapi import Depends, Query
 from upstream.api.deps import SettingsDep
 from upstream.api.params import LEVELS, AsOf, Collapse, End, Start
 from upstream.model.direction import Direction
-from upstream.query.dataset_lineage import LineageParams, Rollup
+from upstream.query.lineage_params import LineageParams, Rollup
 
 
 def lineage_params(

@@ -20,7 +20,7 @@ from upstream.model.errors import InvalidParameter, Problem
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.query.collapse import DIMENSIONS
-from upstream.query.dataset_lineage import as_of_time
+from upstream.query.lineage_params import as_of_time
 
 #: The OpenAPI `format` of a time expression; docs/api.md explains it.
 TIME_FORMAT = "time-expression"

@@ -22,10 +22,11 @@ from upstream.query.answers import (
     LineageDiffAnswer,
     RunLineageAnswer,
 )
-from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
 from upstream.query.lineage_diff import DiffParams, lineage_diff
+from upstream.query.lineage_params import LineageParams
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings, load_settings

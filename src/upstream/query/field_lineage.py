@@ -29,7 +29,6 @@ from upstream.query.answers import (
     FieldsAnswer,
     FieldWithLineage,
 )
-from upstream.query.dataset_lineage import LineageParams
 from upstream.query.field_operation_sets import (
     Recorded,
     RunOf,
@@ -39,6 +38,7 @@ from upstream.query.field_operation_sets import (
     reading_destinations,
     require_field,
 )
+from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_dataset
 from upstream.store.window import edges_as_of, run_in_window
 

@@ -21,7 +21,8 @@ from sqlalchemy.engine import Connection
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry, RelationEntry
 from upstream.query.collapse import KeyedRelation, collapse
-from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
 from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
 from upstream.query.run_order import newest_first

@@ -23,8 +23,9 @@ from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
 from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
-from upstream.query.dataset_lineage import LineageParams, dataset_lineage
+from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
+from upstream.query.lineage_params import LineageParams
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
 WINDOW_SEPARATOR = ".."

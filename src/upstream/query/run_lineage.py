@@ -31,7 +31,7 @@ from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
-from upstream.query.dataset_lineage import as_of_time, parse_levels
+from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.window import run_started_by

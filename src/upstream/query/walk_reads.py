@@ -1,5 +1,5 @@
-"""What a dataset-lineage walk reads, fetched up front for every level at once (design §6:
-walks in one round trip).
+"""What a rolled-up dataset-lineage walk reads, fetched up front for every level at once
+(design §6: walks in one round trip).
 
 `store.walks.reach` tells in one recursive statement which datasets and jobs a walk of
 `levels` levels processes; `prefetch` then reads each kind of row the walk asks for (access
@@ -81,26 +81,17 @@ class WalkReads:
         )
         self._feeds_datasets = KeyedRows(lambda ids: self._job_feeds(ids, "dataset"), _near_of)
         self._feeds_jobs = KeyedRows(lambda ids: self._job_feeds(ids, "job"), _near_of)
-        #: The depth of every node the walk reaches (`store.walks.reach`), once prefetched.
-        self.depths: dict[tuple[str, uuid.UUID], int] = {}
 
     # -- the prefetch ----------------------------------------------------------------------
 
-    def prefetch(
-        self, seed: uuid.UUID, levels: int, rollup: bool
-    ) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
+    def prefetch(self, seed: uuid.UUID, levels: int) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
         """Read everything a walk of `levels` levels from `seed` asks for; return the
-        datasets and the runs it read about (for the rollup's own prefetch). Without a
-        rollup, `both` asks only for the relations of the jobs it reaches (every relation of
-        a reached dataset is one of a reached job's)."""
+        datasets and the runs it read about (for the rollup's own prefetch)."""
         reached = reach(self.conn, seed, self.mode, levels, self.window)
-        self.depths = reached
         datasets = {node for kind, node in reached if kind == "dataset"}
         jobs = {node for kind, node in reached if kind == "job"}
         if self.mode == "both":
-            relations = self._of_jobs.get(jobs)
-            if rollup:
-                relations += self._of_datasets.get(datasets)
+            relations = self._of_jobs.get(jobs) + self._of_datasets.get(datasets)
             return {r.dataset_id for r in relations}, {r.run_id for r in relations if r.run_id}
         near = self._near.get(datasets)
         found = self._flows.get(datasets)

@@ -156,6 +156,14 @@ relations = sa.Table(
     # The dataset version the producer named (`version` facet's datasetVersion): which
     # version a run read, or the one it wrote (run lineage, design §4.5).
     sa.Column("version", sa.Text),
+    # The few relations with a named component, found by dataset without reading the rest:
+    # a walk asks which of its relations have one (`upstream.store.walk_relations`).
+    sa.Index(
+        "ix_relations_named_component",
+        "dataset_id",
+        postgresql_where=sa.text("component <> ''"),
+        sqlite_where=sa.text("component <> ''"),
+    ),
 )
 
 

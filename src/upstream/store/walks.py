@@ -106,12 +106,20 @@ def reach(
     through every job with a relation to a frontier dataset. Jobs reached at a level are
     processed in it, datasets at a level in the next, so the statement stops where the walk
     stops."""
+    return _depths(conn, reach_walk(conn.dialect.name, seed, mode, levels, window))
+
+
+def reach_walk(
+    dialect: str, seed: uuid.UUID, mode: Direction, levels: int, window: Window
+) -> sa.CTE:
+    """`reach` as a recursive CTE of (kind, node, depth) rows, a node possibly at several
+    depths, for a statement that reads what the walk shows from its nodes."""
     # In `both` every dataset -> program -> dataset is a cycle of two steps, so each node
     # comes back at every depth below `levels`: nodes x levels rows. Past a few levels one
     # join of each level's rows to all the steps costs less than an index lookup per row
     # (on a medium store: 112 against 366 ms at levels=5, 1.8 against 1.3 s at 10).
     by_row = mode != "both" or levels <= _FEW_LEVELS
-    return _reach(conn, [("dataset", seed)], _steps(mode, window), levels, by_row=by_row)
+    return _walk(dialect, [("dataset", seed)], _steps(mode, window), levels, by_row=by_row)
 
 
 def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
@@ -138,15 +146,33 @@ class _Step:
 
 
 def _reach(
-    conn: Connection,
+    conn: Connection, seeds: Collection[Node], steps: Sequence[_Step], levels: int
+) -> dict[Node, int]:
+    """The nodes `steps` reach from `seeds` below `levels`, each with its least depth, in one
+    recursive statement whatever `levels` is."""
+    if not seeds:
+        return {}
+    return _depths(conn, _walk(conn.dialect.name, seeds, steps, levels))
+
+
+def _depths(conn: Connection, walk: sa.CTE) -> dict[Node, int]:
+    """Each node of `walk` with its least depth."""
+    query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
+        walk.c.kind, walk.c.node
+    )
+    return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+
+
+def _walk(
+    dialect: str,
     seeds: Collection[Node],
     steps: Sequence[_Step],
     levels: int,
     *,
     by_row: bool = True,
-) -> dict[Node, int]:
-    """The nodes `steps` reach from `seeds` below `levels`, each with its least depth, in one
-    recursive statement whatever `levels` is. Each (node, depth) row is kept once, so cycles
+) -> sa.CTE:
+    """The (kind, node, depth) rows `steps` reach from `seeds` below `levels`, as one
+    recursive CTE whatever `levels` is. Each (node, depth) row is kept once, so cycles
     end and the rows stay below nodes x levels.
 
     `by_row`: each step is joined to the walk row it extends on its indexed `from_id`
@@ -156,8 +182,6 @@ def _reach(
     planned as a scan of every flow at each level (80 ms of a 100 ms walk on a medium
     store); that scan is the cheaper plan only where nearly every node comes back at every
     depth (`both`)."""
-    if not seeds:
-        return {}
     starts = sa.union_all(
         *(
             sa.select(
@@ -171,20 +195,15 @@ def _reach(
     walk = sa.select(starts.c.kind, starts.c.node, starts.c.depth).cte("walk", recursive=True)
     branches = [_branch(step, walk, levels) for step in steps] if by_row else []
     if not by_row:
-        walk = walk.union(_joined(steps, walk, levels))
-    elif conn.dialect.name == "postgresql":
+        return walk.union(_joined(steps, walk, levels))
+    if dialect == "postgresql":
         beside = sa.union_all(*(b.correlate(walk) for b in branches)).lateral("step")
-        walk = walk.union(
+        return walk.union(
             sa.select(beside.c.kind, beside.c.node, beside.c.depth)
             .select_from(walk)
             .join(beside, sa.true())
         )
-    else:
-        walk = walk.union(*branches)
-    query = sa.select(walk.c.kind, walk.c.node, sa.func.min(walk.c.depth)).group_by(
-        walk.c.kind, walk.c.node
-    )
-    return {(kind, node): depth for kind, node, depth in conn.execute(query)}
+    return walk.union(*branches)
 
 
 def _joined(steps: Sequence[_Step], walk: sa.CTE, levels: int) -> sa.Select[Any]:

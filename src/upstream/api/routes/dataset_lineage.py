@@ -15,11 +15,9 @@ from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.model.direction import Direction
 from upstream.query.answers import LineageAnswer, LineageDiffAnswer
-from upstream.query.dataset_lineage import (
-    Rollup,
-    dataset_lineage,
-)
+from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_diff import DiffParams, lineage_diff
+from upstream.query.lineage_params import Rollup
 
 #: Names hold `/` (`s3://bucket`): clients percent-encode them, and the route matches the raw
 #: path so each segment is decoded exactly once (design §4.4).

@@ -15,8 +15,8 @@ from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
-from upstream.query.dataset_lineage import LineageParams
 from upstream.query.job_lineage import job_lineage
+from upstream.query.lineage_params import LineageParams
 from upstream.query.workflow_contents import workflow_contents
 
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)

@@ -1,0 +1,185 @@
+"""A dataset-lineage answer written from the relations a walk shows (design §4.2): the entities
+named, datasets temporary to a workflow run marked, relations collapsed and sorted.
+
+Ids arrive as their hyphenated text (`upstream.store.walk_relations.ShownRelation`), and the
+rows each answer names are read by that text, so no `uuid.UUID` is made per relation.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any, cast
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.keys import entity_key
+from upstream.model.workflow import is_workflow
+from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
+from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.lineage_params import LineageParams
+from upstream.query.relations import Relation
+from upstream.query.rolled_up_walk import RolledUp
+from upstream.query.rollup import workflow_pairs
+from upstream.query.workflows import WorkflowIndex
+from upstream.store import schema as t
+from upstream.store.dialect import id_text, text_id_filters
+from upstream.store.walk_relations import ShownRelation
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """How many of the nodes and relations a walk found a cut answer leaves out."""
+
+    nodes: int
+    relations: int
+
+
+@dataclass(frozen=True)
+class _Program:
+    namespace: str
+    name: str
+    workflow: bool
+
+    @property
+    def key(self) -> str:
+        return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
+
+
+def render(
+    conn: Connection,
+    params: LineageParams,
+    seed: uuid.UUID,
+    relations: list[ShownRelation],
+    omitted: Omitted | None,
+    rolled_up: RolledUp | None,
+) -> LineageAnswer:
+    """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
+    walk found (workflows, temporaries), None for a walk without a rollup."""
+    dataset_ids = {str(seed)} | {r.dataset_id for r in relations}
+    datasets = _datasets(conn, dataset_ids)
+    programs = _programs(
+        conn, {r.job_id for r in relations}, rolled_up.workflows if rolled_up else set()
+    )
+    if rolled_up is not None:
+        temporary = rolled_up.temporary
+    else:
+        temporary = _temporary(conn, relations, datasets)
+    data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
+    program_keys = {job_id: program.key for job_id, program in programs.items()}
+    keyed = [
+        KeyedRelation(
+            data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
+        )
+        for r in relations
+    ]
+    runs = {r.run_id for r in relations if r.run_id is not None} if "run" in params.collapse else ()
+    data: dict[str, DataEntry] = {}
+    for dataset_id in dataset_ids:
+        namespace, name = datasets[dataset_id]
+        entry: DataEntry = {"entityId": {"type": "dataset", "namespace": namespace, "name": name}}
+        if dataset_id in temporary:
+            entry["temporary"] = True
+        data[data_keys[dataset_id]] = entry
+    program_entries: dict[str, ProgramEntry] = {
+        p.key: {
+            "entityId": {
+                "type": "workflow" if p.workflow else "job",
+                "namespace": p.namespace,
+                "name": p.name,
+            }
+        }
+        for p in programs.values()
+    }
+    response = cast(
+        LineageAnswer,
+        {
+            "start": int(params.start.timestamp()),
+            "end": int(params.end.timestamp()),
+            **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
+            "relations": collapse(keyed, params.collapse, _newest_first(conn, runs)),
+            "data": dict(sorted(data.items())),
+            "programs": dict(sorted(program_entries.items())),
+        },
+    )
+    if omitted is not None:
+        response["truncated"] = True
+        response["omittedNodes"] = omitted.nodes
+        response["omittedRelations"] = omitted.relations
+    return response
+
+
+def _datasets(conn: Connection, ids: Collection[str]) -> dict[str, tuple[str, str]]:
+    """The namespace and name of each dataset of `ids`."""
+    d = t.datasets.c
+    found: dict[str, tuple[str, str]] = {}
+    dialect = conn.dialect.name
+    for matches in text_id_filters(conn, d.id, ids):
+        query = sa.select(id_text(d.id, dialect), d.namespace, d.name).where(matches)
+        found.update({id_: (namespace, name) for id_, namespace, name in conn.execute(query)})
+    return found
+
+
+def _programs(
+    conn: Connection, job_ids: Collection[str], rolled_up: Collection[str]
+) -> dict[str, _Program]:
+    """Each job of `job_ids` as the answer shows it: a workflow when it is one or when the
+    rollup made it stand for the runs inside its runs (`rolled_up`)."""
+    j = t.jobs.c
+    found: dict[str, _Program] = {}
+    dialect = conn.dialect.name
+    for matches in text_id_filters(conn, j.id, job_ids):
+        query = sa.select(
+            id_text(j.id, dialect), j.namespace, j.name, j.job_type, j.seen_as_parent
+        ).where(matches)
+        for id_, namespace, name, job_type, seen_as_parent in conn.execute(query):
+            workflow = id_ in rolled_up or is_workflow(job_type, seen_as_parent)
+            found[id_] = _Program(namespace, name, workflow)
+    return found
+
+
+def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
+    """A sort key for run ids (design §4.2): newest start first, runs without a start time
+    last, ties by id, so the order is the same on every call and on both databases. Only
+    an answer collapsed by run lists several runs in one relation; the others ask for no
+    run's start."""
+    started: dict[str, float] = {}
+    r = t.runs.c
+    dialect = conn.dialect.name
+    for matches in text_id_filters(conn, r.id, run_ids):
+        query = sa.select(id_text(r.id, dialect), r.started_at).where(matches)
+        started.update({run: at.timestamp() for run, at in conn.execute(query) if at is not None})
+
+    def key(run_id: str) -> tuple[bool, float, str]:
+        moment = started.get(run_id)
+        return (moment is None, -(moment or 0.0), run_id)
+
+    return key
+
+
+def _temporary(
+    conn: Connection, relations: list[ShownRelation], datasets: dict[str, tuple[str, str]]
+) -> set[str]:
+    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4).
+    Only the datasets that may be (a mark, or a name ending with a run id) have their
+    relations' run chains read."""
+    index = WorkflowIndex(conn)
+    names = {uuid.UUID(d): datasets[d][1] for d in {r.dataset_id for r in relations}}
+    maybe = {str(d) for d in index.possibly_temporary(names)}
+    candidates = [
+        Relation(
+            uuid.UUID(r.dataset_id),
+            uuid.UUID(r.job_id),
+            None if r.run_id is None else uuid.UUID(r.run_id),
+            r.access,
+            r.component,
+        )
+        for r in relations
+        if r.dataset_id in maybe
+    ]
+    index.load(r.run_id for r in candidates)
+    pairs = workflow_pairs(candidates, index.workflow_of)
+    temporary = index.temporaries(pairs, {d: names[d] for d, _ in pairs})
+    return {str(dataset) for dataset, _ in temporary}
