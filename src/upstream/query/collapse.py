@@ -32,6 +32,8 @@ def collapse(
     accesses, runs and components of each group. A group never spans two datasets or two
     programs. Lists are sorted (runs by `run_order`) and so is the result, so the same
     relations always render the same bytes."""
+    if not dimensions:
+        return _listed(relations)
     by_access, by_run, by_component = (d in dimensions for d in ("access", "run", "component"))
     groups: dict[tuple[str, ...], list[KeyedRelation]] = {}
     for rel in relations:
@@ -52,6 +54,25 @@ def collapse(
         key=lambda r: (r["data"], r["program"], r["accesses"], r["runs"], r["components"])
     )
     return rendered
+
+
+def _listed(relations: Iterable[KeyedRelation]) -> list[RelationEntry]:
+    """`collapse` with no dimension collapsed: each distinct relation is its own group, in
+    the order `collapse` sorts groups by, which for one relation each is the order of its
+    fields (a missing run or component sorts first, as an empty list does)."""
+    ordered = sorted(
+        set(relations), key=lambda r: (r.data, r.program, r.access, r.run or "", r.component)
+    )
+    return [
+        {
+            "data": rel.data,
+            "program": rel.program,
+            "accesses": [rel.access],
+            "runs": [rel.run] if rel.run is not None else [],
+            "components": [rel.component] if rel.component else [],
+        }
+        for rel in ordered
+    ]
 
 
 def _rendered(

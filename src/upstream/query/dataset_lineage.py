@@ -44,7 +44,10 @@ def dataset_lineage(
     rolled_up: RolledUp | None = None
     if params.rollup is None:
         found = walk_relations(conn, seed, params.direction, params.levels, params.window)
-        found = _whole_levels(found, str(seed), max_nodes, max_relations)
+        every = _nodes(found, str(seed))
+        if len(found) > max_relations or len(every) > max_nodes:
+            found = _whole_levels(found, str(seed), max_nodes, max_relations)
+            every = _nodes(found, str(seed))
     else:
         walk = RolledUpWalk(conn, params, seed, max_nodes, max_relations)
         walk.prefetch()
@@ -54,7 +57,8 @@ def dataset_lineage(
             walk.directed()
         rolled_up = walk.shown()
         found = rolled_up.found
-    relations, omitted = _cut(found, str(seed), max_nodes, max_relations)
+        every = _nodes(found, str(seed))
+    relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
     return render(conn, params, seed, relations, omitted, rolled_up)
 
 
@@ -87,13 +91,17 @@ def _whole_levels(
 
 
 def _cut(
-    found: dict[ShownRelation, int], seed: str, max_nodes: int, max_relations: int
+    found: dict[ShownRelation, int],
+    every: set[_Node],
+    seed: str,
+    max_nodes: int,
+    max_relations: int,
 ) -> tuple[list[ShownRelation], Omitted | None]:
-    """The relations found, cut to `max_nodes` nodes and `max_relations` relations:
-    nearer levels first, then a stable order, so a cut result is the same on every call.
-    Also what was left out of what the walk found (None when nothing was). An answer
-    within both caps is kept whole, and its order is the rendering's to give."""
-    every = _nodes(found, seed)
+    """The relations found (naming the nodes `every`), cut to `max_nodes` nodes and
+    `max_relations` relations: nearer levels first, then a stable order, so a cut result
+    is the same on every call. Also what was left out of what the walk found (None when
+    nothing was). An answer within both caps is kept whole, and its order is the
+    rendering's to give."""
     if len(every) <= max_nodes:
         if len(found) <= max_relations:
             return list(found), None

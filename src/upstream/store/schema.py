@@ -164,6 +164,14 @@ relations = sa.Table(
         postgresql_where=sa.text("component <> ''"),
         sqlite_where=sa.text("component <> ''"),
     ),
+    # The few relations that may make their dataset temporary to a workflow run (a mark or
+    # a lifecycle state), found by dataset: every answer asks which of its datasets are.
+    sa.Index(
+        "ix_relations_marked",
+        "dataset_id",
+        postgresql_where=sa.text("temporary OR lifecycles IS NOT NULL"),
+        sqlite_where=sa.text('"temporary" = 1 OR lifecycles IS NOT NULL'),
+    ),
 )
 
 

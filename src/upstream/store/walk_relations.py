@@ -18,6 +18,8 @@ job, run, access), or "" when none is stored. Ids come back as their hyphenated 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from functools import cache
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -27,8 +29,15 @@ from upstream.model.direction import Direction
 from upstream.model.window import Window
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_text
-from upstream.store.walks import flow_in_window, reach_walk
-from upstream.store.window import edges_as_of, flows_as_of, relations_as_of, run_in_window
+from upstream.store.schema import Timestamp
+from upstream.store.walks import flow_in_window, reach_by_row, reach_walk
+from upstream.store.window import (
+    Bounds,
+    edges_as_of,
+    flows_as_of,
+    relations_as_of,
+    run_in_window,
+)
 
 
 class ShownRelation(NamedTuple):
@@ -54,37 +63,67 @@ def walk_relations(
 ) -> dict[ShownRelation, int]:
     """The relations a walk of `levels` levels from `seed` in `mode` shows, each with the
     level it is shown at, in no particular order."""
-    dialect = conn.dialect.name
-    walk = reach_walk(dialect, seed, mode, levels, window)
+    by_row = reach_by_row(mode, levels)
+    statement = _statement(conn.dialect.name, mode, window.as_of is not None, by_row)
+    values: dict[str, Any] = {
+        "walk_seed": seed,
+        "walk_levels": levels,
+        "window_start": window.start,
+        "window_end": window.end,
+    }
+    if window.as_of is not None:
+        values["window_as_of"] = window.as_of
+    return {
+        ShownRelation(dataset, job, run, access, component): level
+        for dataset, job, run, access, component, level in conn.execute(statement, values).all()
+    }
+
+
+class _BoundWindow(NamedTuple):
+    """The bounds of a window as parameters of a statement built once."""
+
+    start: sa.BindParameter[datetime]
+    end: sa.BindParameter[datetime]
+    as_of: sa.BindParameter[datetime] | None
+
+
+@cache
+def _statement(
+    dialect: str, mode: Direction, as_of: bool, by_row: bool
+) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    """The walk's statement, with the seed, the levels and the window as parameters: built
+    once per shape, as building it cost more than the database's work on a short walk."""
+    window = _BoundWindow(
+        sa.bindparam("window_start", type_=Timestamp),
+        sa.bindparam("window_end", type_=Timestamp),
+        sa.bindparam("window_as_of", type_=Timestamp) if as_of else None,
+    )
+    seed = sa.bindparam("walk_seed", type_=sa.Uuid)
+    levels = sa.bindparam("walk_levels", type_=sa.Integer)
+    walk = reach_walk(dialect, seed, mode, levels, window, by_row=by_row)
     nodes = (
         sa.select(walk.c.kind, walk.c.node, (sa.func.min(walk.c.depth) + 1).label("level"))
         .group_by(walk.c.kind, walk.c.node)
         .cte("walk_nodes")
     )
-    query: sa.Select[Any] | sa.CompoundSelect[Any]
     if mode == "both":
-        query = _of_jobs(nodes, window, dialect)
-    else:
-        shown = sa.union_all(*_directed(nodes, mode, window)).subquery("shown")
-        keys = (
-            sa.select(
-                shown.c.dataset_id,
-                shown.c.job_id,
-                shown.c.run_id,
-                shown.c.access,
-                sa.func.min(shown.c.level).label("level"),
-            )
-            .group_by(shown.c.dataset_id, shown.c.job_id, shown.c.run_id, shown.c.access)
-            .cte("walk_keys")
+        return _of_jobs(nodes, window, dialect)
+    shown = sa.union_all(*_directed(nodes, mode, window)).subquery("shown")
+    keys = (
+        sa.select(
+            shown.c.dataset_id,
+            shown.c.job_id,
+            shown.c.run_id,
+            shown.c.access,
+            sa.func.min(shown.c.level).label("level"),
         )
-        query = _with_components(keys, window, dialect)
-    return {
-        ShownRelation(dataset, job, run, access, component): level
-        for dataset, job, run, access, component, level in conn.execute(query).all()
-    }
+        .group_by(shown.c.dataset_id, shown.c.job_id, shown.c.run_id, shown.c.access)
+        .cte("walk_keys")
+    )
+    return _with_components(keys, window, dialect)
 
 
-def _of_jobs(nodes: Any, window: Window, dialect: str) -> sa.Select[Any]:
+def _of_jobs(nodes: Any, window: Bounds, dialect: str) -> sa.Select[Any]:
     """`both`: the relations of the jobs reached, each at its job's level."""
     relations = relations_as_of(window)
     r = relations.c
@@ -108,7 +147,7 @@ def _of_jobs(nodes: Any, window: Window, dialect: str) -> sa.Select[Any]:
     )
 
 
-def _directed(nodes: Any, mode: Direction, window: Window) -> list[sa.Select[Any]]:
+def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any]]:
     """`upstream`/`downstream`: what each level's datasets and jobs show."""
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
     near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
@@ -201,7 +240,7 @@ def _key(*columns: Any) -> tuple[Any, ...]:
 _KEY_COLUMNS = ("dataset_id", "job_id", "run_id", "access", "level")
 
 
-def _with_components(keys: Any, window: Window, dialect: str) -> sa.CompoundSelect[Any]:
+def _with_components(keys: Any, window: Bounds, dialect: str) -> sa.CompoundSelect[Any]:
     """Each key with every component stored on it, or "" when none is. Named components
     are few and indexed apart (`ix_relations_named_component`), so the keys are matched
     to those alone: a key none matches is shown with "" (an anti-join the database can

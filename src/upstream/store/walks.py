@@ -23,13 +23,19 @@ from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
-from upstream.store.window import edges_as_of, flows_as_of, relations_as_of, run_in_window
+from upstream.store.window import (
+    Bounds,
+    edges_as_of,
+    flows_as_of,
+    relations_as_of,
+    run_in_window,
+)
 
 _F = t.flows.c
 _COLUMNS = (_F.source_dataset_id, _F.target_dataset_id, _F.job_id, _F.run_id, _F.inferred)
 
 
-def flow_in_window(flow: Any, window: Window | None) -> sa.ColumnElement[bool]:
+def flow_in_window(flow: Any, window: Bounds | None) -> sa.ColumnElement[bool]:
     """Declared flows (no run) are always in; a run's flow when its run overlaps `window`
     (started before the end, not finished before the start: design §4.1) and had started by
     its `as_of` time (design §4.5). `flow` is the columns of `flows` (or `flows_as_of`)."""
@@ -106,19 +112,34 @@ def reach(
     through every job with a relation to a frontier dataset. Jobs reached at a level are
     processed in it, datasets at a level in the next, so the statement stops where the walk
     stops."""
-    return _depths(conn, reach_walk(conn.dialect.name, seed, mode, levels, window))
+    walk = reach_walk(
+        conn.dialect.name, seed, mode, levels, window, by_row=reach_by_row(mode, levels)
+    )
+    return _depths(conn, walk)
 
 
-def reach_walk(
-    dialect: str, seed: uuid.UUID, mode: Direction, levels: int, window: Window
-) -> sa.CTE:
-    """`reach` as a recursive CTE of (kind, node, depth) rows, a node possibly at several
-    depths, for a statement that reads what the walk shows from its nodes."""
+def reach_by_row(mode: Direction, levels: int) -> bool:
+    """Whether a walk's reach looks each walk row's steps up by index (else it joins each
+    level's rows to all the steps at once)."""
     # In `both` every dataset -> program -> dataset is a cycle of two steps, so each node
     # comes back at every depth below `levels`: nodes x levels rows. Past a few levels one
     # join of each level's rows to all the steps costs less than an index lookup per row
     # (on a medium store: 112 against 366 ms at levels=5, 1.8 against 1.3 s at 10).
-    by_row = mode != "both" or levels <= _FEW_LEVELS
+    return mode != "both" or levels <= _FEW_LEVELS
+
+
+def reach_walk(
+    dialect: str,
+    seed: uuid.UUID | sa.BindParameter[uuid.UUID],
+    mode: Direction,
+    levels: int | sa.BindParameter[int],
+    window: Bounds,
+    *,
+    by_row: bool,
+) -> sa.CTE:
+    """`reach` as a recursive CTE of (kind, node, depth) rows, a node possibly at several
+    depths, for a statement that reads what the walk shows from its nodes. The seed, the
+    levels and the window may be bound parameters."""
     return _walk(dialect, [("dataset", seed)], _steps(mode, window), levels, by_row=by_row)
 
 
@@ -165,9 +186,9 @@ def _depths(conn: Connection, walk: sa.CTE) -> dict[Node, int]:
 
 def _walk(
     dialect: str,
-    seeds: Collection[Node],
+    seeds: Collection[tuple[str, uuid.UUID | sa.BindParameter[uuid.UUID]]],
     steps: Sequence[_Step],
-    levels: int,
+    levels: int | sa.BindParameter[int],
     *,
     by_row: bool = True,
 ) -> sa.CTE:
@@ -186,10 +207,11 @@ def _walk(
         *(
             sa.select(
                 sa.literal(kind).label("kind"),
-                sa.literal(node, sa.Uuid).label("node"),
+                _seed_id(node).label("node"),
                 sa.literal(0).label("depth"),
             )
-            for kind, node in sorted(seeds)
+            # Sorted, so the same seeds make the same statement text (parsed once).
+            for kind, node in sorted(seeds, key=lambda seed: (seed[0], str(seed[1])))
         )
     ).subquery("starts")
     walk = sa.select(starts.c.kind, starts.c.node, starts.c.depth).cte("walk", recursive=True)
@@ -206,7 +228,14 @@ def _walk(
     return walk.union(*branches)
 
 
-def _joined(steps: Sequence[_Step], walk: sa.CTE, levels: int) -> sa.Select[Any]:
+def _seed_id(node: uuid.UUID | sa.BindParameter[uuid.UUID]) -> sa.BindParameter[uuid.UUID]:
+    """A seed's id in the statement: a bound parameter already, or its value bound."""
+    return node if isinstance(node, sa.BindParameter) else sa.literal(node, sa.Uuid)
+
+
+def _joined(
+    steps: Sequence[_Step], walk: sa.CTE, levels: int | sa.BindParameter[int]
+) -> sa.Select[Any]:
     """The rows all of `steps` add to the walk from all of its rows at one level, as one join
     of the walk to the union of the steps."""
     table = sa.union_all(
@@ -230,7 +259,7 @@ def _joined(steps: Sequence[_Step], walk: sa.CTE, levels: int) -> sa.Select[Any]
     )
 
 
-def _branch(step: _Step, walk: sa.CTE, levels: int) -> sa.Select[Any]:
+def _branch(step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int]) -> sa.Select[Any]:
     """The rows `step` adds to the walk from one walk row."""
     depth = walk.c.depth + step.weight
     return sa.select(
@@ -347,7 +376,7 @@ def _marquez_steps(direction: Step) -> list[_Step]:
     ]
 
 
-def _steps(mode: Direction, window: Window) -> list[_Step]:
+def _steps(mode: Direction, window: Bounds) -> list[_Step]:
     """The steps of a dataset-lineage walk in `mode`, within `window` and as of its `as_of`
     time: exactly what the walk follows (design §4.2), so a node's depth here is the level
     before the one the walk shows its relations at."""

@@ -6,13 +6,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
-from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.edge_rows import EDGES
+
+
+class Bounds(Protocol):
+    """A window's bounds as statements compare them: a `Window`'s instants, or the bound
+    parameters standing for them in a statement built once and run for every window
+    (`upstream.store.walk_relations`)."""
+
+    @property
+    def start(self) -> Any: ...
+
+    @property
+    def end(self) -> Any: ...
+
+    @property
+    def as_of(self) -> Any: ...
+
 
 #: Made once: an alias builds its column collection anew each time it is made, which cost
 #: more than the rest of a lineage level's statements together.
@@ -20,7 +35,7 @@ _WINDOW_RUN = t.runs.alias("window_run")
 
 
 def run_in_window(
-    run_id: sa.ColumnElement[object], window: Window | None
+    run_id: sa.ColumnElement[object], window: Bounds | None
 ) -> sa.ColumnElement[bool]:
     """True for declared lineage (no run) and for runs that overlap `window` and had started
     by its `as_of` time.
@@ -40,7 +55,7 @@ def run_in_window(
     return sa.or_(run_id.is_(None), overlapping)
 
 
-def run_overlaps(run: sa.FromClause, window: Window) -> sa.ColumnElement[bool]:
+def run_overlaps(run: sa.FromClause, window: Bounds) -> sa.ColumnElement[bool]:
     """The run (a `runs` row) overlaps `window` and had started by its `as_of` time: for a
     statement that joins the runs itself, to test one row against several windows."""
     return sa.and_(
@@ -57,7 +72,7 @@ def run_started_by(
     return sa.true() if as_of is None else run.c.started_at <= as_of
 
 
-def edges_as_of(window: Window | None) -> sa.FromClause:
+def edges_as_of(window: Bounds | None) -> sa.FromClause:
     """The edges an answer reads (`upstream.store.edge_rows`): runs' edges and the
     declarations in force at the window's `as_of` time (the current ones without it)."""
     as_of = window.as_of if window is not None else None
@@ -68,7 +83,7 @@ def edges_as_of(window: Window | None) -> sa.FromClause:
     )
 
 
-def relations_as_of(window: Window | None) -> sa.FromClause:
+def relations_as_of(window: Bounds | None) -> sa.FromClause:
     """The `relations` an answer reads, as `edges_as_of` does for edges."""
     as_of = window.as_of if window is not None else None
     if as_of is None:
@@ -77,7 +92,7 @@ def relations_as_of(window: Window | None) -> sa.FromClause:
     return _with_declarations(t.relations, t.declared_relations, current_runs, as_of)
 
 
-def flows_as_of(window: Window | None) -> sa.FromClause:
+def flows_as_of(window: Bounds | None) -> sa.FromClause:
     """The `flows` an answer reads, as `edges_as_of` does for edges: runs' flows and those of
     the declarations in force at the window's `as_of` time."""
     as_of = window.as_of if window is not None else None

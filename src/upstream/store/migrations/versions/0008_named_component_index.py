@@ -1,8 +1,10 @@
-"""relations with a named component indexed apart
+"""the few relations a walk asks about indexed apart
 
 Few producers name a component, so nearly every relation's component is "". A dataset-lineage
-walk asks, for each relation it shows, which components are stored on it; this partial index
+walk asks, for each relation it shows, which components are stored on it; a partial index
 finds the named ones by dataset without reading the others (`upstream.store.walk_relations`).
+Likewise every answer asks which of its datasets may be temporary to a workflow run: a
+second partial index holds only the relations with a temporary mark or a lifecycle state.
 
 Revision ID: 0008
 Revises: 0007
@@ -19,18 +21,29 @@ down_revision = "0007"
 branch_labels = None
 depends_on = None
 
-_NAMED = sa.text("component <> ''")
+#: Each partial index on `relations` (by dataset): its name and its condition on PostgreSQL
+#: and on SQLite, as the statements that use it write it.
+_PARTIAL = (
+    ("ix_relations_named_component", "component <> ''", "component <> ''"),
+    (
+        "ix_relations_marked",
+        "temporary OR lifecycles IS NOT NULL",
+        '"temporary" = 1 OR lifecycles IS NOT NULL',
+    ),
+)
 
 
 def upgrade() -> None:
-    op.create_index(
-        "ix_relations_named_component",
-        "relations",
-        ["dataset_id"],
-        postgresql_where=_NAMED,
-        sqlite_where=_NAMED,
-    )
+    for name, on_postgresql, on_sqlite in _PARTIAL:
+        op.create_index(
+            name,
+            "relations",
+            ["dataset_id"],
+            postgresql_where=sa.text(on_postgresql),
+            sqlite_where=sa.text(on_sqlite),
+        )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_relations_named_component", table_name="relations")
+    for name, _, _ in _PARTIAL:
+        op.drop_index(name, table_name="relations")
