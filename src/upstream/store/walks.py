@@ -140,7 +140,8 @@ def reach_walk(
     """`reach` as a recursive CTE of (kind, node, depth) rows, a node possibly at several
     depths, for a statement that reads what the walk shows from its nodes. The seed, the
     levels and the window may be bound parameters."""
-    return _walk(dialect, [("dataset", seed)], _steps(mode, window), levels, by_row=by_row)
+    steps = _steps(mode, window, by_row)
+    return _walk(dialect, [("dataset", seed)], steps, levels, by_row=by_row)
 
 
 def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
@@ -376,13 +377,25 @@ def _marquez_steps(direction: Step) -> list[_Step]:
     ]
 
 
-def _steps(mode: Direction, window: Bounds) -> list[_Step]:
+def _steps(mode: Direction, window: Bounds, by_row: bool) -> list[_Step]:
     """The steps of a dataset-lineage walk in `mode`, within `window` and as of its `as_of`
     time: exactly what the walk follows (design §4.2), so a node's depth here is the level
-    before the one the walk shows its relations at."""
+    before the one the walk shows its relations at. A walk that joins each level to all
+    the steps at once (`by_row` false) reads `both`'s steps from the distinct (dataset,
+    job) pairs of the window, found once: otherwise each level would scan every relation
+    again, testing its run against the window (3.7 of a 4.3 s walk on a medium store)."""
     if mode == "both":
         r = relations_as_of(window).c
-        in_window = (run_in_window(r.run_id, window),)
+        in_window: tuple[sa.ColumnElement[bool], ...] = (run_in_window(r.run_id, window),)
+        if not by_row:
+            pairs = (
+                sa.select(r.dataset_id, r.job_id)
+                .where(*in_window)
+                .distinct()
+                .cte("walk_pairs")
+                .prefix_with("MATERIALIZED")
+            )
+            r, in_window = pairs.c, ()
         return [
             _Step("dataset", r.dataset_id, "job", r.job_id, 0, in_window),
             _Step("job", r.job_id, "dataset", r.dataset_id, 1, in_window),
