@@ -243,6 +243,38 @@ def test_components_and_collapse_component(client: TestClient) -> None:
     ]
 
 
+def test_a_flow_shows_the_components_stored_on_its_far_end(client: TestClient) -> None:
+    """Downstream from d0, the write of d1 is reached through the flow d0 -> d1: it shows
+    every component stored on that write (one named on START, none on COMPLETE), and the
+    read of d0, which names none, shows none."""
+    r1 = rid()
+    written_by_sink = ds(NS, "d1")
+    written_by_sink["outputFacets"] = {"upstream_component": {"name": "sink"}}
+    post(
+        client,
+        run_event(
+            (NS, "s1"),
+            run_id=r1,
+            event_type="START",
+            inputs=[ds(NS, "d0")],
+            outputs=[written_by_sink],
+        ),
+        run_event((NS, "s1"), run_id=r1, inputs=[ds(NS, "d0")], outputs=[ds(NS, "d1")]),
+    )
+    read = {"data": "dataset.ns.d0", "program": job("s1"), "accesses": ["read"], "runs": [r1]}
+    write = {"data": "dataset.ns.d1", "program": job("s1"), "accesses": ["write"], "runs": [r1]}
+    assert lineage(client, "d0", direction="downstream")["relations"] == [
+        {**read, "components": []},
+        {**write, "components": []},
+        {**write, "components": ["sink"]},
+    ]
+    assert lineage(client, "d1", direction="upstream")["relations"] == [
+        {**read, "components": []},
+        {**write, "components": []},
+        {**write, "components": ["sink"]},
+    ]
+
+
 # -- direction ------------------------------------------------------------------------------
 
 WH = "postgresql://warehouse"

@@ -187,6 +187,24 @@ def test_no_collapse_keeps_each_relation() -> None:
     ]
 
 
+def test_no_collapse_lists_each_distinct_relation_in_field_order() -> None:
+    """A declared relation (no run) comes before a run's, an unnamed component before a
+    named one, and a relation given twice is listed once."""
+    relations = [
+        keyed("write", "r1"),
+        keyed("read", "r1", "mapper"),
+        keyed("read", "r1"),
+        keyed("read", None),
+        keyed("read", "r1"),
+    ]
+    assert collapse(relations, set(), str) == [
+        entry(["read"], []),
+        entry(["read"], ["r1"]),
+        entry(["read"], ["r1"], ["mapper"]),
+        entry(["write"], ["r1"]),
+    ]
+
+
 def test_collapse_never_merges_different_datasets_or_programs() -> None:
     relations = [
         KeyedRelation("dataset.ns.d1", "job.ns.s1", "read", "r1", ""),

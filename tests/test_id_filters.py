@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from upstream.model.identity import namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import CHUNK, id_filters
+from upstream.store.dialect import CHUNK, id_filters, id_text, text_id_filters
 from upstream.store.engine import Store
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -40,3 +40,20 @@ def test_more_ids_than_one_in_list_holds(store: Store) -> None:
 def test_no_ids_need_no_statement(store: Store) -> None:
     with store.read() as conn:
         assert list(id_filters(conn, t.namespaces.c.id, [])) == []
+
+
+def test_ids_as_text_round_trip(store: Store) -> None:
+    """`id_text` writes a stored uuid as `str(uuid)` does, NULL as None, and
+    `text_id_filters` finds rows by that text, past one IN list's worth on SQLite."""
+    stored = add_namespaces(store, [f"ns{i}" for i in range(CHUNK + 10)])
+    wanted = [str(i) for i in stored[::3]] + [str(uuid.uuid4())]
+    c = t.namespaces.c
+    with store.read() as conn:
+        text = id_text(c.id, conn.dialect.name)
+        found: set[str] = set()
+        for matches in text_id_filters(conn, c.id, wanted):
+            found.update(conn.execute(sa.select(text).where(matches)).scalars())
+        null = conn.execute(sa.select(id_text(sa.null().cast(sa.Uuid), conn.dialect.name)))
+        assert null.scalar() is None
+        assert list(text_id_filters(conn, c.id, [])) == []
+    assert found == {str(i) for i in stored[::3]}
