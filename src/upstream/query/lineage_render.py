@@ -25,7 +25,7 @@ from upstream.query.rolled_up_walk import RolledUp
 from upstream.query.rollup import workflow_pairs
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
-from upstream.store.dialect import id_text, text_id_filters
+from upstream.store.dialect import epoch_microseconds, id_text, text_id_filters
 from upstream.store.walk_relations import ShownRelation
 
 
@@ -145,16 +145,17 @@ def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str],
     last, ties by id, so the order is the same on every call and on both databases. Only
     an answer collapsed by run lists several runs in one relation; the others ask for no
     run's start."""
-    started: dict[str, float] = {}
+    started: dict[str, int] = {}
     r = t.runs.c
     dialect = conn.dialect.name
     for matches in text_id_filters(conn, r.id, run_ids):
-        query = sa.select(id_text(r.id, dialect), r.started_at).where(matches)
-        started.update({run: at.timestamp() for run, at in conn.execute(query) if at is not None})
+        query = sa.select(id_text(r.id, dialect), epoch_microseconds(r.started_at, dialect))
+        rows = conn.execute(query.where(matches, r.started_at.is_not(None))).all()
+        started.update(rows)
 
-    def key(run_id: str) -> tuple[bool, float, str]:
+    def key(run_id: str) -> tuple[bool, int, str]:
         moment = started.get(run_id)
-        return (moment is None, -(moment or 0.0), run_id)
+        return (moment is None, -(moment or 0), run_id)
 
     return key
 

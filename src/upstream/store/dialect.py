@@ -208,6 +208,18 @@ def id_text(column: Any, dialect: str) -> sa.ColumnElement[str]:
     return joined
 
 
+def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
+    """Microseconds since 1970 of a timestamp column, an exact integer on both databases,
+    for ordering many rows by time without a `datetime` made for each. SQLite keeps an
+    instant as SQLAlchemy writes it, `YYYY-MM-DD HH:MM:SS.ffffff` in UTC."""
+    if dialect == "postgresql":
+        return sa.cast(sa.extract("epoch", column) * 1_000_000, sa.BigInteger)
+    text = sa.type_coerce(column, sa.Text)
+    # Whole seconds of the text without its fraction (with it, SQLite rounds toward zero).
+    seconds = sa.cast(sa.func.strftime("%s", sa.func.substr(text, 1, 19)), sa.BigInteger)
+    return seconds * 1_000_000 + sa.cast(sa.func.substr(text, 21, 6), sa.BigInteger)
+
+
 #: Where each group of a uuid's hyphenated text starts in its 32 hex digits, and its length.
 _UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
