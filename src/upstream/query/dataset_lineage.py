@@ -75,9 +75,7 @@ def _whole_levels(
 ) -> dict[ShownRelation, int]:
     """`found` up to the level that passes a cap, as a walk level by level stops: a level is
     added whole, and none after the one that passed a cap."""
-    by_level: dict[int, list[ShownRelation]] = defaultdict(list)
-    for relation, level in found.items():
-        by_level[level].append(relation)
+    by_level = _by_level(found)
     kept: dict[ShownRelation, int] = {}
     nodes: set[_Node] = {("dataset", seed)}
     for level in sorted(by_level):
@@ -129,9 +127,7 @@ def _first_relations(
     """`_cut` when only `max_relations` cuts: the nearest levels whole, and of the level
     the cap falls in, the first relations in the stable order. Only that level is sorted
     (a cut `both` walk finds tens of thousands of relations)."""
-    by_level: dict[int, list[ShownRelation]] = defaultdict(list)
-    for relation, level in found.items():
-        by_level[level].append(relation)
+    by_level = _by_level(found)
     kept: list[ShownRelation] = []
     for level in sorted(by_level):
         room = max_relations - len(kept)
@@ -140,3 +136,11 @@ def _first_relations(
             break
         kept += by_level[level]
     return kept, Omitted(len(every - _nodes(kept, seed)), len(found) - len(kept))
+
+
+def _by_level(found: dict[ShownRelation, int]) -> dict[int, list[ShownRelation]]:
+    """The relations found at each level."""
+    by_level: dict[int, list[ShownRelation]] = defaultdict(list)
+    for relation, level in found.items():
+        by_level[level].append(relation)
+    return by_level

@@ -32,7 +32,6 @@ from upstream.store.window import (
 )
 
 _F = t.flows.c
-_COLUMNS = (_F.source_dataset_id, _F.target_dataset_id, _F.job_id, _F.run_id, _F.inferred)
 
 
 def flow_in_window(flow: Any, window: Bounds | None) -> sa.ColumnElement[bool]:
@@ -81,17 +80,6 @@ def flow_set(
         )
         found.update(map(Flow._make, conn.execute(query).all()))
     return found
-
-
-def _flow_shown() -> sa.ColumnElement[bool]:
-    """A flow through a deleted dataset or job is in no answer."""
-    return not_deleted(_F.source_dataset_id, _F.target_dataset_id, _F.job_id)
-
-
-def all_flows(conn: Connection) -> list[Flow]:
-    """Every flow of the store, sorted (the whole graph's export)."""
-    found = set(map(Flow._make, conn.execute(sa.select(*_COLUMNS).where(_flow_shown())).all()))
-    return sorted(found, key=flow_order)
 
 
 #: Levels up to which a `both` walk's reach looks each walk row's steps up by index.
