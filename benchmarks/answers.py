@@ -4,7 +4,8 @@ queries can show that every answer stayed the same, byte for byte.
 
 The variants cover every dataset-lineage direction, levels 1/5/10/20, rollup and collapse for
 three seed datasets (the deepest mart, the landing dataset that feeds most, a middle-layer
-dataset), a temporary dataset, a narrower window, the Marquez graph for dataset and job nodes at
+dataset), a temporary dataset, a narrower window, lineage diffs of the three seeds (two
+windows, and two times), the Marquez graph for dataset and job nodes at
 several depths, Marquez column lineage, field paths, field summaries and field lists. Windows
 are absolute (the workload's days), never relative to now. The node and relation caps are
 raised so that no answer is cut: a cut answer depends on where the cut falls, which a rewrite
@@ -111,8 +112,29 @@ def variants(summary: dict[str, Any]) -> list[Variant]:
                 "_collapse-run" if collapse else ""
             )
             found.append(Variant(label, _dataset_path(ns, name) + "/lineage", tuple(params)))
+    found += _diffs(seeds, start, end)
     found += _marquez(targets)
     found += _fields(targets, window)
+    return found
+
+
+def _diffs(seeds: dict[str, Any], start: str, end: str) -> list[Variant]:
+    """Lineage diffs of each seed: the workload's first half against its second (`from`,
+    `to`), and the lineage as of its end against as of its middle (`asOf`, `against`)."""
+    first, last = (datetime.fromisoformat(at.replace("Z", "+00:00")) for at in (start, end))
+    middle = (first + (last - first) / 2).isoformat().replace("+00:00", "Z")
+    halves = (("from", f"{start}..{middle}"), ("to", f"{middle}..{end}"))
+    times = (("asOf", end), ("against", middle), ("start", start), ("end", end))
+    found: list[Variant] = []
+    for seed, (ns, name) in seeds.items():
+        path = _dataset_path(ns, name) + "/lineage/diff"
+        for direction in DIRECTIONS:
+            # (`both` at levels=10 answers with every relation of the seed's region twice.)
+            for levels in (1, 5) if direction == "both" else (1, 5, 10):
+                for form, sides in (("halves", halves), ("asof", times)):
+                    params = (*sides, ("levels", str(levels)), ("direction", direction))
+                    label = f"diff_{seed}_{direction}_l{levels}_{form}"
+                    found.append(Variant(label, path, params))
     return found
 
 

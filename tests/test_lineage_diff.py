@@ -164,6 +164,55 @@ def test_as_of_against_compares_the_declarations_of_two_times(client: TestClient
     assert same["added"]["relations"] == same["removed"]["relations"] == []
 
 
+def test_as_of_against_compares_declared_and_observed_field_edges(client: TestClient) -> None:
+    def declare(hour: float, field: str) -> dict[str, Any]:
+        facet = column_lineage({"total": [(NS, "a", field)]})
+        return job_event(
+            (NS, "declared"),
+            time=BASE_TIME + hours(hour),
+            inputs=[ds(NS, "a")],
+            outputs=[ds(NS, "x", columnLineage=facet)],
+        )
+
+    def build(hour: float, target_field: str, field: str) -> dict[str, Any]:
+        facet = column_lineage({target_field: [(NS, "a", field)]})
+        return run_event(
+            (NS, "build"),
+            time=BASE_TIME + hours(hour),
+            inputs=[ds(NS, "a")],
+            outputs=[ds(NS, "y", columnLineage=facet)],
+        )
+
+    post_events(
+        client,
+        declare(0, "gross"),
+        declare(10, "net"),
+        build(1, "total", "gross"),
+        build(8, "amount", "net"),
+    )
+    body = diff(
+        client,
+        "a",
+        direction="downstream",
+        asOf=iso(BASE_TIME + hours(12)),
+        against=iso(BASE_TIME + hours(5)),
+        start=iso(BASE_TIME - hours(1)),
+        end=iso(BASE_TIME + hours(13)),
+    )
+
+    def edge(field: str, target: str, target_field: str) -> dict[str, Any]:
+        return {
+            "source": {"namespace": NS, "name": "a", "field": field},
+            "target": {"namespace": NS, "name": target, "field": target_field},
+        }
+
+    # At hour 5 the first declaration is in force and only the run of hour 1 has started; at
+    # hour 12 the second declaration replaced it and the run of hour 8 has started too. The
+    # edge of the run of hour 1 is on both sides.
+    assert body["added"]["fieldEdges"] == [edge("net", "x", "total"), edge("net", "y", "amount")]
+    assert body["removed"]["fieldEdges"] == [edge("gross", "x", "total")]
+
+
 def test_collapse_access_is_applied_to_both_sides(client: TestClient) -> None:
     post_events(
         client,

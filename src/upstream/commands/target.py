@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypedDict
 
 from upstream.client.http import UpstreamClient
 from upstream.client.reader import LineageReader
@@ -80,6 +81,13 @@ def event_sink(target: Target) -> Iterator[EventSink]:
         return
     with target.client() as client:
         yield ServerSink(client)
+
+
+class _Caps(TypedDict):
+    """The node and relation caps of the settings, as the lineage services take them."""
+
+    max_nodes: int
+    max_relations: int
 
 
 class DatabaseReader:
@@ -203,7 +211,7 @@ class DatabaseReader:
         with self.store.read() as conn:
             return lineage_graph(conn)
 
-    def _caps(self) -> dict[str, int]:
+    def _caps(self) -> _Caps:
         return {
             "max_nodes": self.settings.max_lineage_nodes,
             "max_relations": self.settings.max_lineage_relations,

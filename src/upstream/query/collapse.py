@@ -26,12 +26,12 @@ class KeyedRelation(NamedTuple):
 def collapse(
     relations: Iterable[KeyedRelation],
     dimensions: Collection[Dimension],
-    run_order: Callable[[str], Any],
+    run_order: Callable[[str], Any] | None,
 ) -> list[RelationEntry]:
     """Group `relations` by dataset, program and every dimension not collapsed, unioning the
     accesses, runs and components of each group. A group never spans two datasets or two
-    programs. Lists are sorted (runs by `run_order`) and so is the result, so the same
-    relations always render the same bytes."""
+    programs. Lists are sorted (runs by `run_order`, by id when it is None) and so is the
+    result, so the same relations always render the same bytes."""
     if not dimensions:
         return _listed(relations)
     by_access, by_run, by_component = (d in dimensions for d in ("access", "run", "component"))
@@ -76,7 +76,7 @@ def _listed(relations: Iterable[KeyedRelation]) -> list[RelationEntry]:
 
 
 def _rendered(
-    data: str, program: str, group: list[KeyedRelation], run_order: Callable[[str], Any]
+    data: str, program: str, group: list[KeyedRelation], run_order: Callable[[str], Any] | None
 ) -> RelationEntry:
     """One group as the answer shows it. Most groups of an answer with every run listed
     hold one relation, which needs no set and no sort."""

@@ -33,13 +33,16 @@ def dataset_lineage(
     *,
     max_nodes: int,
     max_relations: int,
+    runs_in_order: bool = True,
 ) -> LineageAnswer:
     """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
     `max_relations` relations (before collapsing) are returned; a larger result is cut
     (deepest levels first) and says `"truncated": true` with how many of the nodes and
     relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
-    stops once a cap is passed, so deeper levels are not counted)."""
+    stops once a cap is passed, so deeper levels are not counted). Without `runs_in_order`
+    a relation's runs are listed by id rather than newest first, for a caller that only
+    counts them."""
     seed = existing_dataset(conn, namespace, name).id
     rolled_up: RolledUp | None = None
     if params.rollup is None:
@@ -59,7 +62,7 @@ def dataset_lineage(
         found = rolled_up.found
         every = _nodes(found, str(seed))
     relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
-    return render(conn, params, seed, relations, omitted, rolled_up)
+    return render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
 
 
 def _nodes(relations: dict[ShownRelation, int] | list[ShownRelation], seed: str) -> set[_Node]:

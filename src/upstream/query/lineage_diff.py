@@ -11,7 +11,6 @@ each answer's datasets, and the datasets and programs themselves, are compared t
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -176,18 +175,25 @@ def lineage_diff(
 
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
-#: A side's datasets by id: the answer's key for each and its entity id.
-DatasetKeys = dict[uuid.UUID, tuple[str, EntityId]]
+#: A side's datasets by id (as text): the answer's key for each and its entity id.
+DatasetKeys = dict[str, tuple[str, EntityId]]
 
 
 def _lineage(
     conn: Connection, namespace: str, name: str, params: LineageParams, caps: tuple[int, int]
 ) -> LineageAnswer:
     """One side's lineage answer with its runs collapsed: runs are what differ between the
-    sides, so a relation's identity leaves them out (its runs are counted)."""
+    sides, so a relation's identity leaves them out (its runs are counted, so their order,
+    newest first, is not read)."""
     runs_collapsed = replace(params, collapse=params.collapse | {"run"})
     return dataset_lineage(
-        conn, namespace, name, runs_collapsed, max_nodes=caps[0], max_relations=caps[1]
+        conn,
+        namespace,
+        name,
+        runs_collapsed,
+        max_nodes=caps[0],
+        max_relations=caps[1],
+        runs_in_order=False,
     )
 
 
@@ -195,19 +201,21 @@ def _dataset_keys(body: LineageAnswer) -> DatasetKeys:
     keys: DatasetKeys = {}
     for key, entry in body["data"].items():
         entity = entry["entityId"]
-        keys[DatasetRef(entity["namespace"], entity["name"]).id] = (key, entity)
+        keys[str(DatasetRef(entity["namespace"], entity["name"]).id)] = (key, entity)
     return keys
 
 
 @dataclass(frozen=True)
 class _Answer:
-    """One side: the lineage answer, its relations by identity (runs collapsed) with their
-    run counts, and its field edges."""
+    """One side: the lineage answer and its datasets' keys, its relations by identity (runs
+    collapsed) with their run counts, and its field edges by the keys of their ends. Only
+    the edges one side has and the other lacks are written out, so each is kept as read."""
 
     body: LineageAnswer
+    keys: DatasetKeys
     relations: dict[RelationId, dict[str, Any]]
     runs: dict[RelationId, int]
-    field_edges: dict[FieldEdgeKey, dict[str, Any]]
+    field_edges: dict[FieldEdgeKey, FieldEdge]
 
     @classmethod
     def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
@@ -222,14 +230,15 @@ class _Answer:
             )
             relations[key] = {k: v for k, v in relation.items() if k != "runs"}
             runs[key] = len(relation["runs"])
-        return cls(body, relations, runs, _field_edges(keys, edges))
+        field_edges = {
+            (keys[e.source][0], e.source_field, keys[e.target][0], e.target_field): e for e in edges
+        }
+        return cls(body, keys, relations, runs, field_edges)
 
-
-def _field_edges(keys: DatasetKeys, edges: set[FieldEdge]) -> dict[FieldEdgeKey, dict[str, Any]]:
-    found: dict[FieldEdgeKey, dict[str, Any]] = {}
-    for edge in edges:
-        (source_key, source), (target_key, target) = keys[edge.source], keys[edge.target]
-        found[(source_key, edge.source_field, target_key, edge.target_field)] = {
+    def field_edge(self, edge: FieldEdge) -> dict[str, Any]:
+        """`edge` as the answer shows it: each end's dataset and field."""
+        source, target = self.keys[edge.source][1], self.keys[edge.target][1]
+        return {
             "source": {
                 "namespace": source["namespace"],
                 "name": source["name"],
@@ -241,7 +250,6 @@ def _field_edges(keys: DatasetKeys, edges: set[FieldEdge]) -> dict[FieldEdgeKey,
                 "field": edge.target_field,
             },
         }
-    return found
 
 
 def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
@@ -251,7 +259,7 @@ def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
             for key in sorted(side.relations.keys() - other.relations.keys())
         ],
         "fieldEdges": [
-            side.field_edges[key]
+            side.field_edge(side.field_edges[key])
             for key in sorted(side.field_edges.keys() - other.field_edges.keys())
         ],
         "data": sorted(side.body["data"].keys() - other.body["data"].keys()),

@@ -55,9 +55,12 @@ def render(
     relations: list[ShownRelation],
     omitted: Omitted | None,
     rolled_up: RolledUp | None,
+    *,
+    runs_in_order: bool = True,
 ) -> LineageAnswer:
     """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
-    walk found (workflows, temporaries), None for a walk without a rollup."""
+    walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
+    into one relation are listed newest first, or by id without `runs_in_order`."""
     dataset_ids = {str(seed)} | {r.dataset_id for r in relations}
     datasets = _datasets(conn, dataset_ids)
     programs = _programs(
@@ -75,7 +78,9 @@ def render(
         )
         for r in relations
     ]
-    runs = {r.run_id for r in relations if r.run_id is not None} if "run" in params.collapse else ()
+    run_order: Callable[[str], Any] | None = None
+    if runs_in_order and "run" in params.collapse:
+        run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -99,7 +104,7 @@ def render(
             "start": int(params.start.timestamp()),
             "end": int(params.end.timestamp()),
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
-            "relations": collapse(keyed, params.collapse, _newest_first(conn, runs)),
+            "relations": collapse(keyed, params.collapse, run_order),
             "data": dict(sorted(data.items())),
             "programs": dict(sorted(program_entries.items())),
         },

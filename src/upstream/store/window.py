@@ -101,7 +101,8 @@ def flows_as_of(window: Bounds | None) -> sa.FromClause:
     return _with_declarations(t.flows, t.declared_flows, t.flows.c.run_id.is_not(None), as_of)
 
 
-def _in_force(as_of: datetime) -> sa.ColumnElement[bool]:
+def in_force(as_of: datetime) -> sa.ColumnElement[bool]:
+    """The declaration (a `declarations` row) was in force at `as_of`."""
     d = t.declarations.c
     return sa.and_(d.declared_at <= as_of, sa.or_(d.replaced_at.is_(None), d.replaced_at > as_of))
 
@@ -121,6 +122,6 @@ def _with_declarations(
     declared = (
         sa.select(*(history.c[n] for n in names))
         .join(t.declarations, t.declarations.c.id == history.c.declaration_id)
-        .where(_in_force(as_of))
+        .where(in_force(as_of))
     )
     return sa.union_all(of_runs, declared).subquery(history.name.removeprefix("declared_"))
