@@ -131,8 +131,9 @@ def known_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
 
 def require_field(conn: Connection, dataset: DatasetRef, field: str) -> None:
     """Raise NotFound unless `field` is a field of `dataset`; when a recorded drop
-    removed it, say so (its source field's outgoing summary shows where it ended)."""
-    if field in known_fields(conn, dataset):
+    removed it, say so (its source field's outgoing summary shows where it ended). A
+    current field, the usual question, needs only the dataset's row."""
+    if field in current_fields(conn, dataset) or field in known_fields(conn, dataset):
         return
     label = f"{dataset.namespace}.{dataset.name}"
     for operations in operation_sets(conn, [dataset.id], None).sets.values():

@@ -16,34 +16,43 @@ from upstream.model.errors import NotFound
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
-from upstream.store.deletion import is_deleted
+from upstream.store.deletion import entity_deleted
 
 
 def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
     """The stored dataset (the one it is an alias of, for an alias)."""
     ref = canonical_ref(conn, DatasetRef(namespace, name))
-    _require_namespace(conn, ref.namespace, namespace)
-    exists = sa.select(t.datasets.c.id).where(t.datasets.c.id == ref.id)
-    if conn.execute(exists).first() is None:
+    stored, deleted = _check(conn, ref.namespace, namespace, t.datasets, ref.id)
+    if not stored:
         raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, ref.id):
+    if deleted:
         raise NotFound(f"dataset {name!r} in namespace {namespace!r} was deleted")
     return ref
 
 
 def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     """The id of a stored job."""
-    _require_namespace(conn, namespace, namespace)
     job_id = JobRef(namespace, name).id
-    if conn.execute(sa.select(t.jobs.c.id).where(t.jobs.c.id == job_id)).first() is None:
+    stored, deleted = _check(conn, namespace, namespace, t.jobs, job_id)
+    if not stored:
         raise NotFound(f"job {name!r} not found in namespace {namespace!r}")
-    if is_deleted(conn, job_id):
+    if deleted:
         raise NotFound(f"job {name!r} in namespace {namespace!r} was deleted")
     return job_id
 
 
-def _require_namespace(conn: Connection, stored: str, asked: str) -> None:
-    """NotFound naming `asked` unless namespace `stored` (where `asked` resolved) is known."""
-    known = sa.select(t.namespaces.c.id).where(t.namespaces.c.id == namespace_id(stored))
-    if conn.execute(known).first() is None:
+def _check(
+    conn: Connection, stored: str, asked: str, table: sa.Table, entity: uuid.UUID
+) -> tuple[bool, bool]:
+    """Whether the entity `entity` is a row of `table`, and whether it is deleted, in one
+    statement (each of a lineage answer's few statements is a round trip); NotFound naming
+    `asked` unless namespace `stored` (where `asked` resolved) is known."""
+    query = sa.select(
+        sa.exists().where(t.namespaces.c.id == namespace_id(stored)),
+        sa.exists().where(table.c.id == entity),
+        entity_deleted(entity),
+    )
+    known, present, deleted = conn.execute(query).one()
+    if not known:
         raise NotFound(f"namespace {asked!r} not found")
+    return bool(present), bool(deleted)

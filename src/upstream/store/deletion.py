@@ -39,9 +39,13 @@ def visible(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[
     return sa.and_(shown, not_alias(table.c.id)) if table is t.datasets else shown
 
 
+def entity_deleted(entity: uuid.UUID) -> sa.ColumnElement[bool]:
+    """Whether the entity `entity` is deleted, as a column of a statement that checks more."""
+    return sa.exists().where(_D.entity_id == entity)
+
+
 def is_deleted(conn: Connection, entity: uuid.UUID) -> bool:
-    found = conn.execute(sa.select(_D.entity_id).where(_D.entity_id == entity)).first()
-    return found is not None
+    return bool(conn.execute(sa.select(entity_deleted(entity))).scalar())
 
 
 def mark_deleted(conn: Connection, kind: Kind, ids: Collection[uuid.UUID], now: datetime) -> None:
