@@ -33,7 +33,7 @@ from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters
+from upstream.store.dialect import id_filters, planned_once
 from upstream.store.window import run_started_by
 
 DEFAULT_RUN_LEVELS = 5
@@ -121,7 +121,8 @@ def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Li
     bound: dict[str, Any] = {"seed": params.run_id, "levels": params.levels}
     if params.as_of is not None:
         bound["as_of"] = params.as_of
-    rows = conn.execute(statement, bound).all()
+    with planned_once(conn):
+        rows = conn.execute(statement, bound).all()
     if direction == "upstream":
         return {Link(reader, dataset, writer, level) for reader, dataset, writer, level in rows}
     return {Link(reader, dataset, writer, level) for writer, dataset, reader, level in rows}

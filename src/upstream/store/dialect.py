@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -191,6 +192,38 @@ def text_id_filters(
     stored = sa.type_coerce(column, sa.Text)
     for part in chunks(sorted(text.replace("-", "") for text in wanted)):
         yield stored.in_(part)
+
+
+def constant(value: str) -> sa.ColumnElement[str]:
+    """`value` written into a statement's text rather than sent as a parameter. A statement
+    planned once for every value of its parameters (a walk's, `upstream.store.walks`) can
+    then use a partial index whose predicate names the value (`source_type = 'job'`): the
+    planner cannot prove that predicate for a parameter."""
+    return sa.literal(value, sa.Text, literal_execute=True)
+
+
+@contextmanager
+def planned_once(conn: Connection) -> Iterator[None]:
+    """Run the statements inside under one plan per connection, made for any values of their
+    parameters (PostgreSQL's generic plan of a statement prepared at its first run), rather
+    than planned anew for each run's values.
+
+    A walk's recursive statement took 10-15 ms to plan and 1-6 ms to run at a few levels,
+    and the plan made for the actual values was never faster on the medium store at any
+    depth (docs/performance.md). Only for statements written to plan well without their
+    values: a constant a partial index names is written into the text (`constant`)."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    driver: Any = conn.connection.dbapi_connection
+    threshold = driver.prepare_threshold
+    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
+    driver.prepare_threshold = 0
+    try:
+        yield
+    finally:
+        driver.prepare_threshold = threshold
+    conn.exec_driver_sql("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
 def id_text(column: Any, dialect: str) -> sa.ColumnElement[str]:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.direction import Direction
 from upstream.model.window import Window
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import id_text
+from upstream.store.dialect import constant, id_text, planned_once
 from upstream.store.schema import Timestamp
 from upstream.store.walks import flow_in_window, reach_by_row, reach_walk
 from upstream.store.window import (
@@ -73,9 +73,11 @@ def walk_relations(
     }
     if window.as_of is not None:
         values["window_as_of"] = window.as_of
+    with planned_once(conn):
+        rows = conn.execute(statement, values).all()
     return {
         ShownRelation(dataset, job, run, access, component): level
-        for dataset, job, run, access, component, level in conn.execute(statement, values).all()
+        for dataset, job, run, access, component, level in rows
     }
 
 
@@ -139,7 +141,7 @@ def _of_jobs(nodes: Any, window: Bounds, dialect: str) -> sa.Select[Any]:
         .select_from(nodes)
         .join(relations, r.job_id == nodes.c.node)
         .where(
-            nodes.c.kind == "job",
+            nodes.c.kind == constant("job"),
             run_in_window(r.run_id, window),
             not_deleted(r.dataset_id, r.job_id),
         )
@@ -151,7 +153,7 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
     """`upstream`/`downstream`: what each level's datasets and jobs show."""
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
     near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
-    datasets = nodes.c.kind == "dataset"
+    datasets = nodes.c.kind == constant("dataset")
     relations = relations_as_of(window)
     r = relations.c
     flows = flows_as_of(window)
@@ -171,7 +173,7 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
         .join(relations, r.dataset_id == nodes.c.node)
         .where(
             datasets,
-            r.access == near_access,
+            r.access == constant(near_access),
             run_in_window(r.run_id, window),
             not_deleted(r.dataset_id, r.job_id),
         )
@@ -206,8 +208,8 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
         .join(edges, end(near, "dataset_id") == nodes.c.node)
         .where(
             datasets,
-            end(near, "type") == "dataset",
-            end(far, "type") == "job",
+            end(near, "type") == constant("dataset"),
+            end(far, "type") == constant("job"),
             in_window,
             not_deleted(end(far, "job_id")),
         )
@@ -221,9 +223,9 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
         .select_from(nodes)
         .join(edges, end(near, "job_id") == nodes.c.node)
         .where(
-            nodes.c.kind == "job",
-            end(near, "type") == "job",
-            end(far, "type") == "dataset",
+            nodes.c.kind == constant("job"),
+            end(near, "type") == constant("job"),
+            end(far, "type") == constant("dataset"),
             end(far, "dataset_id").is_not(None),
             in_window,
             not_deleted(end(far, "dataset_id"), end(near, "job_id")),
@@ -242,38 +244,51 @@ _KEY_COLUMNS = ("dataset_id", "job_id", "run_id", "access", "level")
 
 def _with_components(keys: Any, window: Bounds, dialect: str) -> sa.CompoundSelect[Any]:
     """Each key with every component stored on it, or "" when none is. Named components
-    are few and indexed apart (`ix_relations_named_component`), so the keys are matched
-    to those alone: a key none matches is shown with "" (an anti-join the database can
-    hash), and one that some match is shown with "" too only where an unnamed row is
-    stored on it."""
+    are few and indexed apart (`ix_relations_named_component`): they are read once, and the
+    keys are matched to those alone. A key none matches is shown with "" (an anti-join the
+    database can hash), and one that some match is shown with "" too only where an unnamed
+    row is stored on it. Reading the named rows first keeps that plan whatever the
+    parameters: matched key by key, the keys cost a lookup each."""
     stored = relations_as_of(window)
     r = stored.c
     k = keys.c
     # Declared keys have no run; a constant stands for it, so the match stays an equality.
     no_run = sa.literal(uuid.UUID(int=0), sa.Uuid)
-    same_key = sa.and_(
-        r.dataset_id == k.dataset_id,
-        r.job_id == k.job_id,
-        r.access == k.access,
-        sa.func.coalesce(r.run_id, no_run) == sa.func.coalesce(k.run_id, no_run),
+    named_rows = (
+        sa.select(
+            r.dataset_id,
+            r.job_id,
+            sa.func.coalesce(r.run_id, no_run).label("run"),
+            r.access,
+            r.component,
+        )
+        .where(r.component != constant(""))
+        .cte("walk_named")
+    )
+    n = named_rows.c
+    key_run = sa.func.coalesce(k.run_id, no_run)
+    named_key = sa.and_(
+        n.dataset_id == k.dataset_id, n.job_id == k.job_id, n.access == k.access, n.run == key_run
     )
 
     def shown(component: Any) -> tuple[Any, ...]:
         ids = (id_text(c, dialect) for c in (k.dataset_id, k.job_id, k.run_id))
         return (*ids, k.access, component, k.level)
 
-    def stored_on_key(named: bool) -> sa.Exists:
-        kind = r.component != "" if named else r.component == ""
-        return sa.select(sa.literal(1)).select_from(stored).where(kind, same_key).exists()
-
-    named = (
-        sa.select(*shown(r.component))
-        .distinct()
-        .select_from(keys)
-        .join(stored, sa.and_(r.component != "", same_key))
+    has_named = sa.select(sa.literal(1)).select_from(named_rows).where(named_key).exists()
+    has_plain = (
+        sa.select(sa.literal(1))
+        .select_from(stored)
+        .where(
+            r.component == constant(""),
+            r.dataset_id == k.dataset_id,
+            r.job_id == k.job_id,
+            r.access == k.access,
+            sa.func.coalesce(r.run_id, no_run) == key_run,
+        )
+        .exists()
     )
-    plain = sa.select(*shown(sa.literal(""))).where(~stored_on_key(True))
-    beside_named = sa.select(*shown(sa.literal(""))).where(
-        stored_on_key(True), stored_on_key(False)
-    )
+    named = sa.select(*shown(n.component)).distinct().select_from(keys).join(named_rows, named_key)
+    plain = sa.select(*shown(sa.literal(""))).where(~has_named)
+    beside_named = sa.select(*shown(sa.literal(""))).where(has_named, has_plain)
     return sa.union_all(named, plain, beside_named)

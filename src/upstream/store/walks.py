@@ -21,7 +21,7 @@ from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import id_filters
+from upstream.store.dialect import constant, id_filters, planned_once
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import (
     Bounds,
@@ -254,7 +254,7 @@ def _branch(step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int]) -> s
     return sa.select(
         sa.literal(step.to_kind).label("kind"), step.to_id.label("node"), depth.label("depth")
     ).where(
-        walk.c.kind == step.from_kind,
+        walk.c.kind == constant(step.from_kind),
         step.from_id == walk.c.node,
         depth < levels,
         step.to_id.is_not(None),
@@ -331,9 +331,10 @@ def field_reach(
             not_deleted(far_dataset),
         )
     )
-    rows = conn.execute(
-        sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
-    ).all()
+    with planned_once(conn):
+        rows = conn.execute(
+            sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
+        ).all()
     begun = set(starts)
     nearest: dict[tuple[uuid.UUID, str], int] = {}
     for dataset_id, field, depth, _ in rows:
@@ -404,8 +405,8 @@ def _steps(mode: Direction, window: Bounds, by_row: bool) -> list[_Step]:
             end(far, f"{far_kind}_id"),
             weight,
             (
-                end(near, "type") == near_kind,
-                end(far, "type") == far_kind,
+                end(near, "type") == constant(near_kind),
+                end(far, "type") == constant(far_kind),
                 run_in_window(e.run_id, window),
             ),
         )
