@@ -33,7 +33,7 @@ from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, planned_once
+from upstream.store.dialect import few_rows, id_filters, planned_once
 from upstream.store.window import run_started_by
 
 DEFAULT_RUN_LEVELS = 5
@@ -200,7 +200,7 @@ def _upstream() -> sa.Select[Any]:
         .select_from(start)
         .join(step_read, step_read.c.run_id == start.c.writer)
         .join(step_reader, step_reader.c.id == step_read.c.run_id)
-        .where(step_read.c.access == "read", start.c.level < sa.bindparam("levels"))
+        .where(step_read.c.access == "read", few_rows(start.c.level < sa.bindparam("levels")))
     )
     links = start.union(step)
     return sa.select(links.c.reader, links.c.dataset, links.c.writer, links.c.level)
@@ -260,7 +260,7 @@ def _downstream(as_of: sa.BindParameter[Any] | None) -> sa.Select[Any]:
         .join(step_reader, step_reader.c.id == step_read.c.run_id)
         .join(step_writer, step_writer.c.id == step_write.c.run_id)
         .where(
-            start.c.level < sa.bindparam("levels"),
+            few_rows(start.c.level < sa.bindparam("levels")),
             *linked(step_write, step_read, step_reader, step_writer),
         )
     )

@@ -21,7 +21,7 @@ from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import constant, id_filters, planned_once
+from upstream.store.dialect import constant, few_rows, id_filters, planned_once
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import (
     Bounds,
@@ -254,7 +254,7 @@ def _branch(step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int]) -> s
     return sa.select(
         sa.literal(step.to_kind).label("kind"), step.to_id.label("node"), depth.label("depth")
     ).where(
-        walk.c.kind == constant(step.from_kind),
+        few_rows(walk.c.kind == constant(step.from_kind)),
         step.from_id == walk.c.node,
         depth < levels,
         step.to_id.is_not(None),
@@ -324,7 +324,7 @@ def field_reach(
         .select_from(walk)
         .join(edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
         .where(
-            walk.c.depth < levels,
+            few_rows(walk.c.depth < levels),
             far_field.is_not(None),
             far_dataset.is_not(None),
             run_in_window(e.run_id, window),
