@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 
 from tests.json_values import json_values
-from upstream.model.json_text import canonical, content_key, dumps, loads
+from upstream.model.json_text import canonical, content_key, dumps, loads, parse
 
 
 def standard(value: Any) -> bytes:
@@ -60,3 +60,25 @@ def test_bodies_orjson_refuses_are_left_to_the_standard_parser() -> None:
 def test_dumps_writes_what_orjson_cannot() -> None:
     assert json.loads(dumps({"n": 2**70, "s": "é"})) == {"n": 2**70, "s": "é"}
     assert dumps({"b": 1, "a": [1.5, None]}) == '{"b":1,"a":[1.5,null]}'  # key order kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n": 18446744073709551616, "m": -9223372036854775809}',  # beyond 64 bits
+        '{"x": NaN, "y": Infinity}',  # the standard library reads these; orjson does not
+        "null",
+        '[1.5, "é", {"a": null}]',
+        '{"a": 1, "a": 2}',  # a repeated key: the last one stands
+    ],
+)
+def test_stored_json_is_read_back_as_the_standard_library_reads_it(text: str) -> None:
+    expected = json.loads(text)
+    for given_text in (text, text.encode()):
+        value = parse(given_text)
+        assert json.dumps(value) == json.dumps(expected)  # NaN == NaN only as text
+
+
+@given(json_values())
+def test_any_stored_value_is_read_back_unchanged(value: Any) -> None:
+    assert parse(dumps(value)) == json.loads(dumps(value))

@@ -25,7 +25,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
-from upstream.model.json_text import dumps
+from upstream.model.json_text import dumps, parse
 from upstream.store.deadlines import SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 
@@ -195,6 +195,7 @@ def _postgresql_engine(
         url,
         echo=echo,
         json_serializer=dumps,
+        json_deserializer=parse,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=timeouts.pool,
@@ -268,7 +269,12 @@ def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
         Path(url.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
         pool["pool_timeout"] = timeouts.pool  # an in-memory database has one connection
     engine = sa.create_engine(
-        url, echo=echo, json_serializer=dumps, connect_args={"timeout": timeouts.lock}, **pool
+        url,
+        echo=echo,
+        json_serializer=dumps,
+        json_deserializer=parse,
+        connect_args={"timeout": timeouts.lock},
+        **pool,
     )
 
     @event.listens_for(engine, "connect")
