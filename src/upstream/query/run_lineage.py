@@ -121,7 +121,7 @@ def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Li
     bound: dict[str, Any] = {"seed": params.run_id, "levels": params.levels}
     if params.as_of is not None:
         bound["as_of"] = params.as_of
-    with planned_once(conn):
+    with planned_once(conn, params.as_of):
         rows = conn.execute(statement, bound).all()
     if direction == "upstream":
         return {Link(reader, dataset, writer, level) for reader, dataset, writer, level in rows}

@@ -230,7 +230,7 @@ def _rarely_true(element: few_rows, compiler: Any, **kw: Any) -> str:
 
 
 @contextmanager
-def planned_once(conn: Connection) -> Iterator[None]:
+def planned_once(conn: Connection, as_of: object | None = None) -> Iterator[None]:
     """Run the statements inside under one plan per connection, made for any values of their
     parameters (PostgreSQL's generic plan of a statement prepared at its first run), rather
     than planned anew for each run's values.
@@ -238,8 +238,12 @@ def planned_once(conn: Connection) -> Iterator[None]:
     A walk's recursive statement took 10-15 ms to plan and 1-6 ms to run at a few levels,
     and the plan made for the actual values was never faster on the medium store at any
     depth (docs/performance.md). Only for statements written to plan well without their
-    values: a constant a partial index names is written into the text (`constant`)."""
-    if conn.dialect.name != "postgresql":
+    values: a constant a partial index names is written into the text (`constant`).
+
+    A walk `as_of` a time (not None) is planned for its values as before: it reads the runs'
+    rows beside the declarations then in force, and its generic plan ran past the statement
+    timeout (30 s) on the medium store, where the plan for its values takes 2-3 s."""
+    if conn.dialect.name != "postgresql" or as_of is not None:
         yield
         return
     driver: Any = conn.connection.dbapi_connection

@@ -73,7 +73,7 @@ def walk_relations(
     }
     if window.as_of is not None:
         values["window_as_of"] = window.as_of
-    with planned_once(conn):
+    with planned_once(conn, window.as_of):
         rows = conn.execute(statement, values).all()
     return {
         ShownRelation(dataset, job, run, access, component): level

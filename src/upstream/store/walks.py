@@ -331,7 +331,7 @@ def field_reach(
             not_deleted(far_dataset),
         )
     )
-    with planned_once(conn):
+    with planned_once(conn, window.as_of if window else None):
         rows = conn.execute(
             sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
         ).all()
