@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from upstream.model.identity import namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import CHUNK, id_filters, id_text, text_id_filters
+from upstream.store.dialect import CHUNK, id_filters, id_groups, id_text, text_id_filters
 from upstream.store.engine import Store
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -57,3 +57,17 @@ def test_ids_as_text_round_trip(store: Store) -> None:
         assert null.scalar() is None
         assert list(text_id_filters(conn, c.id, [])) == []
     assert found == {str(i) for i in stored[::3]}
+
+
+def test_id_groups_are_the_statements_text_id_filters_makes(store: Store) -> None:
+    """One group per statement: every id once, sorted, in one group on PostgreSQL and in
+    groups of CHUNK on SQLite, each group one filter of each column."""
+    ids = [str(uuid.UUID(int=i)) for i in range(CHUNK + 5)] * 2
+    with store.read() as conn:
+        groups = list(id_groups(conn, reversed(ids)))
+        assert [i for group in groups for i in group] == sorted(set(ids))
+        sizes = [CHUNK + 5] if store.dialect == "postgresql" else [CHUNK, 5]
+        assert [len(group) for group in groups] == sizes
+        for group in groups:
+            assert len(list(text_id_filters(conn, t.namespaces.c.id, group))) == 1
+        assert list(id_groups(conn, [])) == []

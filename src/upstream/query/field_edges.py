@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
 from upstream.store import schema as t
-from upstream.store.dialect import CHUNK, chunks, id_text, text_id_filters
+from upstream.store.dialect import id_groups, id_text, text_id_filters
 from upstream.store.window import in_force, run_overlaps
 
 #: Made once, like the window's own alias of the runs.
@@ -65,10 +65,7 @@ def _flagged(
     so each set is first flagged with the windows its links' runs fall in, and its edges
     are read once: reading each edge once per link read ten times the rows."""
     found: list[tuple[FieldEdge, tuple[bool, ...]]] = []
-    if not datasets:
-        return found
-    parts = [datasets] if conn.dialect.name == "postgresql" else chunks(sorted(datasets), CHUNK)
-    for part in parts:
+    for part in id_groups(conn, datasets):
         for row in conn.execute(_statement(conn, windows, part)):
             found.append((FieldEdge(*row[:4]), tuple(bool(flag) for flag in row[4:])))
     return found

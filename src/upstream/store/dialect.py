@@ -257,6 +257,17 @@ def planned_once(conn: Connection, as_of: object | None = None) -> Iterator[None
     conn.exec_driver_sql("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
+def id_groups(conn: Connection, ids: Iterable[str]) -> Iterator[list[str]]:
+    """`ids` (as text) in the groups `text_id_filters` makes one statement of each: all at
+    once on PostgreSQL, `CHUNK` at a time on SQLite. For a statement that filters several
+    columns by the same ids, one `text_id_filters` per column and group."""
+    wanted = sorted(set(ids))
+    if conn.dialect.name != "postgresql":
+        yield from chunks(wanted)
+    elif wanted:
+        yield wanted
+
+
 def id_text(column: Any, dialect: str) -> sa.ColumnElement[str]:
     """The hyphenated text of a uuid column (NULL stays NULL), the form answers show:
     PostgreSQL casts it; SQLite keeps uuids as 32 hex digits, which are cut into the same
