@@ -33,7 +33,7 @@ from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.store import schema as t
-from upstream.store.dialect import few_rows, id_filters, planned_once
+from upstream.store.dialect import few_rows, frontier, id_filters, planned_once
 from upstream.store.window import run_started_by
 
 DEFAULT_RUN_LEVELS = 5
@@ -260,7 +260,7 @@ def _downstream(as_of: sa.BindParameter[Any] | None) -> sa.Select[Any]:
         .join(step_reader, step_reader.c.id == step_read.c.run_id)
         .join(step_writer, step_writer.c.id == step_write.c.run_id)
         .where(
-            few_rows(start.c.level < sa.bindparam("levels")),
+            frontier(start.c.level < sa.bindparam("levels"), as_of),
             *linked(step_write, step_read, step_reader, step_writer),
         )
     )

@@ -219,6 +219,14 @@ class few_rows(FunctionElement[Any]):  # noqa: N801 (used as a function)
     inherit_cache = True
 
 
+def frontier(condition: sa.ColumnElement[bool], as_of: object | None) -> sa.ColumnElement[Any]:
+    """A condition on a walk's frontier: `few_rows(condition)`, except in a walk as of a time
+    (`as_of` not None), which reads the runs' rows beside the declarations then in force and
+    keeps the plan it had: with the hint, SQLite planned a `both` walk at levels=5 as of a
+    time past its 30 s timeout, against 2.9 s without."""
+    return condition if as_of is not None else few_rows(condition)
+
+
 @compiles(few_rows)
 def _condition(element: few_rows, compiler: Any, **kw: Any) -> str:
     return f"({compiler.process(element.clauses, **kw)})"

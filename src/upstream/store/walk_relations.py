@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.direction import Direction
 from upstream.model.window import Window
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import constant, few_rows, id_text, planned_once
+from upstream.store.dialect import constant, frontier, id_text, planned_once
 from upstream.store.schema import Timestamp
 from upstream.store.walks import flow_in_window, reach_by_row, reach_walk
 from upstream.store.window import (
@@ -141,7 +141,7 @@ def _of_jobs(nodes: Any, window: Bounds, dialect: str) -> sa.Select[Any]:
         .select_from(nodes)
         .join(relations, r.job_id == nodes.c.node)
         .where(
-            few_rows(nodes.c.kind == constant("job")),
+            frontier(nodes.c.kind == constant("job"), window.as_of),
             run_in_window(r.run_id, window),
             not_deleted(r.dataset_id, r.job_id),
         )
@@ -153,7 +153,7 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
     """`upstream`/`downstream`: what each level's datasets and jobs show."""
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
     near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
-    datasets = few_rows(nodes.c.kind == constant("dataset"))
+    datasets = frontier(nodes.c.kind == constant("dataset"), window.as_of)
     relations = relations_as_of(window)
     r = relations.c
     flows = flows_as_of(window)
@@ -223,7 +223,7 @@ def _directed(nodes: Any, mode: Direction, window: Bounds) -> list[sa.Select[Any
         .select_from(nodes)
         .join(edges, end(near, "job_id") == nodes.c.node)
         .where(
-            few_rows(nodes.c.kind == constant("job")),
+            frontier(nodes.c.kind == constant("job"), window.as_of),
             end(near, "type") == constant("job"),
             end(far, "type") == constant("dataset"),
             end(far, "dataset_id").is_not(None),

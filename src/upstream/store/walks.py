@@ -21,7 +21,7 @@ from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import constant, few_rows, id_filters, planned_once
+from upstream.store.dialect import constant, frontier, id_filters, planned_once
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import (
     Bounds,
@@ -129,7 +129,7 @@ def reach_walk(
     depths, for a statement that reads what the walk shows from its nodes. The seed, the
     levels and the window may be bound parameters."""
     steps = _steps(mode, window, by_row)
-    return _walk(dialect, [("dataset", seed)], steps, levels, by_row=by_row)
+    return _walk(dialect, [("dataset", seed)], steps, levels, by_row=by_row, as_of=window.as_of)
 
 
 def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
@@ -180,6 +180,7 @@ def _walk(
     levels: int | sa.BindParameter[int],
     *,
     by_row: bool = True,
+    as_of: object | None = None,
 ) -> sa.CTE:
     """The (kind, node, depth) rows `steps` reach from `seeds` below `levels`, as one
     recursive CTE whatever `levels` is. Each (node, depth) row is kept once, so cycles
@@ -204,7 +205,7 @@ def _walk(
         )
     ).subquery("starts")
     walk = sa.select(starts.c.kind, starts.c.node, starts.c.depth).cte("walk", recursive=True)
-    branches = [_branch(step, walk, levels) for step in steps] if by_row else []
+    branches = [_branch(step, walk, levels, as_of) for step in steps] if by_row else []
     if not by_row:
         return walk.union(_joined(steps, walk, levels))
     if dialect == "postgresql":
@@ -248,13 +249,15 @@ def _joined(
     )
 
 
-def _branch(step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int]) -> sa.Select[Any]:
-    """The rows `step` adds to the walk from one walk row."""
+def _branch(
+    step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int], as_of: object | None
+) -> sa.Select[Any]:
+    """The rows `step` adds to the walk from one walk row (`as_of`: the walk's time, if any)."""
     depth = walk.c.depth + step.weight
     return sa.select(
         sa.literal(step.to_kind).label("kind"), step.to_id.label("node"), depth.label("depth")
     ).where(
-        few_rows(walk.c.kind == constant(step.from_kind)),
+        frontier(walk.c.kind == constant(step.from_kind), as_of),
         step.from_id == walk.c.node,
         depth < levels,
         step.to_id.is_not(None),
@@ -324,7 +327,7 @@ def field_reach(
         .select_from(walk)
         .join(edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
         .where(
-            few_rows(walk.c.depth < levels),
+            frontier(walk.c.depth < levels, window.as_of if window else None),
             far_field.is_not(None),
             far_dataset.is_not(None),
             run_in_window(e.run_id, window),
