@@ -182,7 +182,11 @@ def _postgresql_engine(
 
     JIT compilation is off unless the URL's `options` turn it on: the planner's estimate for
     a recursive walk passes `jit_above_cost`, and compiling took 70 ms of a 20 ms statement;
-    no statement of a lineage server runs long enough to win it back."""
+    no statement of a lineage server runs long enough to win it back.
+
+    The pool hands out the connection returned last: the statements a walk prepared on it,
+    with their plans (`upstream.store.dialect.planned_once`), serve the next request, where a
+    round robin over the pool prepared and planned each of them once per connection."""
     options = f"-c statement_timeout={_ms(timeouts.statement)} -c lock_timeout={_ms(timeouts.lock)}"
     given = url.query.get("options")
     if isinstance(given, str) and given.strip():
@@ -199,6 +203,7 @@ def _postgresql_engine(
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_timeout=timeouts.pool,
+        pool_use_lifo=True,
         connect_args=connect_args,
     )
     answer_within = timeouts.statement + _ANSWER_GRACE
