@@ -244,11 +244,12 @@ _KEY_COLUMNS = ("dataset_id", "job_id", "run_id", "access", "level")
 
 def _with_components(keys: Any, window: Bounds, dialect: str) -> sa.CompoundSelect[Any]:
     """Each key with every component stored on it, or "" when none is. Named components
-    are few and indexed apart (`ix_relations_named_component`): they are read once, and the
-    keys are matched to those alone. A key none matches is shown with "" (an anti-join the
-    database can hash), and one that some match is shown with "" too only where an unnamed
-    row is stored on it. Reading the named rows first keeps that plan whatever the
-    parameters: matched key by key, the keys cost a lookup each."""
+    are few and indexed apart (`ix_relations_named_component`, by dataset): those of the
+    keys' datasets are read once, and the keys are matched to those alone. A key none
+    matches is shown with "" (an anti-join the database can hash), and one that some match
+    is shown with "" too only where an unnamed row is stored on it. Reading the named rows
+    first keeps that plan whatever the parameters: matched key by key, the keys cost a
+    lookup each."""
     stored = relations_as_of(window)
     r = stored.c
     k = keys.c
@@ -262,7 +263,7 @@ def _with_components(keys: Any, window: Bounds, dialect: str) -> sa.CompoundSele
             r.access,
             r.component,
         )
-        .where(r.component != constant(""))
+        .where(r.component != constant(""), r.dataset_id.in_(sa.select(k.dataset_id)))
         .cte("walk_named")
     )
     n = named_rows.c
