@@ -59,6 +59,16 @@ namespaces = sa.Table(
     sa.Column("updated_at", Timestamp, nullable=False),
 )
 
+
+def _content_digest() -> sa.Column[str]:
+    """The hash of what events may change in a dataset's or job's row (its facets, fields,
+    description, type: `upstream.store.writer`). Most events name a dataset or job again
+    unchanged; the writer recognises those by the hash instead of reading their facets back.
+    NULL (a row written before the column existed) never matches, so such a row is read and
+    merged as before, and gets its hash then."""
+    return sa.Column("content_digest", sa.Text)
+
+
 datasets = sa.Table(
     "datasets",
     metadata,
@@ -73,6 +83,7 @@ datasets = sa.Table(
     sa.Column("fields", Json, nullable=False),
     # Current facets by name; a facet re-sent under the same name replaces the old one.
     sa.Column("facets", Json, nullable=False),
+    _content_digest(),
     # eventTime of the DatasetEvent whose lineage facet is the dataset's declared lineage.
     sa.Column("declared_at", Timestamp),
     sa.Column("created_at", Timestamp, nullable=False),
@@ -94,6 +105,7 @@ jobs = sa.Table(
     # Named as the parent of another job's run: a workflow unless its jobType says it is a leaf.
     sa.Column("seen_as_parent", sa.Boolean, nullable=False),
     sa.Column("facets", Json, nullable=False),
+    _content_digest(),
     # eventTime of the JobEvent that set the job's declared lineage (the latest one wins), and
     # whether that declaration carried a lineage facet (then no inputs x outputs is inferred).
     sa.Column("declared_at", Timestamp),

@@ -28,6 +28,7 @@ from upstream.model.facts import (
     RunFact,
 )
 from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.json_text import content_key
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_batch
 from upstream.store.declaration_history import record_declaration
@@ -90,8 +91,8 @@ def apply_facts(
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
     _namespaces(conn, batch, at)
-    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, named_again=True)
-    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, named_again=True)
+    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, content=_JOB_CONTENT)
+    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, content=_DATASET_CONTENT)
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
     for f in batch:
         named[at(f)].update(namespace_id(n) for n in f.namespaces)
@@ -167,7 +168,7 @@ def _merge(
     rows: dict[uuid.UUID, Row],
     merge: Callable[[Row, Row], Row],
     *,
-    named_again: bool = False,
+    content: tuple[str, ...] | None = None,
 ) -> None:
     """Insert rows that are new; merge the rest into what is stored, updating what changed.
 
@@ -177,21 +178,26 @@ def _merge(
     again. Concurrent writers then queue only on rows they really change, not on every
     shared row they mention.
 
-    `named_again`: most of the rows are stored already (jobs and datasets, which most events
-    name again): they are read before the missing ones are inserted, so a stored row's facets
-    are not sent to the database only to be refused by the conflict (PostgreSQL would parse
-    each into JSONB first). Other tables' rows are mostly new: inserted first, and only the
-    ones already there read."""
+    `content`: the columns `merge` may change, for a table whose rows most events name again
+    (jobs and datasets). Each row keeps the hash of those columns (`content_digest`); a row
+    named again with the hash stored is left alone without being read back, and only the
+    others are read (their facets parsed) and merged. Other tables' rows are mostly new:
+    inserted first, and only the ones already there read."""
     if not rows:
         return
-    if named_again:
-        stored = _stored(conn, table, sorted(rows), lock=False)
-        missing = {key: row for key, row in rows.items() if key not in stored}
+    if content is not None:
+        for row in rows.values():
+            row["content_digest"] = _digest(row, content)
+        merge = _hashing(merge, content)
+        digests = _stored_digests(conn, table, sorted(rows))
+        missing = {key: row for key, row in rows.items() if key not in digests}
         raced = set(missing) - _insert_ignoring(conn, table, missing)
+        differing = {key for key, held in digests.items() if held != rows[key]["content_digest"]}
+        stored = _stored(conn, table, sorted(differing | raced), lock=False)
     else:
-        stored, raced = {}, set(rows) - _insert_ignoring(conn, table, rows)
-    if raced:  # stored before (or by a concurrent writer meanwhile)
-        stored.update(_stored(conn, table, sorted(raced), lock=False))
+        raced = set(rows) - _insert_ignoring(conn, table, rows)
+        # Stored before (or by a concurrent writer meanwhile).
+        stored = _stored(conn, table, sorted(raced), lock=False) if raced else {}
     changing = _changed(stored, rows, merge)
     if changing and conn.dialect.name == "postgresql":
         changing = _changed(_stored(conn, table, sorted(changing), lock=True), rows, merge)
@@ -206,6 +212,35 @@ def _merge(
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
+
+
+def _hashing(
+    merge: Callable[[Row, Row], Row], content: tuple[str, ...]
+) -> Callable[[Row, Row], Row]:
+    """`merge`, with the merged row's content hash written into it."""
+
+    def merged(stored: Row, new: Row) -> Row:
+        row = merge(stored, new)
+        row["content_digest"] = _digest(row, content)
+        return row
+
+    return merged
+
+
+def _digest(row: Row, columns: tuple[str, ...]) -> str:
+    """The hash of `row`'s `columns`: equal for rows whose merge changes nothing."""
+    return content_key([row[column] for column in columns])
+
+
+def _stored_digests(
+    conn: Connection, table: sa.Table, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, str | None]:
+    """The content hash of each stored row among `ids` (None: written before hashes were)."""
+    found: dict[uuid.UUID, str | None] = {}
+    for matches in id_filters(conn, table.c.id, ids):
+        query = sa.select(table.c.id, table.c.content_digest).where(matches)
+        found.update({row.id: row.content_digest for row in conn.execute(query)})
+    return found
 
 
 def _stored(
@@ -291,6 +326,17 @@ def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
     return rows
 
 
+#: What an event may change in a job's row (`_merge_job`).
+_JOB_CONTENT = (
+    "facets",
+    "description",
+    "job_type",
+    "integration",
+    "processing_type",
+    "seen_as_parent",
+)
+
+
 def _merge_job(stored: Row, new: Row) -> Row:
     merged = dict(stored)
     merged["facets"] = {**stored["facets"], **new["facets"]}
@@ -324,6 +370,10 @@ def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Ro
                 _merge_dataset,
             )
     return rows
+
+
+#: What an event may change in a dataset's row (`_merge_dataset`).
+_DATASET_CONTENT = ("facets", "fields", "description", "source_name")
 
 
 def _merge_dataset(stored: Row, new: Row) -> Row:
