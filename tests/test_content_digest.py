@@ -103,3 +103,24 @@ def test_rows_written_before_the_hash_are_merged_and_get_one(store: Store) -> No
     assert after["description"] == "x"
     assert after["facets"]["schema"] == SCHEMA["schema"]
     assert after["content_digest"] not in (None, first["content_digest"])
+
+
+def test_rows_named_again_unchanged_are_not_read_back(store: Store) -> None:
+    """The point of the hash: a second run naming the same dataset and job with the same
+    content reads their hashes, never their facets."""
+    ingest_documents(store, [_read_orders(**SCHEMA, **DOCS)], batch=False)
+    selects: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            selects.append(" ".join(statement.split()))
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        ingest_documents(store, [_read_orders(**SCHEMA, **DOCS)], batch=False)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+
+    for table in ("datasets", "jobs"):
+        assert any(f"{table}.content_digest FROM {table}" in s for s in selects), selects
+        assert not any(f"{table}.facets" in s and f"FROM {table}" in s for s in selects), selects
