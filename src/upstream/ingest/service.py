@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from upstream.ingest.relink import rederive_runs, relink
 from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.ingest.translate import facts_for
-from upstream.model.errors import InvalidInput, Problem
+from upstream.model.errors import InvalidInput
 from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
@@ -74,16 +74,28 @@ def prepare(
 ) -> list[EventFacts]:
     """Validate and translate every document; collect the problems of all of them. `texts`,
     when given, are the documents' compact JSON texts (`json_text.dumps`), kept as payloads."""
-    prepared: list[EventFacts] = []
-    problems: list[Problem] = []
+    each = prepare_each(documents, batch=batch, sql_lineage=sql_lineage, texts=texts)
+    problems = [p for item in each if isinstance(item, InvalidInput) for p in item.problems]
+    if problems:
+        raise InvalidInput(problems[:50])
+    return [item for item in each if isinstance(item, EventFacts)]
+
+
+def prepare_each(
+    documents: Sequence[Any],
+    *,
+    batch: bool,
+    sql_lineage: bool = True,
+    texts: Sequence[str] | None = None,
+) -> list[EventFacts | InvalidInput]:
+    """Each document's facts, or why it is refused (located as `[i].path` in a batch)."""
+    prepared: list[EventFacts | InvalidInput] = []
     for index, document in enumerate(documents):
         text = None if texts is None else texts[index]
         try:
             prepared.append(translate_document(document, sql_lineage=sql_lineage, text=text))
         except InvalidInput as exc:
-            problems.extend((exc.within(f"[{index}]") if batch else exc).problems)
-    if problems:
-        raise InvalidInput(problems[:50])
+            prepared.append(exc.within(f"[{index}]") if batch else exc)
     return prepared
 
 
