@@ -202,7 +202,7 @@ def test_the_document_states_each_parameter_type() -> None:
     assert (levels["type"], levels["minimum"], levels["maximum"]) == ("integer", 1, 100)
     assert by_name[lineage, "start"]["format"] == TIME_FORMAT
     assert by_name[lineage, "direction"]["enum"] == ["both", "upstream", "downstream"]
-    assert by_name[lineage, "rollup"]["const"] == "workflow"
+    assert by_name[lineage, "rollup"]["enum"] == ["workflow", "jobs"]
     assert by_name["/api/v1/lineage", "depth"]["maximum"] == 100
     assert by_name["/api/v1/events/lineage", "after"]["format"] == TIME_FORMAT
     assert by_name["/api/v1/search", "namespace"]["minLength"] == 1

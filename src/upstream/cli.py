@@ -125,6 +125,7 @@ class Collapse(StrEnum):
 
 class Rollup(StrEnum):
     workflow = "workflow"
+    jobs = "jobs"
 
 
 class OnError(StrEnum):
@@ -143,7 +144,11 @@ CollapseOption = Annotated[
     typer.Option(help="Merge relations differing only in this (repeatable)."),
 ]
 RollupOption = Annotated[
-    Rollup | None, typer.Option(help="workflow: show workflows instead of their jobs.")
+    Rollup | None,
+    typer.Option(
+        help="workflow: show workflows instead of their jobs; jobs: leave temporary datasets "
+        "out and link the jobs around them."
+    ),
 ]
 AsOfOption = Annotated[
     str | None,

@@ -24,7 +24,11 @@ def lineage_params(
     ] = None,
     collapse: Collapse = None,
     rollup: Annotated[
-        Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
+        Rollup | None,
+        Query(
+            description="workflow: jobs inside workflows become the workflow; jobs: "
+            "temporary datasets are left out and the jobs around them linked job → job"
+        ),
     ] = None,
     direction: Annotated[
         Direction | None, Query(description="both (default), upstream or downstream")

@@ -19,10 +19,12 @@ from upstream.ingest.sql_lineage import sql_facet_text, sql_lineage
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
     COMPONENT_FACET,
+    DATASET_TYPE_FACET,
     FIELD_OPERATIONS_FACET,
     TEMPORARY_FACET,
     ColumnLineageFacet,
     ComponentFacet,
+    DatasetTypeFacet,
     JobTypeFacet,
     LifecycleStateChangeFacet,
     LineageDatasetFacet,
@@ -51,6 +53,7 @@ from upstream.model.facts import (
     VersionFact,
 )
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.workflow import temporary_by_type
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +158,7 @@ def _inputs_outputs(
                 access="read",
                 event_time=time,
                 component=_component(dataset.inputFacets, f"{path}.inputFacets"),
+                temporary=_temporary(dataset.facets, path),
                 facets=dict(dataset.inputFacets),
                 version=_named_version(dataset.facets),
             )
@@ -387,6 +391,8 @@ def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> Dataset
         facts.symlinks.extend(
             SymlinkFact(ref, s.namespace, s.name, s.type) for s in symlinks.identifiers
         )
+    if DATASET_TYPE_FACET in dataset.facets:  # interpreted (§3.4): refused when malformed
+        _temporary(dataset.facets, path)
     source = dataset.facets.get("dataSource")
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         fact.source_name = source["name"]
@@ -413,10 +419,17 @@ def _lifecycle(facets: dict[str, Any], path: str) -> str | None:
 
 
 def _temporary(facets: dict[str, Any], path: str) -> bool:
+    """Whether the producer marks the dataset temporary (design §3.4): our own facet, or
+    OpenLineage's `datasetType` (`upstream.model.workflow.temporary_by_type`)."""
     raw = facets.get(TEMPORARY_FACET)
+    own = f"{path}.facets.{TEMPORARY_FACET}"
+    if raw is not None and parse_facet(TemporaryFacet, raw, own).temporary:
+        return True
+    raw = facets.get(DATASET_TYPE_FACET)
     if raw is None:
         return False
-    return parse_facet(TemporaryFacet, raw, f"{path}.facets.{TEMPORARY_FACET}").temporary
+    kind = parse_facet(DatasetTypeFacet, raw, f"{path}.facets.{DATASET_TYPE_FACET}")
+    return temporary_by_type(kind.datasetType, kind.subType)
 
 
 def _named_version(facets: dict[str, Any]) -> str | None:

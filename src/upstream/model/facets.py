@@ -25,6 +25,9 @@ from upstream.model.json_text import dumps
 
 #: Output dataset facet: the producer marks the dataset temporary to its workflow run (§3.4).
 TEMPORARY_FACET = "upstream_temporary"
+#: Dataset facet (OpenLineage): the kind of dataset (TABLE, VIEW, JOB_OUTPUT…) and a subtype
+#: (TEMPORARY…); some kinds make the dataset temporary (design §3.4).
+DATASET_TYPE_FACET = "datasetType"
 #: Output dataset facet: the ordered field operations that made the dataset's fields (§3.5).
 FIELD_OPERATIONS_FACET = "upstream_fieldOperations"
 #: Output/input dataset facet: the part of the job (mapper, stage…) that touched the dataset.
@@ -205,6 +208,13 @@ class JobTypeFacet(_Facet):
 
 class TemporaryFacet(_Facet):
     temporary: bool = True
+
+
+class DatasetTypeFacet(_Facet):
+    """`datasetType`: what kind of dataset this is, in the producer's words."""
+
+    datasetType: str
+    subType: str | None = None
 
 
 class ComponentFacet(_Facet):

@@ -63,6 +63,20 @@ class TemporaryMark:
 
 
 _CREATE_DROP = frozenset({"CREATE", "DROP"})
+#: `datasetType` values of data that exists only to pass from one job to the next.
+TEMPORARY_DATASET_TYPES = frozenset({"JOB_OUTPUT"})
+#: `datasetType` subtypes that say the dataset does not outlive its workflow run.
+TEMPORARY_DATASET_SUBTYPES = frozenset({"TEMPORARY"})
+
+
+def temporary_by_type(dataset_type: str, sub_type: str | None) -> bool:
+    """Whether OpenLineage's `datasetType` facet marks a dataset temporary, as the recorder's
+    `temporary=True` does: subtype TEMPORARY, or type JOB_OUTPUT (data one job hands to the
+    next, which the spec says consumers may choose not to show). Case is ignored."""
+    return (
+        dataset_type.strip().upper() in TEMPORARY_DATASET_TYPES
+        or (sub_type or "").strip().upper() in TEMPORARY_DATASET_SUBTYPES
+    )
 
 
 def is_temporary_to(

@@ -49,6 +49,15 @@ class RelationEntry(TypedDict):
     components: list[str]
 
 
+class JobLinkThrough(TypedDict):
+    """With rollup=jobs: data went from `source` to `target` through the temporary datasets
+    `through`, which the answer leaves out (design §4.2)."""
+
+    source: str
+    target: str
+    through: list[str]
+
+
 class LineageAnswer(TypedDict):
     """Dataset or job lineage, CDAP's relations (design §4.2)."""
 
@@ -58,6 +67,8 @@ class LineageAnswer(TypedDict):
     relations: list[RelationEntry]
     data: dict[str, DataEntry]
     programs: dict[str, ProgramEntry]
+    #: Only with rollup=jobs.
+    jobLinks: NotRequired[list[JobLinkThrough]]
     truncated: NotRequired[bool]
     omittedNodes: NotRequired[int]
     omittedRelations: NotRequired[int]

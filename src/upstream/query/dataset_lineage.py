@@ -5,7 +5,8 @@ Without a rollup the walk is one statement (`upstream.store.walk_relations`): ev
 it shows comes back with its level. A rollup walks level by level
 (`upstream.query.rolled_up_walk`). Either way the caps are applied here, the same way, and
 `upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each
-direction follows.
+direction follows. `rollup=jobs` is the answer without a rollup with its temporary datasets
+replaced by job → job links (`upstream.query.job_links`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections import defaultdict
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
+from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, render
 from upstream.query.lookup import existing_dataset
@@ -43,9 +46,10 @@ def dataset_lineage(
     stops once a cap is passed, so deeper levels are not counted). Without `runs_in_order`
     a relation's runs are listed by id rather than newest first, for a caller that only
     counts them."""
-    seed = existing_dataset(conn, namespace, name).id
+    seed_ref = existing_dataset(conn, namespace, name)
+    seed = seed_ref.id
     rolled_up: RolledUp | None = None
-    if params.rollup is None:
+    if params.rollup != "workflow":
         found = walk_relations(conn, seed, params.direction, params.levels, params.window)
         every = _nodes(found, str(seed))
         if len(found) > max_relations or len(every) > max_nodes:
@@ -62,7 +66,11 @@ def dataset_lineage(
         found = rolled_up.found
         every = _nodes(found, str(seed))
     relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
-    return render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
+    answer = render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
+    if params.rollup == "jobs":
+        seed_key = entity_key("dataset", seed_ref.namespace, seed_ref.name)
+        return through_temporaries(conn, answer, keep={seed_key})
+    return answer
 
 
 def _nodes(relations: dict[ShownRelation, int] | list[ShownRelation], seed: str) -> set[_Node]:

@@ -19,9 +19,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.workflow import is_workflow
-from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry, RelationEntry
+from upstream.query.answers import (
+    DataEntry,
+    LineageAnswer,
+    ProgramEntry,
+    RelationEntry,
+)
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
 from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
@@ -96,7 +102,7 @@ def _centre_runs(conn: Connection, own: set[Relation], params: LineageParams) ->
     """The run ids the job's relations carry in an answer: its own runs, or with
     rollup=workflow the workflow runs its runs belong to."""
     runs = {r.run_id for r in own if r.run_id is not None}
-    if params.rollup is None:
+    if params.rollup != "workflow":
         return {str(run) for run in runs}
     index = WorkflowIndex(conn)
     index.load(runs)
@@ -177,4 +183,8 @@ def _merged(
     }
     if truncated:
         response["truncated"] = True
+    if params.rollup == "jobs":
+        # The temporary datasets the job itself touched were the walks' seeds, kept there.
+        response["jobLinks"] = [link for answer in answers for link in answer["jobLinks"]]
+        return through_temporaries(conn, response, keep=())
     return response

@@ -15,7 +15,8 @@ from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.query.collapse import DIMENSIONS, Dimension
 
-Rollup = Literal["workflow"]
+Rollup = Literal["workflow", "jobs"]
+ROLLUPS: dict[str, Rollup] = {"workflow": "workflow", "jobs": "jobs"}
 DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
 DEFAULT_LEVELS = 10
@@ -78,8 +79,10 @@ class LineageParams:
             )
         depth = parse_levels(levels, max_levels, problems)
         dimensions = _dimensions(collapse, problems)
-        if rollup not in (None, "workflow"):
-            problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
+        if rollup is not None and rollup not in ROLLUPS:
+            problems.append(
+                Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow' or 'jobs'")
+            )
         if direction is not None and direction not in DIRECTIONS:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
@@ -91,7 +94,7 @@ class LineageParams:
             end=end_at,
             levels=depth,
             collapse=dimensions,
-            rollup="workflow" if rollup == "workflow" else None,
+            rollup=None if rollup is None else ROLLUPS[rollup],
             direction=DIRECTIONS.get(direction or "both", "both"),
             as_of=as_of_at,
         )

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from upstream.model.keys import parse_entity_key
+
 NodeKind = Literal["dataset", "job", "workflow", "field"]
 #: How an edge of a lineage diff changed: "" for one on both sides.
 Change = Literal["", "added", "removed"]
@@ -76,6 +78,11 @@ def dataset_lineage_graph(response: Mapping[str, Any], focus: tuple[str, str] | 
     the dataset into the job, a write one from the job into the dataset."""
     nodes = _focused({**response.get("data", {}), **response.get("programs", {})}, focus)
     edges = _relation_edges(response.get("relations", []), nodes)
+    for link in response.get("jobLinks", []):  # rollup=jobs: through temporary datasets
+        source, target = nodes.get(link["source"]), nodes.get(link["target"])
+        if source and target:
+            names = [parse_entity_key(key)[2] for key in link["through"]]
+            edges.add(Edge(source.key, target.key, "via " + ", ".join(names)))
     title = f"lineage of {focus[0]}/{focus[1]}" if focus else "lineage"
     return build(title, nodes.values(), edges)
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from upstream.model.facts import ORIGIN_LABELS
+from upstream.model.keys import parse_entity_key
 from upstream.render.wrap import Wrapped
 
 
@@ -46,7 +47,21 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
     )
     if response.get("truncated"):
         footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
-    return Group(table, Wrapped(footer))
+    links = response.get("jobLinks", [])
+    if not links:
+        return Group(table, Wrapped(footer))
+    linked = Table(title="Job → job, through temporary datasets")
+    for column in ("From", "To", "Through"):
+        linked.add_column(column, overflow="fold")
+    for link in links:
+        through = ", ".join(parse_entity_key(key)[2] for key in link["through"])
+        _add_row(
+            linked,
+            _entity(link["source"], entities),
+            _entity(link["target"], entities),
+            Text(through),
+        )
+    return Group(table, Wrapped(footer), linked)
 
 
 def lineage_diff_tables(response: Mapping[str, Any], namespace: str, dataset: str) -> Group:

@@ -28,7 +28,8 @@ from upstream.store.months import with_months
 #: 5: derived rows name the canonical identity of a dataset's symlink group (design §3.3).
 #: 6: edges stored once per distinct lineage set, linked to each owner (design §6);
 #: 7: a run's SQL resolves against the datasets of all its events, whatever their order.
-DERIVED_VERSION = "7"
+#: 8: OpenLineage's `datasetType` (JOB_OUTPUT, subtype TEMPORARY) marks relations temporary.
+DERIVED_VERSION = "8"
 
 
 @dataclass

@@ -34,7 +34,11 @@ Levels = Annotated[
     LEVELS,
 ]
 RollupParam = Annotated[
-    Rollup | None, Query(description="workflow: jobs inside workflows become the workflow")
+    Rollup | None,
+    Query(
+        description="workflow: jobs inside workflows become the workflow; jobs: "
+        "temporary datasets are left out and the jobs around them linked job → job"
+    ),
 ]
 DirectionParam = Annotated[
     Direction | None, Query(description="both (default), upstream or downstream")
