@@ -551,6 +551,9 @@ def lineage(
     collapse: CollapseOption = None,
     rollup: RollupOption = None,
     as_of: AsOfOption = None,
+    owners: Annotated[
+        bool, typer.Option("--owners", help="Show each dataset's and job's owners.")
+    ] = False,
     output_format: FormatOption = OutputFormat.table,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
@@ -577,6 +580,7 @@ def lineage(
             collapse=[c.value for c in collapse or []],
             rollup=rollup.value if rollup else None,
             as_of=as_of,
+            include=["owners"] if owners else [],
         )
         _show(
             response,

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from upstream.api.deps import SettingsDep
-from upstream.api.params import LEVELS, AsOf, Collapse, End, Start
+from upstream.api.params import LEVELS, AsOf, Collapse, End, Include, Start
 from upstream.model.direction import Direction
 from upstream.query.lineage_params import LineageParams, Rollup
 
@@ -34,6 +34,7 @@ def lineage_params(
         Direction | None, Query(description="both (default), upstream or downstream")
     ] = None,
     as_of: AsOf = None,
+    include: Include = None,
 ) -> LineageParams:
     """The walk asked for; a bad value is a 400 naming its parameter."""
     return LineageParams.parse(
@@ -45,6 +46,7 @@ def lineage_params(
         rollup=rollup,
         direction=direction,
         as_of=as_of,
+        include=include or (),
     )
 
 

@@ -48,6 +48,11 @@ HistoryStart = Annotated[
     Query(description=f"Window start (inclusive): {_FORMS}; default 0, all history"),
     TIME_SCHEMA,
 ]
+Include = Annotated[
+    list[str] | None,
+    Query(description="owners: each dataset and program with its owners (repeatable)"),
+    WithJsonSchema({"type": "array", "items": {"type": "string", "pattern": "^owners$"}}),
+]
 Collapse = Annotated[
     list[str] | None,
     Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),

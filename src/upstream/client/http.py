@@ -117,11 +117,17 @@ class UpstreamClient:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
+        include: Iterable[str] = (),
     ) -> JsonObject:
-        """The dataset's lineage as CDAP's relations (design §4.2), as of a time if asked."""
-        params = _params(
-            start=start, end=end, levels=levels, direction=direction, rollup=rollup, asOf=as_of
-        ) + [("collapse", c) for c in collapse]
+        """The dataset's lineage as CDAP's relations (design §4.2), as of a time if asked;
+        `include=["owners"]` adds each dataset's and program's owners."""
+        params = (
+            _params(
+                start=start, end=end, levels=levels, direction=direction, rollup=rollup, asOf=as_of
+            )
+            + [("collapse", c) for c in collapse]
+            + [("include", i) for i in include]
+        )
         return self._json("GET", f"{_dataset_path(namespace, dataset)}/lineage", params=params)
 
     def lineage_diff(

@@ -33,6 +33,7 @@ class LineageReader(Protocol):
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
+        include: Iterable[str] = (),
     ) -> Answer: ...
 
     def lineage_diff(

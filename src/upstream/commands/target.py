@@ -110,6 +110,7 @@ class DatabaseReader:
         collapse: Iterable[str] = (),
         rollup: str | None = None,
         as_of: str | None = None,
+        include: Iterable[str] = (),
     ) -> LineageAnswer:
         params = LineageParams.parse(
             max_levels=self.settings.max_levels,
@@ -120,6 +121,7 @@ class DatabaseReader:
             rollup=rollup,
             direction=direction,
             as_of=as_of,
+            include=include,
         )
         with self.store.read() as conn:
             return dataset_lineage(conn, namespace, dataset, params, **self._caps())

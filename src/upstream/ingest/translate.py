@@ -29,10 +29,12 @@ from upstream.model.facets import (
     LifecycleStateChangeFacet,
     LineageDatasetFacet,
     LineageJobFacet,
+    OwnershipFacet,
     ParentRunFacet,
     SchemaFacet,
     SchemaField,
     SymlinksFacet,
+    TagsFacet,
     TemporaryFacet,
     description_of,
     lenient_time,
@@ -53,6 +55,7 @@ from upstream.model.facts import (
     VersionFact,
 )
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.ownership import OWNERSHIP_FACET, TAGS_FACET
 from upstream.model.workflow import temporary_by_type
 
 log = logging.getLogger(__name__)
@@ -88,6 +91,8 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
         facets=dict(event.run.facets),
     )
     _nominal_time(run, event.run.facets)
+    if TAGS_FACET in event.run.facets:
+        parse_facet(TagsFacet, event.run.facets[TAGS_FACET], f"run.facets.{TAGS_FACET}")
     facts.runs.append(run)
     _parent(event, run, facts)
     lineage = _job_lineage(event.job.facets, owner)
@@ -377,7 +382,17 @@ def _job_fact(namespace: str, name: str, facets: dict[str, Any]) -> JobFact:
         fact.job_type = job_type.jobType
         fact.integration = job_type.integration
         fact.processing_type = job_type.processingType
+    _check_owners_and_tags(facets, "job.facets")
     return fact
+
+
+def _check_owners_and_tags(facets: dict[str, Any], path: str) -> None:
+    """Refuse a malformed `ownership` or `tags` facet (read as owners and tags, design §3.3);
+    both are kept as sent, and read when answers show them (`upstream.model.ownership`)."""
+    if OWNERSHIP_FACET in facets:
+        parse_facet(OwnershipFacet, facets[OWNERSHIP_FACET], f"{path}.{OWNERSHIP_FACET}")
+    if TAGS_FACET in facets:
+        parse_facet(TagsFacet, facets[TAGS_FACET], f"{path}.{TAGS_FACET}")
 
 
 def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> DatasetFact:
@@ -393,6 +408,7 @@ def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> Dataset
         )
     if DATASET_TYPE_FACET in dataset.facets:  # interpreted (§3.4): refused when malformed
         _temporary(dataset.facets, path)
+    _check_owners_and_tags(dataset.facets, f"{path}.facets")
     source = dataset.facets.get("dataSource")
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         fact.source_name = source["name"]

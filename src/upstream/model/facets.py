@@ -217,6 +217,35 @@ class DatasetTypeFacet(_Facet):
     subType: str | None = None
 
 
+class OwnerEntry(_Facet):
+    name: Name
+    type: str | None = None
+
+
+class OwnershipFacet(_Facet):
+    """`ownership` (job or dataset facet): who owns it, e.g. `team:data-eng`, MAINTAINER."""
+
+    owners: Annotated[list[OwnerEntry], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class TagEntry(_Facet):
+    key: Name
+    value: str
+    source: str | None = None
+    #: Dataset tags only: the field of the dataset the tag applies to.
+    field: Name | None = None
+
+
+class TagsFacet(_Facet):
+    """`tags` (dataset, job or run facet): key/value tags set by the producer."""
+
+    tags: Annotated[list[TagEntry], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
 class ComponentFacet(_Facet):
     name: Name
 

@@ -29,14 +29,25 @@ class DatasetName(TypedDict):
     name: str
 
 
+class OwnerEntry(TypedDict):
+    """An owner a producer's `ownership` facet names, with the kind of ownership if said."""
+
+    name: str
+    type: str | None
+
+
 class DataEntry(TypedDict):
     entityId: EntityId
     #: Only on a temporary dataset (design §3.4), which rollup hides.
     temporary: NotRequired[bool]
+    #: Only with include=owners.
+    owners: NotRequired[list[OwnerEntry]]
 
 
 class ProgramEntry(TypedDict):
     entityId: EntityId
+    #: Only with include=owners.
+    owners: NotRequired[list[OwnerEntry]]
 
 
 class RelationEntry(TypedDict):

@@ -21,6 +21,7 @@ from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, render
 from upstream.query.lookup import existing_dataset
+from upstream.query.owners import with_owners
 from upstream.query.rolled_up_walk import RolledUp, RolledUpWalk
 from upstream.store.walk_relations import ShownRelation, walk_relations
 
@@ -69,7 +70,9 @@ def dataset_lineage(
     answer = render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
     if params.rollup == "jobs":
         seed_key = entity_key("dataset", seed_ref.namespace, seed_ref.name)
-        return through_temporaries(conn, answer, keep={seed_key})
+        answer = through_temporaries(conn, answer, keep={seed_key})
+    if "owners" in params.include:
+        answer = with_owners(conn, answer)
     return answer
 
 

@@ -17,6 +17,9 @@ from upstream.query.collapse import DIMENSIONS, Dimension
 
 Rollup = Literal["workflow", "jobs"]
 ROLLUPS: dict[str, Rollup] = {"workflow": "workflow", "jobs": "jobs"}
+#: What an answer may carry beyond its relations, when asked for (`include=owners`).
+Inclusion = Literal["owners"]
+INCLUSIONS: dict[str, Inclusion] = {"owners": "owners"}
 DEFAULT_START = "now-7d"
 DEFAULT_END = "now"
 DEFAULT_LEVELS = 10
@@ -39,6 +42,8 @@ class LineageParams:
     direction: Direction = "both"
     #: The lineage as it stood then (design §4.5); None: now.
     as_of: datetime | None = None
+    #: Extra details for each dataset and program: `owners` (design §3.3).
+    include: frozenset[Inclusion] = frozenset()
 
     def __post_init__(self) -> None:
         if self.levels < 1:
@@ -62,6 +67,7 @@ class LineageParams:
         rollup: str | None = None,
         direction: str | None = None,
         as_of: str | None = None,
+        include: Iterable[str] = (),
         now: datetime | None = None,
     ) -> LineageParams:
         """Validate every parameter; InvalidParameter lists each bad one by its name. With
@@ -79,6 +85,7 @@ class LineageParams:
             )
         depth = parse_levels(levels, max_levels, problems)
         dimensions = _dimensions(collapse, problems)
+        inclusions = _inclusions(include, problems)
         if rollup is not None and rollup not in ROLLUPS:
             problems.append(
                 Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow' or 'jobs'")
@@ -97,6 +104,7 @@ class LineageParams:
             rollup=None if rollup is None else ROLLUPS[rollup],
             direction=DIRECTIONS.get(direction or "both", "both"),
             as_of=as_of_at,
+            include=inclusions,
         )
 
 
@@ -147,6 +155,19 @@ def parse_levels(
             )
         )
     return depth
+
+
+def _inclusions(values: Iterable[str], problems: list[Problem]) -> frozenset[Inclusion]:
+    """Repeated `include` parameters, each possibly a comma-separated list."""
+    found: set[Inclusion] = set()
+    for value in values:
+        for part in value.split(","):
+            name = part.strip()
+            if name in INCLUSIONS:
+                found.add(INCLUSIONS[name])
+            else:
+                problems.append(Problem("include", f"{shown(name)} is not one of: owners"))
+    return frozenset(found)
 
 
 def _dimensions(values: Iterable[str], problems: list[Problem]) -> frozenset[Dimension]:

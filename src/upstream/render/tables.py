@@ -280,6 +280,9 @@ def _entity(
     text = Text(name, style="bold" if focus == (namespace, name) else "")
     text.append(suffix, style="magenta")
     text.append(f"\n{namespace}", style="dim")
+    if entry.get("owners"):
+        owned = ", ".join(str(owner["name"]) for owner in entry["owners"])
+        text.append(f"\nowners: {owned}", style="cyan")
     return text
 
 

@@ -44,6 +44,11 @@ class SchemaField(TypedDict):
     fields: NotRequired[list[SchemaField]]
 
 
+class Owner(TypedDict):
+    name: str
+    type: str | None
+
+
 class DatasetAnswer(TypedDict):
     """A dataset as Marquez shows it."""
 
@@ -56,7 +61,10 @@ class DatasetAnswer(TypedDict):
     namespace: str
     sourceName: str
     fields: list[SchemaField]
+    #: Tags set through the API and those of the dataset's `tags` facet.
     tags: list[str]
+    #: Upstream's addition: the owners of the dataset's `ownership` facet.
+    owners: list[Owner]
     lastModifiedAt: str | None
     lastLifecycleState: str | None
     description: str | None
@@ -105,6 +113,8 @@ class RunAnswer(TypedDict):
     outputDatasetVersions: list[DatasetVersionRef]
     context: dict[str, Any]
     facets: dict[str, Any]
+    #: Upstream's addition: the tags of the run's `tags` facet.
+    tags: list[str]
     parentRunId: str | None
 
 
@@ -130,7 +140,10 @@ class JobAnswer(TypedDict):
     facets: dict[str, Any]
     currentVersion: str | None
     labels: list[str]
+    #: The tags of the job's `tags` facet.
     tags: list[str]
+    #: Upstream's addition: the owners of the job's `ownership` facet.
+    owners: list[Owner]
     deleted: bool
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
+from upstream.model.ownership import owners_of
 from upstream.query.marquez.answers import (
     DatasetAnswer,
     DatasetsAnswer,
@@ -32,7 +33,7 @@ from upstream.query.marquez.common import (
     total,
 )
 from upstream.query.marquez.runs import run_docs
-from upstream.query.marquez.tags import DatasetTags, tags_of
+from upstream.query.marquez.tags import DatasetTags, tags_of, with_facet_tags
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
@@ -71,7 +72,7 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
         version = current.get(row["id"])
-        tagged = tags.get(row["id"], DatasetTags())
+        tagged = with_facet_tags(tags.get(row["id"], DatasetTags()), row["facets"] or {})
         docs[row["id"]] = {
             "id": {"namespace": row["namespace"], "name": row["name"]},
             "type": "DB_TABLE",
@@ -83,6 +84,7 @@ def dataset_docs(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[u
             "sourceName": row["source_name"] or row["namespace"],
             "fields": render_fields(row["fields"], tagged.fields),
             "tags": tagged.dataset,
+            "owners": owners_of(row["facets"] or {}),
             "lastModifiedAt": iso(modified.get(row["id"])),
             "lastLifecycleState": version[1] if version else None,
             "description": row["description"],
@@ -197,7 +199,9 @@ def _version_docs(
         query = sa.select(v).where(v.c.dataset_id == dataset_id, matches)
         rows.extend(conn.execute(query).mappings())
     runs = run_docs(conn, [row["run_id"] for row in rows])
-    tagged = tags_of(conn, [dataset_id]).get(dataset_id, DatasetTags())
+    tagged = with_facet_tags(
+        tags_of(conn, [dataset_id]).get(dataset_id, DatasetTags()), dataset["facets"] or {}
+    )
     return {
         row["id"]: {
             "id": {

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
+from upstream.model.ownership import own_and_facet_tags, owners_of
 from upstream.query.marquez.answers import (
     JobAnswer,
     JobsAnswer,
@@ -78,7 +79,8 @@ def job_docs(
             "facets": row["facets"] or {},
             "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
             "labels": [],
-            "tags": [],
+            "tags": own_and_facet_tags([], row["facets"] or {}),
+            "owners": owners_of(row["facets"] or {}),
             "deleted": row["deleted"],
         }
     return docs

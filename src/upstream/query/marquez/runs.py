@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.errors import NotFound
 from upstream.model.identity import stable_id
+from upstream.model.ownership import own_and_facet_tags
 from upstream.query.marquez.answers import RunAnswer, RunFacetsAnswer, RunsAnswer
 from upstream.query.marquez.common import (
     Json,
@@ -136,6 +137,7 @@ def _run_doc(row: Any, io: RunIO) -> Json:
         "outputDatasetVersions": [_version_ref(x) for x in io.outputs],
         "context": {},
         "facets": row["facets"] or {},
+        "tags": own_and_facet_tags([], row["facets"] or {}),
         "parentRunId": str(row["parent_run_id"]) if row["parent_run_id"] else None,
     }
 

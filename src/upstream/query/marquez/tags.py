@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.ownership import field_facet_tags, own_and_facet_tags
 from upstream.query.marquez.answers import TagsAnswer
 from upstream.query.marquez.common import Page
 from upstream.store import schema as t
@@ -22,6 +24,17 @@ class DatasetTags:
 
     dataset: list[str] = field(default_factory=list)
     fields: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def with_facet_tags(tagged: DatasetTags, facets: Mapping[str, Any]) -> DatasetTags:
+    """`tagged` (the tags set through the API) with those of the dataset's `tags` facet
+    (`upstream.model.ownership`), each list sorted, each tag once."""
+    fields: dict[str, list[str]] = defaultdict(list)
+    for name in {*tagged.fields, *field_facet_tags(facets)}:
+        fields[name] = sorted(
+            {*tagged.fields.get(name, []), *field_facet_tags(facets).get(name, [])}
+        )
+    return DatasetTags(own_and_facet_tags(tagged.dataset, facets), fields)
 
 
 def tags_of(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetTags]:
