@@ -9,7 +9,9 @@ lineage rules cost over a plain graph walk.
 
 from __future__ import annotations
 
+import csv
 import gc
+import io
 import json
 import os
 import random
@@ -91,6 +93,13 @@ class Graphs:
             )
         return self.walk(self.fields_upstream, [start], levels)
 
+    def downstream_datasets(self, start: tuple[str, str], levels: int) -> int:
+        """How many datasets lie within `levels` flows downstream of `start` (itself not
+        counted): the impact report's dataset rows."""
+        if start not in self.flows:
+            return 0
+        return len(nx.single_source_shortest_path_length(self.flows, start, cutoff=levels)) - 1
+
     def dataset_fields(self, dataset: tuple[str, str], levels: int) -> int:
         """The field graph upstream of every field of the dataset."""
         starts = [n for n in self.fields_upstream if n[:2] == dataset]
@@ -126,6 +135,15 @@ def build_queries(
                 dataset(direction, levels, " collapse=run", collapse="run")
         dataset(direction, 10, " rollup", rollup="workflow")
         dataset(direction, 10, " rollup collapse=run", rollup="workflow", collapse="run")
+    ns, name = targets["downstream"]
+    queries.append(
+        Query(
+            "impact landing levels=10 csv",
+            f"/v3/namespaces/{_seg(ns)}/datasets/{_seg(name)}/impact",
+            {**window, "levels": 10, "format": "csv"},
+            partial(graphs.downstream_datasets, (ns, name), 10),
+        )
+    )
     for levels in (1, 5, 10):
         dataset("both", levels)
     dataset("both", 10, " collapse=run", collapse="run")
@@ -239,6 +257,13 @@ def _seg(text: str) -> str:
     return quote(text, safe="")
 
 
+def _parsed(body: bytes) -> Any:
+    """An answer's document: JSON, or an impact report's CSV as `{"rows": [...]}`."""
+    if body.startswith((b"{", b"[")):
+        return json.loads(body)
+    return {"rows": list(csv.DictReader(io.StringIO(body.decode("utf-8"))))}
+
+
 def answer_size(document: Any) -> tuple[int, int]:
     """(datasets, relations) an answer holds: for dataset lineage its datasets and relations;
     for the Marquez graphs its dataset (or field) nodes and edges; for field paths the paths;
@@ -260,6 +285,9 @@ def answer_size(document: Any) -> tuple[int, int]:
         )
     if "paths" in document:
         return 0, len(document["paths"])
+    if "rows" in document:  # an impact report: its dataset rows, and all its rows
+        rows = document["rows"]
+        return sum(1 for row in rows if row["kind"] == "dataset"), len(rows)
     sides = [v for v in document.values() if isinstance(v, list)]
     return (
         sum(len(side) for side in sides),
@@ -367,7 +395,7 @@ def run_queries(
                 return response.content  # the whole answer received; parsed untimed
 
             samples, body = _timed(ask, repetitions)
-            answer = json.loads(body)
+            answer = _parsed(body)
             walk, walked = _timed(query.baseline, repetitions)
             median = statistics.median(samples)
             walk_median = statistics.median(walk)

@@ -36,6 +36,7 @@ from upstream.render.tables import (
     field_paths_tables,
     field_summary_tables,
     graph_tables,
+    impact_table,
     lineage_diff_tables,
     run_lineage_tables,
 )
@@ -704,6 +705,54 @@ def run_lineage(
             table=lambda: run_lineage_tables(response),
             graph=lambda: run_lineage_graph(response),
         )
+
+
+class ImpactFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+@app.command()
+def impact(
+    ctx: typer.Context,
+    namespace: Annotated[str, typer.Argument(help="The dataset's namespace.")],
+    dataset: Annotated[str, typer.Argument(help="The dataset's name.")],
+    field: Annotated[
+        str | None, typer.Option(help="Only what is downstream of this field of the dataset.")
+    ] = None,
+    levels: LevelsOption = None,
+    start: Annotated[str | None, typer.Option(help="Window start (default now-7d).")] = None,
+    end: Annotated[str | None, typer.Option(help="Window end (default now).")] = None,
+    as_of: AsOfOption = None,
+    output_format: Annotated[
+        ImpactFormat, typer.Option("--format", "-f", help="table, json or csv.")
+    ] = ImpactFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """List every dataset and field downstream of a dataset (or a field): hops, the jobs in
+    between, owners, and the latest run that wrote it.
+
+    Examples:
+
+    \b
+      upstream impact myns landing.orders --levels 3
+      upstream impact myns landing.orders --field email --format csv > impact.csv
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        response = reader.impact(
+            namespace, dataset, field=field, levels=levels, start=start, end=end, as_of=as_of
+        )
+        if output_format is ImpactFormat.csv:
+            from upstream.query.impact import csv_lines
+
+            typer.echo("".join(csv_lines(response)), nl=False)
+            return
+        shown = OutputFormat.json if output_format is ImpactFormat.json else OutputFormat.table
+        _show(response, shown, table=lambda: impact_table(response), graph=None)
 
 
 @app.command("field-lineage")

@@ -201,6 +201,24 @@ class UpstreamClient:
         params = _params(direction=direction, levels=levels, start=start, end=end)
         return self._json("GET", path, params=params)
 
+    def impact(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        field: str | None = None,
+        levels: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        as_of: str | None = None,
+    ) -> JsonObject:
+        """Everything downstream of a dataset, or of one of its fields (design §4.6)."""
+        path = _dataset_path(namespace, dataset)
+        if field is not None:
+            path += f"/fields/{segment(field)}"
+        params = _params(levels=levels, start=start, end=end, asOf=as_of)
+        return self._json("GET", f"{path}/impact", params=params)
+
     def lineage_graph(self) -> JsonObject:
         """Every dataset and job with the data flows between them (`upstream export`)."""
         return self._json("GET", "/v3/lineage/graph")

@@ -84,4 +84,16 @@ class LineageReader(Protocol):
         end: str | None = None,
     ) -> Answer: ...
 
+    def impact(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        field: str | None = None,
+        levels: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        as_of: str | None = None,
+    ) -> Answer: ...
+
     def lineage_graph(self) -> Answer: ...

@@ -19,6 +19,7 @@ from upstream.query.answers import (
     FieldPathsAnswer,
     FieldSummaryAnswer,
     GraphAnswer,
+    ImpactAnswer,
     LineageAnswer,
     LineageDiffAnswer,
     RunLineageAnswer,
@@ -26,6 +27,7 @@ from upstream.query.answers import (
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
+from upstream.query.impact import dataset_impact, field_impact
 from upstream.query.lineage_diff import DiffParams, lineage_diff
 from upstream.query.lineage_params import LineageParams
 from upstream.query.run_lineage import RunLineageParams, run_lineage
@@ -208,6 +210,27 @@ class DatabaseReader:
         )
         with self.store.read() as conn:
             return field_summary(conn, namespace, dataset, field, query)
+
+    def impact(
+        self,
+        namespace: str,
+        dataset: str,
+        *,
+        field: str | None = None,
+        levels: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        as_of: str | None = None,
+    ) -> ImpactAnswer:
+        params = LineageParams.parse(
+            max_levels=self.settings.max_levels, start=start, end=end, levels=levels, as_of=as_of
+        )
+        with self.store.read() as conn:
+            if field is None:
+                return dataset_impact(conn, namespace, dataset, params, **self._caps())
+            return field_impact(
+                conn, namespace, dataset, field, params, max_nodes=self.settings.max_lineage_nodes
+            )
 
     def lineage_graph(self) -> GraphAnswer:
         with self.store.read() as conn:

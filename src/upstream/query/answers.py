@@ -85,6 +85,47 @@ class LineageAnswer(TypedDict):
     omittedRelations: NotRequired[int]
 
 
+class LatestRun(TypedDict):
+    runId: str
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+
+
+class ImpactJob(TypedDict):
+    """A job that carried data into an impacted dataset, with its owners."""
+
+    namespace: str
+    name: str
+    owners: list[OwnerEntry]
+
+
+class ImpactRow(TypedDict):
+    """One dataset (`field` null) or field downstream, `hops` away (null: in the walk but
+    with no path of its own relations to it)."""
+
+    kind: Literal["dataset", "field"]
+    namespace: str
+    name: str
+    field: str | None
+    hops: int | None
+    jobs: list[ImpactJob]
+    owners: list[OwnerEntry]
+    latestRun: LatestRun | None
+
+
+class ImpactAnswer(TypedDict):
+    """Everything downstream of a dataset or a field, nearest first (design §4.6)."""
+
+    dataset: DatasetName
+    field: str | None
+    levels: int
+    start: int
+    end: int
+    rows: list[ImpactRow]
+    truncated: NotRequired[bool]
+
+
 class FieldsOfDataset(TypedDict):
     """Fields of one dataset; `origins` names, per field, what stated the edges to it."""
 

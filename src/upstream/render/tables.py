@@ -260,6 +260,37 @@ def graph_tables(response: Mapping[str, Any]) -> Group:
     return Group(table, Wrapped(footer))
 
 
+def impact_table(response: Mapping[str, Any]) -> Group:
+    """One row per dataset or field downstream (design §4.6), nearest first."""
+    seed = response.get("dataset", {})
+    about = f"{seed.get('namespace')} / {seed.get('name')}"
+    if response.get("field"):
+        about += f" . {response['field']}"
+    table = Table(title=_window_title(f"Impact of {about}", response))
+    for column in ("Hops", "Dataset", "Field", "Jobs", "Owners", "Latest run"):
+        table.add_column(column, overflow="fold")
+    for row in response.get("rows", []):
+        run = row.get("latestRun")
+        jobs = "\n".join(
+            f"{j['name']}"
+            + (f" ({', '.join(o['name'] for o in j['owners'])})" if j["owners"] else "")
+            for j in row.get("jobs", [])
+        )
+        _add_row(
+            table,
+            Text("-" if row.get("hops") is None else str(row["hops"])),
+            Text(f"{row['name']}\n{row['namespace']}"),
+            Text(row.get("field") or ""),
+            Text(jobs or "-"),
+            Text(", ".join(o["name"] for o in row.get("owners", [])) or "-"),
+            Text(f"{run['state'] or '?'} {run['runId'][:8]}" if run else "-"),
+        )
+    footer = Text(_count(len(response.get("rows", [])), "row"), style="dim")
+    if response.get("truncated"):
+        footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
+    return Group(table, Wrapped(footer))
+
+
 def _add_row(table: Table, *cells: Text) -> None:
     table.add_row(*(Wrapped(cell) for cell in cells))
 
