@@ -34,7 +34,9 @@ class UploadRateMiddleware:
         self.min_rate = min_rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not _has_body(scope):
+            # Without a body nothing is uploaded: a streamed answer's wait for the client to
+            # hang up (Starlette's StreamingResponse) is no upload to time.
             await self.app(scope, receive, send)
             return
         started = time.monotonic()
@@ -56,3 +58,13 @@ class UploadRateMiddleware:
             return message
 
         await self.app(scope, timed_receive, send)
+
+
+def _has_body(scope: Scope) -> bool:
+    """Whether the request announces a body: a non-zero Content-Length, or chunks."""
+    for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+    return False
