@@ -36,6 +36,7 @@ from upstream.render.tables import (
     field_paths_tables,
     field_summary_tables,
     graph_tables,
+    hierarchy_map_table,
     impact_table,
     lineage_diff_tables,
     run_lineage_tables,
@@ -705,6 +706,43 @@ def run_lineage(
             table=lambda: run_lineage_tables(response),
             graph=lambda: run_lineage_graph(response),
         )
+
+
+class MapFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@app.command("map")
+def estate_map(
+    ctx: typer.Context,
+    level: Annotated[
+        int, typer.Option(min=1, help="1 groups by namespace, 2 by the next container, and so on.")
+    ] = 1,
+    within: Annotated[
+        str | None, typer.Option(help="Only inside this group (a key a map printed).")
+    ] = None,
+    output_format: Annotated[
+        MapFormat, typer.Option("--format", "-f", help="table or json.")
+    ] = MapFormat.table,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Show the datasets grouped by their container (namespace, database, schema…), with the
+    data flows between groups.
+
+    Examples:
+
+    \b
+      upstream map --level 2
+      upstream map --level 3 --within 'postgres://db:5432/analytics'
+    """
+    target = _target(ctx, url, token, db)
+    with reported_failures(ctx), lineage_reader(target) as reader:
+        response = reader.hierarchy_map(level, within=within)
+        shown = OutputFormat.json if output_format is MapFormat.json else OutputFormat.table
+        _show(response, shown, table=lambda: hierarchy_map_table(response), graph=None)
 
 
 class ImpactFormat(StrEnum):

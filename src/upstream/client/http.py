@@ -223,6 +223,11 @@ class UpstreamClient:
         """Every dataset and job with the data flows between them (`upstream export`)."""
         return self._json("GET", "/v3/lineage/graph")
 
+    def hierarchy_map(self, level: int, *, within: str | None = None) -> JsonObject:
+        """The datasets grouped by their level-`level` container (design §4.7)."""
+        params = _params(rollup="hierarchy", level=level, within=within)
+        return self._json("GET", "/v3/lineage/graph", params=params)
+
     # -- plumbing ---------------------------------------------------------------------------
 
     def _json(

@@ -15,10 +15,12 @@ from upstream.client.http import UpstreamClient
 from upstream.client.reader import LineageReader
 from upstream.commands.failures import CliError
 from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
+from upstream.model.hierarchy import parse_group_key
 from upstream.query.answers import (
     FieldPathsAnswer,
     FieldSummaryAnswer,
     GraphAnswer,
+    HierarchyMapAnswer,
     ImpactAnswer,
     LineageAnswer,
     LineageDiffAnswer,
@@ -27,6 +29,7 @@ from upstream.query.answers import (
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
+from upstream.query.hierarchy_map import hierarchy_map
 from upstream.query.impact import dataset_impact, field_impact
 from upstream.query.lineage_diff import DiffParams, lineage_diff
 from upstream.query.lineage_params import LineageParams
@@ -235,6 +238,10 @@ class DatabaseReader:
     def lineage_graph(self) -> GraphAnswer:
         with self.store.read() as conn:
             return lineage_graph(conn)
+
+    def hierarchy_map(self, level: int, *, within: str | None = None) -> HierarchyMapAnswer:
+        with self.store.read() as conn:
+            return hierarchy_map(conn, level, parse_group_key(within) if within else ())
 
     def _caps(self) -> _Caps:
         return {

@@ -25,6 +25,7 @@ from upstream.model.facets import (
     ColumnLineageFacet,
     ComponentFacet,
     DatasetTypeFacet,
+    HierarchyFacet,
     JobTypeFacet,
     LifecycleStateChangeFacet,
     LineageDatasetFacet,
@@ -54,6 +55,7 @@ from upstream.model.facts import (
     SymlinkFact,
     VersionFact,
 )
+from upstream.model.hierarchy import HIERARCHY_FACET
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.ownership import OWNERSHIP_FACET, TAGS_FACET
 from upstream.model.workflow import temporary_by_type
@@ -409,6 +411,10 @@ def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> Dataset
     if DATASET_TYPE_FACET in dataset.facets:  # interpreted (§3.4): refused when malformed
         _temporary(dataset.facets, path)
     _check_owners_and_tags(dataset.facets, f"{path}.facets")
+    if HIERARCHY_FACET in dataset.facets:  # read as the dataset's containers (§4.7)
+        parse_facet(
+            HierarchyFacet, dataset.facets[HIERARCHY_FACET], f"{path}.facets.{HIERARCHY_FACET}"
+        )
     source = dataset.facets.get("dataSource")
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         fact.source_name = source["name"]

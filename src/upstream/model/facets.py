@@ -246,6 +246,18 @@ class TagsFacet(_Facet):
     )
 
 
+class HierarchyLevel(_Facet):
+    type: str
+    name: Name
+
+
+class HierarchyFacet(_Facet):
+    """`hierarchy` (dataset facet): the containers of the dataset, outermost first, ending
+    with the dataset itself (DATABASE, SCHEMA, TABLE)."""
+
+    hierarchy: list[HierarchyLevel]
+
+
 class ComponentFacet(_Facet):
     name: Name
 

@@ -379,6 +379,35 @@ class JobLink(TypedDict):
     target: str
 
 
+class MapGroup(TypedDict):
+    """The datasets under one container: `containers` from the namespace down; `deeper`
+    when some of them sit in deeper containers (the group can be drilled down)."""
+
+    key: str
+    containers: list[str]
+    datasets: int
+    flowsWithin: int
+    deeper: bool
+
+
+class MapEdge(TypedDict):
+    """`flows` distinct dataset-to-dataset flows from a group to another."""
+
+    source: str
+    target: str
+    flows: int
+
+
+class HierarchyMapAnswer(TypedDict):
+    """Datasets grouped by their level-N container (design §4.7)."""
+
+    level: int
+    within: list[str]
+    depth: int
+    groups: list[MapGroup]
+    edges: list[MapEdge]
+
+
 class GraphAnswer(TypedDict):
     """Every dataset and the data flows between them (`upstream export`)."""
 

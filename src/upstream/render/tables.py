@@ -291,6 +291,28 @@ def impact_table(response: Mapping[str, Any]) -> Group:
     return Group(table, Wrapped(footer))
 
 
+def hierarchy_map_table(response: Mapping[str, Any]) -> Group:
+    """One row per group of datasets (design §4.7), then the flows between groups."""
+    within = " / ".join(response.get("within", [])) or "the whole estate"
+    table = Table(title=f"Datasets of {within} by level-{response.get('level')} container")
+    for column in ("Group", "Datasets", "Flows within", "Drill down with --within"):
+        table.add_column(column, overflow="fold")
+    for group in response.get("groups", []):
+        _add_row(
+            table,
+            Text(" / ".join(group["containers"])),
+            Text(str(group["datasets"])),
+            Text(str(group["flowsWithin"])),
+            Text(group["key"] if group["deeper"] else "-"),
+        )
+    flows = Table(title="Flows between groups")
+    for column in ("From", "To", "Flows"):
+        flows.add_column(column, overflow="fold")
+    for edge in response.get("edges", []):
+        _add_row(flows, Text(edge["source"]), Text(edge["target"]), Text(str(edge["flows"])))
+    return Group(table, flows)
+
+
 def _add_row(table: Table, *cells: Text) -> None:
     table.add_row(*(Wrapped(cell) for cell in cells))
 
