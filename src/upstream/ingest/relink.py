@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from upstream.ingest.sql_runs import with_run_sql_lineage
+from upstream.model.emission import snapshot_times, superseded
 from upstream.model.errors import InvalidInput
 from upstream.model.facts import EventFacts
 from upstream.store.aliases import forget_runs, forget_stale
@@ -37,11 +38,16 @@ def replay_events(
     translate: Translate,
     refused: list[int] | None = None,
     known: Mapping[uuid.UUID, RunDatasets] | None = None,
+    *,
+    whole_runs: bool = False,
 ) -> None:
     """Apply stored `events` (rows of seq, payload, received_at, in seq order) as one batch,
     each counted as received when it was (`apply_facts`' `received`), which gives what
     writing them in the transactions they arrived in gave; the seq of every event the rules
-    refuse is added to `refused`. `known`: all the datasets of the runs being derived again."""
+    refuse is added to `refused`. `known`: all the datasets of the runs being derived again.
+    `whole_runs`: the events are every stored event of their runs (a run derived again);
+    otherwise a run with a snapshot event here (design §3.3) is derived again whole after,
+    since its earlier events, applied before, may be superseded."""
     rows = list(events)
     facts: list[EventFacts] = []
     received: dict[str, datetime] = {}
@@ -55,12 +61,14 @@ def replay_events(
         facts.append(translated)
         received[translated.record.key] = row.received_at
     if facts:
+        facts = superseded(facts)
         # The SQL step as a write does it: against every dataset of the run (§3.3).
         step = with_run_sql_lineage(conn, facts, known)
         stale = apply_facts(conn, step.facts, max(received.values()), received)
         relink(conn, stale, [f.record.key for f in facts], translate)
+        again = step.rederive if whole_runs else step.rederive | set(snapshot_times(facts))
         # A rebuild has not replayed the events after these yet: leave them out.
-        rederive_runs(conn, step.rederive, translate, through=rows[-1].seq)
+        rederive_runs(conn, again, translate, through=rows[-1].seq)
 
 
 def relink(
@@ -87,4 +95,5 @@ def rederive_runs(
     stored too early resolved goes."""
     if runs:
         known = datasets_of_runs(conn, runs)
-        replay_events(conn, forget_runs(conn, runs, through), translate, known=known)
+        events = forget_runs(conn, runs, through)
+        replay_events(conn, events, translate, known=known, whole_runs=True)

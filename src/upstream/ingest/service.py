@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from upstream.ingest.relink import rederive_runs, relink
 from upstream.ingest.sql_runs import with_run_sql_lineage
 from upstream.ingest.translate import facts_for
+from upstream.model.emission import snapshot_times
 from upstream.model.errors import InvalidInput
 from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
 from upstream.model.facts import EventFacts, EventRecord
@@ -44,7 +45,9 @@ def store_facts(
         step = with_run_sql_lineage(conn, facts)
         result = write_facts(conn, step.facts, now)
         relink(conn, result.stale, sorted(result.new_keys), translate_document)
-        rederive_runs(conn, step.rederive, translate_document)
+        # A new snapshot of a streaming run supersedes its earlier events' lineage (§3.3).
+        new = [f for f in step.facts if f.record.key in result.new_keys]
+        rederive_runs(conn, step.rederive | set(snapshot_times(new)), translate_document)
         return result
 
     return store.write(write)

@@ -93,6 +93,7 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
         facets=dict(event.run.facets),
     )
     _nominal_time(run, event.run.facets)
+    facts.snapshot = _content_mode(event.job.facets) == "COMPLETE_SNAPSHOT"
     if TAGS_FACET in event.run.facets:
         parse_facet(TagsFacet, event.run.facets[TAGS_FACET], f"run.facets.{TAGS_FACET}")
     facts.runs.append(run)
@@ -386,6 +387,15 @@ def _job_fact(namespace: str, name: str, facets: dict[str, Any]) -> JobFact:
         fact.processing_type = job_type.processingType
     _check_owners_and_tags(facets, "job.facets")
     return fact
+
+
+def _content_mode(facets: dict[str, Any]) -> str | None:
+    """What the job's events hold (`jobType.emissionPattern`, design §3.3), if it says."""
+    raw = facets.get("jobType")
+    if raw is None:
+        return None
+    pattern = parse_facet(JobTypeFacet, raw, "job.facets.jobType").emissionPattern
+    return None if pattern is None else pattern.content_mode
 
 
 def _check_owners_and_tags(facets: dict[str, Any], path: str) -> None:

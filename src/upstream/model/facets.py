@@ -200,10 +200,30 @@ class ParentRunFacet(_Facet):
     root: ParentRoot | None = None
 
 
+#: What a streaming job's events hold (`jobType.emissionPattern`): all its lineage so far
+#: (ACCUMULATIVE), or the whole of it as of the event (COMPLETE_SNAPSHOT).
+ContentMode = Literal["ACCUMULATIVE", "COMPLETE_SNAPSHOT"]
+
+
+class EmissionPattern(_Facet):
+    """How a job emits events. The spec (JobTypeJobFacet 2-0-4) names the content mode
+    `eventCompleteness`; `eventContentMode` is read as the same."""
+
+    eventTrigger: str | None = None
+    eventCompleteness: ContentMode | None = None
+    eventContentMode: ContentMode | None = None
+    windowDuration: Annotated[int, Field(ge=1)] | None = None
+
+    @property
+    def content_mode(self) -> ContentMode | None:
+        return self.eventCompleteness or self.eventContentMode
+
+
 class JobTypeFacet(_Facet):
     jobType: str | None = None
     integration: str | None = None
     processingType: str | None = None
+    emissionPattern: EmissionPattern | None = None
 
 
 class TemporaryFacet(_Facet):

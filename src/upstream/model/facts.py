@@ -265,6 +265,8 @@ class EventFacts:
     operation_sets: list[OperationSetFact] = field(default_factory=list)
     declaration: Declaration | None = None
     sql: SqlRequest | None = None
+    #: The event states its run's whole lineage as of its time (COMPLETE_SNAPSHOT, §3.3).
+    snapshot: bool = False
     #: Statements of the job's `sql` facet read for lineage, and those that could not be.
     sql_parsed: int = 0
     sql_unparsed: int = 0

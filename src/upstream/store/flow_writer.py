@@ -29,7 +29,8 @@ from upstream.store.months import with_months
 #: 6: edges stored once per distinct lineage set, linked to each owner (design §6);
 #: 7: a run's SQL resolves against the datasets of all its events, whatever their order.
 #: 8: OpenLineage's `datasetType` (JOB_OUTPUT, subtype TEMPORARY) marks relations temporary.
-DERIVED_VERSION = "8"
+#: 9: a COMPLETE_SNAPSHOT event of a streaming run supersedes its earlier events' lineage.
+DERIVED_VERSION = "9"
 
 
 @dataclass
