@@ -173,11 +173,12 @@ def _field_hops(
     conn: Connection, starts: set[tuple[uuid.UUID, str]], params: LineageParams, room: int
 ) -> tuple[dict[tuple[uuid.UUID, str], int], bool]:
     """The fields downstream of `starts` within `params.levels`, each with its hop count
-    (the walk asked one more hop at a time, stopping when a hop adds nothing), at most
-    `room` of them (nearest first); and whether that cap cut them."""
+    (the walk taken one hop at a time from the fields the last hop found, so each edge is
+    read once), at most `room` of them (nearest first); and whether that cap cut them."""
     found: dict[tuple[uuid.UUID, str], int] = {}
+    frontier = set(starts)
     for hop in range(1, params.levels + 1):
-        reached = field_reach(conn, starts, "downstream", hop, params.window)
+        reached = field_reach(conn, frontier, "downstream", 1, params.window)
         new = sorted(set(reached) - set(found) - starts)
         if not new:
             break
@@ -185,6 +186,7 @@ def _field_hops(
             found.update(dict.fromkeys(new[: max(room, 0) - len(found)], hop))
             return found, True
         found.update(dict.fromkeys(new, hop))
+        frontier = set(new)
     return found, False
 
 
