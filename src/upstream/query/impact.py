@@ -172,21 +172,22 @@ def _hops_in_walk(walk: LineageAnswer, seed: DatasetRef) -> dict[uuid.UUID, int 
 def _field_hops(
     conn: Connection, starts: set[tuple[uuid.UUID, str]], params: LineageParams, room: int
 ) -> tuple[dict[tuple[uuid.UUID, str], int], bool]:
-    """The fields downstream of `starts` within `params.levels`, each with its hop count
-    (the walk taken one hop at a time from the fields the last hop found, so each edge is
-    read once), at most `room` of them (nearest first); and whether that cap cut them."""
+    """The fields downstream of `starts` within `params.levels`, each with its hop count, at
+    most `room` of them (nearest first); and whether that cap cut them. The walk is asked
+    for everything once, then one more hop at a time until every field has its count: a
+    walk from the few starts is cheap, where one from a wide frontier is not (its statement
+    names every field of the frontier)."""
+    every = set(field_reach(conn, starts, "downstream", params.levels, params.window)) - starts
     found: dict[tuple[uuid.UUID, str], int] = {}
-    frontier = set(starts)
     for hop in range(1, params.levels + 1):
-        reached = field_reach(conn, frontier, "downstream", 1, params.window)
-        new = sorted(set(reached) - set(found) - starts)
-        if not new:
+        if len(found) == len(every):
             break
+        reached = field_reach(conn, starts, "downstream", hop, params.window)
+        new = sorted(set(reached) - set(found) - starts)
         if len(found) + len(new) > max(room, 0):
             found.update(dict.fromkeys(new[: max(room, 0) - len(found)], hop))
             return found, True
         found.update(dict.fromkeys(new, hop))
-        frontier = set(new)
     return found, False
 
 
