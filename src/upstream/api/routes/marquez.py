@@ -35,6 +35,14 @@ from upstream.query.marquez.common import Page
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
+LastRunStates = Annotated[
+    list[jobs.RunState] | None,
+    Query(
+        alias="lastRunStates",
+        description="Only jobs whose latest run is in one of these states (repeatable); "
+        "jobs without runs are always listed.",
+    ),
+]
 
 
 @router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
@@ -119,10 +127,34 @@ def get_dataset_version(
     "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
 )
 def list_jobs(
-    namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+    namespace: str,
+    store: StoreDep,
+    paging: PageDep,
+    states: LastRunStates = None,
+    deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The namespace's jobs, by name."""
-    return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
+    return read(
+        store,
+        jobs.list_jobs,
+        namespace,
+        paging,
+        last_run_states=states or (),
+        include_deleted=deleted,
+    )
+
+
+@router.get("/jobs", response_model=None, responses={200: {"model": JobsAnswer}})
+def list_all_jobs(
+    store: StoreDep,
+    paging: PageDep,
+    states: LastRunStates = None,
+    deleted: IncludeDeleted = False,
+) -> JsonAnswer[JobsAnswer]:
+    """The jobs of every namespace, the most recently updated first."""
+    return read(
+        store, jobs.list_jobs, None, paging, last_run_states=states or (), include_deleted=deleted
+    )
 
 
 @router.get(
