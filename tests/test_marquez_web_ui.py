@@ -30,7 +30,10 @@ from fastapi.testclient import TestClient
 from tests.builders import PRODUCER, ds, job_event, run_event, schema_facet
 from upstream.api.app import create_app
 from upstream.api.deps import current_time
+from upstream.ingest.rebuild import rebuild
 from upstream.settings import Settings
+from upstream.store.engine import Store
+from upstream.store.prune import prune
 
 NOW = datetime(2026, 11, 1, 15, 40, tzinfo=UTC)
 RUNS = {name: str(uuid.UUID(int=i + 1)) for i, name in enumerate(("r0", "r1", "r2", "r3", "ro"))}
@@ -505,6 +508,19 @@ def test_jobs_are_tagged_and_untagged(ui: TestClient) -> None:
     blank = ui.post("/api/v1/namespaces/etl/jobs/clean/tags/%20")
     assert (blank.status_code, blank.json()["message"]) == (422, "tag: must not be blank")
     assert get(ui, "/api/v1/namespaces/etl/jobs/clean")["tags"] == ["finance"]
+
+
+def test_job_tags_outlive_a_rebuild_and_keep_a_pruned_job(ui: TestClient, store: Store) -> None:
+    """People tag, events do not: a rebuild derives everything again and keeps the tags, and
+    retention does not remove a tagged job whose runs it removed."""
+    for job in ("clean", "old"):
+        assert ui.post(f"/api/v1/namespaces/etl/jobs/{job}/tags/audited").status_code == 200
+    rebuild(store)
+    assert get(ui, "/api/v1/namespaces/etl/jobs/clean")["tags"] == ["audited"]
+    # The old job's only run (20 Oct) is older than the cutoff; the job stays, tagged.
+    store.write(lambda conn: prune(conn, at(25, 0), keep_events=False, dry_run=False))
+    old = get(ui, "/api/v1/namespaces/etl/jobs/old")
+    assert (old["tags"], old["latestRun"]) == (["audited"], None)
 
 
 # -- the advanced search ----------------------------------------------------------------------
