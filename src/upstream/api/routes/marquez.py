@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import WithJsonSchema
 
 from upstream.api.deps import StoreDep
 from upstream.api.json_answer import JsonAnswer
@@ -36,11 +37,14 @@ from upstream.query.marquez.common import Page
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
 LastRunStates = Annotated[
-    list[jobs.RunState] | None,
+    list[str] | None,
     Query(
         alias="lastRunStates",
         description="Only jobs whose latest run is in one of these states (repeatable); "
         "jobs without runs are always listed.",
+    ),
+    WithJsonSchema(
+        {"type": "array", "items": {"type": "string", "enum": list(jobs.RUN_STATE_NAMES)}}
     ),
 ]
 
@@ -139,7 +143,7 @@ def list_jobs(
         jobs.list_jobs,
         namespace,
         paging,
-        last_run_states=states or (),
+        last_run_states=jobs.run_states(states or ()),
         include_deleted=deleted,
     )
 
@@ -153,7 +157,12 @@ def list_all_jobs(
 ) -> JsonAnswer[JobsAnswer]:
     """The jobs of every namespace, the most recently updated first."""
     return read(
-        store, jobs.list_jobs, None, paging, last_run_states=states or (), include_deleted=deleted
+        store,
+        jobs.list_jobs,
+        None,
+        paging,
+        last_run_states=jobs.run_states(states or ()),
+        include_deleted=deleted,
     )
 
 

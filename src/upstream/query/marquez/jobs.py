@@ -14,12 +14,12 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Collection
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import NotFound
+from upstream.model.errors import InvalidParameter, NotFound
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.answers import (
     JobAnswer,
@@ -46,6 +46,17 @@ LATEST_RUNS = 10
 
 #: The states a run can be in, as Marquez names them (`NEW`: known only as a parent).
 RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED", "OTHER"]
+RUN_STATE_NAMES: tuple[RunState, ...] = get_args(RunState)
+
+
+def run_states(values: Collection[str]) -> tuple[RunState, ...]:
+    """`lastRunStates` as given; a value that is no run state is refused naming the parameter."""
+    for value in values:
+        if value not in RUN_STATE_NAMES:
+            raise InvalidParameter.at(
+                "lastRunStates", f"{value!r} is none of {', '.join(RUN_STATE_NAMES)}"
+            )
+    return tuple(cast(RunState, value) for value in values)
 
 
 def job_docs(
