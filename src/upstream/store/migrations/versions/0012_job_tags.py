@@ -3,8 +3,8 @@
 Marquez's web UI tags jobs as it tags datasets. People tag, not events, so the table is no
 derived table: a rebuild keeps it, as it keeps the tags of datasets and fields.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-03
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
