@@ -33,6 +33,7 @@ from upstream.query.marquez.answers import (
     SourcesAnswer,
 )
 from upstream.query.marquez.common import Page
+from upstream.store.engine import Store
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
@@ -138,14 +139,7 @@ def list_jobs(
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The namespace's jobs, by name."""
-    return read(
-        store,
-        jobs.list_jobs,
-        namespace,
-        paging,
-        last_run_states=jobs.run_states(states or ()),
-        include_deleted=deleted,
-    )
+    return _jobs(store, namespace, paging, states, deleted)
 
 
 @router.get("/jobs", response_model=None, responses={200: {"model": JobsAnswer}})
@@ -156,12 +150,19 @@ def list_all_jobs(
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The jobs of every namespace, the most recently updated first."""
+    return _jobs(store, None, paging, states, deleted)
+
+
+def _jobs(
+    store: Store, namespace: str | None, paging: Page, states: list[str] | None, deleted: bool
+) -> JsonAnswer[JobsAnswer]:
+    last_run_states = jobs.run_states(states or ())
     return read(
         store,
         jobs.list_jobs,
-        None,
+        namespace,
         paging,
-        last_run_states=jobs.run_states(states or ()),
+        last_run_states=last_run_states,
         include_deleted=deleted,
     )
 

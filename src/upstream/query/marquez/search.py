@@ -9,6 +9,8 @@ Matching is a case-insensitive substring match in which `%` and `_` are ordinary
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import sqlalchemy as sa
@@ -91,46 +93,38 @@ def search_jobs_hits(conn: Connection, q: str) -> OpenSearchAnswer:
     """`GET /api/v2beta/search/jobs`: the jobs whose name contains `q`, by name, each with
     its latest run (`run_id`, `eventType`: the type of the run's latest event, `runFacets`)."""
     names = _hit_names(conn, t.jobs, q)
-    j, r = t.jobs, t.runs
-    ranked = ranked_runs().where(r.c.job_id.in_([JobRef(*name).id for name in names])).subquery()
+    ids = [JobRef(*name).id for name in names]
+    r = t.runs
+    ranked = ranked_runs().where(r.c.job_id.in_(ids)).subquery()
     latest = (
         sa.select(ranked.c.job_id, r.c.id, r.c.state, r.c.facets)
         .join(r, r.c.id == ranked.c.id)
         .where(ranked.c.position == 1)
     )
     runs = {row.job_id: row for row in conn.execute(latest)}
-    rows = {
-        (row.namespace, row.name): row
-        for row in conn.execute(
-            sa.select(j.c.id, j.c.namespace, j.c.name, j.c.facets, j.c.processing_type).where(
-                j.c.id.in_([JobRef(*name).id for name in names])
-            )
-        )
-    }
-    hits: list[Json] = []
-    for name in names:
-        job = rows[name]
+
+    def hit(job: Any) -> Json:
         run = runs.get(job.id)
-        hits.append(
-            {
-                "run_id": str(run.id) if run else None,
-                "name": job.name,
-                "namespace": job.namespace,
-                "eventType": run.state if run else None,
-                "type": "STREAM" if (job.processing_type or "").upper() == "STREAMING" else "BATCH",
-                "facets": job.facets or {},
-                "runFacets": run.facets if run else {},
-            }
-        )
-    return {"hits": hits, "highlights": [_highlight(name, q) for _, name in names]}
+        streaming = (job.processing_type or "").upper() == "STREAMING"
+        return {
+            "run_id": str(run.id) if run else None,
+            "name": job.name,
+            "namespace": job.namespace,
+            "eventType": run.state if run else None,
+            "type": "STREAM" if streaming else "BATCH",
+            "facets": job.facets or {},
+            "runFacets": run.facets if run else {},
+        }
+
+    return _answer(conn, t.jobs, ids, names, q, hit, t.jobs.c.processing_type)
 
 
 def search_datasets_hits(conn: Connection, q: str) -> OpenSearchAnswer:
     """`GET /api/v2beta/search/datasets`: the datasets whose name contains `q`, by name, each
     with the latest run that read or wrote it (`run_id`, `eventType`)."""
     names = _hit_names(conn, t.datasets, q)
-    d, rel, r = t.datasets, t.relations, t.runs
     ids = [DatasetRef(*name).id for name in names]
+    rel, r = t.relations, t.runs
     position = sa.func.row_number().over(
         partition_by=rel.c.dataset_id, order_by=(rel.c.event_time.desc(), rel.c.run_id.desc())
     )
@@ -145,26 +139,38 @@ def search_datasets_hits(conn: Connection, q: str) -> OpenSearchAnswer:
         .where(ranked.c.position == 1)
     )
     runs = {row.dataset_id: row for row in conn.execute(latest)}
-    rows = {
-        (row.namespace, row.name): row
-        for row in conn.execute(
-            sa.select(d.c.id, d.c.namespace, d.c.name, d.c.facets).where(d.c.id.in_(ids))
-        )
-    }
-    hits: list[Json] = []
-    for name in names:
-        dataset = rows[name]
+
+    def hit(dataset: Any) -> Json:
         run = runs.get(dataset.id)
-        hits.append(
-            {
-                "run_id": str(run.run_id) if run else None,
-                "name": dataset.name,
-                "namespace": dataset.namespace,
-                "eventType": run.state if run else None,
-                "facets": dataset.facets or {},
-            }
-        )
-    return {"hits": hits, "highlights": [_highlight(name, q) for _, name in names]}
+        return {
+            "run_id": str(run.run_id) if run else None,
+            "name": dataset.name,
+            "namespace": dataset.namespace,
+            "eventType": run.state if run else None,
+            "facets": dataset.facets or {},
+        }
+
+    return _answer(conn, t.datasets, ids, names, q, hit)
+
+
+def _answer(
+    conn: Connection,
+    table: sa.Table,
+    ids: list[uuid.UUID],
+    names: list[tuple[str, str]],
+    q: str,
+    hit: Callable[[Any], Json],
+    *columns: Any,
+) -> OpenSearchAnswer:
+    """The hits for `names` (with ids `ids`) in their order, each rendered by `hit` from its
+    row of `table` (id, namespace, name, facets and `columns`), with their highlights."""
+    c = table.c
+    query = sa.select(c.id, c.namespace, c.name, c.facets, *columns).where(c.id.in_(ids))
+    rows = {(row.namespace, row.name): row for row in conn.execute(query)}
+    return {
+        "hits": [hit(rows[name]) for name in names],
+        "highlights": [_highlight(name, q) for _, name in names],
+    }
 
 
 def _hit_names(conn: Connection, table: sa.Table, q: str) -> list[tuple[str, str]]:

@@ -150,37 +150,31 @@ def asset_counts(
     return answer
 
 
+def _seen(
+    entities: sa.Table, owner: sa.Column[Any], moment: sa.Column[Any], *columns: Any
+) -> sa.Select[Any]:
+    """The visible rows of `entities` (jobs or datasets) with `first_seen`: the earliest
+    `moment` of the rows whose `owner` they are (runs, relations), else their declaration,
+    else when they were stored; and `columns`."""
+    earliest = (
+        sa.select(owner.label("owner"), sa.func.min(moment).label("at")).group_by(owner).subquery()
+    )
+    e = entities.c
+    seen = sa.func.coalesce(earliest.c.at, e.declared_at, e.created_at)
+    return (
+        sa.select(seen.label("first_seen"), *columns)
+        .select_from(entities.outerjoin(earliest, earliest.c.owner == e.id))
+        .where(visible(entities))
+    )
+
+
 def _first_seen(asset: Asset) -> sa.Subquery:
     """One row per visible entity of `asset`, with the time it was first seen (`first_seen`)."""
     if asset == "jobs":
-        r, j = t.runs, t.jobs
-        earliest = (
-            sa.select(r.c.job_id, sa.func.min(r.c.started_at).label("at"))
-            .group_by(r.c.job_id)
-            .subquery()
-        )
-        seen = sa.func.coalesce(earliest.c.at, j.c.declared_at, j.c.created_at)
-        return (
-            sa.select(seen.label("first_seen"))
-            .select_from(j.outerjoin(earliest, earliest.c.job_id == j.c.id))
-            .where(visible(j))
-            .subquery()
-        )
-    r, d = t.relations, t.datasets
-    earliest = (
-        sa.select(r.c.dataset_id, sa.func.min(r.c.event_time).label("at"))
-        .group_by(r.c.dataset_id)
-        .subquery()
-    )
-    seen = sa.func.coalesce(earliest.c.at, d.c.declared_at, d.c.created_at)
-    datasets = (
-        sa.select(
-            seen.label("first_seen"),
-            sa.func.coalesce(d.c.source_name, d.c.namespace).label("source"),
-        )
-        .select_from(d.outerjoin(earliest, earliest.c.dataset_id == d.c.id))
-        .where(visible(d))
-    )
+        return _seen(t.jobs, t.runs.c.job_id, t.runs.c.started_at).subquery()
+    d, r = t.datasets, t.relations
+    source = sa.func.coalesce(d.c.source_name, d.c.namespace).label("source")
+    datasets = _seen(d, r.c.dataset_id, r.c.event_time, source)
     if asset == "datasets":
         return datasets.subquery()
     per_dataset = datasets.subquery()
