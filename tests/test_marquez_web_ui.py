@@ -15,6 +15,9 @@ The estate, all times UTC (New York left daylight-saving time at 06:00 UTC on 1 
 
 `db.clean.id` ← `db.raw.id`, `db.clean.total` ← `db.raw.payload` (an aggregation),
 `db.report.sum` ← `db.clean.total`; `db.report`'s `dataSource` is `warehouse`.
+
+One request function of the UI is left out: `getJobsByState` (`POST /jobs?runState=…`), which no
+page calls and Marquez itself does not serve.
 """
 
 from __future__ import annotations
