@@ -566,7 +566,7 @@ def test_the_advanced_search_answers_from_upstreams_search(ui: TestClient) -> No
     assert ui.get("/api/v2beta/search/datasets?q=").status_code == 400
 
 
-def test_times_without_fixture_clock_are_now(client: TestClient) -> None:
+def test_without_a_fixed_clock_the_last_interval_holds_now(client: TestClient) -> None:
     """Without the test's clock, the last interval holds the real now."""
     answer = get(client, "/api/v1/stats/jobs?period=DAY")
     start = datetime.fromisoformat(answer[-1]["startInterval"])
