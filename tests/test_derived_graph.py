@@ -29,7 +29,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import PG_ADMIN_URL
+from tests.conftest import PG_ADMIN_URL, truncate_tables
 from upstream.api.app import create_app
 from upstream.ingest import rebuild as rebuild_module
 from upstream.ingest.rebuild import needs_rebuild, rebuild
@@ -438,6 +438,49 @@ def test_an_interrupted_rebuild_continues_where_it_stopped(
     assert seen[-1] == (len(story()), len(story()))
     assert not needs_rebuild(store)
     assert answers(client) == before
+
+
+def _cut_other_connections(url: str) -> None:
+    """End every server process of the database at `url` but the caller's, as a restart
+    of the server does to its clients."""
+    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with admin.connect() as conn:
+        conn.execute(
+            sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    admin.dispose()
+
+
+@pytest.mark.postgres
+def test_a_rebuild_whose_connections_are_cut_finishes_with_the_same_answers(
+    postgres_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session holding the rebuild's lock dies mid-way (the lock goes with it): the
+    pooled connections are replaced, the rebuild finishes, and ending it reports no failure
+    of the dead session (it printed `PendingRollbackError`)."""
+    truncate_tables(postgres_server)
+    store = Store(postgres_server)
+    try:
+        with TestClient(create_app(Settings(db_url=postgres_server), migrate=False)) as client:
+            post(client, *story())
+            before = answers(client)
+            monkeypatch.setattr(rebuild_module, "BATCH_EVENTS", 3)
+            cuts: list[int] = []
+
+            def cut_once(done: int, total: int) -> None:
+                if done >= 3 and not cuts:
+                    cuts.append(done)
+                    _cut_other_connections(postgres_server)
+
+            report = rebuild(store, cut_once)
+            assert (cuts, report.events) == ([3], len(story()))
+            assert not needs_rebuild(store)
+            assert answers(client) == before
+    finally:
+        store.dispose()
 
 
 def test_the_rebuild_command(client: TestClient, db_url: str, store: Store) -> None:

@@ -11,6 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 
 from tests.kafka_support import free_port
+from upstream.model.errors import StoreUnavailable
+from upstream.store.engine import Store
 from upstream.store.outage import is_database_outage
 
 
@@ -57,3 +59,25 @@ def test_an_error_of_the_statement_is_no_outage(postgres_server: str, statement:
 def test_other_exceptions_are_no_outage() -> None:
     assert not is_database_outage(ValueError("bad"))
     assert is_database_outage(sa.exc.TimeoutError("QueuePool limit reached"))
+
+
+#: Ends the statement's own server process, as a crash or an immediate shutdown does.
+_CUT_OWN_CONNECTION = "SELECT pg_terminate_backend(pg_backend_pid())"
+
+
+@pytest.mark.postgres
+def test_a_connection_cut_inside_a_write_is_unavailable_and_the_store_recovers(
+    postgres_server: str,
+) -> None:
+    """A server process that dies inside a transaction is an outage (503), never
+    `PendingRollbackError`, and the next transaction gets a working connection."""
+    store = Store(postgres_server)
+    try:
+        with pytest.raises(StoreUnavailable) as raised:
+            store.write(lambda conn: conn.execute(sa.text(_CUT_OWN_CONNECTION)))
+        assert isinstance(raised.value.__cause__, sa.exc.OperationalError)
+        with pytest.raises(StoreUnavailable), store.read() as conn:
+            conn.execute(sa.text(_CUT_OWN_CONNECTION))
+        assert store.write(lambda conn: conn.execute(sa.text("SELECT 1")).scalar()) == 1
+    finally:
+        store.dispose()

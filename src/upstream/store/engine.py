@@ -231,6 +231,11 @@ def _postgresql_engine(
             watchdog.disarm(dbapi_connection)
 
     def _watch(conn: Connection) -> None:
+        if conn.invalidated:
+            # The connection was lost inside a transaction: the rollback that ends it only
+            # forgets it, saying nothing to the server. Asking for the DBAPI connection would
+            # raise PendingRollbackError in place of the failure being handled.
+            return
         dbapi_connection = conn.connection.dbapi_connection
         if conn.get_execution_options().get(UNBOUNDED, False):
             watchdog.disarm(dbapi_connection)
