@@ -32,8 +32,9 @@ from tests.builders import (
 from tests.conftest import PG_ADMIN_URL, truncate_tables
 from upstream.api.app import create_app
 from upstream.ingest import rebuild as rebuild_module
+from upstream.ingest.documents import event_record
 from upstream.ingest.rebuild import needs_rebuild, rebuild
-from upstream.ingest.service import event_record, ingest_documents
+from upstream.ingest.service import ingest_documents
 from upstream.model.events import parse_event
 from upstream.settings import Settings
 from upstream.store import schema as t

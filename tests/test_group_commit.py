@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from tests.builders import ds, run_event
 from tests.readback import dataset_flows
-from upstream.ingest import group_commit
+from upstream.ingest import service
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput
@@ -41,13 +41,13 @@ def copy_job(source: str, target: str, **kwargs: Any) -> dict[str, Any]:
 def transactions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of events written by each transaction the group commit opened."""
     sizes: list[int] = []
-    real = group_commit.store_facts
+    real = service.store_facts
 
     def counting(store: Store, batch: Sequence[EventFacts]) -> WriteResult:
         sizes.append(len(batch))
         return real(store, batch)
 
-    monkeypatch.setattr(group_commit, "store_facts", counting)
+    monkeypatch.setattr(service, "store_facts", counting)
     return sizes
 
 

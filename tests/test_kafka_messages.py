@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from tests.builders import ds, run_event
 from tests.readback import counts, dataset_flows
-from upstream.kafka import messages
+from upstream.ingest import service
 from upstream.kafka.messages import Limits, MessageOutcome, Refusal, ingest_messages
 from upstream.store.engine import Store
 
@@ -102,14 +102,14 @@ def test_a_message_the_store_refuses_does_not_fail_the_others(
 ) -> None:
     """When the shared transaction fails for a reason of the data, each message is written
     alone: the one at fault is refused, the others are stored."""
-    real = messages.store_facts
+    real = service.store_facts
 
     def refusing(target: Store, facts: list[Any]) -> Any:
         if any(f.record.job and f.record.job.name == "b" for f in facts):
             raise sa.exc.IntegrityError("INSERT …", {}, Exception("value too long"))
         return real(target, facts)
 
-    monkeypatch.setattr(messages, "store_facts", refusing)
+    monkeypatch.setattr(service, "store_facts", refusing)
     outcomes = ingest_messages(store, [value(event("a")), value(event("b"))], LIMITS)
     assert outcomes[0] == MessageOutcome(events=1, stored=1)
     assert outcomes[1].refusal == Refusal(
@@ -122,6 +122,6 @@ def test_an_outage_is_raised_not_refused(store: Store, monkeypatch: pytest.Monke
     def away(target: Store, facts: list[Any]) -> Any:
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
 
-    monkeypatch.setattr(messages, "store_facts", away)
+    monkeypatch.setattr(service, "store_facts", away)
     with pytest.raises(sa.exc.OperationalError):
         ingest_messages(store, [value(event("a")), b"not json"], LIMITS)

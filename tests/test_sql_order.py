@@ -16,7 +16,7 @@ from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
 from tests.readback import dataset_flows, edges
 from tests.test_ingest_semantics import post
 from tests.test_sql_ingest import sql_facet
-from upstream.ingest import relink
+from upstream.ingest import recipe
 from upstream.ingest.rebuild import rebuild
 from upstream.store import schema as t
 from upstream.store.edge_rows import EDGES
@@ -123,7 +123,7 @@ def replayed(monkeypatch: pytest.MonkeyPatch) -> list[object]:
         forgotten.append(runs)
         return []
 
-    monkeypatch.setattr(relink, "forget_runs", forget_runs)
+    monkeypatch.setattr(recipe, "forget_runs", forget_runs)
     return forgotten
 
 

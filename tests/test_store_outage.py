@@ -81,3 +81,34 @@ def test_a_connection_cut_inside_a_write_is_unavailable_and_the_store_recovers(
         assert store.write(lambda conn: conn.execute(sa.text("SELECT 1")).scalar()) == 1
     finally:
         store.dispose()
+
+
+@pytest.mark.postgres
+def test_a_value_past_the_databases_limits_is_no_outage(postgres_server: str) -> None:
+    """SQLSTATE 54000 (program limit exceeded) is an OperationalError, but the data causes
+    it: a retry would fail the same way, so it is not `StoreUnavailable` (503)."""
+    store = Store(postgres_server)
+    try:
+        with pytest.raises(sa.exc.OperationalError) as raised:
+            store.write(lambda conn: conn.execute(sa.text("SELECT repeat('x', 2000000000)")))
+        assert getattr(raised.value.orig, "sqlstate", None) == "54000"
+        assert not is_database_outage(raised.value)
+    finally:
+        store.dispose()
+
+
+@pytest.mark.postgres
+def test_a_lock_wait_over_its_timeout_is_an_outage(postgres_server: str) -> None:
+    """The holder of the lock, not the data, is in the way: the write waits and retries."""
+    engine = sa.create_engine(postgres_server)
+    try:
+        with engine.connect() as holder, engine.connect() as waiter:
+            holder.execute(sa.text("SELECT pg_advisory_lock(3401)"))
+            waiter.execute(sa.text("SET lock_timeout = 100"))
+            with pytest.raises(DBAPIError) as raised:
+                waiter.execute(sa.text("SELECT pg_advisory_lock(3401)"))
+            assert getattr(raised.value.orig, "sqlstate", None) == "55P03"
+            assert is_database_outage(raised.value)
+            holder.execute(sa.text("SELECT pg_advisory_unlock(3401)"))
+    finally:
+        engine.dispose()

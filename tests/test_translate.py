@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from upstream.ingest.service import translate_document
+from upstream.ingest.documents import translate_document
 from upstream.model.errors import InvalidInput
 from upstream.model.facets import ColumnLineageFacet, SchemaFacet, parse_facet
 from upstream.model.facts import DatasetNode, EdgeFact, EventFacts, JobNode

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.service import split_result, store_facts
-from upstream.model.errors import StoreUnavailable
+from upstream.ingest.service import store_parts
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
@@ -89,17 +88,9 @@ class GroupCommit:
         return group
 
     def _commit(self, group: list[_Post]) -> list[WriteResult | Exception]:
-        """One transaction for the group, or, when it fails, one per post."""
+        """One transaction for the group, or, when it fails, one per post
+        (`ingest.service.store_parts`); an outage fails every post of the group."""
         try:
-            shared = store_facts(self._store, [f for post in group for f in post.facts])
+            return store_parts(self._store, [post.facts for post in group])
         except Exception as exc:
-            if len(group) == 1 or isinstance(exc, StoreUnavailable):
-                return [exc] * len(group)
-            return [self._alone(post) for post in group]
-        return list(split_result(shared, [post.facts for post in group]))
-
-    def _alone(self, post: _Post) -> WriteResult | Exception:
-        try:
-            return store_facts(self._store, post.facts)
-        except Exception as exc:
-            return exc
+            return [exc] * len(group)

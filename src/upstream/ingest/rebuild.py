@@ -19,8 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.ingest.relink import replay_events
-from upstream.ingest.service import translate_document
+from upstream.ingest.recipe import replay_events
 from upstream.store.engine import Store
 from upstream.store.event_log import count_events, events_after
 from upstream.store.flow_writer import DERIVED_VERSION
@@ -124,5 +123,5 @@ def _finish(conn: Connection) -> None:
 
 
 def _apply(events: Sequence[Any], refused: list[int], last: int, conn: Connection) -> None:
-    replay_events(conn, events, translate_document, refused)
+    replay_events(conn, events, refused)
     write_state(conn, **{REBUILD_SEQ_KEY: str(last)})
