@@ -91,7 +91,7 @@ def rebuild(
             if not rows:
                 break
             last = rows[-1].seq
-            store.write(partial(_apply, rows, refused, last))
+            store.write(partial(_apply, rows, refused, last), long=True)
             position = last
             done += len(rows)
             replayed += len(rows)

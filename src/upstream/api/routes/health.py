@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from upstream import __version__
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
+from upstream.store.outage import RETRY_AFTER_SECONDS
 
 log = logging.getLogger("upstream.api")
 router = APIRouter(tags=["health"])
@@ -71,4 +72,8 @@ def _schema_is_current(store: Store) -> bool:
 
 
 def _unavailable(reason: str) -> JSONResponse:
-    return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+    return JSONResponse(
+        {"status": "unavailable", "reason": reason},
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

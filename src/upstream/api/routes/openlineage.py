@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -40,6 +42,7 @@ router = APIRouter(tags=["openlineage"])
 )
 async def post_lineage(request: Request, writer: GroupCommitDep, settings: SettingsDep) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them all-or-nothing."""
+    arrived = time.monotonic()  # its time to wait for the database counts from here
     shape = ShapeLimits(max_items=settings.max_batch_events, max_values=settings.max_event_values)
     body = await read_body(request, settings.max_body_bytes, shape)
     batch = isinstance(body.document, list)
@@ -49,7 +52,7 @@ async def post_lineage(request: Request, writer: GroupCommitDep, settings: Setti
     facts = await run_in_threadpool(
         prepare, documents, batch=batch, sql_lineage=settings.sql_lineage, texts=body.texts
     )
-    result = await writer.write(facts)
+    result = await writer.write(facts, since=arrived)
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
     return Response(status_code=201)
