@@ -136,15 +136,16 @@ class Settings(BaseSettings):
         gt=0,
         le=600,
         description="Seconds a request waits for a free database connection of its process "
-        "when all are in use; longer is a 503.",
+        "when all are in use (at most the statement timeout); longer is a 503.",
     )
     db_statement_timeout: float = Field(
         30.0,
         gt=0,
         le=3600,
-        description="Seconds one database statement may run; longer is cancelled and the "
-        "request gets a 503. A database that stops answering altogether is given this plus "
-        "5 seconds before the connection is cut.",
+        description="Seconds one database statement may run, and a request's database work "
+        "in all (waiting for a connection, opening it, a post's wait for the writes before "
+        "it, every statement); longer is a 503, also when the database stops answering "
+        "altogether.",
     )
     db_lock_timeout: float = Field(
         10.0,
