@@ -95,8 +95,8 @@ class Store:
     def answer_within(self) -> float:
         """The time one read or write (`read`, `write`) has for its database work as a whole
         (the statement timeout): waiting for a pooled connection, checking it, opening a new
-        one and every statement. Only a connection opened in its last second may take up to
-        a second more (psycopg waits two seconds at least)."""
+        one and every statement. Only a connection opened in its last two seconds may take up
+        to two seconds more (psycopg waits that long at least)."""
         return self.clock.seconds
 
     @property
@@ -255,8 +255,8 @@ def _postgresql_engine(
         if "connect_timeout" in url.query:
             return
         left = clock.within(timeouts.connect)
-        if left < _SHORTEST_CONNECT - 1:
-            raise TimeoutError_("no time is left to open a database connection")
+        if left <= 0:
+            raise TimeoutError_("the request's time for the database ran out before connecting")
         params["connect_timeout"] = max(_SHORTEST_CONNECT, math.ceil(left))
 
     @event.listens_for(engine, "connect")

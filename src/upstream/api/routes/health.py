@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from upstream import __version__
+from upstream.model.errors import StoreUnavailable
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
 from upstream.store.outage import RETRY_AFTER_SECONDS
@@ -57,6 +58,9 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
         current = await asyncio.wait_for(check, READY_WITHIN)
     except TimeoutError:
         log.warning("readiness check: the database did not answer within %s s", READY_WITHIN)
+        return _unavailable("the database does not answer")
+    except StoreUnavailable as exc:  # an outage is no bug: one line, no traceback
+        log.warning("readiness check: the database is unavailable: %s", exc)
         return _unavailable("the database does not answer")
     except Exception:  # any database failure means not ready; details go to the log only
         log.exception("readiness check failed")
