@@ -58,16 +58,17 @@ def apply_recipe(
     On PostgreSQL the transaction takes these advisory locks (each set in key order, held
     until it ends), in this order:
 
-    1. exclusive, each run the batch lists datasets or SQL for (`sql_runs`, step 1);
-    2. exclusive, the alias buckets of identities the batch's symlinks regroup
-       (`store.aliases._record_claims`, step 2);
-    3. shared, the alias buckets of every dataset the batch names
-       (`store.aliases.canonical_batch`, step 2);
+    1. exclusive, each run the batch lists datasets or SQL for, in step 1
+       (`ingest.sql_runs.with_run_sql_lineage`);
+    2. exclusive, the alias buckets of the identities the batch's symlinks regroup, in step 2
+       (`store.aliases._record_claims`);
+    3. shared, the alias buckets of every dataset the batch names, in step 2
+       (`store.aliases.canonical_batch`);
     4. exclusive, each run the batch describes and each job or dataset it declares lineage
-       for (`store.writer.apply_facts`, step 2);
-    5. exclusive, each owner whose flows are derived again (`store.flow_writer.
-       rederive_flows`, step 2);
-    6. steps 3 and 4 replay earlier events through this same recipe, so they take locks 1-5
+       for, in step 2 (`store.writer.apply_facts`);
+    5. exclusive, each owner whose flows are derived again, in step 2
+       (`store.flow_writer.rederive_flows`);
+    6. steps 3 and 4 replay earlier events through this same recipe, which takes locks 1-5
        again for those events' runs and datasets.
 
     A rebuild holds, beside them, its session lock for the whole rebuild
