@@ -23,7 +23,7 @@ from upstream.settings import SettingsError
 from upstream.store.outage import database_error_text, first_line
 
 #: The exit status of each error class a service raises; every class has its own entry, so a
-#: new one needs a decision here (`tests/test_error_mapping.py` checks).
+#: new one needs a decision here (`tests/api/test_error_mapping.py` checks).
 EXIT_STATUS: dict[type[ServiceError], int] = {
     ServiceError: 1,
     NotFound: 1,

@@ -3,7 +3,7 @@
 Each service returns one of these; each route names it in `responses={200: {"model": …}}` so
 the OpenAPI document (and docs/api.md) shows it, without validating answers at run time
 (`response_model=None`: an answer is built right once, in its service, and sent as it is).
-`frontend/src/api.ts` declares the same shapes; `tests/test_frontend_types.py` compares them.
+`frontend/src/api.ts` declares the same shapes; `tests/web/test_frontend_types.py` compares them.
 Keys that only some answers carry are `NotRequired`.
 """
 

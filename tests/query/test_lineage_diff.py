@@ -20,7 +20,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import post_events
+from tests.conftest import post
 from upstream.query.lineage_diff import DiffParams
 
 NS = "wh"
@@ -52,7 +52,7 @@ def relation(data: str, program: str, access: str, runs: Any) -> dict[str, Any]:
 
 
 def test_a_job_that_started_reading_a_new_source(client: TestClient) -> None:
-    post_events(
+    post(
         client,
         run_event((NS, "build"), time=on_day(0), inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]),
         *(
@@ -87,7 +87,7 @@ def test_a_job_that_started_reading_a_new_source(client: TestClient) -> None:
 
 
 def test_a_job_that_stopped_writing_a_table(client: TestClient) -> None:
-    post_events(
+    post(
         client,
         run_event(
             (NS, "split"),
@@ -121,7 +121,7 @@ def test_a_column_whose_source_changed(client: TestClient) -> None:
             outputs=[ds(NS, "x", columnLineage=facet)],
         )
 
-    post_events(client, build(0, "gross"), build(10, "net"))
+    post(client, build(0, "gross"), build(10, "net"))
     body = diff(client, "x", direction="upstream", **{"from": WEEK_1, "to": WEEK_2})
 
     def edge(field: str) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def test_as_of_against_compares_the_declarations_of_two_times(client: TestClient
             job_facets=lineage_facet(dataset_entry(NS, "x", inputs=[dataset_input(NS, source)])),
         )
 
-    post_events(client, declare(0, "old_source"), declare(10, "new_source"))
+    post(client, declare(0, "old_source"), declare(10, "new_source"))
     body = diff(
         client,
         "x",
@@ -183,7 +183,7 @@ def test_as_of_against_compares_declared_and_observed_field_edges(client: TestCl
             outputs=[ds(NS, "y", columnLineage=facet)],
         )
 
-    post_events(
+    post(
         client,
         declare(0, "gross"),
         declare(10, "net"),
@@ -214,7 +214,7 @@ def test_as_of_against_compares_declared_and_observed_field_edges(client: TestCl
 
 
 def test_collapse_access_is_applied_to_both_sides(client: TestClient) -> None:
-    post_events(
+    post(
         client,
         run_event((NS, "build"), time=on_day(0), inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]),
         run_event((NS, "build"), time=on_day(10), inputs=[ds(NS, "b")], outputs=[ds(NS, "x")]),
@@ -243,7 +243,7 @@ def test_collapse_access_is_applied_to_both_sides(client: TestClient) -> None:
 def test_bad_parameters_are_refused_by_name(
     client: TestClient, params: dict[str, str], field: str
 ) -> None:
-    post_events(client, run_event((NS, "build"), time=on_day(0), outputs=[ds(NS, "x")]))
+    post(client, run_event((NS, "build"), time=on_day(0), outputs=[ds(NS, "x")]))
     response = client.get(f"/v3/namespaces/{NS}/datasets/x/lineage/diff", params=params)
     assert response.status_code == 400, response.text
     paths = [e["path"] for e in response.json().get("errors", [])] or [response.json()["message"]]
@@ -251,7 +251,7 @@ def test_bad_parameters_are_refused_by_name(
 
 
 def test_an_unknown_dataset_is_404(client: TestClient) -> None:
-    post_events(client, run_event((NS, "build"), time=on_day(0), outputs=[ds(NS, "x")]))
+    post(client, run_event((NS, "build"), time=on_day(0), outputs=[ds(NS, "x")]))
     response = client.get(
         f"/v3/namespaces/{NS}/datasets/nope/lineage/diff", params={"from": WEEK_1, "to": WEEK_2}
     )

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, iso, run_event
-from tests.conftest import new_run_id, post_events
+from tests.conftest import new_run_id, post
 from upstream.query.run_lineage import state_as_of
 
 K = "grandmas.kitchen"
@@ -50,7 +50,7 @@ def read_from(body: dict[str, Any]) -> set[tuple[str, str, str | None]]:
 @pytest.fixture
 def apples(client: TestClient, fixtures_dir: Path) -> TestClient:
     for path in sorted((fixtures_dir / "marquez" / "apples").glob("*.json")):
-        post_events(client, json.loads(path.read_text()))
+        post(client, json.loads(path.read_text()))
     return client
 
 
@@ -133,7 +133,7 @@ def test_both_directions_are_the_union(apples: TestClient) -> None:
 def test_a_read_during_a_rewrite_gets_the_earlier_complete_version(client: TestClient) -> None:
     ns = "warehouse"
     first, rewrite, reader, failed = (new_run_id() for _ in range(4))
-    post_events(
+    post(
         client,
         run_event((ns, "load"), run_id=first, event_type="START", time=BASE_TIME),
         run_event(
@@ -176,7 +176,7 @@ def test_the_version_the_producer_named_wins_over_time(client: TestClient) -> No
     def version(name: str) -> dict[str, Any]:
         return {"version": {"datasetVersion": name}}
 
-    post_events(
+    post(
         client,
         run_event((ns, "snap"), run_id=old, time=BASE_TIME, outputs=[ds(ns, "t", **version("v1"))]),
         run_event(
@@ -204,7 +204,7 @@ def test_a_cycle_of_runs_ends_at_the_levels(client: TestClient) -> None:
     """A job that reads and rewrites its own table: each run read the previous run's version."""
     ns = "loop"
     runs = [new_run_id() for _ in range(4)]
-    post_events(
+    post(
         client,
         *(
             run_event(
@@ -252,7 +252,7 @@ def test_the_answer_is_cut_at_the_node_cap(db_url: str, fixtures_dir: Path) -> N
 
     with TestClient(create_app(Settings(db_url=db_url, max_lineage_nodes=3))) as client:
         for path in sorted((fixtures_dir / "marquez" / "apples").glob("*.json")):
-            post_events(client, json.loads(path.read_text()))
+            post(client, json.loads(path.read_text()))
         body = lineage(client, PIE_2, direction="upstream")
     # Nearest first: the pie, the filling version and its writer fill the three places.
     assert body["truncated"] is True

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, run_event
-from tests.test_dataset_lineage import NS, job, lineage, post, rels, rid, run, workflow
+from tests.query.test_dataset_lineage import NS, job, lineage, post, rels, rid, run, workflow
 
 
 def test_rollup_replaces_runs_inside_a_workflow_run(client: TestClient) -> None:

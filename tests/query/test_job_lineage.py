@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, hours, run_event
-from tests.test_dataset_lineage import NS, WINDOW, job, post, rels, rid, run, workflow
+from tests.query.test_dataset_lineage import NS, WINDOW, job, post, rels, rid, run, workflow
 from upstream.api.app import create_app
 from upstream.settings import Settings
 

@@ -14,7 +14,7 @@ from marquez_client import MarquezClient
 from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, column_lineage, ds, hours, run_event, schema_facet
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, post
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.store.engine import Store
@@ -22,12 +22,6 @@ from upstream.store.engine import Store
 W = "postgresql://warehouse"
 WE = quote(W, safe="")  # as clients send a namespace holding `/` in a path
 ETL = "etl"
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def ok(response: Any) -> dict[str, Any]:

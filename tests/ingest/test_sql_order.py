@@ -13,9 +13,9 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
+from tests.ingest.test_ingest_semantics import post
+from tests.ingest.test_sql_ingest import sql_facet
 from tests.readback import dataset_flows, edges
-from tests.test_ingest_semantics import post
-from tests.test_sql_ingest import sql_facet
 from upstream.ingest import relink
 from upstream.ingest.rebuild import rebuild
 from upstream.store import schema as t

@@ -40,8 +40,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-DOC_IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 NS = "myns"
 RAW_NS = "s3://raw-bucket"

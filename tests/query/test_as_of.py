@@ -20,7 +20,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import new_run_id, post_events
+from tests.conftest import new_run_id, post
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
 from upstream.model.window import Window
@@ -68,7 +68,7 @@ def redeclared(request: pytest.FixtureRequest, client: TestClient) -> TestClient
     """build_x declared x <- a at 0h and replaced it by x <- b at 10h, posted in either order
     (a late, older declaration takes its place in the history)."""
     first, second = declaration(0, "a"), declaration(10, "b")
-    post_events(client, *([first, second] if request.param == "in order" else [second, first]))
+    post(client, *([first, second] if request.param == "in order" else [second, first]))
     return client
 
 
@@ -132,7 +132,7 @@ def test_marquez_graph_as_of(redeclared: TestClient) -> None:
 
 def test_runs_that_started_later_are_not_in_the_answer(client: TestClient) -> None:
     early, late = new_run_id(), new_run_id()
-    post_events(
+    post(
         client,
         run_event(
             (NS, "early"), run_id=early, time=BASE_TIME, inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]
@@ -158,7 +158,7 @@ def test_runs_that_started_later_are_not_in_the_answer(client: TestClient) -> No
 def test_now_in_the_window_means_as_of(client: TestClient) -> None:
     """The default window (now-7d..now) is the week before asOf: the query made then."""
     old = new_run_id()
-    post_events(
+    post(
         client,
         run_event(
             (NS, "old"), run_id=old, time=BASE_TIME, inputs=[ds(NS, "a")], outputs=[ds(NS, "x")]
@@ -191,7 +191,7 @@ def test_components_of_declared_relations_are_those_of_then(
 ) -> None:
     """build_x read a through its mapper (declared at 0h), then through its reducer (10h):
     as of 5h the read of a is the mapper's, with the component lookup as with the walk."""
-    post_events(client, read_through("mapper", 0), read_through("reducer", 10))
+    post(client, read_through("mapper", 0), read_through("reducer", 10))
 
     def relations(**params: Any) -> list[tuple[str, list[str], list[str]]]:
         body = get(client, X + "/lineage", direction="upstream", collapse=collapsed, **params)

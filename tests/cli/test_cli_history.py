@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, ds, hours, iso, run_event
+from tests.cli.test_render import assert_valid_flowchart
 from tests.conftest import LiveServer, new_run_id, system_program
-from tests.test_render import assert_valid_flowchart
 from upstream.cli import app
 from upstream.render.dot import to_dot
 from upstream.render.graph import lineage_diff_graph

@@ -29,7 +29,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import PG_ADMIN_URL
+from tests.conftest import PG_ADMIN_URL, post
 from upstream.api.app import create_app
 from upstream.ingest import rebuild as rebuild_module
 from upstream.ingest.rebuild import needs_rebuild, rebuild
@@ -44,12 +44,6 @@ from upstream.store.state import read_state, write_state
 
 NS = "warehouse"
 WINDOW = {"start": (BASE_TIME - hours(48)).isoformat(), "end": (BASE_TIME + hours(48)).isoformat()}
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def flow_rows(store: Store) -> set[tuple[Any, ...]]:

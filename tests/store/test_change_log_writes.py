@@ -15,8 +15,17 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, ds, job_event, run_event
-from tests.conftest import post_events
-from tests.test_symlinks import HIVE, ORDERS, READER_RUN, S3, TABLE, WRITER_RUN, reader, writer
+from tests.conftest import post
+from tests.ingest.test_symlinks import (
+    HIVE,
+    ORDERS,
+    READER_RUN,
+    S3,
+    TABLE,
+    WRITER_RUN,
+    reader,
+    writer,
+)
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
@@ -219,18 +228,18 @@ def test_a_migrated_store_appends_a_reload_and_a_new_one_nothing(store: Store) -
 
 
 def test_a_post_over_http_appends_in_its_transaction(client: TestClient, store: Store) -> None:
-    post_events(client, _load())
+    post(client, _load())
     assert _changes(store, 0) == {
         RUNS: {uuid.UUID(RUN)},
         ENTITIES: {namespace_id(NS), LOAD_ID, ORDERS_ID, TOTALS_ID},
     }
     before = _position(store)
-    post_events(client, _load())
+    post(client, _load())
     assert _changes(store, before) == {}
 
 
 def test_deleting_and_tagging_over_http_append(client: TestClient, store: Store) -> None:
-    post_events(client, _load())
+    post(client, _load())
     before = _position(store)
     assert client.post(f"/api/v1/namespaces/{NS}/datasets/totals/tags/pii").status_code == 200
     assert client.delete(f"/api/v1/namespaces/{NS}/datasets/orders").status_code == 200

@@ -19,18 +19,13 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
+from tests.conftest import post
 from tests.readback import counts, dataset_flows, edges, relations
 from upstream.store.engine import Store
 
 W = "postgresql://warehouse"
 JOB = ("jobs", "etl")
 AIRFLOW = "airflow://production"
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def facet_run(*entries: dict[str, Any], run_id: str | None = None, **kwargs: Any) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from tests.cli.test_cli_demo import EMP_ROLLED_UP, WAREHOUSE
+from tests.cli.test_cli_ingest import event, stored_numbers, write_ndjson
+from tests.cli.test_cli_lineage import own_lines
 from tests.conftest import LiveServer
-from tests.test_cli_demo import EMP_ROLLED_UP, WAREHOUSE
-from tests.test_cli_ingest import event, stored_numbers, write_ndjson
-from tests.test_cli_lineage import own_lines
 from upstream.cli import app
 from upstream.store.engine import Store
 

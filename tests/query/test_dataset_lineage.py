@@ -27,6 +27,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
+from tests.conftest import post
 from upstream.api.app import create_app
 from upstream.model.identity import DatasetRef
 from upstream.settings import Settings
@@ -36,11 +37,6 @@ DAY = timedelta(days=1)
 WINDOW = {"start": iso(BASE_TIME - DAY), "end": iso(BASE_TIME + DAY)}
 
 Rel = tuple[str, str, str, str | None]
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    response = client.post("/api/v1/lineage", json=list(events))
-    assert response.status_code == 201, response.text
 
 
 def get(client: TestClient, name: str, namespace: str = NS, **params: Any) -> Any:

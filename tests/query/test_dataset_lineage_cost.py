@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME
-from tests.test_dataset_lineage import DAY, NS, post, rid, run
+from tests.query.test_dataset_lineage import DAY, NS, post, rid, run
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_params import LineageParams
 from upstream.store.engine import Store

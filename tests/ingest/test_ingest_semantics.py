@@ -20,17 +20,12 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
+from tests.conftest import post
 from tests.readback import counts, dataset_flows, dataset_row, edges, job_row, relations, run_row
 from upstream.store.engine import Store
 
 N = "pg://db"
 JOB = ("etl", "load")
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 # -- precedence per output ------------------------------------------------------------------

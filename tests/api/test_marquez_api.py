@@ -25,18 +25,13 @@ from tests.builders import (
     run_event,
     schema_facet,
 )
+from tests.conftest import post
 from upstream.api.app import create_app
 from upstream.settings import Settings
 
 W = "postgresql://warehouse"
 SUMMARIES = ("https://example.com/jobs", "build_summaries")
 PG = "postgres://db.example.com:5432"
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def lineage(client: TestClient, node_id: str, **params: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from tests.test_metrics import scrape, value
+from tests.api.test_metrics import scrape, value
 from upstream.api.app import create_app
 from upstream.settings import Settings
 

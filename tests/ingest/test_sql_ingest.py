@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.api.test_metrics import scrape, value
 from tests.builders import (
     BASE_TIME,
     column_lineage,
@@ -24,9 +25,8 @@ from tests.builders import (
     run_event,
     schema_facet,
 )
+from tests.ingest.test_ingest_semantics import post
 from tests.readback import dataset_flows, edge_rows, edges
-from tests.test_ingest_semantics import post
-from tests.test_metrics import scrape, value
 from upstream.api.app import create_app
 from upstream.ingest.rebuild import rebuild
 from upstream.settings import Settings

@@ -31,11 +31,11 @@ from openlineage.client.transport.kafka import KafkaConfig, KafkaTransport
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.api.test_metrics import scrape, value
 from tests.builders import PRODUCER, ds, run_event
+from tests.ingest.test_openlineage_client import summaries_event
 from tests.kafka_support import QUICK_GROUP, TansuBroker, TcpProxy, free_port
 from tests.readback import counts, dataset_flows, edges, relations
-from tests.test_metrics import scrape, value
-from tests.test_openlineage_client import summaries_event
 from upstream.api.app import create_app
 from upstream.ingest.service import ingest_documents
 from upstream.kafka.consumer import ConsumerConfig, LineageConsumer

@@ -18,7 +18,7 @@ import pytest
 from upstream.api.app import create_app
 from upstream.settings import Settings
 
-API_TS = Path(__file__).resolve().parents[1] / "frontend" / "src" / "api.ts"
+API_TS = Path(__file__).resolve().parents[2] / "frontend" / "src" / "api.ts"
 #: The interface of api.ts and the OpenAPI schema that declares the same answer.
 SHAPES = {
     "LineageResponse": "LineageAnswer",

@@ -32,6 +32,7 @@ from tests.builders import (
     run_event,
     schema_facet,
 )
+from tests.conftest import post
 from tests.readback import relations as stored_relations
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import prepare, store_facts
@@ -96,12 +97,6 @@ def reader() -> dict[str, Any]:
 @pytest.fixture(params=["symlink first", "symlink last"])
 def order(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def post(client: TestClient, *events: dict[str, Any]) -> None:
-    for event in events:
-        response = client.post("/api/v1/lineage", json=event)
-        assert response.status_code == 201, response.text
 
 
 def get(client: TestClient, path: str, **params: Any) -> Any:

@@ -68,8 +68,8 @@ def test_small_batches_go_plain_and_large_ones_gzipped() -> None:
     small = [{"eventType": "START"}]
     large = [{"padding": "x" * 1000, "n": n} for n in range(400)]
     with client_with(recorder) as client:
-        client.post_events(small)
-        client.post_events(large)
+        client.post(small)
+        client.post(large)
     plain, packed = recorder.requests
     assert "Content-Encoding" not in plain.headers
     assert json.loads(plain.content) == small
@@ -106,7 +106,7 @@ def test_errors_carry_status_message_and_located_problems(
     response: httpx.Response, status: int, message: str, errors: list[dict[str, Any]]
 ) -> None:
     with client_with(Recorder(response)) as client, pytest.raises(ApiRejected) as caught:
-        client.post_events([{}])
+        client.post([{}])
     assert (caught.value.status, caught.value.message, caught.value.errors) == (
         status,
         message,

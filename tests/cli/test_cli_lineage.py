@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import dataset_entry, dataset_input, ds, lineage_facet, run_event
+from tests.cli.test_render import assert_valid_flowchart
 from tests.conftest import system_program
-from tests.test_render import assert_valid_flowchart
 from upstream.cli import app
 from upstream.model.errors import NotFound
 
