@@ -241,12 +241,14 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    # A refused API request is shown in the page (and asserted on); any other error is a bug.
+    # A refused API request is shown in the page (and asserted on); any other error is a bug,
+    # and so is a warning (Cytoscape warns of style values it drops).
     page.on(
         "console",
         lambda msg: (
-            errors.append(msg.text)
-            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            errors.append(f"{msg.type}: {msg.text}")
+            if msg.type in ("error", "warning")
+            and not msg.text.startswith("Failed to load resource")
             else None
         ),
     )
@@ -503,7 +505,8 @@ def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -
 def test_job_page_shows_runs_io_and_parent_workflow(server: LiveServer, page: Any) -> None:
     page.goto(f"{server.url}/#/job?ns={NS}&name=load_users")
     page.wait_for_selector("table.runs")
-    assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETED"]
+    # OpenLineage's word for the state, as the run graph says it, not Marquez's COMPLETED.
+    assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETE"]
     started = page.locator("table.runs tbody td:nth-child(2) time").get_attribute("datetime")
     assert started is not None
     assert datetime.fromisoformat(started) > datetime.now(UTC) - timedelta(hours=3)
@@ -857,6 +860,135 @@ def test_expand_and_collapse_one_hop_in_place(paths_graph: str, page: Any) -> No
     page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 9")
 
 
+U = "undo"
+
+
+@pytest.fixture(scope="module")
+def undo_graph(server: LiveServer) -> str:
+    """report_job reads fact and dim and writes report; load reads dim and writes fact:
+
+    dim → load → fact → report_job → report
+    dim ────────────────↗
+    """
+    _post(
+        server.url,
+        [
+            _step((U, "load"), [(U, "dim")], (U, "fact")),
+            _step((U, "report_job"), [(U, "fact"), (U, "dim")], (U, "report")),
+        ],
+    )
+    return server.url
+
+
+def test_minus_undoes_plus_where_what_it_added_joins_the_graph(undo_graph: str, page: Any) -> None:
+    """`load`, added upstream of fact, also hangs on dim, which the centre reaches another way:
+    "minus upstream" still takes it back, and dim (drawn before) stays."""
+    page.goto(f"{undo_graph}/#/graph?type=dataset&ns={U}&name=report&levels=1")
+    drawn = _graph(page, "report")
+    assert drawn["labels"] == ["dim", "fact", "report", "report_job"]
+    _click_node(page, "fact")
+    page.click("button[name=expand-upstream]")
+    page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 5")
+    assert "1 node added upstream of fact." in page.locator("#graph-status").inner_text()
+    page.click("button[name=collapse-upstream]")
+    page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 4")
+    names = page.evaluate("() => window.__upstreamGraph.cy.nodes().map((n) => n.data('name'))")
+    assert sorted(names) == ["dim", "fact", "report", "report_job"]
+    edges = page.evaluate("() => window.__upstreamGraph.cy.edges().length")
+    assert edges == 3  # dim → report_job, fact → report_job, report_job → report
+    assert "1 node upstream of fact collapsed." in page.locator("#graph-status").inner_text()
+
+
+def test_panel_buttons_are_drawn_by_a_font(paths_graph: str, page: Any) -> None:
+    """Every character of the side panel's buttons differs from a character no font has
+    (which every font draws as the same missing-glyph box): the fullwidth plus did not."""
+    _open_paths(page, paths_graph, "clean_orders", "&levels=1")
+    _click_node(page, "daily_revenue")
+    labels = _texts(page, "#graph-details .panel-actions button")
+    assert "+ upstream" in labels
+    assert "\N{MINUS SIGN} downstream" in labels
+    missing = page.evaluate(
+        """(texts) => {
+            const font = getComputedStyle(document.querySelector('.panel-actions button')).font;
+            const draw = (text) => {
+                const canvas = document.createElement('canvas');
+                canvas.width = 40; canvas.height = 40;
+                const ctx = canvas.getContext('2d');
+                ctx.font = font.replace(/\\d+(\\.\\d+)?px/, '24px');
+                ctx.fillText(text, 4, 30);
+                return Array.from(ctx.getImageData(0, 0, 40, 40).data).join(',');
+            };
+            const box = draw('\\u{E000}');
+            const chars = [...new Set(texts.join('').replace(/\\s/g, ''))];
+            return chars.filter((c) => draw(c) === box);
+        }""",
+        labels,
+    )
+    assert missing == []
+
+
+W = "wide"
+LONG_TYPE = "STRUCT<street: STRING, city: STRING, postcode: STRING, country: STRING>"
+
+
+def test_column_rows_with_long_types_keep_to_their_row(server: LiveServer, page: Any) -> None:
+    """A field whose type is longer than its row is cut on one line, never spilling onto the
+    next row; the side panel names the whole type."""
+    fields = [("address", LONG_TYPE), ("id", "BIGINT"), ("name", "STRING")]
+    columns = {name: [(W, "people_raw", name)] for name, _ in fields}
+    _post(
+        server.url,
+        [
+            run_event(
+                (W, "clean_people"),
+                time=_recent(1),
+                inputs=[ds(W, "people_raw", schema=schema_facet(*fields))],
+                outputs=[
+                    ds(
+                        W,
+                        "people",
+                        schema=schema_facet(*fields),
+                        columnLineage=column_lineage(columns),
+                    )
+                ],
+            )
+        ],
+    )
+    page.goto(f"{server.url}/#/graph?type=dataset&ns={W}&name=people&levels=1&columns=on")
+    _graph(page, "people")
+    rows = page.evaluate(
+        """() => window.__upstreamGraph.cy.nodes("[kind = 'field']").map((n) => {
+            const label = n.boundingBox({includeNodes: false, includeLabels: true,
+                                         includeOverlays: false});
+            return {field: n.data('field'), caption: n.data('caption'), labelH: label.h,
+                    labelW: label.w, h: n.height(), w: n.width()};
+        })"""
+    )
+    assert len(rows) == 6
+    for row in rows:
+        assert "\n" not in row["caption"], row
+        assert row["labelH"] <= row["h"] + 1, row
+        assert row["labelW"] <= row["w"], row
+    address = next(row for row in rows if row["field"] == "address")
+    assert address["caption"].startswith("address : STRUCT<")
+    assert address["caption"].endswith("…")
+    _click_node(page, "people", field="address")
+    assert LONG_TYPE in page.locator("#graph-details").inner_text()
+
+
+def test_all_time_has_no_window_before_it(two_windows: str, page: Any) -> None:
+    """ "The window before" all time would be 1970 to 1970 and paint every edge as added: the
+    graph says there is none and draws the lineage as it is, uncompared."""
+    page.goto(
+        f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&window=all&compare=previous"
+    )
+    _graph(page, "centre")
+    assert "All time has no window before it" in page.locator("#graph-hint").inner_text()
+    assert {key: value for key, value in _changes(page).items() if value} == {}
+    assert "1970" not in page.locator("#graph-status").inner_text()
+    assert page.locator("select[name=compare] option[value=previous]").is_disabled()
+
+
 def test_filters_search_and_paths_between_two_nodes(paths_graph: str, page: Any) -> None:
     _open_paths(page, paths_graph, "clean_orders", "&levels=5")
     page.uncheck("input[name=show-job]")
@@ -1042,24 +1174,24 @@ def test_the_workflow_glyph_has_a_font(server: LiveServer, page: Any) -> None:
         pytest.fail("⧉ renders here too; the check cannot tell a missing glyph apart")
 
 
-def _grid_events(layers: int, width: int) -> list[dict[str, Any]]:
+def _grid_events(layers: int, width: int, ns: str = "grid") -> list[dict[str, Any]]:
     """`layers` levels of `width` jobs, each reading two datasets of the level before (its
     own column and the next, wrapping) and writing one: a graph whose layout must sort out
     crossings."""
     events: list[dict[str, Any]] = []
     when = _recent(0.3)
-    previous = ["grid/source"]
+    previous = [f"{ns}/source"]
     for layer in range(layers):
         current = []
         for i in range(width):
             reads = {previous[i % len(previous)], previous[(i + 1) % len(previous)]}
-            out = f"grid/d{layer}_{i}"
+            out = f"{ns}/d{layer}_{i}"
             events.append(
                 run_event(
-                    ("grid", f"step{layer}_{i}"),
+                    (ns, f"step{layer}_{i}"),
                     time=when,
-                    inputs=[ds("grid", name) for name in sorted(reads)],
-                    outputs=[ds("grid", out)],
+                    inputs=[ds(ns, name) for name in sorted(reads)],
+                    outputs=[ds(ns, out)],
                 )
             )
             current.append(out)
@@ -1090,8 +1222,10 @@ def test_six_hundred_node_graph_layered_and_progressive(server: LiveServer, page
 
 
 def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any) -> None:
-    page.goto(f"{server.url}/#/graph?type=dataset&ns={NS}&name=mytableds&levels=3")
-    _graph(page, "mytableds")
+    """Five nodes in a row fit the canvas at full size, so the graph opens fitted."""
+    page.goto(f"{server.url}/#/graph?type=dataset&ns={NS}&name=mytableds&levels=1")
+    drawn = _graph(page, "mytableds")
+    assert len(drawn["labels"]) == 5
     clipped = page.evaluate(
         """() => { const g = window.__upstreamGraph; const w = g.cy.width(), h = g.cy.height();
             return g.cy.nodes().filter((n) => { const b = n.renderedBoundingBox();
@@ -1099,6 +1233,80 @@ def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any)
                 .map((n) => n.data('name')); }"""
     )
     assert clipped == []
+    assert page.locator("#graph-minimap").is_hidden()  # nothing lies off the canvas
+
+
+_LABELS_ON_SCREEN = """(names) => {
+    const g = window.__upstreamGraph; const w = g.cy.width(), h = g.cy.height();
+    return g.cy.nodes().filter((n) => names.includes(n.data('name'))).map((n) => {
+        const at = n.renderedPosition();
+        return {name: n.data('name'), px: parseFloat(n.renderedStyle('font-size')),
+                inside: at.x > 0 && at.y > 0 && at.x < w && at.y < h};
+    });
+}"""
+
+
+def test_five_hundred_node_graph_opens_readable_around_its_centre(
+    server: LiveServer, browser: Any
+) -> None:
+    """At 1280 x 800 the canvas takes most of the window, the centre and its neighbours open on
+    screen with labels of at least 11 px, a wheel notch zooms by at least 15 %, the minimap
+    moves the view, Fit all stops at its floor and says that labels are hidden, and the side
+    panel folds away to give the canvas its width."""
+    _post(server.url, _grid_events(layers=5, width=50, ns="grid5"))
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    warnings: list[str] = []
+    page.on("console", lambda msg: warnings.append(msg.text) if msg.type != "log" else None)
+    try:
+        centre = "grid5/d2_25"
+        page.goto(f"{server.url}/#/graph?type=dataset&ns=grid5&name={_quote(centre)}&levels=10")
+        drawn = _graph(page, centre)
+        assert len(drawn["labels"]) == 501
+        box = page.locator("#graph").bounding_box()
+        assert box["height"] >= 0.7 * 800, box  # one compact bar above, one line below
+        assert box["width"] >= 1280 - 16 * 16 - 40, box
+        neighbours = ["step2_25", "step3_24", "step3_25"]  # its writer and its two readers
+        labels = page.evaluate(_LABELS_ON_SCREEN, [centre, *neighbours])
+        assert sorted(label["name"] for label in labels) == sorted([centre, *neighbours])
+        for label in labels:
+            assert label["inside"], label
+            assert label["px"] >= 11, label
+        _shot(page, "21-readable-on-open", docs=True)
+        # The rest is on the minimap; a click there brings that part into view.
+        minimap = page.locator("#graph-minimap")
+        assert minimap.is_visible()
+        mini = minimap.bounding_box()
+        before = page.evaluate("() => window.__upstreamGraph.cy.pan()")
+        page.mouse.click(mini["x"] + 8, mini["y"] + mini["height"] / 2)
+        after = page.evaluate("() => window.__upstreamGraph.cy.pan()")
+        assert after["x"] > before["x"]  # the left end (upstream) came into view
+        # One wheel notch out and one in: at least 15 % each.
+        zoom = page.evaluate("() => window.__upstreamGraph.cy.zoom()")
+        page.mouse.move(box["x"] + box["width"] / 3, box["y"] + box["height"] / 3)
+        page.mouse.wheel(0, 100)
+        page.wait_for_function("(z) => window.__upstreamGraph.cy.zoom() < z", arg=zoom)
+        out = page.evaluate("() => window.__upstreamGraph.cy.zoom()")
+        assert out <= zoom / 1.15
+        page.mouse.wheel(0, -100)
+        page.wait_for_function("(z) => window.__upstreamGraph.cy.zoom() > z", arg=out)
+        assert page.evaluate("() => window.__upstreamGraph.cy.zoom()") >= out * 1.15
+        # Fit all: 501 nodes in 6 layers of 50 do not fit legibly; it stops at its floor.
+        page.click("button[name=fit]")
+        assert page.evaluate("() => window.__upstreamGraph.cy.zoom()") >= 0.1
+        status = page.locator("#graph-status").inner_text()
+        assert "Labels are hidden at this zoom" in status
+        assert page.locator("#zoom-note").is_visible()
+        # The side panel folds away and the canvas takes its width.
+        page.click("button[name=toggle-panel]")
+        assert page.locator("#graph-details").is_hidden()
+        wider = page.locator("#graph").bounding_box()
+        assert wider["width"] > box["width"] + 200
+        page.click("button[name=toggle-panel]")
+        assert page.locator("#graph-details").is_visible()
+    finally:
+        context.close()
+    assert warnings == [], warnings
 
 
 # -- time that behaves, workflows ----------------------------------------------------------------

@@ -48,3 +48,18 @@ export function section(title: string, ...children: Child[]): HTMLElement {
 export function badge(kind: string): HTMLElement {
   return h("span", { class: `badge badge-${kind.toLowerCase()}` }, kind.toLowerCase());
 }
+
+/** Marquez's run states in OpenLineage's words, so every page names a state the same way. */
+const OPENLINEAGE_STATE: Record<string, string> = { COMPLETED: "COMPLETE", FAILED: "FAIL", ABORTED: "ABORT" };
+
+/** A run state as OpenLineage's event type names it (`COMPLETE`, `FAIL`, `ABORT`, …). */
+export function stateWord(state: string | null | undefined): string {
+  const upper = (state ?? "").toUpperCase();
+  return OPENLINEAGE_STATE[upper] ?? upper;
+}
+
+/** A run state, coloured by what it means. */
+export function runState(state: string | null | undefined): HTMLElement {
+  const word = stateWord(state);
+  return h("span", { class: `state state-${word.toLowerCase()}` }, word);
+}

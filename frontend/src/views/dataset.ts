@@ -4,7 +4,7 @@ import { api, type LineageResponse, type Run } from "../api";
 import { h, notice, replace, table, time } from "../dom";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
-import { badge, errorText, jobLink, section } from "./common";
+import { badge, errorText, jobLink, runState, section } from "./common";
 import { latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
 import { tagChip } from "./tag";
@@ -144,7 +144,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
             recent.map(({ run, program }) => [
               jobLink(program.namespace, program.name),
               [...program.accesses].sort().join(", "),
-              h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
+              runState(run.state),
               time(run.startedAt),
               time(run.endedAt),
               h("a", { href: links.run(run.id), title: "The runs that made what it read" }, h("code", {}, run.id)),

@@ -2,10 +2,10 @@
 // for a workflow, the jobs and job runs inside its runs in the window.
 
 import { api, type DatasetRef, type Job, type RunSummary, type WorkflowContents } from "../api";
-import { h, notice, replace, table, time } from "../dom";
+import { counted, h, notice, replace, table, time } from "../dom";
 import { go, href, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
-import { badge, datasetLink, errorText, jobLink, section } from "./common";
+import { badge, datasetLink, errorText, jobLink, runState, section } from "./common";
 import { facetList } from "./facets";
 
 const RUNS_SHOWN = 50;
@@ -36,7 +36,7 @@ function duration(ms: number | null | undefined): string {
 }
 
 function stateOf(run: RunSummary): HTMLElement {
-  return h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? "");
+  return runState(run.state);
 }
 
 function contentsOf(contents: WorkflowContents): HTMLElement[] {
@@ -123,7 +123,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           ? table(
               ["State", "Started", "Ended", "Duration", "Run"],
               runs.runs.map((run) => [
-                h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
+                runState(run.state),
                 time(run.startedAt),
                 time(run.endedAt),
                 duration(run.durationMs),
@@ -133,7 +133,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
             )
           : notice("No runs recorded."),
         runs.totalCount && runs.totalCount > runs.runs.length
-          ? h("p", { class: "muted" }, `The newest ${runs.runs.length} of ${runs.totalCount} runs.`)
+          ? h("p", { class: "muted" }, `The newest ${runs.runs.length} of ${counted(runs.totalCount, "run")}.`)
           : null,
       ),
       section("Inputs", datasets(job.inputs, "No inputs.")),
