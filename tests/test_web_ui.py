@@ -361,7 +361,7 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     # Newest first: the reader ran after the writer.
     assert _texts(page, "table.runs tbody td:first-child") == ["ETLMapReduce", HOSTILE_JOB]
     assert _texts(page, "table.runs tbody td:nth-child(2)") == ["write", "read"]
-    assert _texts(page, "table.runs tbody td:nth-child(3)") == ["COMPLETED", "COMPLETED"]
+    assert _texts(page, "table.runs tbody td:nth-child(3)") == ["COMPLETE", "COMPLETE"]
     _shot(page, "2-dataset")
 
     page.click("a.button:text-is('Lineage graph')")
@@ -474,6 +474,59 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     assert outgoing[0].startswith(HOSTILE)
     assert page.locator(".summary.outgoing .chips a").all_inner_texts() == ["id"]
     _shot(page, "6-field-paths")
+
+
+def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
+    """The home page lists namespaces with their counts, the datasets written last, and each
+    job's latest run with the failed ones first; each list pages through its API list."""
+    shop = "a-shop"  # first by name among the namespaces
+    more = [run_event((f"z-more-{i:02}", "job"), time=_recent(3)) for i in range(10)]
+    _post(
+        server.url,
+        [
+            *more,
+            run_event((shop, "load"), time=_recent(0.02), outputs=[ds(shop, "orders")]),
+            run_event(
+                (shop, "report"),
+                event_type="FAIL",
+                time=datetime.now(UTC),
+                inputs=[ds(shop, "orders")],
+                outputs=[ds(shop, "revenue")],
+            ),
+        ],
+    )
+    page.goto(f"{server.url}/")
+    page.wait_for_selector("#home-runs table")
+    runs = page.locator("#home-runs tbody tr").first.locator("td")
+    assert runs.nth(0).inner_text() == "FAIL"
+    assert runs.nth(1).inner_text() == "report"
+    assert "failed or was aborted; they come first" in page.locator("#home-runs").inner_text()
+    page.wait_for_selector("#home-written table")
+    first_written = page.locator("#home-written tbody tr").first.locator("td")
+    assert first_written.nth(0).inner_text() == "revenue"  # written a minute after orders
+    page.wait_for_selector("#home-namespaces table")
+    row = page.locator("#home-namespaces tbody tr").first.locator("td")
+    assert [row.nth(i).inner_text() for i in range(3)] == [shop, "2", "2"]
+    total = httpx.get(f"{server.url}/v3/namespaces").json()["totalCount"]
+    assert total > 10  # more than one page
+    pager = page.locator("#home-namespaces .pager")
+    assert pager.locator(".page-range").inner_text() == f"1–10 of {total}"
+    pager.locator("button[name=next]").click()
+    page.wait_for_function(
+        "() => document.querySelector('#home-namespaces .page-range').textContent.startsWith('11')"
+    )
+    names = _texts(page, "#home-namespaces tbody td:first-child")
+    assert shop not in names
+    assert names == sorted(names)
+    page.locator("#home-namespaces button[name=previous]").click()
+    page.wait_for_function(
+        "() => document.querySelector('#home-namespaces .page-range').textContent.startsWith('1–')"
+    )
+    _shot(page, "1-home", docs=True)
+    page.fill("form.search-form input", "revenue")
+    page.press("form.search-form input", "Enter")
+    page.wait_for_selector("table.results")
+    assert _state(page) == {"q": "revenue"}
 
 
 def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -> None:

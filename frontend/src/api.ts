@@ -310,9 +310,30 @@ export interface TagReach {
   reach: FieldsOfDataset[];
 }
 
+/** A page of one of the estate's lists (`GET /v3/namespaces`, …). */
+export interface NamespaceCounts {
+  namespaces: { name: string; datasets: number; jobs: number; updatedAt?: string | null }[];
+  totalCount: number;
+}
+
+export interface WrittenDatasets {
+  datasets: { namespace: string; name: string; writtenAt?: string | null }[];
+  totalCount: number;
+}
+
+export interface LatestRuns {
+  runs: (RunSummary & { job: DatasetRef })[];
+  totalCount: number;
+  failedCount: number;
+}
+
 // ---- calls ----
 
 export const api = {
+  namespaceCounts: (limit: number, offset: number) => getJson<NamespaceCounts>("/v3/namespaces", { limit, offset }),
+  recentlyWritten: (limit: number, offset: number) =>
+    getJson<WrittenDatasets>("/v3/datasets/recently-written", { limit, offset }),
+  latestRuns: (limit: number, offset: number) => getJson<LatestRuns>("/v3/jobs/latest-runs", { limit, offset }),
   search: (q: string, limit = 50) => getJson<SearchResponse>("/api/v1/search", { q, limit }),
   dataset: (ns: string, name: string) =>
     getJson<Dataset>(path("api", "v1", "namespaces", ns, "datasets", name)),

@@ -5,6 +5,7 @@ import { CARRIED, carried, currentRoute, go } from "./route";
 import { renderDataset } from "./views/dataset";
 import { renderFields } from "./views/fields";
 import { renderGraph } from "./views/graph";
+import { renderHome } from "./views/home";
 import { renderJob } from "./views/job";
 import { renderRunGraph } from "./views/run-graph";
 import { renderSearch } from "./views/search";
@@ -13,6 +14,7 @@ import { renderTag } from "./views/tag";
 type View = (root: HTMLElement, params: URLSearchParams) => Promise<void>;
 
 const VIEWS: Partial<Record<string, View>> = {
+  home: renderHome,
   search: renderSearch,
   dataset: renderDataset,
   job: renderJob,
