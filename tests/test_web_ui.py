@@ -1387,6 +1387,13 @@ def test_empty_window_offers_the_latest_run_and_the_window_carries(
         ],
     )
     page.goto(f"{server.url}/#/dataset?ns=history&name=imported")
+    # The page dates the dataset by its latest run (the reader, 40 days ago), not by when
+    # the server received the events (just now).
+    page.wait_for_selector("#last-run time")
+    assert page.locator("#last-run").inner_text().startswith("Last run ended")
+    last = page.locator("#last-run time").get_attribute("datetime")
+    assert last is not None
+    assert abs(datetime.fromisoformat(last) - (old + timedelta(minutes=5))) < timedelta(minutes=1)
     hint = page.wait_for_selector("#history-hint")
     assert "latest run ended" in hint.inner_text()
     ended = page.locator("#history-hint time").get_attribute("datetime")

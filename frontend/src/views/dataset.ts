@@ -5,7 +5,7 @@ import { h, notice, replace, table, time } from "../dom";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
 import { badge, errorText, jobLink, runState, section } from "./common";
-import { latestRunHint } from "./latest-run";
+import { latestRun, latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
 import { tagChip } from "./tag";
 
@@ -61,6 +61,24 @@ async function recentRuns(programs: Program[]): Promise<{ run: Run; program: Pro
     .slice(0, RECENT_RUNS);
 }
 
+/**
+ * When a run last read or wrote the dataset, at any time: the time its data last moved, which
+ * the row's own update time (when an event last named it) is not.
+ */
+async function showLastRun(line: HTMLElement, namespace: string, name: string): Promise<void> {
+  try {
+    const run = await latestRun({ kind: "dataset", namespace, name });
+    if (!run) {
+      replace(line, "No run has read or written it.");
+      return;
+    }
+    const ended = Boolean(run.endedAt);
+    replace(line, `Last run ${ended ? "ended" : "started"} `, time(ended ? run.endedAt : (run.startedAt ?? run.createdAt)), " · ", runState(run.state));
+  } catch (error) {
+    replace(line, "Last run: ", errorText(error));
+  }
+}
+
 export async function renderDataset(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
@@ -73,6 +91,8 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
   try {
     const dataset = await api.dataset(namespace, name);
     const fields = dataset.fields ?? [];
+    const lastRun = h("p", { class: "muted", id: "last-run" }, "Last run: looking…");
+    void showLastRun(lastRun, namespace, name);
     replace(
       body,
       h(
@@ -88,7 +108,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
           h("a", { class: "button", href: links.graph("dataset", namespace, name) }, "Lineage graph"),
           h("a", { class: "button", href: links.fields(namespace, name) }, "Field lineage"),
         ),
-        h("p", { class: "muted" }, "Updated ", time(dataset.updatedAt ?? dataset.createdAt)),
+        lastRun,
       ),
       section(
         "Fields",
