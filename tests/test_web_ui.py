@@ -510,7 +510,7 @@ def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
     total = httpx.get(f"{server.url}/v3/namespaces").json()["totalCount"]
     assert total > 10  # more than one page
     pager = page.locator("#home-namespaces .pager")
-    assert pager.locator(".page-range").inner_text() == f"1–10 of {total}"
+    assert pager.locator(".page-range").inner_text() == f"1\N{EN DASH}10 of {total}"
     pager.locator("button[name=next]").click()
     page.wait_for_function(
         "() => document.querySelector('#home-namespaces .page-range').textContent.startsWith('11')"
@@ -520,13 +520,122 @@ def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
     assert names == sorted(names)
     page.locator("#home-namespaces button[name=previous]").click()
     page.wait_for_function(
-        "() => document.querySelector('#home-namespaces .page-range').textContent.startsWith('1–')"
+        "() => document.querySelector('#home-namespaces .page-range').textContent"
+        ".startsWith('1\N{EN DASH}')"
     )
     _shot(page, "1-home", docs=True)
     page.fill("form.search-form input", "revenue")
     page.press("form.search-form input", "Enter")
     page.wait_for_selector("table.results")
     assert _state(page) == {"q": "revenue"}
+
+
+DQ = "quality"
+ORDERS_SQL = "SELECT id, amount -- the total\nFROM raw.orders WHERE amount > 0 AND note <> 'x'"
+
+
+@pytest.fixture(scope="module")
+def history(server: LiveServer) -> str:
+    """quality/orders written twice by build_orders (id INT → BIGINT, note dropped, status
+    added), owned by team-payments and tagged tier=gold; then dbt_test checks two assertions
+    on it, one of which fails."""
+    owners = {
+        "_producer": PRODUCER,
+        "_schemaURL": PRODUCER,
+        "owners": [{"name": "team-payments", "type": "TEAM"}],
+    }
+    tier = [{"key": "tier", "value": "gold"}]
+    tags = {"_producer": PRODUCER, "_schemaURL": PRODUCER, "tags": tier}
+    sql = {"_producer": PRODUCER, "_schemaURL": PRODUCER, "query": ORDERS_SQL}
+    v1 = schema_facet(("id", "INT"), ("amount", "INT"), ("note", "STRING"))
+    v2 = schema_facet(("id", "BIGINT"), ("amount", "INT"), ("status", "STRING"))
+    checked = {
+        "namespace": DQ,
+        "name": "orders",
+        "inputFacets": {
+            "dataQualityAssertions": {
+                "_producer": PRODUCER,
+                "_schemaURL": PRODUCER,
+                "assertions": [
+                    {"assertion": "not_null", "success": True, "column": "id"},
+                    {"assertion": "unique", "success": False, "column": "id"},
+                ],
+            }
+        },
+    }
+    _post(
+        server.url,
+        [
+            run_event(
+                (DQ, "build_orders"),
+                time=_recent(3),
+                job_facets={"sql": sql},
+                outputs=[ds(DQ, "orders", schema=v1)],
+            ),
+            run_event(
+                (DQ, "build_orders"),
+                time=_recent(2),
+                job_facets={"sql": sql},
+                outputs=[ds(DQ, "orders", schema=v2, ownership=owners, tags=tags)],
+            ),
+            run_event((DQ, "dbt_test"), time=_recent(1), inputs=[checked]),
+        ],
+    )
+    return server.url
+
+
+def test_dataset_page_shows_versions_quality_owners_and_tags(history: str, page: Any) -> None:
+    page.goto(f"{history}/#/dataset?ns={DQ}&name=orders")
+    page.wait_for_selector("table.versions")
+    rows = page.locator("table.versions tbody tr")
+    assert rows.count() == 2
+    newest = rows.nth(0).locator("td")
+    assert newest.nth(1).locator("a.entity").inner_text() == "build_orders"
+    assert newest.nth(2).inner_text() == "3"
+    assert _texts(page, "table.versions tbody tr:first-child li") == [
+        "+ status STRING",
+        "\N{MINUS SIGN} note STRING",
+        "~ id: INT \N{RIGHTWARDS ARROW} BIGINT",
+    ]
+    assert rows.nth(1).locator("td").nth(3).inner_text() == "First version: 3 fields"
+    page.wait_for_selector("table.quality")
+    quality = page.locator("table.quality tbody tr")
+    assert quality.count() == 1
+    cells = quality.first.locator("td")
+    assert cells.nth(0).inner_text() == "1 of 2 failed"
+    assert _texts(page, "table.quality .passed") == ["\N{CHECK MARK} not_null on id"]
+    assert _texts(page, "table.quality .failed") == ["\N{BALLOT X} unique on id"]
+    assert cells.nth(2).inner_text() == "dbt_test"
+    run_link = cells.nth(3).locator("a").get_attribute("href")
+    assert run_link is not None
+    assert run_link.startswith("#/run?id=")
+    assert page.locator("#dataset-owners").inner_text() == "Owners: team-payments (TEAM)"
+    assert "tier=gold" in page.locator("#dataset-tags").inner_text()
+    _shot(page, "5-dataset-history", docs=True)
+
+
+def test_job_page_shows_its_sql_highlighted_and_copyable(history: str, browser: Any) -> None:
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{history}/#/job?ns={DQ}&name=build_orders")
+        page.wait_for_selector("#job-sql code")
+        assert page.locator("#job-sql code").text_content() == ORDERS_SQL
+        keywords = _texts(page, "#job-sql .sql-keyword")
+        assert keywords == ["SELECT", "FROM", "WHERE", "AND"]
+        assert _texts(page, "#job-sql .sql-string") == ["'x'"]
+        assert _texts(page, "#job-sql .sql-comment") == ["-- the total"]
+        assert _texts(page, "#job-sql .sql-number") == ["0"]
+        page.click("button[name=copy-sql]")
+        page.wait_for_selector("button[name=copy-sql]:text-is('Copied')")
+        assert page.evaluate("() => navigator.clipboard.readText()") == ORDERS_SQL
+        # Its runs with durations and states, newest first.
+        assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETE", "COMPLETE"]
+        _shot(page, "7-job-sql", docs=True)
+    finally:
+        context.close()
 
 
 def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -> None:

@@ -5,6 +5,7 @@ import { h, notice, replace, table, time } from "../dom";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
 import { badge, errorText, jobLink, runState, section } from "./common";
+import { ownersAndTags, qualitySection, versionsSection } from "./dataset-history";
 import { latestRun, latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
 import { tagChip } from "./tag";
@@ -86,6 +87,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
   const window = windowControl(params, change);
   const io = h("div", {}, notice("Loading writers and readers…"));
   const runs = h("div", {}, notice("Loading runs…"));
+  const quality = h("div", { id: "dataset-quality" }, notice("Loading runs…"));
   const body = h("div", { class: "page" }, notice("Loading…"));
   replace(root, body);
   try {
@@ -101,7 +103,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
         h("h1", {}, badge("dataset"), " ", h("span", { class: "entity-name" }, dataset.name)),
         h("p", { class: "muted wrap" }, dataset.namespace),
         dataset.description ? h("p", {}, dataset.description) : null,
-        dataset.tags?.length ? h("p", { class: "tags", id: "dataset-tags" }, "Tags: ", dataset.tags.map(tagChip)) : null,
+        ownersAndTags(dataset, tagChip),
         h(
           "p",
           { class: "actions" },
@@ -126,8 +128,10 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
             )
           : notice("No fields are known for this dataset."),
       ),
+      section("Versions", versionsSection(namespace, name)),
       section("Writers and readers", h("div", { class: "controls" }, window, asOfControl(params, change)), io),
       section("Recent runs", runs),
+      section("Data quality", quality),
       section("Facets", facetList(dataset.facets)),
     );
   } catch (error) {
@@ -156,6 +160,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
       list("read").length ? table(headers, rows("read"), { class: "readers" }) : notice("No reader in this window."),
     );
     const recent = await recentRuns(programs);
+    qualitySection(quality, recent.map(({ run, program }) => ({ run, job: program })), namespace, name);
     replace(
       runs,
       recent.length
@@ -176,5 +181,6 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
   } catch (error) {
     replace(io, h("p", { class: "notice notice-error", role: "alert" }, errorText(error)));
     replace(runs, "");
+    replace(quality, "");
   }
 }

@@ -7,6 +7,7 @@ import { go, href, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
 import { badge, datasetLink, errorText, jobLink, runState, section } from "./common";
 import { facetList } from "./facets";
+import { sqlBlock } from "./sql-code";
 
 const RUNS_SHOWN = 50;
 
@@ -76,6 +77,12 @@ function contentsOf(contents: WorkflowContents): HTMLElement[] {
   ];
 }
 
+/** The query of the job's `sql` facet, when it has one. */
+function sqlOf(job: Job): string | null {
+  const facet = job.facets?.sql as { query?: unknown } | undefined;
+  return typeof facet?.query === "string" ? facet.query : null;
+}
+
 export async function renderJob(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
@@ -84,6 +91,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
   try {
     const [job, runs] = await Promise.all([api.job(namespace, name), api.jobRuns(namespace, name, RUNS_SHOWN)]);
     const parent = parentOf(job);
+    const sql = sqlOf(job);
     const contents = await api.workflowContents(namespace, name, windowQuery(params));
     const kind = contents.isWorkflow || (job.type ?? "job").toLowerCase() === "workflow" ? "workflow" : "job";
     const change = (changes: Record<string, string>) => go("job", { ...paramsObject(params), ...changes });
@@ -114,6 +122,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           parent ? jobLink(parent.namespace, parent.name) : h("span", { class: "muted" }, "none"),
         ),
       ),
+      sql === null ? null : section("SQL", sqlBlock(sql)),
       kind === "workflow"
         ? section("Inside this workflow", h("div", { class: "controls" }, windowControl(params, change)), contentsOf(contents))
         : null,
