@@ -485,13 +485,13 @@ def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
         server.url,
         [
             *more,
-            run_event((shop, "load"), time=_recent(0.02), outputs=[ds(shop, "orders")]),
+            run_event((shop, "shop_load"), time=_recent(0.02), outputs=[ds(shop, "shop_orders")]),
             run_event(
-                (shop, "report"),
+                (shop, "shop_totals"),
                 event_type="FAIL",
                 time=datetime.now(UTC),
-                inputs=[ds(shop, "orders")],
-                outputs=[ds(shop, "revenue")],
+                inputs=[ds(shop, "shop_orders")],
+                outputs=[ds(shop, "shop_revenue")],
             ),
         ],
     )
@@ -499,11 +499,11 @@ def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
     page.wait_for_selector("#home-runs table")
     runs = page.locator("#home-runs tbody tr").first.locator("td")
     assert runs.nth(0).inner_text() == "FAIL"
-    assert runs.nth(1).inner_text() == "report"
+    assert runs.nth(1).inner_text() == "shop_totals"
     assert "failed or was aborted; they come first" in page.locator("#home-runs").inner_text()
     page.wait_for_selector("#home-written table")
     first_written = page.locator("#home-written tbody tr").first.locator("td")
-    assert first_written.nth(0).inner_text() == "revenue"  # written a minute after orders
+    assert first_written.nth(0).inner_text() == "shop_revenue"  # written a minute after orders
     page.wait_for_selector("#home-namespaces table")
     row = page.locator("#home-namespaces tbody tr").first.locator("td")
     assert [row.nth(i).inner_text() for i in range(3)] == [shop, "2", "2"]
@@ -524,10 +524,10 @@ def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
         ".startsWith('1\N{EN DASH}')"
     )
     _shot(page, "1-home", docs=True)
-    page.fill("form.search-form input", "revenue")
+    page.fill("form.search-form input", "shop_revenue")
     page.press("form.search-form input", "Enter")
     page.wait_for_selector("table.results")
-    assert _state(page) == {"q": "revenue"}
+    assert _state(page) == {"q": "shop_revenue"}
 
 
 DQ = "quality"
@@ -636,6 +636,60 @@ def test_job_page_shows_its_sql_highlighted_and_copyable(history: str, browser: 
         _shot(page, "7-job-sql", docs=True)
     finally:
         context.close()
+
+
+#: Namespace → the platform icon it gets (None: a namespace with no known scheme).
+PLATFORMS = {
+    "postgres://db.example:5432": "postgresql",
+    "bigquery": "bigquery",
+    "s3://lake": "s3",
+    "gs://lake": "gcs",
+    "kafka://broker:9092": "kafka",
+    "hdfs://namenode:8020": "hdfs",
+    "file": "file",
+    "warehouse_misc": None,
+    "mysql://db:3306": "mysql",
+    "constructor": None,  # a name, not a key of some object
+}
+JOB_PLATFORMS = {
+    "airflow-prod": "airflow",
+    "dbt-analytics": "dbt",
+    "spark://cluster": "spark",
+    "toString": None,
+}
+
+
+def test_namespaces_show_their_platforms_icon(server: LiveServer, page: Any) -> None:
+    """Search results name each namespace after its platform's icon, from its scheme (or, for
+    a job namespace, the tool's name in it); an unknown one has none."""
+    names = list(PLATFORMS)
+    events = [
+        run_event(
+            (job_ns, f"iconjob_{i}"),
+            time=_recent(1),
+            inputs=[ds(names[2 * i], f"iconset_{2 * i}")],
+            outputs=[ds(names[2 * i + 1], f"iconset_{2 * i + 1}")],
+        )
+        for i, job_ns in enumerate([*JOB_PLATFORMS, "plain_jobs"])
+    ]
+    _post(server.url, events)
+    page.goto(f"{server.url}/#/search?q=icon")
+    page.wait_for_selector("table.results")
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('table.results tbody tr')].map((row) => {
+            const cell = row.querySelector('.namespace');
+            const icon = cell.querySelector('svg.platform');
+            const box = icon ? icon.getBoundingClientRect() : null;
+            return [cell.innerText.trim(), icon ? icon.dataset.platform : null,
+                    box ? box.width * box.height : 0];
+        })"""
+    )
+    expected = {**PLATFORMS, **JOB_PLATFORMS, "plain_jobs": None}
+    assert {namespace: platform for namespace, platform, _ in shown} == expected
+    assert all(area == 16 * 16 for _, platform, area in shown if platform)
+    page.goto(f"{server.url}/#/dataset?ns={quote(RAW_NS, safe='')}&name={_quote(RAW_FILE)}")
+    icon = page.wait_for_selector(".page-head svg.platform")
+    assert icon.get_attribute("aria-label") == "Amazon S3"
 
 
 def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -> None:

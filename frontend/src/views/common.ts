@@ -3,6 +3,7 @@
 
 import { ApiFailure, saveToken, savedToken } from "../api";
 import { type Child, h } from "../dom";
+import { platformIcon } from "../platforms";
 import { links } from "../route";
 
 /** What went wrong, in words; a 401/403 also offers a field for an API token. */
@@ -62,4 +63,10 @@ export function stateWord(state: string | null | undefined): string {
 export function runState(state: string | null | undefined): HTMLElement {
   const word = stateWord(state);
   return h("span", { class: `state state-${word.toLowerCase()}` }, word);
+}
+
+/** A namespace as text, after the icon of its platform when its scheme names one we know. */
+export function namespaceLabel(namespace: string, attrs: Record<string, string> = {}): HTMLElement {
+  const icon = platformIcon(namespace);
+  return h("span", { class: "wrap muted namespace", ...attrs }, icon, namespace);
 }

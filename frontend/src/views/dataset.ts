@@ -4,7 +4,7 @@ import { api, type LineageResponse, type Run } from "../api";
 import { h, notice, replace, table, time } from "../dom";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
-import { badge, errorText, jobLink, runState, section } from "./common";
+import { badge, errorText, jobLink, namespaceLabel, runState, section } from "./common";
 import { ownersAndTags, qualitySection, versionsSection } from "./dataset-history";
 import { latestRun, latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
@@ -101,7 +101,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
         "header",
         { class: "page-head" },
         h("h1", {}, badge("dataset"), " ", h("span", { class: "entity-name" }, dataset.name)),
-        h("p", { class: "muted wrap" }, dataset.namespace),
+        h("p", { class: "muted wrap" }, namespaceLabel(dataset.namespace)),
         dataset.description ? h("p", {}, dataset.description) : null,
         ownersAndTags(dataset, tagChip),
         h(

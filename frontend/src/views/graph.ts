@@ -26,7 +26,7 @@ import { fullLabel } from "../labels";
 import { layOut } from "../layout";
 import { ALL_TIME, go, historyQuery, links, note, paramsObject } from "../route";
 import { asOfControl, instantInput, windowControl } from "../window-control";
-import { errorText } from "./common";
+import { errorText, namespaceLabel } from "./common";
 import { latestRunHint } from "./latest-run";
 
 const DEFAULT_LEVELS = 3;
@@ -501,7 +501,7 @@ class GraphSession {
         h("dt", {}, "Type"),
         h("dd", {}, node.kind + (node.temporary ? " (temporary to its workflow run)" : "")),
         h("dt", {}, "Namespace"),
-        h("dd", { class: "wrap" }, node.namespace),
+        h("dd", { class: "wrap" }, namespaceLabel(node.namespace)),
         h("dt", {}, "Name"),
         h("dd", { class: "wrap", id: "panel-name" }, fullLabel(node)),
         h(

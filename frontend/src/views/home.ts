@@ -5,7 +5,7 @@
 import { api } from "../api";
 import { type Child, h, notice, replace, table, time } from "../dom";
 import { go, links } from "../route";
-import { datasetLink, errorText, jobLink, runState, section } from "./common";
+import { datasetLink, errorText, jobLink, namespaceLabel, runState, section } from "./common";
 
 /** Rows per page of each list. */
 export const HOME_PAGE_ROWS = 10;
@@ -65,14 +65,14 @@ export function renderHome(root: HTMLElement): Promise<void> {
     const page = await api.namespaceCounts(HOME_PAGE_ROWS, offset);
     return {
       total: page.totalCount,
-      rows: page.namespaces.map((ns) => [h("span", { class: "wrap" }, ns.name), ns.datasets, ns.jobs, time(ns.updatedAt)]),
+      rows: page.namespaces.map((ns) => [namespaceLabel(ns.name), ns.datasets, ns.jobs, time(ns.updatedAt)]),
     };
   });
   const written = pagedList("home-written", "Recently written datasets", ["Dataset", "Namespace", "Last written"], "No run has written a dataset yet.", async (offset) => {
     const page = await api.recentlyWritten(HOME_PAGE_ROWS, offset);
     return {
       total: page.totalCount,
-      rows: page.datasets.map((ds) => [datasetLink(ds.namespace, ds.name), h("span", { class: "wrap muted" }, ds.namespace), time(ds.writtenAt)]),
+      rows: page.datasets.map((ds) => [datasetLink(ds.namespace, ds.name), namespaceLabel(ds.namespace), time(ds.writtenAt)]),
     };
   });
   const runs = pagedList("home-runs", "Latest runs", ["State", "Job", "Namespace", "Started", "Ended", "Run"], "No run has been recorded yet.", async (offset) => {
@@ -85,7 +85,7 @@ export function renderHome(root: HTMLElement): Promise<void> {
       rows: page.runs.map((run) => [
         runState(run.state),
         jobLink(run.job.namespace, run.job.name),
-        h("span", { class: "wrap muted" }, run.job.namespace),
+        namespaceLabel(run.job.namespace),
         time(run.startedAt),
         time(run.endedAt),
         h("a", { href: links.run(run.id), title: "The runs that made what it read" }, h("code", {}, run.id.slice(0, 8))),

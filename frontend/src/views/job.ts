@@ -5,7 +5,7 @@ import { api, type DatasetRef, type Job, type RunSummary, type WorkflowContents 
 import { counted, h, notice, replace, table, time } from "../dom";
 import { go, href, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
-import { badge, datasetLink, errorText, jobLink, runState, section } from "./common";
+import { badge, datasetLink, errorText, jobLink, namespaceLabel, runState, section } from "./common";
 import { facetList } from "./facets";
 import { sqlBlock } from "./sql-code";
 
@@ -101,7 +101,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
         "header",
         { class: "page-head" },
         h("h1", {}, badge(kind), " ", h("span", { class: "entity-name" }, job.name)),
-        h("p", { class: "muted wrap" }, job.namespace),
+        h("p", { class: "muted wrap" }, namespaceLabel(job.namespace)),
         job.description ? h("p", {}, job.description) : null,
         h(
           "p",
