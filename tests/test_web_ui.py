@@ -1205,6 +1205,68 @@ def test_all_time_has_no_window_before_it(two_windows: str, page: Any) -> None:
     assert page.locator("select[name=compare] option[value=previous]").is_disabled()
 
 
+def _impact_rows(page: Any) -> list[list[str]]:
+    page.wait_for_selector("table.impact")
+    rows = page.locator("table.impact tbody tr")
+    return [
+        [rows.nth(i).locator("td").nth(c).inner_text() for c in (0, 1, 3, 4, 6)]
+        for i in range(rows.count())
+    ]
+
+
+def test_impact_list_filters_and_exports_csv(paths_graph: str, page: Any) -> None:
+    """Downstream of raw_orders: clean_orders one job away, daily_revenue and order_audit
+    two, report three; the fields id and amount of clean_orders one field edge away and
+    daily_revenue.total two. rules_job also writes order_audit but is not downstream."""
+    page.goto(f"{paths_graph}/#/dataset?ns={P}&name=raw_orders")
+    page.click("a.button:text-is('Impact')")
+    expected = [
+        ["dataset", "clean_orders", "1", "ingest", "COMPLETE"],
+        ["field", "clean_orders.amount", "1", "ingest", "COMPLETE"],
+        ["field", "clean_orders.id", "1", "ingest", "COMPLETE"],
+        ["dataset", "daily_revenue", "2", "revenue_job", "COMPLETE"],
+        ["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"],
+        ["dataset", "order_audit", "2", "audit_job", "COMPLETE"],
+        ["dataset", "report", "3", "publish", "COMPLETE"],
+    ]
+    assert _impact_rows(page) == expected
+    page.select_option("select[name=kind]", "field")
+    assert _impact_rows(page) == [row for row in expected if row[0] == "field"]
+    page.select_option("select[name=hops]", "2")
+    assert _impact_rows(page) == [["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"]]
+    assert _state(page)["kind"] == "field"
+    assert _state(page)["hops"] == "2"
+    page.select_option("select[name=kind]", "")
+    assert page.locator("#impact-count").inner_text() == "3 of 7 shown"
+    with page.expect_download() as download:
+        page.click("button[name=download-csv]")
+    csv = Path(download.value.path()).read_bytes().decode("utf-8")
+    assert csv.split("\r\n") == [
+        "kind,namespace,dataset,field,hops,jobs,owners,latest run state,latest run started",
+        f"dataset,{P},daily_revenue,,2,revenue_job,,COMPLETE,{_started(page, 'revenue_job')}",
+        f"field,{P},daily_revenue,total,2,revenue_job,,COMPLETE,{_started(page, 'revenue_job')}",
+        f"dataset,{P},order_audit,,2,audit_job,,COMPLETE,{_started(page, 'audit_job')}",
+        "",
+    ]
+    assert download.value.suggested_filename == "impact-raw_orders.csv"
+    _shot(page, "22-impact", docs=True)
+    # From a field: only what that field flowed into.
+    page.goto(f"{paths_graph}/#/impact?ns={P}&name=raw_orders&field=amount")
+    assert _impact_rows(page) == [
+        ["field", "clean_orders.amount", "1", "ingest", "COMPLETE"],
+        ["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"],
+    ]
+
+
+def _started(page: Any, job: str) -> str:
+    """The start of the job's latest run, as the API gives it."""
+    runs = page.evaluate(
+        "(url) => fetch(url).then((r) => r.json())", f"/api/v1/namespaces/{P}/jobs/{job}/runs"
+    )
+    started: str = runs["runs"][0]["startedAt"]
+    return started
+
+
 def test_filters_search_and_paths_between_two_nodes(paths_graph: str, page: Any) -> None:
     _open_paths(page, paths_graph, "clean_orders", "&levels=5")
     page.uncheck("input[name=show-job]")

@@ -6,6 +6,7 @@ import { renderDataset } from "./views/dataset";
 import { renderFields } from "./views/fields";
 import { renderGraph } from "./views/graph";
 import { renderHome } from "./views/home";
+import { renderImpact } from "./views/impact";
 import { renderJob } from "./views/job";
 import { renderRunGraph } from "./views/run-graph";
 import { renderSearch } from "./views/search";
@@ -15,6 +16,7 @@ type View = (root: HTMLElement, params: URLSearchParams) => Promise<void>;
 
 const VIEWS: Partial<Record<string, View>> = {
   home: renderHome,
+  impact: renderImpact,
   search: renderSearch,
   dataset: renderDataset,
   job: renderJob,

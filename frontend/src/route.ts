@@ -78,6 +78,7 @@ export const links = {
   fields: (ns: string, name: string, field?: string) => href("fields", { ns, name, field }),
   run: (id: string) => href("run", { id }),
   tag: (tag: string) => href("tag", { tag }),
+  impact: (ns: string, name: string, field?: string) => href("impact", { ns, name, field }),
 };
 
 // ---- time window (design §4.1) ----

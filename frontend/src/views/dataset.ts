@@ -109,6 +109,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
           { class: "actions" },
           h("a", { class: "button", href: links.graph("dataset", namespace, name) }, "Lineage graph"),
           h("a", { class: "button", href: links.fields(namespace, name) }, "Field lineage"),
+          h("a", { class: "button", href: links.impact(namespace, name) }, "Impact"),
         ),
         lastRun,
       ),

@@ -228,6 +228,8 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
         { class: "muted" },
         `Fields ${counted(levels, "hop")} up and down from this one; its paths are highlighted, temporary datasets dashed. Click a field to follow it. `,
         more,
+        " ",
+        h("a", { href: links.impact(namespace, name, field), id: "field-impact" }, "Impact of this field"),
       ),
       fieldGraph.status === "fulfilled"
         ? fieldGraph.value.graph.length
