@@ -16,15 +16,18 @@ const FILL: Record<string, string> = {
   workflow: "#a78bfa",
 };
 
+/** Graph point (x0, y0) is drawn at map pixel (left, top); k map pixels per graph unit. */
 interface Scale {
   x0: number;
   y0: number;
+  left: number;
+  top: number;
   k: number;
 }
 
 export class Minimap {
   readonly element: HTMLCanvasElement;
-  private scale: Scale = { x0: 0, y0: 0, k: 1 };
+  private scale: Scale = { x0: 0, y0: 0, left: MARGIN, top: MARGIN, k: 1 };
   private pending = false;
 
   constructor(private readonly cy: Core) {
@@ -40,8 +43,8 @@ export class Minimap {
     cy.on("class", "node", () => this.redraw());
     const moveTo = (event: PointerEvent) => {
       const box = this.element.getBoundingClientRect();
-      const { x0, y0, k } = this.scale;
-      this.centreOn(x0 + (event.clientX - box.left - MARGIN) / k, y0 + (event.clientY - box.top - MARGIN) / k);
+      const { x0, y0, left, top, k } = this.scale;
+      this.centreOn(x0 + (event.clientX - box.left - left) / k, y0 + (event.clientY - box.top - top) / k);
     };
     this.element.addEventListener("pointerdown", (event) => {
       this.element.setPointerCapture(event.pointerId);
@@ -87,12 +90,15 @@ export class Minimap {
     this.element.hidden = whole;
     if (whole) return;
     const k = Math.min((WIDTH - 2 * MARGIN) / (box.x2 - box.x1), (HEIGHT - 2 * MARGIN) / (box.y2 - box.y1));
-    this.scale = { x0: box.x1, y0: box.y1, k };
+    // The graph is centred on the map, so a wide one sits in the middle rather than at the top.
+    const left = (WIDTH - (box.x2 - box.x1) * k) / 2;
+    const top = (HEIGHT - (box.y2 - box.y1) * k) / 2;
+    this.scale = { x0: box.x1, y0: box.y1, left, top, k };
     const context = this.element.getContext("2d");
     if (!context) return;
     context.setTransform(devicePixelRatio, 0, 0, devicePixelRatio, 0, 0);
     context.clearRect(0, 0, WIDTH, HEIGHT);
-    const at = (x: number, y: number) => [MARGIN + (x - box.x1) * k, MARGIN + (y - box.y1) * k];
+    const at = (x: number, y: number) => [left + (x - box.x1) * k, top + (y - box.y1) * k];
     nodes.forEach((node) => {
       const { x, y } = node.position();
       const [px, py] = at(x - Number(node.data("width")) / 2, y - Number(node.data("height")) / 2);
