@@ -241,12 +241,14 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    # A refused API request is shown in the page (and asserted on); any other error is a bug.
+    # A refused API request is shown in the page (and asserted on); any other error is a bug,
+    # and so is a warning (Cytoscape warns of style values it drops).
     page.on(
         "console",
         lambda msg: (
-            errors.append(msg.text)
-            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            errors.append(f"{msg.type}: {msg.text}")
+            if msg.type in ("error", "warning")
+            and not msg.text.startswith("Failed to load resource")
             else None
         ),
     )
@@ -359,7 +361,7 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     # Newest first: the reader ran after the writer.
     assert _texts(page, "table.runs tbody td:first-child") == ["ETLMapReduce", HOSTILE_JOB]
     assert _texts(page, "table.runs tbody td:nth-child(2)") == ["write", "read"]
-    assert _texts(page, "table.runs tbody td:nth-child(3)") == ["COMPLETED", "COMPLETED"]
+    assert _texts(page, "table.runs tbody td:nth-child(3)") == ["COMPLETE", "COMPLETE"]
     _shot(page, "2-dataset")
 
     page.click("a.button:text-is('Lineage graph')")
@@ -474,6 +476,222 @@ def test_search_to_graph_to_field_paths(server: LiveServer, page: Any) -> None:
     _shot(page, "6-field-paths")
 
 
+def test_home_shows_the_estate_paged(server: LiveServer, page: Any) -> None:
+    """The home page lists namespaces with their counts, the datasets written last, and each
+    job's latest run with the failed ones first; each list pages through its API list."""
+    shop = "a-shop"  # first by name among the namespaces
+    more = [run_event((f"z-more-{i:02}", "job"), time=_recent(3)) for i in range(10)]
+    _post(
+        server.url,
+        [
+            *more,
+            run_event((shop, "shop_load"), time=_recent(0.02), outputs=[ds(shop, "shop_orders")]),
+            run_event(
+                (shop, "shop_totals"),
+                event_type="FAIL",
+                time=datetime.now(UTC),
+                inputs=[ds(shop, "shop_orders")],
+                outputs=[ds(shop, "shop_revenue")],
+            ),
+        ],
+    )
+    page.goto(f"{server.url}/")
+    page.wait_for_selector("#home-runs table")
+    runs = page.locator("#home-runs tbody tr").first.locator("td")
+    assert runs.nth(0).inner_text() == "FAIL"
+    assert runs.nth(1).inner_text() == "shop_totals"
+    assert "failed or was aborted; they come first" in page.locator("#home-runs").inner_text()
+    page.wait_for_selector("#home-written table")
+    first_written = page.locator("#home-written tbody tr").first.locator("td")
+    assert first_written.nth(0).inner_text() == "shop_revenue"  # written a minute after orders
+    page.wait_for_selector("#home-namespaces table")
+    row = page.locator("#home-namespaces tbody tr").first.locator("td")
+    assert [row.nth(i).inner_text() for i in range(3)] == [shop, "2", "2"]
+    total = httpx.get(f"{server.url}/v3/namespaces").json()["totalCount"]
+    assert total > 10  # more than one page
+    pager = page.locator("#home-namespaces .pager")
+    assert pager.locator(".page-range").inner_text() == f"1\N{EN DASH}10 of {total}"
+    pager.locator("button[name=next]").click()
+    page.wait_for_function(
+        "() => document.querySelector('#home-namespaces .page-range').textContent.startsWith('11')"
+    )
+    names = _texts(page, "#home-namespaces tbody td:first-child")
+    assert shop not in names
+    assert names == sorted(names)
+    page.locator("#home-namespaces button[name=previous]").click()
+    page.wait_for_function(
+        "() => document.querySelector('#home-namespaces .page-range').textContent"
+        ".startsWith('1\N{EN DASH}')"
+    )
+    _shot(page, "1-home", docs=True)
+    page.fill("form.search-form input", "shop_revenue")
+    page.press("form.search-form input", "Enter")
+    page.wait_for_selector("table.results")
+    assert _state(page) == {"q": "shop_revenue"}
+
+
+DQ = "quality"
+ORDERS_SQL = "SELECT id, amount -- the total\nFROM raw.orders WHERE amount > 0 AND note <> 'x'"
+
+
+@pytest.fixture(scope="module")
+def history(server: LiveServer) -> str:
+    """quality/orders written twice by build_orders (id INT → BIGINT, note dropped, status
+    added), owned by team-payments and tagged tier=gold; then dbt_test checks two assertions
+    on it, one of which fails."""
+    owners = {
+        "_producer": PRODUCER,
+        "_schemaURL": PRODUCER,
+        "owners": [{"name": "team-payments", "type": "TEAM"}],
+    }
+    tier = [{"key": "tier", "value": "gold"}]
+    tags = {"_producer": PRODUCER, "_schemaURL": PRODUCER, "tags": tier}
+    sql = {"_producer": PRODUCER, "_schemaURL": PRODUCER, "query": ORDERS_SQL}
+    v1 = schema_facet(("id", "INT"), ("amount", "INT"), ("note", "STRING"))
+    v2 = schema_facet(("id", "BIGINT"), ("amount", "INT"), ("status", "STRING"))
+    checked = {
+        "namespace": DQ,
+        "name": "orders",
+        "inputFacets": {
+            "dataQualityAssertions": {
+                "_producer": PRODUCER,
+                "_schemaURL": PRODUCER,
+                "assertions": [
+                    {"assertion": "not_null", "success": True, "column": "id"},
+                    {"assertion": "unique", "success": False, "column": "id"},
+                ],
+            }
+        },
+    }
+    _post(
+        server.url,
+        [
+            run_event(
+                (DQ, "build_orders"),
+                time=_recent(3),
+                job_facets={"sql": sql},
+                outputs=[ds(DQ, "orders", schema=v1)],
+            ),
+            run_event(
+                (DQ, "build_orders"),
+                time=_recent(2),
+                job_facets={"sql": sql},
+                outputs=[ds(DQ, "orders", schema=v2, ownership=owners, tags=tags)],
+            ),
+            run_event((DQ, "dbt_test"), time=_recent(1), inputs=[checked]),
+        ],
+    )
+    return server.url
+
+
+def test_dataset_page_shows_versions_quality_owners_and_tags(history: str, page: Any) -> None:
+    page.goto(f"{history}/#/dataset?ns={DQ}&name=orders")
+    page.wait_for_selector("table.versions")
+    rows = page.locator("table.versions tbody tr")
+    assert rows.count() == 2
+    newest = rows.nth(0).locator("td")
+    assert newest.nth(1).locator("a.entity").inner_text() == "build_orders"
+    assert newest.nth(2).inner_text() == "3"
+    assert _texts(page, "table.versions tbody tr:first-child li") == [
+        "+ status STRING",
+        "\N{MINUS SIGN} note STRING",
+        "~ id: INT \N{RIGHTWARDS ARROW} BIGINT",
+    ]
+    assert rows.nth(1).locator("td").nth(3).inner_text() == "First version: 3 fields"
+    page.wait_for_selector("table.quality")
+    quality = page.locator("table.quality tbody tr")
+    assert quality.count() == 1
+    cells = quality.first.locator("td")
+    assert cells.nth(0).inner_text() == "1 of 2 failed"
+    assert _texts(page, "table.quality .passed") == ["\N{CHECK MARK} not_null on id"]
+    assert _texts(page, "table.quality .failed") == ["\N{BALLOT X} unique on id"]
+    assert cells.nth(2).inner_text() == "dbt_test"
+    run_link = cells.nth(3).locator("a").get_attribute("href")
+    assert run_link is not None
+    assert run_link.startswith("#/run?id=")
+    assert page.locator("#dataset-owners").inner_text() == "Owners: team-payments (TEAM)"
+    assert "tier=gold" in page.locator("#dataset-tags").inner_text()
+    _shot(page, "5-dataset-history", docs=True)
+
+
+def test_job_page_shows_its_sql_highlighted_and_copyable(history: str, browser: Any) -> None:
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{history}/#/job?ns={DQ}&name=build_orders")
+        page.wait_for_selector("#job-sql code")
+        assert page.locator("#job-sql code").text_content() == ORDERS_SQL
+        keywords = _texts(page, "#job-sql .sql-keyword")
+        assert keywords == ["SELECT", "FROM", "WHERE", "AND"]
+        assert _texts(page, "#job-sql .sql-string") == ["'x'"]
+        assert _texts(page, "#job-sql .sql-comment") == ["-- the total"]
+        assert _texts(page, "#job-sql .sql-number") == ["0"]
+        page.click("button[name=copy-sql]")
+        page.wait_for_selector("button[name=copy-sql]:text-is('Copied')")
+        assert page.evaluate("() => navigator.clipboard.readText()") == ORDERS_SQL
+        # Its runs with durations and states, newest first.
+        assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETE", "COMPLETE"]
+        _shot(page, "7-job-sql", docs=True)
+    finally:
+        context.close()
+
+
+#: Namespace → the platform icon it gets (None: a namespace with no known scheme).
+PLATFORMS = {
+    "postgres://db.example:5432": "postgresql",
+    "bigquery": "bigquery",
+    "s3://lake": "s3",
+    "gs://lake": "gcs",
+    "kafka://broker:9092": "kafka",
+    "hdfs://namenode:8020": "hdfs",
+    "file": "file",
+    "warehouse_misc": None,
+    "mysql://db:3306": "mysql",
+    "constructor": None,  # a name, not a key of some object
+}
+JOB_PLATFORMS = {
+    "airflow-prod": "airflow",
+    "dbt-analytics": "dbt",
+    "spark://cluster": "spark",
+    "toString": None,
+}
+
+
+def test_namespaces_show_their_platforms_icon(server: LiveServer, page: Any) -> None:
+    """Search results name each namespace after its platform's icon, from its scheme (or, for
+    a job namespace, the tool's name in it); an unknown one has none."""
+    names = list(PLATFORMS)
+    events = [
+        run_event(
+            (job_ns, f"iconjob_{i}"),
+            time=_recent(1),
+            inputs=[ds(names[2 * i], f"iconset_{2 * i}")],
+            outputs=[ds(names[2 * i + 1], f"iconset_{2 * i + 1}")],
+        )
+        for i, job_ns in enumerate([*JOB_PLATFORMS, "plain_jobs"])
+    ]
+    _post(server.url, events)
+    page.goto(f"{server.url}/#/search?q=icon")
+    page.wait_for_selector("table.results")
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('table.results tbody tr')].map((row) => {
+            const cell = row.querySelector('.namespace');
+            const icon = cell.querySelector('svg.platform');
+            const box = icon ? icon.getBoundingClientRect() : null;
+            return [cell.innerText.trim(), icon ? icon.dataset.platform : null,
+                    box ? box.width * box.height : 0];
+        })"""
+    )
+    expected = {**PLATFORMS, **JOB_PLATFORMS, "plain_jobs": None}
+    assert {namespace: platform for namespace, platform, _ in shown} == expected
+    assert all(area == 16 * 16 for _, platform, area in shown if platform)
+    page.goto(f"{server.url}/#/dataset?ns={quote(RAW_NS, safe='')}&name={_quote(RAW_FILE)}")
+    icon = page.wait_for_selector(".page-head svg.platform")
+    assert icon.get_attribute("aria-label") == "Amazon S3"
+
+
 def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -> None:
     """A job that sent only its SQL: the field view says the lineage came from it."""
     ns = "postgres://warehouse:5432"
@@ -503,7 +721,8 @@ def test_field_view_marks_lineage_read_from_sql(server: LiveServer, page: Any) -
 def test_job_page_shows_runs_io_and_parent_workflow(server: LiveServer, page: Any) -> None:
     page.goto(f"{server.url}/#/job?ns={NS}&name=load_users")
     page.wait_for_selector("table.runs")
-    assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETED"]
+    # OpenLineage's word for the state, as the run graph says it, not Marquez's COMPLETED.
+    assert _texts(page, "table.runs tbody td:first-child") == ["COMPLETE"]
     started = page.locator("table.runs tbody td:nth-child(2) time").get_attribute("datetime")
     assert started is not None
     assert datetime.fromisoformat(started) > datetime.now(UTC) - timedelta(hours=3)
@@ -857,6 +1076,197 @@ def test_expand_and_collapse_one_hop_in_place(paths_graph: str, page: Any) -> No
     page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 9")
 
 
+U = "undo"
+
+
+@pytest.fixture(scope="module")
+def undo_graph(server: LiveServer) -> str:
+    """report_job reads fact and dim and writes report; load reads dim and writes fact:
+
+    dim → load → fact → report_job → report
+    dim ────────────────↗
+    """
+    _post(
+        server.url,
+        [
+            _step((U, "load"), [(U, "dim")], (U, "fact")),
+            _step((U, "report_job"), [(U, "fact"), (U, "dim")], (U, "report")),
+        ],
+    )
+    return server.url
+
+
+def test_minus_undoes_plus_where_what_it_added_joins_the_graph(undo_graph: str, page: Any) -> None:
+    """`load`, added upstream of fact, also hangs on dim, which the centre reaches another way:
+    "minus upstream" still takes it back, and dim (drawn before) stays."""
+    page.goto(f"{undo_graph}/#/graph?type=dataset&ns={U}&name=report&levels=1")
+    drawn = _graph(page, "report")
+    assert drawn["labels"] == ["dim", "fact", "report", "report_job"]
+    _click_node(page, "fact")
+    page.click("button[name=expand-upstream]")
+    page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 5")
+    assert "1 node added upstream of fact." in page.locator("#graph-status").inner_text()
+    page.click("button[name=collapse-upstream]")
+    page.wait_for_function("() => window.__upstreamGraph.cy.nodes().length === 4")
+    names = page.evaluate("() => window.__upstreamGraph.cy.nodes().map((n) => n.data('name'))")
+    assert sorted(names) == ["dim", "fact", "report", "report_job"]
+    edges = page.evaluate("() => window.__upstreamGraph.cy.edges().length")
+    assert edges == 3  # dim → report_job, fact → report_job, report_job → report
+    assert "1 node upstream of fact collapsed." in page.locator("#graph-status").inner_text()
+
+
+def test_panel_buttons_are_drawn_by_a_font(paths_graph: str, page: Any) -> None:
+    """Every character of the side panel's buttons differs from a character no font has
+    (which every font draws as the same missing-glyph box): the fullwidth plus did not."""
+    _open_paths(page, paths_graph, "clean_orders", "&levels=1")
+    _click_node(page, "daily_revenue")
+    labels = _texts(page, "#graph-details .panel-actions button")
+    assert "+ upstream" in labels
+    assert "\N{MINUS SIGN} downstream" in labels
+    missing = page.evaluate(
+        """(texts) => {
+            const font = getComputedStyle(document.querySelector('.panel-actions button')).font;
+            const draw = (text) => {
+                const canvas = document.createElement('canvas');
+                canvas.width = 40; canvas.height = 40;
+                const ctx = canvas.getContext('2d');
+                ctx.font = font.replace(/\\d+(\\.\\d+)?px/, '24px');
+                ctx.fillText(text, 4, 30);
+                return Array.from(ctx.getImageData(0, 0, 40, 40).data).join(',');
+            };
+            const box = draw('\\u{E000}');
+            const chars = [...new Set(texts.join('').replace(/\\s/g, ''))];
+            return chars.filter((c) => draw(c) === box);
+        }""",
+        labels,
+    )
+    assert missing == []
+
+
+W = "wide"
+LONG_TYPE = "STRUCT<street: STRING, city: STRING, postcode: STRING, country: STRING>"
+
+
+def test_column_rows_with_long_types_keep_to_their_row(server: LiveServer, page: Any) -> None:
+    """A field whose type is longer than its row is cut on one line, never spilling onto the
+    next row; the side panel names the whole type."""
+    fields = [("address", LONG_TYPE), ("id", "BIGINT"), ("name", "STRING")]
+    columns = {name: [(W, "people_raw", name)] for name, _ in fields}
+    _post(
+        server.url,
+        [
+            run_event(
+                (W, "clean_people"),
+                time=_recent(1),
+                inputs=[ds(W, "people_raw", schema=schema_facet(*fields))],
+                outputs=[
+                    ds(
+                        W,
+                        "people",
+                        schema=schema_facet(*fields),
+                        columnLineage=column_lineage(columns),
+                    )
+                ],
+            )
+        ],
+    )
+    page.goto(f"{server.url}/#/graph?type=dataset&ns={W}&name=people&levels=1&columns=on")
+    _graph(page, "people")
+    rows = page.evaluate(
+        """() => window.__upstreamGraph.cy.nodes("[kind = 'field']").map((n) => {
+            const label = n.boundingBox({includeNodes: false, includeLabels: true,
+                                         includeOverlays: false});
+            return {field: n.data('field'), caption: n.data('caption'), labelH: label.h,
+                    labelW: label.w, h: n.height(), w: n.width()};
+        })"""
+    )
+    assert len(rows) == 6
+    for row in rows:
+        assert "\n" not in row["caption"], row
+        assert row["labelH"] <= row["h"] + 1, row
+        assert row["labelW"] <= row["w"], row
+    address = next(row for row in rows if row["field"] == "address")
+    assert address["caption"].startswith("address : STRUCT<")
+    assert address["caption"].endswith("…")
+    _click_node(page, "people", field="address")
+    assert LONG_TYPE in page.locator("#graph-details").inner_text()
+
+
+def test_all_time_has_no_window_before_it(two_windows: str, page: Any) -> None:
+    """ "The window before" all time would be 1970 to 1970 and paint every edge as added: the
+    graph says there is none and draws the lineage as it is, uncompared."""
+    page.goto(
+        f"{two_windows}/#/graph?type=dataset&ns=diffs&name=centre&window=all&compare=previous"
+    )
+    _graph(page, "centre")
+    assert "All time has no window before it" in page.locator("#graph-hint").inner_text()
+    assert {key: value for key, value in _changes(page).items() if value} == {}
+    assert "1970" not in page.locator("#graph-status").inner_text()
+    assert page.locator("select[name=compare] option[value=previous]").is_disabled()
+
+
+def _impact_rows(page: Any) -> list[list[str]]:
+    page.wait_for_selector("table.impact")
+    rows = page.locator("table.impact tbody tr")
+    return [
+        [rows.nth(i).locator("td").nth(c).inner_text() for c in (0, 1, 3, 4, 6)]
+        for i in range(rows.count())
+    ]
+
+
+def test_impact_list_filters_and_exports_csv(paths_graph: str, page: Any) -> None:
+    """Downstream of raw_orders: clean_orders one job away, daily_revenue and order_audit
+    two, report three; the fields id and amount of clean_orders one field edge away and
+    daily_revenue.total two. rules_job also writes order_audit but is not downstream."""
+    page.goto(f"{paths_graph}/#/dataset?ns={P}&name=raw_orders")
+    page.click("a.button:text-is('Impact')")
+    expected = [
+        ["dataset", "clean_orders", "1", "ingest", "COMPLETE"],
+        ["field", "clean_orders.amount", "1", "ingest", "COMPLETE"],
+        ["field", "clean_orders.id", "1", "ingest", "COMPLETE"],
+        ["dataset", "daily_revenue", "2", "revenue_job", "COMPLETE"],
+        ["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"],
+        ["dataset", "order_audit", "2", "audit_job", "COMPLETE"],
+        ["dataset", "report", "3", "publish", "COMPLETE"],
+    ]
+    assert _impact_rows(page) == expected
+    page.select_option("select[name=kind]", "field")
+    assert _impact_rows(page) == [row for row in expected if row[0] == "field"]
+    page.select_option("select[name=hops]", "2")
+    assert _impact_rows(page) == [["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"]]
+    assert _state(page)["kind"] == "field"
+    assert _state(page)["hops"] == "2"
+    page.select_option("select[name=kind]", "")
+    assert page.locator("#impact-count").inner_text() == "3 of 7 shown"
+    with page.expect_download() as download:
+        page.click("button[name=download-csv]")
+    csv = Path(download.value.path()).read_bytes().decode("utf-8")
+    assert csv.split("\r\n") == [
+        "kind,namespace,dataset,field,hops,jobs,owners,latest run state,latest run started",
+        f"dataset,{P},daily_revenue,,2,revenue_job,,COMPLETE,{_started(page, 'revenue_job')}",
+        f"field,{P},daily_revenue,total,2,revenue_job,,COMPLETE,{_started(page, 'revenue_job')}",
+        f"dataset,{P},order_audit,,2,audit_job,,COMPLETE,{_started(page, 'audit_job')}",
+        "",
+    ]
+    assert download.value.suggested_filename == "impact-raw_orders.csv"
+    _shot(page, "22-impact", docs=True)
+    # From a field: only what that field flowed into.
+    page.goto(f"{paths_graph}/#/impact?ns={P}&name=raw_orders&field=amount")
+    assert _impact_rows(page) == [
+        ["field", "clean_orders.amount", "1", "ingest", "COMPLETE"],
+        ["field", "daily_revenue.total", "2", "revenue_job", "COMPLETE"],
+    ]
+
+
+def _started(page: Any, job: str) -> str:
+    """The start of the job's latest run, as the API gives it."""
+    runs = page.evaluate(
+        "(url) => fetch(url).then((r) => r.json())", f"/api/v1/namespaces/{P}/jobs/{job}/runs"
+    )
+    started: str = runs["runs"][0]["startedAt"]
+    return started
+
+
 def test_filters_search_and_paths_between_two_nodes(paths_graph: str, page: Any) -> None:
     _open_paths(page, paths_graph, "clean_orders", "&levels=5")
     page.uncheck("input[name=show-job]")
@@ -1042,24 +1452,24 @@ def test_the_workflow_glyph_has_a_font(server: LiveServer, page: Any) -> None:
         pytest.fail("⧉ renders here too; the check cannot tell a missing glyph apart")
 
 
-def _grid_events(layers: int, width: int) -> list[dict[str, Any]]:
+def _grid_events(layers: int, width: int, ns: str = "grid") -> list[dict[str, Any]]:
     """`layers` levels of `width` jobs, each reading two datasets of the level before (its
     own column and the next, wrapping) and writing one: a graph whose layout must sort out
     crossings."""
     events: list[dict[str, Any]] = []
     when = _recent(0.3)
-    previous = ["grid/source"]
+    previous = [f"{ns}/source"]
     for layer in range(layers):
         current = []
         for i in range(width):
             reads = {previous[i % len(previous)], previous[(i + 1) % len(previous)]}
-            out = f"grid/d{layer}_{i}"
+            out = f"{ns}/d{layer}_{i}"
             events.append(
                 run_event(
-                    ("grid", f"step{layer}_{i}"),
+                    (ns, f"step{layer}_{i}"),
                     time=when,
-                    inputs=[ds("grid", name) for name in sorted(reads)],
-                    outputs=[ds("grid", out)],
+                    inputs=[ds(ns, name) for name in sorted(reads)],
+                    outputs=[ds(ns, out)],
                 )
             )
             current.append(out)
@@ -1090,8 +1500,10 @@ def test_six_hundred_node_graph_layered_and_progressive(server: LiveServer, page
 
 
 def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any) -> None:
-    page.goto(f"{server.url}/#/graph?type=dataset&ns={NS}&name=mytableds&levels=3")
-    _graph(page, "mytableds")
+    """Five nodes in a row fit the canvas at full size, so the graph opens fitted."""
+    page.goto(f"{server.url}/#/graph?type=dataset&ns={NS}&name=mytableds&levels=1")
+    drawn = _graph(page, "mytableds")
+    assert len(drawn["labels"]) == 5
     clipped = page.evaluate(
         """() => { const g = window.__upstreamGraph; const w = g.cy.width(), h = g.cy.height();
             return g.cy.nodes().filter((n) => { const b = n.renderedBoundingBox();
@@ -1099,6 +1511,80 @@ def test_small_graph_opens_fitted_nothing_clipped(server: LiveServer, page: Any)
                 .map((n) => n.data('name')); }"""
     )
     assert clipped == []
+    assert page.locator("#graph-minimap").is_hidden()  # nothing lies off the canvas
+
+
+_LABELS_ON_SCREEN = """(names) => {
+    const g = window.__upstreamGraph; const w = g.cy.width(), h = g.cy.height();
+    return g.cy.nodes().filter((n) => names.includes(n.data('name'))).map((n) => {
+        const at = n.renderedPosition();
+        return {name: n.data('name'), px: parseFloat(n.renderedStyle('font-size')),
+                inside: at.x > 0 && at.y > 0 && at.x < w && at.y < h};
+    });
+}"""
+
+
+def test_five_hundred_node_graph_opens_readable_around_its_centre(
+    server: LiveServer, browser: Any
+) -> None:
+    """At 1280 x 800 the canvas takes most of the window, the centre and its neighbours open on
+    screen with labels of at least 11 px, a wheel notch zooms by at least 15 %, the minimap
+    moves the view, Fit all stops at its floor and says that labels are hidden, and the side
+    panel folds away to give the canvas its width."""
+    _post(server.url, _grid_events(layers=5, width=50, ns="grid5"))
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    warnings: list[str] = []
+    page.on("console", lambda msg: warnings.append(msg.text) if msg.type != "log" else None)
+    try:
+        centre = "grid5/d2_25"
+        page.goto(f"{server.url}/#/graph?type=dataset&ns=grid5&name={_quote(centre)}&levels=10")
+        drawn = _graph(page, centre)
+        assert len(drawn["labels"]) == 501
+        box = page.locator("#graph").bounding_box()
+        assert box["height"] >= 0.7 * 800, box  # one compact bar above, one line below
+        assert box["width"] >= 1280 - 16 * 16 - 40, box
+        neighbours = ["step2_25", "step3_24", "step3_25"]  # its writer and its two readers
+        labels = page.evaluate(_LABELS_ON_SCREEN, [centre, *neighbours])
+        assert sorted(label["name"] for label in labels) == sorted([centre, *neighbours])
+        for label in labels:
+            assert label["inside"], label
+            assert label["px"] >= 11, label
+        _shot(page, "21-readable-on-open", docs=True)
+        # The rest is on the minimap; a click there brings that part into view.
+        minimap = page.locator("#graph-minimap")
+        assert minimap.is_visible()
+        mini = minimap.bounding_box()
+        before = page.evaluate("() => window.__upstreamGraph.cy.pan()")
+        page.mouse.click(mini["x"] + 8, mini["y"] + mini["height"] / 2)
+        after = page.evaluate("() => window.__upstreamGraph.cy.pan()")
+        assert after["x"] > before["x"]  # the left end (upstream) came into view
+        # One wheel notch out and one in: at least 15 % each.
+        zoom = page.evaluate("() => window.__upstreamGraph.cy.zoom()")
+        page.mouse.move(box["x"] + box["width"] / 3, box["y"] + box["height"] / 3)
+        page.mouse.wheel(0, 100)
+        page.wait_for_function("(z) => window.__upstreamGraph.cy.zoom() < z", arg=zoom)
+        out = page.evaluate("() => window.__upstreamGraph.cy.zoom()")
+        assert out <= zoom / 1.15
+        page.mouse.wheel(0, -100)
+        page.wait_for_function("(z) => window.__upstreamGraph.cy.zoom() > z", arg=out)
+        assert page.evaluate("() => window.__upstreamGraph.cy.zoom()") >= out * 1.15
+        # Fit all: 501 nodes in 6 layers of 50 do not fit legibly; it stops at its floor.
+        page.click("button[name=fit]")
+        assert page.evaluate("() => window.__upstreamGraph.cy.zoom()") >= 0.1
+        status = page.locator("#graph-status").inner_text()
+        assert "Labels are hidden at this zoom" in status
+        assert page.locator("#zoom-note").is_visible()
+        # The side panel folds away and the canvas takes its width.
+        page.click("button[name=toggle-panel]")
+        assert page.locator("#graph-details").is_hidden()
+        wider = page.locator("#graph").bounding_box()
+        assert wider["width"] > box["width"] + 200
+        page.click("button[name=toggle-panel]")
+        assert page.locator("#graph-details").is_visible()
+    finally:
+        context.close()
+    assert warnings == [], warnings
 
 
 # -- time that behaves, workflows ----------------------------------------------------------------
@@ -1126,6 +1612,13 @@ def test_empty_window_offers_the_latest_run_and_the_window_carries(
         ],
     )
     page.goto(f"{server.url}/#/dataset?ns=history&name=imported")
+    # The page dates the dataset by its latest run (the reader, 40 days ago), not by when
+    # the server received the events (just now).
+    page.wait_for_selector("#last-run time")
+    assert page.locator("#last-run").inner_text().startswith("Last run ended")
+    last = page.locator("#last-run time").get_attribute("datetime")
+    assert last is not None
+    assert abs(datetime.fromisoformat(last) - (old + timedelta(minutes=5))) < timedelta(minutes=1)
     hint = page.wait_for_selector("#history-hint")
     assert "latest run ended" in hint.inner_text()
     ended = page.locator("#history-hint time").get_attribute("datetime")

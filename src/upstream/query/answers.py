@@ -324,3 +324,51 @@ class GraphAnswer(TypedDict):
     flows: list[Flow]
     links: list[JobLink]
     truncated: NotRequired[bool]
+
+
+class NamespaceCounts(TypedDict):
+    name: str
+    datasets: int
+    jobs: int
+    updatedAt: str | None
+
+
+class NamespaceCountsAnswer(TypedDict):
+    """Namespaces by name, with how many datasets and jobs each holds."""
+
+    namespaces: list[NamespaceCounts]
+    totalCount: int
+
+
+class WrittenDataset(TypedDict):
+    namespace: str
+    name: str
+    writtenAt: str | None
+
+
+class WrittenDatasetsAnswer(TypedDict):
+    """Datasets by the time a run last wrote them, newest first."""
+
+    datasets: list[WrittenDataset]
+    totalCount: int
+
+
+class JobName(TypedDict):
+    namespace: str
+    name: str
+
+
+class LatestRun(TypedDict):
+    id: str
+    job: JobName
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+
+
+class LatestRunsAnswer(TypedDict):
+    """Each job's latest run, those that failed or were aborted first, then newest first."""
+
+    runs: list[LatestRun]
+    totalCount: int
+    failedCount: int
