@@ -62,12 +62,29 @@ delete_app = typer.Typer(
 )
 app.add_typer(delete_app, name="delete")
 
+
+def _database(value: str | None) -> str | None:
+    """`--db` as a database URL: a plain file path is an SQLite database. A value that is
+    neither is one line naming the forms accepted, as a mistyped option (status 2)."""
+    if value is None:
+        return None
+    from upstream.store.database_url import database_url
+
+    try:
+        return database_url(value)
+    except ValueError as exc:
+        typer.echo(f"error: --db: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Database URL (default: UPSTREAM_DB_URL, else ./upstream.db).",
+        help="The database: a file path (SQLite) or a URL, sqlite:///path or "
+        "postgresql+psycopg://user@host/database (default: UPSTREAM_DB_URL, else ./upstream.db).",
         show_default=False,
+        callback=_database,
     ),
 ]
 UrlOption = Annotated[
@@ -91,9 +108,10 @@ DirectDbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Use this database directly instead of a server "
-        "(sqlite:///path or postgresql+psycopg://…).",
+        help="Use this database directly instead of a server: a file path (SQLite) or a URL, "
+        "sqlite:///path or postgresql+psycopg://user@host/database.",
         show_default=False,
+        callback=_database,
     ),
 ]
 
