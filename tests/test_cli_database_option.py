@@ -56,7 +56,7 @@ def test_the_setting_reads_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("UPSTREAM_DB_URL", "lineage.db")
     assert load_settings().db_url == "sqlite:///lineage.db"
     monkeypatch.setenv("UPSTREAM_DB_URL", "mysql://h/d")
-    with pytest.raises(SettingsError, match="UPSTREAM_DB_URL: .*a file path"):
+    with pytest.raises(SettingsError, match=r"UPSTREAM_DB_URL: .*a file path"):
         load_settings()
 
 
@@ -83,7 +83,8 @@ def test_the_commands_with_db_are_found() -> None:
     assert {"serve", "ingest", "lineage", "diff", "run-lineage", "export", "demo"} <= {
         p[0] for p in COMMANDS
     }
-    assert ["db", "upgrade"] in COMMANDS and ["db", "prune"] in COMMANDS
+    assert ["db", "upgrade"] in COMMANDS
+    assert ["db", "prune"] in COMMANDS
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -111,7 +112,11 @@ _ARGUMENTS = {
 def test_a_bad_url_is_one_line_naming_the_forms(command: list[str]) -> None:
     args = [*command, *_ARGUMENTS.get(command[-1], []), "--db", "postgresql:/nohost"]
     done = subprocess.run(
-        [sys.executable, "-m", "upstream", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "upstream", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
