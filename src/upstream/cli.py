@@ -1,5 +1,9 @@
 """The `upstream` command (design §5): serve the API, manage the database, load events, and
 look at lineage from a terminal. Options are declared here; the work is in `upstream.commands`.
+
+Every command imports what it needs when it runs: `upstream --version` and `--help` load the
+CLI framework and nothing else (a lineage command need not load the ingest service, nor a
+server the Kafka client), which `tests/test_cli_startup.py` checks.
 """
 
 from __future__ import annotations
@@ -11,35 +15,19 @@ import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console, RenderableType
 
-from upstream import __version__
-from upstream.client.http import DEFAULT_URL
-from upstream.collector import tune_collector
-from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
-from upstream.commands.target import Target, event_sink, lineage_reader
-from upstream.render.dot import to_dot
-from upstream.render.graph import (
-    Graph,
-    dataset_lineage_graph,
-    field_summary_graph,
-    lineage_diff_graph,
-    run_lineage_graph,
-    whole_graph,
-)
-from upstream.render.mermaid import to_mermaid
-from upstream.render.tables import (
-    dataset_lineage_tables,
-    field_paths_tables,
-    field_summary_tables,
-    graph_tables,
-    lineage_diff_tables,
-    run_lineage_tables,
-)
-from upstream.settings import SettingsError, load_settings
+from upstream._version import __version__
+from upstream.client import DEFAULT_URL
+from upstream.commands.state import CliState
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from upstream.commands.target import Target
+    from upstream.render.graph import Graph
 
 app = typer.Typer(
     name="upstream",
@@ -199,6 +187,8 @@ def _root(
 def _target(ctx: typer.Context, url: str, token: str | None, db: str | None) -> Target:
     """The server or database a command works on; naming both on the command line is a
     usage error (an UPSTREAM_URL in the environment simply yields to --db)."""
+    from upstream.commands.target import Target
+
     source = ctx.get_parameter_source("url")
     if db is not None and source is not None and source.name == "COMMANDLINE":
         raise typer.BadParameter("give either --url or --db, not both", ctx, param_hint="--db")
@@ -216,9 +206,13 @@ def serve(
 
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
+    from rich.console import Console
+
     from upstream.api.metrics import multiprocess_directory
+    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import prepare
     from upstream.serving import StartupError, listening_socket, run_server
+    from upstream.settings import SettingsError, load_settings
     from upstream.store.engine import Store
 
     try:
@@ -249,7 +243,11 @@ def db_upgrade(db: DbOption = None) -> None:
 
     Example: upstream db upgrade --db sqlite:///lineage.db
     """
+    from rich.console import Console
+
+    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import prepare, summary
+    from upstream.settings import SettingsError, load_settings
     from upstream.store.engine import Store
     from upstream.store.migrate import current_revision
 
@@ -277,7 +275,11 @@ def db_rebuild(db: DbOption = None) -> None:
 
     Example: upstream db rebuild --db sqlite:///lineage.db
     """
+    from rich.console import Console
+
+    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import rebuild_store, summary
+    from upstream.settings import SettingsError, load_settings
     from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
@@ -322,7 +324,9 @@ def db_prune(
 
     Example: upstream db prune --before now-90d --dry-run --db sqlite:///lineage.db
     """
+    from upstream.commands.failures import reported_failures
     from upstream.commands.prune import prune_database
+    from upstream.settings import load_settings
 
     with reported_failures(ctx):
         settings = load_settings(db_url=db)
@@ -342,6 +346,7 @@ def _delete(
     name: str | None,
 ) -> None:
     from upstream.commands.delete import delete_entity
+    from upstream.commands.failures import reported_failures
 
     with reported_failures(ctx):
         typer.echo(delete_entity(target, kind, namespace, name))
@@ -432,8 +437,12 @@ def ingest(
       upstream ingest events.ndjson --url http://lineage.example.com:5000 --token $TOKEN
       cat run.json | upstream ingest - --db sqlite:///lineage.db --on-error skip
     """
+    from rich.console import Console
+
+    from upstream.commands.failures import reported_failures
     from upstream.commands.ingest import STDIN
     from upstream.commands.ingest import ingest as run_ingest
+    from upstream.commands.target import event_sink
 
     for name in files:
         if name != STDIN and not Path(name).is_file():
@@ -530,8 +539,12 @@ def consume(
       upstream consume --bootstrap-servers kafka:9092 --db postgresql+psycopg://db/lineage
       upstream consume --bootstrap-servers kafka:9092 --dead-letter-topic openlineage.refused
     """
+    from rich.console import Console
+
     from upstream.commands.consume import consume as run_consume
+    from upstream.commands.failures import reported_failures
     from upstream.kafka.progress import progress_line
+    from upstream.settings import SettingsError, load_settings
 
     try:
         settings = load_settings(
@@ -578,6 +591,11 @@ def lineage(
       upstream lineage myns mytableds --direction upstream --format dot | dot -Tsvg > g.svg
       upstream lineage myns mytableds --as-of 2026-11-24T09:00:00Z
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.render.graph import dataset_lineage_graph
+    from upstream.render.tables import dataset_lineage_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         response = reader.dataset_lineage(
@@ -655,6 +673,11 @@ def diff(
       upstream diff myns orders --from now-14d..now-7d --to now-7d..now --format json
       upstream diff myns orders --as-of now --against now-30d --format mermaid
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.render.graph import lineage_diff_graph
+    from upstream.render.tables import lineage_diff_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         response = reader.lineage_diff(
@@ -704,6 +727,11 @@ def run_lineage(
       upstream run-lineage bcef9942-cb5c-476a-995b-3e5ca14aff27 --direction upstream
       upstream run-lineage 155dbf08-c4c5-43e6-bb3a-8095c4ba59b8 --format dot | dot -Tsvg > r.svg
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.render.graph import run_lineage_graph
+    from upstream.render.tables import run_lineage_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         response = reader.run_lineage(run_id, direction=direction.value, levels=levels, as_of=as_of)
@@ -749,6 +777,11 @@ def field_lineage(
       upstream field-lineage myns mytableds uniqueId --paths
       upstream field-lineage myns user_data body --direction outgoing --levels 3 --format mermaid
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.render.graph import field_summary_graph
+    from upstream.render.tables import field_paths_tables, field_summary_tables
+
     if paths and output_format not in (OutputFormat.table, OutputFormat.json):
         raise typer.BadParameter("--paths prints a table or json", ctx, param_hint="--format")
     target = _target(ctx, url, token, db)
@@ -816,6 +849,11 @@ def export(
       upstream export --db sqlite:///lineage.db --format dot -o lineage.dot
       upstream export default EmpAgg --levels 3 --format mermaid -o empagg.mmd
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.render.graph import dataset_lineage_graph, whole_graph
+    from upstream.render.tables import dataset_lineage_tables, graph_tables
+
     if (namespace is None) != (dataset is None):
         raise typer.BadParameter(
             "give both NAMESPACE and DATASET, or neither", ctx, param_hint="DATASET"
@@ -874,14 +912,15 @@ def demo(
       upstream demo --db sqlite:///demo.db
     """
     from upstream.commands.demo import load_demo
+    from upstream.commands.failures import reported_failures
 
     target = _target(ctx, url, token, db)
     with reported_failures(ctx):
         typer.echo(load_demo(target))
 
 
-TableOf = Callable[[], RenderableType]
-GraphOf = Callable[[], Graph]
+TableOf = Callable[[], "RenderableType"]
+GraphOf = Callable[[], "Graph"]
 
 
 def _show(
@@ -893,6 +932,8 @@ def _show(
 ) -> None:
     """Print a response: tables through Rich (colours only on a terminal), the text formats
     verbatim."""
+    from rich.console import Console
+
     if output_format is OutputFormat.table:
         Console().print(table())
         return
@@ -908,6 +949,12 @@ def _text(
 ) -> str:
     """A response as text: JSON as the API answers it, a drawn graph, or plain tables (for a
     file written with `export -o`)."""
+    from rich.console import Console
+
+    from upstream.commands.failures import CliError
+    from upstream.render.dot import to_dot
+    from upstream.render.mermaid import to_mermaid
+
     if output_format is OutputFormat.json:
         return json.dumps(response, indent=2, ensure_ascii=False) + "\n"
     if output_format is OutputFormat.table:
@@ -923,6 +970,8 @@ def _text(
 def main() -> None:
     """Entry point of the `upstream` command. Its walks and ingests build as many objects
     as the server's, so the collector is set as the server sets it."""
+    from upstream.collector import tune_collector
+
     tune_collector()
     try:
         app()

@@ -16,10 +16,9 @@ from urllib.parse import quote
 
 import httpx
 
-from upstream import __version__
+from upstream._version import __version__
+from upstream.client import DEFAULT_URL
 from upstream.client.reader import JsonObject
-
-DEFAULT_URL = "http://127.0.0.1:5000"
 
 #: Bodies above this size are gzipped; the server inflates them (design §3.1).
 _GZIP_ABOVE_BYTES = 256 * 1024

@@ -1,6 +1,6 @@
 """The read API as the command line uses it, whoever answers it.
 
-`UpstreamClient` asks a server over HTTP; `commands.target.DatabaseReader` calls the same
+`UpstreamClient` asks a server over HTTP; `commands.database_reader.DatabaseReader` calls the same
 services on a database directly. Both take the same arguments and give the same answers (the
 JSON a server would send), so a command is written once for both (`upstream lineage --url` or
 `--db`). A refused parameter or an unknown entity is an error either way: the client raises
