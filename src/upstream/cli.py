@@ -593,6 +593,7 @@ def lineage(
     """
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
+    from upstream.commands.window_hint import window_hint
     from upstream.render.graph import dataset_lineage_graph
     from upstream.render.tables import dataset_lineage_tables
 
@@ -615,6 +616,8 @@ def lineage(
             table=lambda: dataset_lineage_tables(response, namespace, dataset),
             graph=lambda: dataset_lineage_graph(response, (namespace, dataset)),
         )
+        if hint := window_hint(response, namespace, dataset):
+            typer.echo(hint, err=True)
 
 
 @app.command()
@@ -851,6 +854,7 @@ def export(
     """
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
+    from upstream.commands.window_hint import window_hint
     from upstream.render.graph import dataset_lineage_graph, whole_graph
     from upstream.render.tables import dataset_lineage_tables, graph_tables
 
@@ -885,6 +889,8 @@ def export(
                 table=lambda: dataset_lineage_tables(response, *focus),
                 graph=lambda: dataset_lineage_graph(response, focus),
             )
+            if hint := window_hint(response, namespace, dataset):
+                typer.echo(hint, err=True)
         if output is None:
             typer.echo(text, nl=False)
         else:
