@@ -44,9 +44,10 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
         if components:
             cells.append(Text(", ".join(relation.get("components", [])) or "-"))
         _add_row(table, *cells)
+    datasets, programs = len(response.get("data", {})), len(response.get("programs", {}))
     footer = Text(
-        f"{counted(len(relations), 'relation')}, {counted(len(response.get('data', {})), 'dataset')}"
-        f", {counted(len(response.get('programs', {})), 'program')}",
+        f"{counted(len(relations), 'relation')}, {counted(datasets, 'dataset')}, "
+        f"{counted(programs, 'program')}",
         style="dim",
     )
     if response.get("truncated"):
