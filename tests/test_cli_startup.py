@@ -108,11 +108,13 @@ def test_version_and_help_load_only_the_framework(tmp_path: Path, args: list[str
     assert not _third_party(loaded, _framework())
 
 
-#: What no command that asks a server needs: the services, the store, the web application,
+#: What no command that asks a server needs (it builds its question, `query.lineage_query`,
+#: and no more of the services): the services, the store, the web application,
 #: Kafka, SQL parsing and OpenLineage's client.
 _SERVER_SIDE = (
     "upstream.ingest",
-    "upstream.query",
+    "upstream.query.dataset_lineage",
+    "upstream.query.lineage_params",
     "upstream.store.engine",
     "upstream.api",
     "upstream.kafka",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from upstream.commands.target import Target
     from upstream.render.graph import Graph
+    from upstream.store.engine import Store
 
 app = typer.Typer(
     name="upstream",
@@ -104,38 +105,13 @@ DirectDbOption = Annotated[
 ]
 
 
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-    dot = "dot"
-    mermaid = "mermaid"
-
-
-class Direction(StrEnum):
-    both = "both"
-    upstream = "upstream"
-    downstream = "downstream"
-
-
-class FieldDirection(StrEnum):
-    incoming = "incoming"
-    outgoing = "outgoing"
-    both = "both"
-
-
-class Collapse(StrEnum):
-    access = "access"
-    run = "run"
-    component = "component"
-
-
-class Rollup(StrEnum):
-    workflow = "workflow"
-
-
-class OnError(StrEnum):
-    skip = "skip"
-    stop = "stop"
+#: The choices of the options, each value its own name (`--direction upstream`).
+OutputFormat = StrEnum("OutputFormat", ["table", "json", "dot", "mermaid"])
+Direction = StrEnum("Direction", ["both", "upstream", "downstream"])
+FieldDirection = StrEnum("FieldDirection", ["incoming", "outgoing", "both"])
+Collapse = StrEnum("Collapse", ["access", "run", "component"])
+Rollup = StrEnum("Rollup", ["workflow"])
+OnError = StrEnum("OnError", ["skip", "stop"])
 
 
 LevelsOption = Annotated[
@@ -236,6 +212,26 @@ def serve(
         run_server(settings, sock)
 
 
+def _on_database(db: str | None, action: str, work: Callable[[Store], str]) -> None:
+    """Print what `work` did on the database `--db` (else the settings') names; a database
+    that fails is one line saying what to check."""
+    from upstream.commands.failures import database_failure
+    from upstream.settings import SettingsError, load_settings
+    from upstream.store.engine import Store
+
+    try:
+        settings = load_settings(db_url=db)
+    except SettingsError as exc:
+        raise _fail(str(exc)) from None
+    store = Store(settings.db_url)
+    try:
+        typer.echo(work(store))
+    except Exception as exc:
+        raise _fail(database_failure(action, store.display_url, exc)) from None
+    finally:
+        store.dispose()
+
+
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
     """Apply every pending migration (and derive the lineage again from the kept events
@@ -245,26 +241,15 @@ def db_upgrade(db: DbOption = None) -> None:
     """
     from rich.console import Console
 
-    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import prepare, summary
-    from upstream.settings import SettingsError, load_settings
-    from upstream.store.engine import Store
     from upstream.store.migrate import current_revision
 
-    try:
-        settings = load_settings(db_url=db)
-    except SettingsError as exc:
-        raise _fail(str(exc)) from None
-    store = Store(settings.db_url)
-    try:
+    def migrate(store: Store) -> str:
         report = prepare(store, Console(stderr=True))
-        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
-        if report is not None:
-            typer.echo(summary(report))
-    except Exception as exc:
-        raise _fail(database_failure("migrate", store.display_url, exc)) from None
-    finally:
-        store.dispose()
+        done = f"{store.display_url} is at revision {current_revision(store)}"
+        return done if report is None else f"{done}\n{summary(report)}"
+
+    _on_database(db, "migrate", migrate)
 
 
 @db_app.command("rebuild")
@@ -277,25 +262,14 @@ def db_rebuild(db: DbOption = None) -> None:
     """
     from rich.console import Console
 
-    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import rebuild_store, summary
-    from upstream.settings import SettingsError, load_settings
-    from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
-    try:
-        settings = load_settings(db_url=db)
-    except SettingsError as exc:
-        raise _fail(str(exc)) from None
-    store = Store(settings.db_url)
-    try:
+    def rebuild(store: Store) -> str:
         upgrade(store)
-        report = rebuild_store(store, Console(stderr=True))
-        typer.echo(f"{store.display_url}: {summary(report)}")
-    except Exception as exc:
-        raise _fail(database_failure("rebuild", store.display_url, exc)) from None
-    finally:
-        store.dispose()
+        return f"{store.display_url}: {summary(rebuild_store(store, Console(stderr=True)))}"
+
+    _on_database(db, "rebuild", rebuild)
 
 
 @db_app.command("prune")
@@ -594,22 +568,22 @@ def lineage(
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
     from upstream.commands.window_hint import window_hint
+    from upstream.query.lineage_query import LineageQuery
     from upstream.render.graph import dataset_lineage_graph
     from upstream.render.tables import dataset_lineage_tables
 
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.dataset_lineage(
-            namespace,
-            dataset,
+        query = LineageQuery(
             start=start,
             end=end,
-            levels=levels,
+            levels=_text_of(levels),
             direction=direction.value,
-            collapse=[c.value for c in collapse or []],
+            collapse=tuple(c.value for c in collapse or []),
             rollup=rollup.value if rollup else None,
             as_of=as_of,
         )
+        response = reader.dataset_lineage(namespace, dataset, query)
         _show(
             response,
             output_format,
@@ -678,25 +652,25 @@ def diff(
     """
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import DiffQuery
     from upstream.render.graph import lineage_diff_graph
     from upstream.render.tables import lineage_diff_tables
 
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.lineage_diff(
-            namespace,
-            dataset,
+        query = DiffQuery(
             from_window=from_window,
             to_window=to_window,
             as_of=as_of,
             against=against,
             start=start,
             end=end,
-            levels=levels,
+            levels=_text_of(levels),
             direction=direction.value,
-            collapse=[c.value for c in collapse or []],
+            collapse=tuple(c.value for c in collapse or []),
             rollup=rollup.value if rollup else None,
         )
+        response = reader.lineage_diff(namespace, dataset, query)
         _show(
             response,
             output_format,
@@ -732,12 +706,14 @@ def run_lineage(
     """
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import RunQuery
     from upstream.render.graph import run_lineage_graph
     from upstream.render.tables import run_lineage_tables
 
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.run_lineage(run_id, direction=direction.value, levels=levels, as_of=as_of)
+        query = RunQuery(direction=direction.value, levels=_text_of(levels), as_of=as_of)
+        response = reader.run_lineage(run_id, query)
         _show(
             response,
             output_format,
@@ -782,6 +758,7 @@ def field_lineage(
     """
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import FieldLineageQuery
     from upstream.render.graph import field_summary_graph
     from upstream.render.tables import field_paths_tables, field_summary_tables
 
@@ -790,7 +767,8 @@ def field_lineage(
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         if paths:
-            response = reader.field_lineage(namespace, dataset, field, start=start, end=end)
+            asked = FieldLineageQuery(start=start, end=end)
+            response = reader.field_lineage(namespace, dataset, field, asked)
             _show(
                 response,
                 output_format,
@@ -798,15 +776,10 @@ def field_lineage(
                 graph=None,
             )
             return
-        response = reader.field_lineage_summary(
-            namespace,
-            dataset,
-            field,
-            direction=direction.value,
-            levels=levels,
-            start=start,
-            end=end,
+        query = FieldLineageQuery(
+            start=start, end=end, levels=_text_of(levels), direction=direction.value
         )
+        response = reader.field_lineage_summary(namespace, dataset, field, query)
         _show(
             response,
             output_format,
@@ -855,6 +828,7 @@ def export(
     from upstream.commands.failures import reported_failures
     from upstream.commands.target import lineage_reader
     from upstream.commands.window_hint import window_hint
+    from upstream.query.lineage_query import LineageQuery
     from upstream.render.graph import dataset_lineage_graph, whole_graph
     from upstream.render.tables import dataset_lineage_tables, graph_tables
 
@@ -873,15 +847,14 @@ def export(
                 graph=lambda: whole_graph(response),
             )
         else:
-            response = reader.dataset_lineage(
-                namespace,
-                dataset,
+            query = LineageQuery(
                 start=start,
                 end=end,
-                levels=levels,
+                levels=_text_of(levels),
                 direction=direction.value,
                 rollup=rollup.value if rollup else None,
             )
+            response = reader.dataset_lineage(namespace, dataset, query)
             focus = (namespace, dataset)
             text = _text(
                 response,
@@ -923,6 +896,11 @@ def demo(
     target = _target(ctx, url, token, db)
     with reported_failures(ctx):
         typer.echo(load_demo(target))
+
+
+def _text_of(levels: int | None) -> str | None:
+    """`--levels` as the query parameter it becomes (Typer has checked it is a number)."""
+    return None if levels is None else str(levels)
 
 
 TableOf = Callable[[], "RenderableType"]

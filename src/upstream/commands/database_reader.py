@@ -3,8 +3,10 @@ services the API handlers call, so both give the same answers; only the transpor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TypedDict
+from collections.abc import Callable
+from typing import TypedDict, TypeVar
+
+from sqlalchemy.engine import Connection
 
 from upstream.query.answers import (
     FieldPathsAnswer,
@@ -19,10 +21,15 @@ from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
 from upstream.query.lineage_diff import DiffParams, lineage_diff
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import DiffQuery, FieldLineageQuery, LineageQuery, RunQuery
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings
 from upstream.store.engine import Store
+
+T = TypeVar("T")
+#: A field-lineage service: the answer about one field (namespace, dataset, field).
+FieldService = Callable[[Connection, str, str, str, FieldQuery], T]
 
 
 class _Caps(TypedDict):
@@ -40,114 +47,39 @@ class DatabaseReader:
         self.store = store
         self.settings = settings
 
-    def dataset_lineage(
-        self,
-        namespace: str,
-        dataset: str,
-        *,
-        start: str | None = None,
-        end: str | None = None,
-        levels: int | None = None,
-        direction: str | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-        as_of: str | None = None,
-    ) -> LineageAnswer:
-        params = LineageParams.parse(
-            max_levels=self.settings.max_levels,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse,
-            rollup=rollup,
-            direction=direction,
-            as_of=as_of,
-        )
+    def dataset_lineage(self, namespace: str, dataset: str, query: LineageQuery) -> LineageAnswer:
+        params = LineageParams.parse(query, max_levels=self.settings.max_levels)
         with self.store.read() as conn:
             return dataset_lineage(conn, namespace, dataset, params, **self._caps())
 
-    def lineage_diff(
-        self,
-        namespace: str,
-        dataset: str,
-        *,
-        from_window: str | None = None,
-        to_window: str | None = None,
-        as_of: str | None = None,
-        against: str | None = None,
-        start: str | None = None,
-        end: str | None = None,
-        levels: int | None = None,
-        direction: str | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-    ) -> LineageDiffAnswer:
-        params = DiffParams.parse(
-            max_levels=self.settings.max_levels,
-            from_window=from_window,
-            to_window=to_window,
-            as_of=as_of,
-            against=against,
-            start=start,
-            end=end,
-            levels=levels,
-            collapse=collapse,
-            rollup=rollup,
-            direction=direction,
-        )
+    def lineage_diff(self, namespace: str, dataset: str, query: DiffQuery) -> LineageDiffAnswer:
+        params = DiffParams.parse(query, max_levels=self.settings.max_levels)
         with self.store.read() as conn:
             return lineage_diff(conn, namespace, dataset, params, **self._caps())
 
-    def run_lineage(
-        self,
-        run_id: str,
-        *,
-        direction: str | None = None,
-        levels: int | None = None,
-        as_of: str | None = None,
-    ) -> RunLineageAnswer:
-        params = RunLineageParams.parse(
-            run_id,
-            max_levels=self.settings.max_levels,
-            direction=direction,
-            levels=levels,
-            as_of=as_of,
-        )
+    def run_lineage(self, run_id: str, query: RunQuery) -> RunLineageAnswer:
+        params = RunLineageParams.parse(run_id, query, max_levels=self.settings.max_levels)
         with self.store.read() as conn:
             return run_lineage(conn, params, max_nodes=self.settings.max_lineage_nodes)
 
     def field_lineage(
-        self,
-        namespace: str,
-        dataset: str,
-        field: str,
-        *,
-        start: str | None = None,
-        end: str | None = None,
+        self, namespace: str, dataset: str, field: str, query: FieldLineageQuery
     ) -> FieldPathsAnswer:
-        query = self._field_query(start=start, end=end)
-        with self.store.read() as conn:
-            return field_paths(conn, namespace, dataset, field, query)
+        return self._field(field_paths, (namespace, dataset, field), query)
 
     def field_lineage_summary(
-        self,
-        namespace: str,
-        dataset: str,
-        field: str,
-        *,
-        direction: str | None = None,
-        levels: int | None = None,
-        start: str | None = None,
-        end: str | None = None,
+        self, namespace: str, dataset: str, field: str, query: FieldLineageQuery
     ) -> FieldSummaryAnswer:
-        query = self._field_query(
-            start=start,
-            end=end,
-            direction=direction,
-            levels=None if levels is None else str(levels),
-        )
+        return self._field(field_summary, (namespace, dataset, field), query)
+
+    def _field(
+        self, service: FieldService[T], where: tuple[str, str, str], query: FieldLineageQuery
+    ) -> T:
+        """A field-lineage service's answer: the field at `where` (namespace, dataset,
+        field) and the question parsed as the server parses it."""
+        parsed = FieldQuery.parse(query, max_levels=self.settings.max_levels)
         with self.store.read() as conn:
-            return field_summary(conn, namespace, dataset, field, query)
+            return service(conn, *where, parsed)
 
     def lineage_graph(self) -> GraphAnswer:
         with self.store.read() as conn:
@@ -158,19 +90,3 @@ class DatabaseReader:
             "max_nodes": self.settings.max_lineage_nodes,
             "max_relations": self.settings.max_lineage_relations,
         }
-
-    def _field_query(
-        self,
-        *,
-        start: str | None,
-        end: str | None,
-        direction: str | None = None,
-        levels: str | None = None,
-    ) -> FieldQuery:
-        return FieldQuery.parse(
-            max_levels=self.settings.max_levels,
-            start=start,
-            end=end,
-            direction=direction,
-            levels=levels,
-        )
