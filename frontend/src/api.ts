@@ -182,6 +182,8 @@ export interface LineageResponse {
   data: Record<string, DataEntry>;
   programs: Record<string, { entityId: EntityId }>;
   truncated?: boolean;
+  /** With no relation: when the latest run touching the dataset started, all its runs lying outside the window. */
+  latestRunOutsideWindow?: string;
 }
 
 export interface ColumnNode {

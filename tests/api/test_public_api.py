@@ -12,8 +12,8 @@ def test_all_is_sorted_and_matches_the_public_names() -> None:
     assert upstream.__all__ == sorted(upstream.__all__)
     public = {
         name
-        for name, value in vars(upstream).items()
-        if not name.startswith("_") and not inspect.ismodule(value)
+        for name in dir(upstream)
+        if not name.startswith("_") and not inspect.ismodule(getattr(upstream, name))
     }
     assert set(upstream.__all__) - {"__version__"} == public
 

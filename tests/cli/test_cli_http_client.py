@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from upstream.client.http import ApiRejected, UpstreamClient, UpstreamError
+from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 
 
 class Recorder:
@@ -34,17 +35,12 @@ def client_with(recorder: Recorder, token: str | None = None) -> UpstreamClient:
 def test_names_are_one_encoded_path_segment_each_and_params_repeat() -> None:
     recorder = Recorder()
     with client_with(recorder, token="s3cret") as client:
-        client.dataset_lineage(
-            "s3://bucket",
-            "dir/file 1%.csv",
-            levels=2,
-            collapse=["run", "access"],
-            rollup="workflow",
-        )
+        asked = LineageQuery(levels="2", collapse=("run", "access"), rollup="workflow")
+        client.dataset_lineage("s3://bucket", "dir/file 1%.csv", asked)
     request = recorder.requests[0]
     assert request.url.raw_path.decode() == (
         "/v3/namespaces/s3%3A%2F%2Fbucket/datasets/dir%2Ffile%201%25.csv/lineage"
-        "?levels=2&rollup=workflow&collapse=run&collapse=access"
+        "?levels=2&collapse=run&collapse=access&rollup=workflow"
     )
     assert request.headers["Authorization"] == "Bearer s3cret"
 
@@ -52,13 +48,12 @@ def test_names_are_one_encoded_path_segment_each_and_params_repeat() -> None:
 def test_field_paths_and_summaries_paths() -> None:
     recorder = Recorder()
     with client_with(recorder) as client:
-        client.field_lineage("myns", "mytableds", "a/b", start="now-1d")
-        client.field_lineage_summary(
-            "myns", "mytableds", "uniqueId", direction="incoming", levels=3
-        )
+        client.field_lineage("myns", "mytableds", "a/b", FieldLineageQuery(start="now-1d"))
+        asked = FieldLineageQuery(direction="incoming", levels="3")
+        client.field_lineage_summary("myns", "mytableds", "uniqueId", asked)
     assert [r.url.raw_path.decode() for r in recorder.requests] == [
         "/v3/namespaces/myns/datasets/mytableds/fields/a%2Fb/lineage?start=now-1d",
-        "/v3/namespaces/myns/datasets/mytableds/lineage/fields/uniqueId?direction=incoming&levels=3",
+        "/v3/namespaces/myns/datasets/mytableds/lineage/fields/uniqueId?levels=3&direction=incoming",
     ]
     assert "Authorization" not in recorder.requests[0].headers
 

@@ -26,6 +26,7 @@ from upstream.ingest.service import ingest_documents
 from upstream.model.window import Window
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import LineageQuery
 from upstream.store import schema as t
 from upstream.store.engine import Store
 
@@ -267,9 +268,8 @@ def test_a_rebuild_records_every_declaration_its_events_made(store: Store) -> No
         (BASE_TIME + hours(10), None),
     ]
     for hour, source in ((5, "a"), (11, "b")):
-        params = LineageParams.parse(
-            max_levels=10, direction="upstream", as_of=iso(BASE_TIME + hours(hour))
-        )
+        asked = LineageQuery(direction="upstream", as_of=iso(BASE_TIME + hours(hour)))
+        params = LineageParams.parse(asked, max_levels=10)
         with store.read() as conn:
             body = dataset_lineage(conn, NS, "x", params, max_nodes=100, max_relations=1000)
         assert upstream_datasets(body) == {f"dataset.wh.{source}"}

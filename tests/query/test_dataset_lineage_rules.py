@@ -17,6 +17,7 @@ from upstream.model.workflow import (
 )
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import LineageQuery
 from upstream.query.relations import Relation
 from upstream.query.rollup import roll_up, workflow_pairs
 
@@ -231,7 +232,7 @@ def test_collapse_component_and_run_order() -> None:
 
 
 def test_params_defaults() -> None:
-    params = LineageParams.parse(max_levels=100, now=NOW)
+    params = LineageParams.parse(LineageQuery(), max_levels=100, now=NOW)
     assert params == LineageParams(start=NOW - timedelta(days=7), end=NOW)
     assert (params.levels, params.collapse, params.rollup, params.direction) == (
         10,
@@ -242,16 +243,15 @@ def test_params_defaults() -> None:
 
 
 def test_params_parse_every_value() -> None:
-    params = LineageParams.parse(
-        max_levels=100,
+    asked = LineageQuery(
         start="now-1d+4h",
         end="2026-11-29T12:00:00Z",
         levels="100",
-        collapse=["run", "access,component"],
+        collapse=("run", "access,component"),
         rollup="workflow",
         direction="upstream",
-        now=NOW,
     )
+    params = LineageParams.parse(asked, max_levels=100, now=NOW)
     assert params == LineageParams(
         start=NOW - timedelta(hours=20),
         end=NOW,
@@ -263,21 +263,20 @@ def test_params_parse_every_value() -> None:
 
 
 def test_params_default_levels_respect_a_small_cap() -> None:
-    assert LineageParams.parse(max_levels=3, now=NOW).levels == 3
+    assert LineageParams.parse(LineageQuery(), max_levels=3, now=NOW).levels == 3
 
 
 def test_params_report_every_bad_parameter_by_name() -> None:
+    asked = LineageQuery(
+        start="soon",
+        end="-1",
+        levels="6",
+        collapse=("program",),
+        rollup="app",
+        direction="sideways",
+    )
     with pytest.raises(InvalidInput) as caught:
-        LineageParams.parse(
-            max_levels=5,
-            start="soon",
-            end="-1",
-            levels="6",
-            collapse=["program"],
-            rollup="app",
-            direction="sideways",
-            now=NOW,
-        )
+        LineageParams.parse(asked, max_levels=5, now=NOW)
     assert [p.path for p in caught.value.problems] == [
         "start",
         "end",
@@ -290,7 +289,7 @@ def test_params_report_every_bad_parameter_by_name() -> None:
 
 def test_params_reject_an_inverted_window() -> None:
     with pytest.raises(InvalidInput, match=r"start .* is after end"):
-        LineageParams.parse(max_levels=5, start="now", end="now-1h", now=NOW)
+        LineageParams.parse(LineageQuery(start="now", end="now-1h"), max_levels=5, now=NOW)
 
 
 def test_params_built_directly_are_checked_too() -> None:

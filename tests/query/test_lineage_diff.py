@@ -22,6 +22,7 @@ from tests.builders import (
 )
 from tests.conftest import post
 from upstream.query.lineage_diff import DiffParams
+from upstream.query.lineage_query import DiffQuery
 
 NS = "wh"
 DAY = 24.0
@@ -259,14 +260,14 @@ def test_an_unknown_dataset_is_404(client: TestClient) -> None:
 
 
 def test_without_windows_this_week_is_compared_with_the_week_before() -> None:
-    params = DiffParams.parse(max_levels=10, now=BASE_TIME)
+    params = DiffParams.parse(DiffQuery(), max_levels=10, now=BASE_TIME)
     assert (params.after.start, params.after.end) == (BASE_TIME - hours(7 * DAY), BASE_TIME)
     assert (params.before.start, params.before.end) == (
         BASE_TIME - hours(14 * DAY),
         BASE_TIME - hours(7 * DAY),
     )
     # A `to` window alone is compared with the window of its length just before it.
-    only_to = DiffParams.parse(max_levels=10, to_window="now-2d..now", now=BASE_TIME)
+    only_to = DiffParams.parse(DiffQuery(to_window="now-2d..now"), max_levels=10, now=BASE_TIME)
     assert (only_to.before.start, only_to.before.end) == (
         BASE_TIME - hours(4 * DAY),
         BASE_TIME - hours(2 * DAY),
@@ -274,21 +275,20 @@ def test_without_windows_this_week_is_compared_with_the_week_before() -> None:
 
 
 def test_as_of_alone_is_compared_with_a_week_before() -> None:
-    params = DiffParams.parse(max_levels=10, as_of="now-1d", now=BASE_TIME)
+    params = DiffParams.parse(DiffQuery(as_of="now-1d"), max_levels=10, now=BASE_TIME)
     assert params.after.as_of == BASE_TIME - hours(DAY)
     assert params.before.as_of == BASE_TIME - hours(8 * DAY)
     # Each side's window is the week before its own time.
     assert params.before.end == params.before.as_of
     assert params.before.start == BASE_TIME - hours(15 * DAY)
-    against = DiffParams.parse(max_levels=10, against="now-3d", now=BASE_TIME)
+    against = DiffParams.parse(DiffQuery(against="now-3d"), max_levels=10, now=BASE_TIME)
     assert (against.after.as_of, against.before.as_of) == (BASE_TIME, BASE_TIME - hours(3 * DAY))
 
 
 def test_windows_parse_relative_times_on_each_side() -> None:
     now = BASE_TIME
-    params = DiffParams.parse(
-        max_levels=10, from_window="now-14d..now-7d", to_window="now-7d..now", now=now
-    )
+    asked = DiffQuery(from_window="now-14d..now-7d", to_window="now-7d..now")
+    params = DiffParams.parse(asked, max_levels=10, now=now)
     assert (params.before.start, params.before.end) == (now - hours(14 * DAY), now - hours(7 * DAY))
     assert (params.after.start, params.after.end) == (now - hours(7 * DAY), now)
     assert "run" not in params.after.collapse  # the diff collapses runs itself

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import typer
 
 from upstream.client.http import ApiRejected, UpstreamError
+from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
     InvalidInput,
@@ -41,18 +41,6 @@ class CliError(Exception):
 
 class ParameterError(CliError):
     """An option value the lineage services refuse (a garbled --start): a usage error."""
-
-
-@dataclass(frozen=True)
-class CliState:
-    """Global options, kept on the root context for every command."""
-
-    debug: bool = False
-
-
-def debugging(ctx: typer.Context) -> bool:
-    state = ctx.find_root().obj
-    return isinstance(state, CliState) and state.debug
 
 
 @contextmanager

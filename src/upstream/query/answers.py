@@ -61,6 +61,9 @@ class LineageAnswer(TypedDict):
     truncated: NotRequired[bool]
     omittedNodes: NotRequired[int]
     omittedRelations: NotRequired[int]
+    #: With no relation: when the latest run touching the dataset started, every run of it
+    #: lying outside the window (ISO-8601).
+    latestRunOutsideWindow: NotRequired[str]
 
 
 class FieldsOfDataset(TypedDict):
