@@ -3,7 +3,7 @@ look at lineage from a terminal. Options are declared here; the work is in `upst
 
 Every command imports what it needs when it runs: `upstream --version` and `--help` load the
 CLI framework and nothing else (a lineage command need not load the ingest service, nor a
-server the Kafka client), which `tests/test_cli_startup.py` checks.
+server the Kafka client), which `tests/cli/test_cli_startup.py` checks.
 """
 
 from __future__ import annotations
