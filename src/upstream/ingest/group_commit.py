@@ -19,13 +19,14 @@ alone would only make every one of them wait for the same outage in turn.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.service import split_result, store_facts
+from upstream.ingest.service import store_parts
 from upstream.model.errors import StoreUnavailable
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
@@ -43,19 +44,36 @@ class GroupCommit:
 
     def __init__(self, store: Store, *, max_events: int) -> None:
         self._store = store
+        #: A post waiting for the writes before its own counts against its time too.
+        self._answer_within = store.answer_within
         self._max_events = max_events
         self._waiting: deque[_Post] = deque()
         self._writer: asyncio.Task[None] | None = None
 
-    async def write(self, facts: Sequence[EventFacts]) -> WriteResult:
-        """Store `facts` (one post's events) atomically; returns once they are committed."""
+    async def write(
+        self, facts: Sequence[EventFacts], *, since: float | None = None
+    ) -> WriteResult:
+        """Store `facts` (one post's events) atomically; returns once they are committed.
+        Raises `StoreUnavailable` when that takes longer than one write may
+        (`Store.answer_within`) from `since` (a `time.monotonic()`, when its request came;
+        now by default), waiting for the writes before it included; its events may still be
+        stored afterwards, which re-sending them allows."""
         post = _Post(facts, asyncio.get_running_loop().create_future())
         self._waiting.append(post)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
-        # Shielded: when a client hangs up, its request is cancelled but not its answer,
-        # which the writer still sets once the write (which other posts share) is done.
-        return await asyncio.shield(post.answer)
+        # Shielded: when a client hangs up, or its time is up, its request is cancelled but
+        # not its answer, which the writer still sets once the write (which other posts
+        # share) is done, and nobody reads.
+        post.answer.add_done_callback(_retrieved)
+        try:
+            waited = 0.0 if since is None else time.monotonic() - since
+            left = max(self._answer_within - waited, 0.0)
+            return await asyncio.wait_for(asyncio.shield(post.answer), left)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"the database did not answer within {self._answer_within:g} s"
+            ) from None
 
     async def close(self) -> None:
         """Wait for the writes under way, before the store goes away on shutdown: a post
@@ -89,17 +107,15 @@ class GroupCommit:
         return group
 
     def _commit(self, group: list[_Post]) -> list[WriteResult | Exception]:
-        """One transaction for the group, or, when it fails, one per post."""
+        """One transaction for the group, or, when it fails, one per post
+        (`ingest.service.store_parts`); an outage fails every post of the group."""
         try:
-            shared = store_facts(self._store, [f for post in group for f in post.facts])
+            return store_parts(self._store, [post.facts for post in group])
         except Exception as exc:
-            if len(group) == 1 or isinstance(exc, StoreUnavailable):
-                return [exc] * len(group)
-            return [self._alone(post) for post in group]
-        return list(split_result(shared, [post.facts for post in group]))
+            return [exc] * len(group)
 
-    def _alone(self, post: _Post) -> WriteResult | Exception:
-        try:
-            return store_facts(self._store, post.facts)
-        except Exception as exc:
-            return exc
+
+def _retrieved(answer: asyncio.Future[WriteResult]) -> None:
+    """Mark the answer's error as seen: a post whose time ran out has no reader."""
+    if not answer.cancelled():
+        answer.exception()

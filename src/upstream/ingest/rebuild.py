@@ -19,8 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.ingest.relink import replay_events
-from upstream.ingest.service import translate_document
+from upstream.ingest.recipe import replay_events
 from upstream.store.change_log import RELOAD, record
 from upstream.store.engine import Store
 from upstream.store.event_log import count_events, events_after
@@ -92,7 +91,7 @@ def rebuild(
             if not rows:
                 break
             last = rows[-1].seq
-            store.write(partial(_apply, rows, refused, last))
+            store.write(partial(_apply, rows, refused, last), long=True)
             position = last
             done += len(rows)
             replayed += len(rows)
@@ -127,5 +126,5 @@ def _finish(conn: Connection) -> None:
 
 
 def _apply(events: Sequence[Any], refused: list[int], last: int, conn: Connection) -> None:
-    replay_events(conn, events, translate_document, refused)
+    replay_events(conn, events, refused)
     write_state(conn, **{REBUILD_SEQ_KEY: str(last)})

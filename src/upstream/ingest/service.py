@@ -7,19 +7,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
-from upstream.ingest.relink import rederive_runs, relink
-from upstream.ingest.sql_runs import with_run_sql_lineage
-from upstream.ingest.translate import facts_for
-from upstream.model.emission import snapshot_times
+from upstream.ingest.documents import translate_document
+from upstream.ingest.recipe import apply_recipe
 from upstream.model.errors import InvalidInput
-from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunEvent, parse_event
-from upstream.model.facts import EventFacts, EventRecord
-from upstream.model.identity import DatasetRef, JobRef
-from upstream.model.json_text import content_key, dumps
+from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
-from upstream.store.writer import WriteResult, write_facts
+from upstream.store.outage import is_database_outage
+from upstream.store.writer import WriteResult
 
 
 def ingest_documents(
@@ -37,20 +31,44 @@ def ingest_documents(
 def store_facts(
     store: Store, facts: Sequence[EventFacts], received: datetime | None = None
 ) -> WriteResult:
-    """Write prepared events in one transaction (all-or-nothing), as received now, or at
-    `received` (a replay of history received over months, which files it by month)."""
+    """Write prepared events in one transaction (all-or-nothing) through the write recipe
+    (`ingest.recipe.apply_recipe`), as received now, or at `received` (a replay of history
+    received over months, which files it by month)."""
     now = received or datetime.now(UTC)
+    return store.write(lambda conn: apply_recipe(conn, facts, now))
 
-    def write(conn: Connection) -> WriteResult:
-        step = with_run_sql_lineage(conn, facts)
-        result = write_facts(conn, step.facts, now)
-        relink(conn, result.stale, sorted(result.new_keys), translate_document)
-        # A new snapshot of a streaming run supersedes its earlier events' lineage (§3.3).
-        new = [f for f in step.facts if f.record.key in result.new_keys]
-        rederive_runs(conn, step.rederive | set(snapshot_times(new)), translate_document)
-        return result
 
-    return store.write(write)
+def store_parts(
+    store: Store, parts: Sequence[Sequence[EventFacts]]
+) -> list[WriteResult | Exception]:
+    """Store each part (a post, a Kafka message) all-or-nothing, in one shared transaction,
+    else each part alone: the result or the error of each, in order.
+
+    One transaction for all costs a commit instead of one per part. When it fails for a
+    reason other than an outage (the store refuses one part's events), each part is written
+    again alone, in order, so one bad part never fails the others and each gets the error
+    its own transaction gives. An outage (`store.outage.is_database_outage`) is raised, with
+    nothing stored: writing each part alone would only wait for the same outage in turn.
+    Each transaction runs the recipe, which takes its locks in the order its docstring
+    lists (`ingest.recipe.apply_recipe`)."""
+    try:
+        shared = store_facts(store, [f for part in parts for f in part])
+    except Exception as exc:
+        if is_database_outage(exc):
+            raise
+        if len(parts) == 1:
+            return [exc]
+        return [_alone(store, part) for part in parts]
+    return list(split_result(shared, parts))
+
+
+def _alone(store: Store, part: Sequence[EventFacts]) -> WriteResult | Exception:
+    try:
+        return store_facts(store, part)
+    except Exception as exc:
+        if is_database_outage(exc):
+            raise
+        return exc
 
 
 def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> list[WriteResult]:
@@ -100,32 +118,3 @@ def prepare_each(
         except InvalidInput as exc:
             prepared.append(exc.within(f"[{index}]") if batch else exc)
     return prepared
-
-
-def translate_document(
-    document: Any, *, sql_lineage: bool = True, text: str | None = None
-) -> EventFacts:
-    event = parse_event(document)
-    return facts_for(event, event_record(event, document, text), sql_lineage=sql_lineage)
-
-
-def event_record(
-    event: OpenLineageEvent, document: dict[str, Any], text: str | None = None
-) -> EventRecord:
-    """The event as it will be kept: its content verbatim (`text` when the caller has already
-    written it), keyed by a hash of that content. Each is written once, by orjson
-    (`upstream.model.json_text`)."""
-    record = EventRecord(
-        key=content_key(document),
-        payload=dumps(document) if text is None else text,
-        event_type=type(event).__name__,
-        event_kind=getattr(event, "eventType", None),
-        event_time=event.eventTime,
-    )
-    if isinstance(event, RunEvent):
-        record.run_id = event.run.runId
-    if isinstance(event, RunEvent | JobEvent):
-        record.job = JobRef(event.job.namespace, event.job.name)
-    if isinstance(event, DatasetEvent):
-        record.dataset = DatasetRef(event.dataset.namespace, event.dataset.name)
-    return record

@@ -6,7 +6,7 @@ the datasets its stored events list and those of every event of the batch. An ev
 before the others of its run (COMPLETE with the SQL and the outputs before START with the
 inputs) was resolved against fewer; when a batch then adds datasets, or their fields, to a
 run that has stored SQL edges, the step names the run to be derived again from all its
-events (`upstream.ingest.relink.rederive_runs`). The usual order (inputs first, then the
+events (`upstream.ingest.recipe.rederive_runs`). The usual order (inputs first, then the
 SQL) never needs that: the SQL edges are not stored when the inputs arrive.
 """
 

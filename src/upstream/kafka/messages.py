@@ -19,11 +19,10 @@ from typing import Any
 
 from upstream.api.body import inflate, parse_json
 from upstream.api.errors import ApiError
-from upstream.ingest.service import prepare, split_result, store_facts
+from upstream.ingest.service import prepare, store_parts
 from upstream.model.errors import InvalidInput
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
-from upstream.store.outage import is_database_outage
 from upstream.store.writer import WriteResult
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -122,31 +121,22 @@ def decode_value(value: bytes | None, limits: Limits) -> tuple[list[Any], bool]:
 
 
 def _store(store: Store, prepared: dict[int, list[EventFacts]]) -> dict[int, MessageOutcome]:
-    """One transaction for every prepared message, else one per message (see the module)."""
+    """One transaction for every prepared message, else one per message
+    (`ingest.service.store_parts`, which raises an outage)."""
     if not prepared:
         return {}
-    try:
-        shared = store_facts(store, [f for facts in prepared.values() for f in facts])
-    except Exception as exc:
-        if is_database_outage(exc):
-            raise
-        return {index: _alone(store, facts) for index, facts in prepared.items()}
-    shares = split_result(shared, list(prepared.values()))
+    results = store_parts(store, list(prepared.values()))
     return {
-        index: MessageOutcome(events=len(facts), stored=share.stored, duplicates=share.duplicates)
-        for (index, facts), share in zip(prepared.items(), shares, strict=True)
+        index: _outcome(facts, result)
+        for (index, facts), result in zip(prepared.items(), results, strict=True)
     }
 
 
-def _alone(store: Store, facts: list[EventFacts]) -> MessageOutcome:
-    try:
-        result: WriteResult = store_facts(store, facts)
-    except InvalidInput as exc:
-        return MessageOutcome(events=len(facts), refusal=Refusal("invalid", str(exc)))
-    except Exception as exc:
-        if is_database_outage(exc):
-            raise
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())[:500]
+def _outcome(facts: list[EventFacts], result: WriteResult | Exception) -> MessageOutcome:
+    if isinstance(result, InvalidInput):
+        return MessageOutcome(events=len(facts), refusal=Refusal("invalid", str(result)))
+    if isinstance(result, Exception):
+        reason = " ".join(str(getattr(result, "orig", None) or result).split())[:500]
         refusal = Refusal("refused_by_store", f"the store refused it: {reason}")
         return MessageOutcome(events=len(facts), refusal=refusal)
     return MessageOutcome(events=len(facts), stored=result.stored, duplicates=result.duplicates)

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
+from upstream.query.history_hint import latest_run_outside
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, render
@@ -46,7 +47,9 @@ def dataset_lineage(
     relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
     stops once a cap is passed, so deeper levels are not counted). Without `runs_in_order`
     a relation's runs are listed by id rather than newest first, for a caller that only
-    counts them."""
+    counts them. An answer with no relation of a dataset whose runs all lie outside the
+    window says when the latest of them started (`latestRunOutsideWindow`,
+    `upstream.query.history_hint`)."""
     seed_ref = existing_dataset(conn, namespace, name)
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
@@ -73,6 +76,8 @@ def dataset_lineage(
         answer = through_temporaries(conn, answer, keep={seed_key})
     if "owners" in params.include:
         answer = with_owners(conn, answer)
+    if not answer["relations"] and (latest := latest_run_outside(conn, seed, params.window)):
+        answer["latestRunOutsideWindow"] = latest.isoformat()
     return answer
 
 

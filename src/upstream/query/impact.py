@@ -27,7 +27,7 @@ from upstream.query.answers import (
     ImpactAnswer,
     ImpactJob,
     ImpactRow,
-    LatestRun,
+    ImpactRun,
     LineageAnswer,
     OwnerEntry,
 )
@@ -299,9 +299,9 @@ def _job(name: tuple[str, str], owners: list[OwnerEntry]) -> ImpactJob:
     return {"namespace": name[0], "name": name[1], "owners": owners}
 
 
-def _runs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, LatestRun]:
+def _runs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, ImpactRun]:
     r = t.runs.c
-    found: dict[uuid.UUID, LatestRun] = {}
+    found: dict[uuid.UUID, ImpactRun] = {}
     for matches in id_filters(conn, r.id, ids):
         query = sa.select(r.id, r.state, r.started_at, r.ended_at).where(matches)
         for row in conn.execute(query):

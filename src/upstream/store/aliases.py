@@ -14,7 +14,7 @@ themselves keep their own names, facets and schemas; lists and search hide the a
 A claim can make an identity that derived rows already name an alias (the Hive read stored
 before the table's writer said it is the Hive table). `apply_facts` then reports those
 identities as stale; `forget_stale` deletes what the runs and declarations that named them
-derived and returns their events, which the caller replays (`upstream.ingest.relink`).
+derived and returns their events, which the caller replays (`upstream.ingest.recipe`).
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def forget_runs(
 ) -> list[Any]:
     """Delete what `runs` derived and return all their stored events, up to seq `through`
     when given (seq, payload, received_at, in order), to be replayed: the runs derived
-    again from every event they have (`upstream.ingest.relink.rederive_runs`)."""
+    again from every event they have (`upstream.ingest.recipe.rederive_runs`)."""
     _forget_runs(conn, set(runs))
     e = t.events.c
     events: list[Any] = []

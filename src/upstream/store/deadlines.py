@@ -10,6 +10,11 @@ answers by discarding the pool's connections, and the request gets a 503 instead
 
 SQLite runs in the process, so there a statement over its time is interrupted by a progress
 handler (`sqlite3` raises `OperationalError: interrupted`).
+
+A request waits on the database for one operation (a read or a write transaction), and the
+`OperationClock` gives that operation as a whole the statement timeout: checking a pooled
+connection, opening a new one and every statement share it, so a request that meets a hung
+database one step after another still answers in time.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -80,6 +86,33 @@ def _shut_down(dbapi_connection: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         finally:
             sock.close()
+
+
+class OperationClock:
+    """The deadline of the store operation the calling thread runs (see the module)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Time the operation in the body; an operation inside another shares its deadline."""
+        if getattr(self._local, "deadline", None) is not None:
+            yield
+            return
+        self._local.deadline = time.monotonic() + self.seconds
+        try:
+            yield
+        finally:
+            self._local.deadline = None
+
+    def within(self, seconds: float) -> float:
+        """`seconds`, or what is left of the running operation's time when that is less."""
+        deadline: float | None = getattr(self._local, "deadline", None)
+        if deadline is None:
+            return seconds
+        return min(seconds, max(deadline - time.monotonic(), 0.0))
 
 
 class SqliteStatementClock:

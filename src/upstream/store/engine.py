@@ -13,9 +13,10 @@ altogether — waiting for any answer (`deadlines.Watchdog`). Failures worth a r
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,10 +25,11 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import TimeoutError as TimeoutError_
 
 from upstream.model.json_text import dumps, parse
 from upstream.store.change_log import append_recorded
-from upstream.store.deadlines import SqliteStatementClock, Watchdog
+from upstream.store.deadlines import OperationClock, SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 
 T = TypeVar("T")
@@ -35,9 +37,12 @@ T = TypeVar("T")
 _WRITE = "upstream_write"
 #: Execution option of a connection whose statements may run as long as they need (migrations).
 UNBOUNDED = "upstream_unbounded"
-#: Seconds the client waits beyond the server's statement timeout before it gives up on an
-#: answer, so a working server's own timeout (a clear error) always comes first.
+#: Seconds the client waits beyond the server's statement timeout before it gives up on one
+#: statement of a long transaction (a rebuild's), so a working server's own timeout (a clear
+#: error) comes first.
 _ANSWER_GRACE = 5.0
+#: psycopg waits at least this long for a connection, whatever `connect_timeout` says.
+_SHORTEST_CONNECT = 2
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,23 @@ class Store:
         self.url = sa.make_url(url)
         self.watchdog = Watchdog()
         self.breaker = OutageBreaker()
+        self.clock = OperationClock(timeouts.statement)
         self.engine = create_engine(
-            url, pool_size=pool_size, timeouts=timeouts, watchdog=self.watchdog, echo=echo
+            url,
+            pool_size=pool_size,
+            timeouts=timeouts,
+            watchdog=self.watchdog,
+            clock=self.clock,
+            echo=echo,
         )
+
+    @property
+    def answer_within(self) -> float:
+        """The time one read or write (`read`, `write`) has for its database work as a whole
+        (the statement timeout): waiting for a pooled connection, checking it, opening a new
+        one and every statement. Only a connection opened in its last two seconds may take up
+        to two seconds more (psycopg waits that long at least)."""
+        return self.clock.seconds
 
     @property
     def dialect(self) -> str:
@@ -97,19 +116,27 @@ class Store:
         several statements could see half of a concurrent write; REPEATABLE READ holds one
         snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
         read transaction is a snapshot already."""
-        with self.breaker.attempt(), outage_guard(), self.engine.connect() as conn:
+        with (
+            self.breaker.attempt(),
+            outage_guard(),
+            self.clock.running(),
+            self.engine.connect() as conn,
+        ):
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
                 yield conn
 
-    def write(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
-        """Run `work` in one write transaction, retried on deadlocks and lock time-outs.
+    def write(self, work: Callable[[Connection], T], *, attempts: int = 5, long: bool = False) -> T:
+        """Run `work` in one write transaction, retried on deadlocks and lock time-outs,
+        within `answer_within` seconds in all; a `long` transaction (a rebuild's batch) has
+        each statement bounded instead.
 
         `work` must be safe to repeat: it sees a fresh transaction each attempt. What it
         recorded in the change log is appended as the transaction's last step.
         """
-        with self.breaker.attempt(), outage_guard():
+        timed = nullcontext() if long else self.clock.running()
+        with self.breaker.attempt(), outage_guard(), timed:
             return self._write(work, attempts)
 
     def _write(self, work: Callable[[Connection], T], attempts: int) -> T:
@@ -170,16 +197,23 @@ def create_engine(
     pool_size: int = 5,
     timeouts: Timeouts = Timeouts(),
     watchdog: Watchdog | None = None,
+    clock: OperationClock | None = None,
     echo: bool = False,
 ) -> Engine:
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, timeouts, echo)
-    return _postgresql_engine(parsed, pool_size, timeouts, watchdog or Watchdog(), echo)
+    clock = clock or OperationClock(timeouts.statement)
+    return _postgresql_engine(parsed, pool_size, timeouts, watchdog or Watchdog(), clock, echo)
 
 
 def _postgresql_engine(
-    url: sa.URL, pool_size: int, timeouts: Timeouts, watchdog: Watchdog, echo: bool
+    url: sa.URL,
+    pool_size: int,
+    timeouts: Timeouts,
+    watchdog: Watchdog,
+    clock: OperationClock,
+    echo: bool,
 ) -> Engine:
     """A pool whose every wait is bounded. `connect_timeout` in the URL, when given, wins;
     `options` in the URL are kept, the timeouts added after them.
@@ -190,7 +224,11 @@ def _postgresql_engine(
 
     The pool hands out the connection returned last: the statements a walk prepared on it,
     with their plans (`upstream.store.dialect.planned_once`), serve the next request, where a
-    round robin over the pool prepared and planned each of them once per connection."""
+    round robin over the pool prepared and planned each of them once per connection.
+
+    Each wait is the shorter of its own timeout and what is left of the operation's time
+    (`deadlines.OperationClock`): waiting for a pooled connection, checking it, opening a new
+    one, every statement."""
     options = f"-c statement_timeout={_ms(timeouts.statement)} -c lock_timeout={_ms(timeouts.lock)}"
     given = url.query.get("options")
     if isinstance(given, str) and given.strip():
@@ -206,11 +244,20 @@ def _postgresql_engine(
         json_deserializer=parse,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_timeout=timeouts.pool,
+        pool_timeout=min(timeouts.pool, timeouts.statement),
         pool_use_lifo=True,
         connect_args=connect_args,
     )
     answer_within = timeouts.statement + _ANSWER_GRACE
+
+    @event.listens_for(engine, "do_connect")
+    def _connect_within(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+        if "connect_timeout" in url.query:
+            return
+        left = clock.within(timeouts.connect)
+        if left <= 0:
+            raise TimeoutError_("the request's time for the database ran out before connecting")
+        params["connect_timeout"] = max(_SHORTEST_CONNECT, math.ceil(left))
 
     @event.listens_for(engine, "connect")
     def _compress(dbapi_connection: Any, _record: Any) -> None:
@@ -226,7 +273,7 @@ def _postgresql_engine(
     def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         # The pool's own pre-ping could wait forever on a hung server; this one is watched.
         # A failed ping makes the pool replace the connection (DisconnectionError).
-        watchdog.arm(dbapi_connection, timeouts.connect)
+        watchdog.arm(dbapi_connection, clock.within(timeouts.connect))
         try:
             engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:
@@ -235,11 +282,16 @@ def _postgresql_engine(
             watchdog.disarm(dbapi_connection)
 
     def _watch(conn: Connection) -> None:
+        if conn.invalidated:
+            # The connection was lost inside a transaction: the rollback that ends it only
+            # forgets it, saying nothing to the server. Asking for the DBAPI connection would
+            # raise PendingRollbackError in place of the failure being handled.
+            return
         dbapi_connection = conn.connection.dbapi_connection
         if conn.get_execution_options().get(UNBOUNDED, False):
             watchdog.disarm(dbapi_connection)
         else:
-            watchdog.arm(dbapi_connection, answer_within)
+            watchdog.arm(dbapi_connection, clock.within(answer_within))
 
     # Every exchange with the server is watched: statements, and the commit or rollback that
     # ends a transaction (which stays watched until the connection is back in the pool).

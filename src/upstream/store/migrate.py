@@ -18,6 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from upstream.store.change_log import RELOAD, append_recorded, record
 from upstream.store.engine import UNBOUNDED, Store, sqlite_file
@@ -70,12 +71,23 @@ def session_lock(store: Store, key: int) -> Iterator[Connection]:
             yield conn
         finally:
             if store.dialect == "postgresql":
-                conn.rollback()
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-                # The connection goes back to the pool: its timeouts apply again.
-                conn.execute(text("RESET statement_timeout"))
-                conn.execute(text("RESET lock_timeout"))
-                conn.commit()
+                _unlock(conn, key)
+
+
+def _unlock(conn: Connection, key: int) -> None:
+    """Release lock `key` and give the connection its timeouts back before the pool has it.
+    A session the server lost meanwhile (a restart, a cut connection) took its lock with it:
+    there is nothing to release, and the failure worth reporting is the work's own."""
+    try:
+        conn.rollback()
+        conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+        conn.execute(text("RESET statement_timeout"))
+        conn.execute(text("RESET lock_timeout"))
+        conn.commit()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        conn.rollback()
 
 
 def _file_lock(store: Store, key: int) -> AbstractContextManager[object]:

@@ -4,17 +4,19 @@ The drivers' errors for an unreachable, stopped, overloaded or locked database c
 kinds: refused or timed-out connections and cut sockets (`OperationalError`, `DisconnectionError`),
 a full connection pool (`sqlalchemy.exc.TimeoutError`, which is no `OperationalError`), and the
 statement and lock timeouts (`QueryCanceled`, `LockNotAvailable`, SQLite's `database is locked`
-and `interrupted`). `outage_guard` turns each into `StoreUnavailable`, which the API answers
-with 503 and `Retry-After`, so nothing above the store needs to know SQLAlchemy's exceptions.
+and `interrupted`). `is_database_outage` is the one predicate that decides it; `outage_guard`
+turns each such failure into `StoreUnavailable`, which the API answers with 503 and
+`Retry-After`, so nothing above the store needs to know SQLAlchemy's exceptions. An error the
+data causes (a value the database refuses) stays what it is: retrying would fail again.
 
 While the database is unreachable, `OutageBreaker` lets one request at a time try it and
 refuses the others at once: a hung database then costs each client one fast 503, not a wait
 for its own connect timeout, and the first request that gets through ends the outage.
 
-`is_database_outage` answers the same question for a Kafka consumer, which must wait out an
-outage (the database is restarting, unreachable, out of connections) and may refuse a message
-only when the data itself is wrong: confusing the two either drops good events or blocks a
-partition for ever.
+The write paths ask the same predicate: a Kafka consumer must wait out an outage (the
+database is restarting, unreachable, out of connections) and may refuse a message only when
+the data itself is wrong; confusing the two either drops good events or blocks a partition
+for ever.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ from sqlalchemy import exc as sa_exc
 from upstream.model.errors import StoreUnavailable
 
 #: PostgreSQL SQLSTATE classes of a server that cannot serve now: connection exceptions (08),
-#: insufficient resources (53), operator intervention such as a shutdown (57).
-_UNAVAILABLE_CLASSES = ("08", "53", "57")
+#: a transaction that lost a deadlock or a serialization race after its retries (40),
+#: insufficient resources (53), operator intervention such as a shutdown or a statement over
+#: its timeout (57), a system error such as a failed disk read (58).
+_UNAVAILABLE_CLASSES = ("08", "40", "53", "57", "58")
+#: A lock wait over `lock_timeout`: the lock's holder, not the data, is in the way.
+_BUSY = {"55P03"}
 
 #: Seconds a client should wait before retrying, sent as `Retry-After`.
 RETRY_AFTER_SECONDS = 5
@@ -72,13 +78,14 @@ class OutageBreaker:
 
 @contextmanager
 def outage_guard() -> Iterator[None]:
-    """Re-raise the database failures worth a retry as `StoreUnavailable`."""
+    """Re-raise the database failures worth a retry (`is_database_outage`) as
+    `StoreUnavailable`; any other failure goes on as it is."""
     try:
         yield
-    except (sa_exc.OperationalError, sa_exc.TimeoutError, sa_exc.DisconnectionError) as exc:
-        raise StoreUnavailable(_reason(exc)) from exc
-    except sa_exc.DBAPIError as exc:
-        if not exc.connection_invalidated:
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        if not is_database_outage(exc):
             raise
         raise StoreUnavailable(_reason(exc)) from exc
 
@@ -112,8 +119,10 @@ def _reason(exc: BaseException) -> str:
 
 def is_database_outage(exc: BaseException) -> bool:
     """True when `exc` says the database cannot be reached or cannot serve now, so the same
-    write will succeed later; False for errors the data itself causes."""
-    if isinstance(exc, StoreUnavailable | sa_exc.TimeoutError):
+    work will succeed later; False for errors the data or the code cause. The one answer to
+    that question: `outage_guard` turns exactly these into `StoreUnavailable` (503), and the
+    write paths and the Kafka consumer wait out exactly these."""
+    if isinstance(exc, StoreUnavailable | sa_exc.TimeoutError | sa_exc.DisconnectionError):
         return True
     if not isinstance(exc, sa_exc.DBAPIError):
         return False
@@ -121,8 +130,9 @@ def is_database_outage(exc: BaseException) -> bool:
         return True
     sqlstate = getattr(exc.orig, "sqlstate", None)
     if isinstance(sqlstate, str):
-        return sqlstate.startswith(_UNAVAILABLE_CLASSES)
-    # SQLite and a PostgreSQL connection that failed before any answer carry no SQLSTATE.
+        return sqlstate.startswith(_UNAVAILABLE_CLASSES) or sqlstate in _BUSY
+    # SQLite (locked, busy, interrupted past its statement time) and a PostgreSQL connection
+    # that failed before any answer carry no SQLSTATE.
     return isinstance(exc, sa_exc.OperationalError)
 
 

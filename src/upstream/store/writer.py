@@ -128,7 +128,8 @@ def apply_facts(
     advisory_xact_locks(conn, described | _declaring(batch))
     edges, relations = _resolve_declarations(conn, batch, owners, at)
     _merge(conn, t.relations, _relation_rows(relations), merge_relation)
-    store_lineage(conn, edges, now)
+    for moment, received_together in _by_received(batch, edges, at):
+        store_lineage(conn, received_together, moment)
     owners.runs |= described
     rederive_flows(conn, owners)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), merge_version)
@@ -155,6 +156,19 @@ def apply_facts(
     return stale
 
 
+def _by_received(
+    batch: list[EventFacts], edges: list[EdgeFact], at: ReceivedAt
+) -> list[tuple[datetime, list[EdgeFact]]]:
+    """`edges` (in their order) grouped by when their events were received, earliest first:
+    a rebuild replaying many transactions' events at once links each group as its own
+    transaction did, and the sets and links keep the time it recorded."""
+    received = {id(edge): at(facts) for facts in batch for edge in facts.edges}
+    groups: dict[datetime, list[EdgeFact]] = defaultdict(list)
+    for edge in edges:
+        groups[received[id(edge)]].append(edge)
+    return sorted(groups.items(), key=lambda group: group[0])
+
+
 # -- events ---------------------------------------------------------------------------------
 
 
@@ -178,7 +192,9 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
             "dataset_name": f.record.dataset.name if f.record.dataset else None,
             "payload": f.record.payload,
         }
-        for f in sorted(batch, key=lambda f: f.record.key)
+        # In the batch's order: a rebuild replays them in the order of their seq, and must
+        # apply them in the order this write does.
+        for f in batch
     ]
     return insert_by_month(conn, t.events, rows, "event_key")
 

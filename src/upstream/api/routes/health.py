@@ -17,8 +17,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from upstream import __version__
+from upstream.model.errors import StoreUnavailable
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
+from upstream.store.outage import RETRY_AFTER_SECONDS
 
 log = logging.getLogger("upstream.api")
 router = APIRouter(tags=["health"])
@@ -57,6 +59,9 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
     except TimeoutError:
         log.warning("readiness check: the database did not answer within %s s", READY_WITHIN)
         return _unavailable("the database does not answer")
+    except StoreUnavailable as exc:  # an outage is no bug: one line, no traceback
+        log.warning("readiness check: the database is unavailable: %s", exc)
+        return _unavailable("the database does not answer")
     except Exception:  # any database failure means not ready; details go to the log only
         log.exception("readiness check failed")
         return _unavailable("the database does not answer")
@@ -71,4 +76,8 @@ def _schema_is_current(store: Store) -> bool:
 
 
 def _unavailable(reason: str) -> JSONResponse:
-    return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+    return JSONResponse(
+        {"status": "unavailable", "reason": reason},
+        status_code=503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

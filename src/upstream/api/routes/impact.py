@@ -6,16 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import Response, StreamingResponse
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.json_answer import JsonAnswer
-from upstream.api.params import LEVELS, AsOf, End, Start
+from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.query.answers import ImpactAnswer
 from upstream.query.impact import csv_lines, dataset_impact, field_impact
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import ImpactQuery
 from upstream.settings import Settings
 from upstream.store.engine import Store
 
@@ -31,11 +32,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"description": "A bad parameter; the message names it"},
     404: {"description": "Unknown namespace, dataset or field"},
 }
-Levels = Annotated[
-    str | None,
-    Query(description="Levels to walk downstream; default 10, at most the max_levels setting"),
-    LEVELS,
-]
+Asked = Annotated[ImpactQuery, Depends(asked(ImpactQuery))]
 Format = Annotated[
     Literal["json", "csv"] | None,
     Query(description="json or csv; without it, CSV when the Accept header asks for text/csv"),
@@ -54,16 +51,13 @@ def get_dataset_impact(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    levels: Levels = None,
-    as_of: AsOf = None,
+    query: Asked,
     format: Format = None,
     accept: Accept = None,
 ) -> Response:
     """Each dataset and field downstream within `levels`: hops, the jobs in between with
     their owners, the dataset's owners, the latest run that wrote it and its state."""
-    params = _params(settings, start, end, levels, as_of)
+    params = _params(settings, query)
     caps = {
         "max_nodes": settings.max_lineage_nodes,
         "max_relations": settings.max_lineage_relations,
@@ -85,15 +79,12 @@ def get_field_impact(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    levels: Levels = None,
-    as_of: AsOf = None,
+    query: Asked,
     format: Format = None,
     accept: Accept = None,
 ) -> Response:
     """Each field downstream of the field within `levels`, and the datasets holding them."""
-    params = _params(settings, start, end, levels, as_of)
+    params = _params(settings, query)
     return _render(
         store,
         lambda conn: field_impact(
@@ -104,12 +95,8 @@ def get_field_impact(
     )
 
 
-def _params(
-    settings: Settings, start: str | None, end: str | None, levels: str | None, as_of: str | None
-) -> LineageParams:
-    return LineageParams.parse(
-        max_levels=settings.max_levels, start=start, end=end, levels=levels, as_of=as_of
-    )
+def _params(settings: Settings, query: ImpactQuery) -> LineageParams:
+    return LineageParams.parse(query.lineage(), max_levels=settings.max_levels)
 
 
 def _render(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -61,6 +62,7 @@ async def post_lineage(
 ) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them: all-or-nothing,
     or, with atomic=false, each event on its own."""
+    arrived = time.monotonic()  # its time to wait for the database counts from here
     shape = ShapeLimits(max_items=settings.max_batch_events, max_values=settings.max_event_values)
     body = await read_body(request, settings.max_body_bytes, shape)
     batch = isinstance(body.document, list)
@@ -79,7 +81,7 @@ async def post_lineage(
     facts = await run_in_threadpool(
         prepare, documents, batch=batch, sql_lineage=settings.sql_lineage, texts=body.texts
     )
-    result = await writer.write(facts)
+    result = await writer.write(facts, since=arrived)
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
     return Response(status_code=201)

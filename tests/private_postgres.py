@@ -1,0 +1,133 @@
+"""A PostgreSQL cluster of the test's own, which it may hang, stop and start at will.
+
+The shared server on 5432 is never stopped or paused: other sessions' tests use it. A private
+cluster is made with `initdb` in a temporary directory and started with `pg_ctl` on a free
+port. PostgreSQL refuses to run as root, so when the tests run as root (as CI does) the
+cluster's programs run as the `postgres` OS user (`runuser -u postgres --`).
+
+`hang()` stops every process of the cluster with SIGSTOP (the postmaster first, so it starts
+no new backend, then each backend): connections stay open and every byte waits, as with a
+server that froze. `thaw()` sends SIGCONT in the reverse order. `stop(mode)` and `start()`
+are `pg_ctl`'s, for a fast or an immediate shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IN_CI, free_port
+
+_OS_USER = "postgres"
+
+
+def _bin_dir() -> Path | None:
+    """The directory of `initdb` and `pg_ctl`: Debian keeps them out of PATH."""
+    on_path = shutil.which("initdb")
+    if on_path:
+        return Path(on_path).parent
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"CI must run this test: {reason}")
+    pytest.skip(reason)
+
+
+class PrivateCluster:
+    """One PostgreSQL cluster in a temporary directory, on a free loopback port."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="upstream-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(_OS_USER)
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            self.as_user = ["runuser", "-u", _OS_USER, "--"]
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, program: str, *args: str) -> None:
+        command = [*self.as_user, str(self.bin_dir / program), *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} failed: {done.stdout}{done.stderr}")
+
+    def init(self) -> PrivateCluster:
+        self._run(
+            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "-N"
+        )
+        return self
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off "
+            "-c max_connections=100"
+        )
+        log = str(self.root / "server.log")
+        self._run("pg_ctl", "-D", str(self.data), "-l", log, "-o", options, "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def _processes(self) -> list[int]:
+        """The postmaster, then its children (the backends and auxiliary processes)."""
+        pid_file = self.data / "postmaster.pid"
+        postmaster = int(pid_file.read_text().splitlines()[0])
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(postmaster)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        return [postmaster, *map(int, children)]
+
+    def hang(self) -> None:
+        for pid in self._processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in reversed(self._processes()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def remove(self) -> None:
+        with contextlib.suppress(Exception):
+            self.thaw()
+        with contextlib.suppress(Exception):
+            self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private_cluster() -> Iterator[PrivateCluster]:
+    """A started cluster, removed afterwards; skips (fails under CI=true) without PostgreSQL's
+    server programs."""
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        _unavailable("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
+        raise AssertionError("unreachable")
+    cluster = PrivateCluster(bin_dir)
+    try:
+        cluster.init().start()
+        yield cluster
+    finally:
+        cluster.remove()
