@@ -37,16 +37,16 @@ from tests.readback import counts, dataset_flows, edges, relations
 from tests.test_metrics import scrape, value
 from tests.test_openlineage_client import summaries_event
 from upstream.api.app import create_app
+from upstream.ingest.body import Limits
 from upstream.ingest.service import ingest_documents
 from upstream.kafka.consumer import ConsumerConfig, LineageConsumer
-from upstream.kafka.messages import Limits
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 
 EVENTS = "upstream_kafka_events_total"
-LIMITS = Limits(max_bytes=10_000_000, max_events=5_000)
+LIMITS = Limits(max_bytes=10_000_000, max_events=5_000, max_values=200_000)
 
 
 def eventually(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:

@@ -2,7 +2,8 @@
 decides the HTTP status of each error a service raises (`STATUS`).
 
 `message` is one readable line naming what is wrong; `errors` lists each problem with the path
-into the posted document (`[2].job.facets.lineage.entries[1]`) or the query parameter.
+into the posted document (`[2].job.facets.lineage.entries[1]`) or the query parameter, when
+one has a path (a body over the size limit has none).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
     Conflict,
+    DocumentTooLarge,
     InvalidInput,
     InvalidParameter,
+    MalformedDocument,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -43,6 +46,10 @@ STATUS: dict[type[ServiceError], int] = {
     # query parameter is a mistyped request, as FastAPI answers a wrongly typed one: 400.
     InvalidInput: 422,
     InvalidParameter: 400,
+    # A body that is no JSON the server reads is malformed, as a bad parameter is; one over a
+    # limit is too large, whatever it holds.
+    MalformedDocument: 400,
+    DocumentTooLarge: 413,
     Conflict: 422,
     StoreUnavailable: 503,
 }
@@ -70,7 +77,7 @@ def status_of(exc: ServiceError) -> int:
 def service_error_response(exc: ServiceError) -> JSONResponse:
     """The answer to an error a service raised: its status, message and located problems."""
     status = status_of(exc)
-    if isinstance(exc, InvalidInput):
+    if isinstance(exc, InvalidInput) and any(p.path for p in exc.problems):
         problems = [{"path": p.path, "message": p.message} for p in exc.problems]
         return error_response(status, exc.message, errors=problems)
     if isinstance(exc, StoreUnavailable):
