@@ -21,8 +21,6 @@ from upstream.ingest.body import (
     too_large,
 )
 
-_JSON_TYPES = ("application/json", "application/x-ndjson", "text/json")
-
 #: Bodies above this size are parsed off the event loop (a thread hand-off costs more than
 #: parsing a small body).
 _OFF_LOOP_BYTES = 64 * 1024
@@ -50,18 +48,47 @@ async def read_json(request: Request, limits: Limits) -> Body:
 
 
 async def _read(request: Request, max_bytes: int) -> tuple[bytes, bool]:
-    """The body's bytes, and whether they are gzip."""
-    content_type = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    if (
-        content_type
-        and not content_type.lower().endswith(("json", "+json"))
-        and content_type.lower() not in _JSON_TYPES
-    ):
-        raise ApiError(415, f"content-type must be application/json, not {content_type}")
+    """The body's bytes, and whether they are gzip. Lineage is read whatever its declared
+    type when the `any_content_type` setting says so, for old senders."""
+    if not request.app.state.settings.any_content_type:
+        await check_content_type(request)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("gzip", "identity", ""):
         raise ApiError(415, f"content-encoding {encoding} is not supported (use gzip)")
     return await _read_limited(request, max_bytes), encoding == "gzip"
+
+
+async def check_content_type(request: Request) -> None:
+    """Raise ApiError (415) unless the request's body is declared JSON: `application/json` or
+    an `application/*+json` type, any parameters and any case; a request without a body may
+    say nothing. A route whose body FastAPI parses depends on it (a coroutine: it never waits
+    for a thread)."""
+    header = request.headers.get("content-type")
+    if is_json_type(header) or (header is None and not _has_body(request)):
+        return
+    sent = f"not {header.split(';')[0].strip()}" if header else "and none was sent"
+    raise ApiError(
+        415,
+        f"content-type must be application/json, {sent}: send the body with the header "
+        "Content-Type: application/json (or an application/*+json type)",
+    )
+
+
+def _has_body(request: Request) -> bool:
+    length = request.headers.get("content-length")
+    return length not in (None, "0") or "transfer-encoding" in request.headers
+
+
+def is_json_type(header: str | None) -> bool:
+    """Whether a Content-Type header names JSON: `application/json`, or a structured type
+    whose suffix is `+json` (`application/vnd.openlineage+json`), RFC 6839."""
+    if header is None:
+        return False
+    media = header.split(";")[0].strip().lower()
+    if media == "application/json":
+        return True
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and subtype.endswith("+json") and len(subtype) > len("+json")
 
 
 async def _read_limited(request: Request, max_bytes: int) -> bytes:

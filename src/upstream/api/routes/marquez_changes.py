@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends
 from pydantic import BaseModel, ConfigDict
 
+from upstream.api.body import check_content_type
 from upstream.api.deps import StoreDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.path_segments import EncodedSegmentsRoute
@@ -58,7 +59,7 @@ def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
     return read(store, list_tags, paging)
 
 
-@router.put("/tags/{tag}")
+@router.put("/tags/{tag}", dependencies=[Depends(check_content_type)])
 def put_tag(
     tag: str, store: StoreDep, body: Annotated[TagDescription | None, Body()] = None
 ) -> Doc:
