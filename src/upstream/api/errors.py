@@ -55,6 +55,43 @@ STATUS: dict[type[ServiceError], int] = {
 }
 
 
+#: What each error means to a client, as the API reference states it for every route that may
+#: answer it (`documented`); one entry per class of `STATUS` but the catch-all.
+MEANING: dict[type[ServiceError], str] = {
+    NotFound: "A namespace, dataset, job, run, field or tag it names is not stored",
+    InvalidInput: "The document is invalid; the message names the path; nothing was stored",
+    InvalidParameter: "A parameter is invalid; the message names it",
+    MalformedDocument: "The body is not JSON the server reads (malformed, not UTF-8, a key "
+    "repeated, nested too deep); the message names the path; nothing was stored",
+    DocumentTooLarge: "The body, a batch or an event is over a limit; nothing was stored",
+    Conflict: "The document contradicts what is stored; nothing was stored",
+    StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
+    "(re-sending events is safe)",
+}
+#: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
+#: service runs.
+UNSUPPORTED_MEDIA_TYPE = 415
+_ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+
+
+def documented(*errors: type[ServiceError]) -> dict[int | str, dict[str, object]]:
+    """The OpenAPI `responses` of a route that may raise `errors`: each under its status in
+    `STATUS`, with what it means (errors sharing a status share its entry)."""
+    meanings: dict[int, list[str]] = {}
+    for error in errors:
+        meanings.setdefault(STATUS[error], []).append(MEANING[error])
+    return {
+        status: {"description": "; or ".join(texts), "content": _ERROR_BODY}
+        for status, texts in sorted(meanings.items())
+    }
+
+
+def unsupported_media_type() -> dict[int | str, dict[str, object]]:
+    """The OpenAPI response of a route that reads a JSON body, for a body not declared so."""
+    description = "The body is not declared JSON: send Content-Type: application/json"
+    return {UNSUPPORTED_MEDIA_TYPE: {"description": description, "content": _ERROR_BODY}}
+
+
 class ApiError(Exception):
     """An error answered with `status` and a message for the client."""
 

@@ -25,9 +25,14 @@ _SUFFIX = "/lineage/field-operations"
     summary="Record field operations (for programs that do not use the Python recorder)",
     responses={
         201: {"description": "Stored (or already stored); empty body"},
-        400: {"description": "Malformed body"},
-        413: {"description": "Body or document too large"},
-        422: {"description": "Invalid document; the message names the path; nothing stored"},
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The field-operations document: the program's operations, the "
+            "dataset it writes, its job and run; optionally gzip-compressed.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
     },
 )
 async def post_field_operations(

@@ -8,11 +8,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import IncludeDeleted
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.answers import (
     DatasetAnswer,
@@ -46,7 +48,9 @@ def list_namespaces(
 
 
 @router.get(
-    "/namespaces/{namespace}", response_model=None, responses={200: {"model": NamespaceAnswer}}
+    "/namespaces/{namespace}",
+    response_model=None,
+    responses={200: {"model": NamespaceAnswer}, **documented(NotFound)},
 )
 def get_namespace(
     namespace: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -61,7 +65,11 @@ def list_sources(store: StoreDep, paging: PageDep) -> JsonAnswer[SourcesAnswer]:
     return read(store, namespaces.list_sources, paging)
 
 
-@router.get("/sources/{source}", response_model=None, responses={200: {"model": SourceAnswer}})
+@router.get(
+    "/sources/{source}",
+    response_model=None,
+    responses={200: {"model": SourceAnswer}, **documented(NotFound)},
+)
 def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
     """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
@@ -70,7 +78,7 @@ def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
 @router.get(
     "/namespaces/{namespace}/datasets",
     response_model=None,
-    responses={200: {"model": DatasetsAnswer}},
+    responses={200: {"model": DatasetsAnswer}, **documented(NotFound)},
 )
 def list_datasets(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
@@ -82,7 +90,7 @@ def list_datasets(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}",
     response_model=None,
-    responses={200: {"model": DatasetAnswer}},
+    responses={200: {"model": DatasetAnswer}, **documented(NotFound)},
 )
 def get_dataset(
     namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -94,7 +102,7 @@ def get_dataset(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}/versions",
     response_model=None,
-    responses={200: {"model": DatasetVersionsAnswer}},
+    responses={200: {"model": DatasetVersionsAnswer}, **documented(NotFound)},
 )
 def list_dataset_versions(
     namespace: str, dataset: str, store: StoreDep, paging: PageDep
@@ -106,7 +114,7 @@ def list_dataset_versions(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}/versions/{version}",
     response_model=None,
-    responses={200: {"model": DatasetVersionAnswer}},
+    responses={200: {"model": DatasetVersionAnswer}, **documented(NotFound)},
 )
 def get_dataset_version(
     namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
@@ -116,7 +124,9 @@ def get_dataset_version(
 
 
 @router.get(
-    "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
+    "/namespaces/{namespace}/jobs",
+    response_model=None,
+    responses={200: {"model": JobsAnswer}, **documented(NotFound)},
 )
 def list_jobs(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
@@ -126,7 +136,9 @@ def list_jobs(
 
 
 @router.get(
-    "/namespaces/{namespace}/jobs/{job}", response_model=None, responses={200: {"model": JobAnswer}}
+    "/namespaces/{namespace}/jobs/{job}",
+    response_model=None,
+    responses={200: {"model": JobAnswer}, **documented(NotFound)},
 )
 def get_job(
     namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -138,7 +150,7 @@ def get_job(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/versions",
     response_model=None,
-    responses={200: {"model": JobVersionsAnswer}},
+    responses={200: {"model": JobVersionsAnswer}, **documented(NotFound)},
 )
 def list_job_versions(
     namespace: str, job: str, store: StoreDep, paging: PageDep
@@ -150,7 +162,7 @@ def list_job_versions(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/versions/{version}",
     response_model=None,
-    responses={200: {"model": JobVersionAnswer}},
+    responses={200: {"model": JobVersionAnswer}, **documented(NotFound)},
 )
 def get_job_version(
     namespace: str, job: str, version: uuid.UUID, store: StoreDep
@@ -162,7 +174,7 @@ def get_job_version(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/runs",
     response_model=None,
-    responses={200: {"model": RunsAnswer}},
+    responses={200: {"model": RunsAnswer}, **documented(NotFound)},
 )
 def list_job_runs(
     namespace: str, job: str, store: StoreDep, paging: PageDep
@@ -171,14 +183,20 @@ def list_job_runs(
     return read(store, runs.list_job_runs, namespace, job, paging)
 
 
-@router.get("/jobs/runs/{run_id}", response_model=None, responses={200: {"model": RunAnswer}})
+@router.get(
+    "/jobs/runs/{run_id}",
+    response_model=None,
+    responses={200: {"model": RunAnswer}, **documented(NotFound)},
+)
 def get_run(run_id: uuid.UUID, store: StoreDep) -> JsonAnswer[RunAnswer]:
     """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
 
 @router.get(
-    "/jobs/runs/{run_id}/facets", response_model=None, responses={200: {"model": RunFacetsAnswer}}
+    "/jobs/runs/{run_id}/facets",
+    response_model=None,
+    responses={200: {"model": RunFacetsAnswer}, **documented(NotFound)},
 )
 def get_run_facets(
     run_id: uuid.UUID,

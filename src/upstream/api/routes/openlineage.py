@@ -22,13 +22,9 @@ router = APIRouter(tags=["openlineage"])
     summary="Post OpenLineage events",
     responses={
         201: {"description": "Stored (or already stored); empty body, as Marquez."},
-        400: {"description": "Malformed body"},
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
         403: {"description": "The token's role is read; posting needs write"},
         408: {"description": "The body arrived too slowly"},
-        413: {"description": "Body, batch or event too large"},
-        415: {"description": "Not JSON, or an encoding other than gzip"},
-        422: {"description": "An event is invalid; nothing was stored"},
     },
     openapi_extra={
         "requestBody": event_request_body(
