@@ -64,11 +64,21 @@ def _missing(parameter: re.Match[str]) -> str:
     return MISSING_ID if "run" in name or "version" in name else "missing"
 
 
+def _accepted(parameter: dict[str, Any]) -> str:
+    """A value the route accepts for a required query parameter: a known one, the first of
+    fixed values, else a number."""
+    if parameter["name"] in REQUIRED:
+        return REQUIRED[parameter["name"]]
+    schema = parameter.get("schema", {})
+    fixed = [v for s in [schema, *schema.get("anyOf", [])] for v in s.get("enum", [])]
+    return str(fixed[0]) if fixed else "1"
+
+
 def _url(path: str, operation: dict[str, Any], extra: str = "") -> str:
     """`path` naming nothing stored, with the required query parameters."""
     url = re.sub(r"\{([^}]+)\}", _missing, path)
     query = [
-        f"{p['name']}={REQUIRED[p['name']]}"
+        f"{p['name']}={_accepted(p)}"
         for p in operation.get("parameters", [])
         if p["in"] == "query" and p.get("required")
     ]
