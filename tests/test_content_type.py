@@ -27,6 +27,7 @@ JSON_BODY_ROUTES = [
     ("POST", "/v3/namespaces/types/lineage/field-operations", OPERATIONS),
     ("PUT", "/api/v1/tags/pii", b'{"description": "personal data"}'),
 ]
+ROUTE_IDS = [f"{method} {path}" for method, path, _ in JSON_BODY_ROUTES]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +66,7 @@ def test_other_types_are_not_json(header: str | None) -> None:
     assert not is_json_type(header)
 
 
-@pytest.mark.parametrize(("method", "path", "body"), JSON_BODY_ROUTES)
+@pytest.mark.parametrize(("method", "path", "body"), JSON_BODY_ROUTES, ids=ROUTE_IDS)
 @pytest.mark.parametrize(
     ("header", "said"),
     [
@@ -97,7 +98,7 @@ def test_a_body_not_declared_json_is_415_and_changes_nothing(
     assert counts(store) == before
 
 
-@pytest.mark.parametrize(("method", "path", "body"), JSON_BODY_ROUTES)
+@pytest.mark.parametrize(("method", "path", "body"), JSON_BODY_ROUTES, ids=ROUTE_IDS)
 @pytest.mark.parametrize("header", ["application/json; charset=utf-8", "application/x+json"])
 def test_a_body_declared_json_is_read(
     client: TestClient, method: str, path: str, body: bytes, header: str

@@ -80,6 +80,7 @@ def test_a_repeated_key_found_by_the_slow_parser_is_refused_too() -> None:
         (twice(GOOD, "run", '{"runId": "00000000-0000-4000-8000-000000000001"}'), "run"),
         ("[" + GOOD + ", " + twice(GOOD, "producer", '"x"') + "]", "[1].producer"),
     ],
+    ids=["job.name", "eventTime", "run", "in-a-batch"],
 )
 def test_a_posted_event_with_a_repeated_key_is_refused_and_nothing_stored(
     client: TestClient, store: Store, body: str, path: str
