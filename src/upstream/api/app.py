@@ -18,6 +18,7 @@ from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handler
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
+    estate,
     field_lineage,
     field_operations,
     health,
@@ -63,6 +64,7 @@ ROUTERS = [
     lineage_graph.router,
     run_lineage.router,
     tag_reach.router,
+    estate.router,
 ]
 
 

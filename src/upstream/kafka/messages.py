@@ -36,7 +36,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 #: The refusal reason (the metric label, and the dead-letter header `upstream.reason`) of each
 #: error the decoding and the validation of a message raise; every class has its own entry
-#: (`tests/test_error_mapping.py` checks). A refused message is never tried again: sending the
+#: (`tests/api/test_error_mapping.py` checks). A refused message is never tried again: sending the
 #: same bytes changes nothing.
 REASON: dict[type[InvalidInput], str] = {
     InvalidInput: "invalid",
