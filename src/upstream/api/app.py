@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     install_error_handlers(app)
-    install_openapi(app)
+    install_openapi(app, [route for router in ROUTERS for route in router.routes])
     # Inside the token check: a caller without a token learns nothing, not even that its URL
     # was malformed.
     app.add_middleware(UrlTextMiddleware)

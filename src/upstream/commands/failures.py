@@ -13,8 +13,10 @@ from upstream.client.http import ApiRejected, UpstreamError
 from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
+    DocumentTooLarge,
     InvalidInput,
     InvalidParameter,
+    MalformedDocument,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -30,6 +32,8 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     InvalidInput: 1,
     # An option the services refuse (a garbled --start): the command was mistyped.
     InvalidParameter: 2,
+    MalformedDocument: 1,
+    DocumentTooLarge: 1,
     Conflict: 1,
     StoreUnavailable: 1,
 }
