@@ -21,6 +21,7 @@ from upstream.model.errors import (
     Conflict,
     InvalidInput,
     InvalidParameter,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -45,7 +46,12 @@ STATUS: dict[type[ServiceError], int] = {
     InvalidParameter: 400,
     Conflict: 422,
     StoreUnavailable: 503,
+    # The write a read waits for is stored; this server's view has not caught up with it.
+    NotCaughtUp: 503,
 }
+
+#: Seconds a client asked for a position this server has not caught up with waits to ask again.
+CATCH_UP_RETRY_AFTER_SECONDS = 1
 
 
 class ApiError(Exception):
@@ -79,6 +85,10 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
             status, "the database is unavailable; retry later (re-sending events is safe)"
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    if isinstance(exc, NotCaughtUp):
+        response = error_response(status, exc.message)
+        response.headers["Retry-After"] = str(CATCH_UP_RETRY_AFTER_SECONDS)
         return response
     return error_response(status, exc.message)
 

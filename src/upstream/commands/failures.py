@@ -15,6 +15,7 @@ from upstream.model.errors import (
     Conflict,
     InvalidInput,
     InvalidParameter,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -32,6 +33,7 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     InvalidParameter: 2,
     Conflict: 1,
     StoreUnavailable: 1,
+    NotCaughtUp: 1,
 }
 
 

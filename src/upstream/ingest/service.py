@@ -3,6 +3,7 @@ batch in one transaction. A batch is all-or-nothing; re-posting an event changes
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -47,7 +48,8 @@ def store_facts(
         rederive_runs(conn, step.rederive, translate_document)
         return result
 
-    return store.write(write)
+    result, position = store.write_at(write)
+    return dataclasses.replace(result, position=position)
 
 
 def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> list[WriteResult]:
@@ -60,7 +62,12 @@ def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> 
         new = {k for k in keys if k in shared.new_keys and k not in claimed}
         claimed |= new
         results.append(
-            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
+            WriteResult(
+                stored=len(new),
+                duplicates=len(keys) - len(new),
+                new_keys=frozenset(new),
+                position=shared.position,
+            )
         )
     return results
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body, Depends, Response
 from pydantic import BaseModel, ConfigDict
 
-from upstream.api.deps import StoreDep
+from upstream.api.deps import ReadAfter, StoreDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
@@ -35,24 +35,29 @@ class TagDescription(BaseModel):
     response_model=None,
     responses={200: {"model": NamespaceAnswer}},
 )
-def delete_namespace(namespace: str, store: StoreDep) -> NamespaceAnswer:
+def delete_namespace(namespace: str, store: StoreDep, response: Response) -> NamespaceAnswer:
     """Delete a namespace with its datasets and jobs; an event naming one brings it back."""
-    return change(store, curation.delete_namespace, namespace)
+    return change(store, response, curation.delete_namespace, namespace)
 
 
 @router.delete("/namespaces/{namespace}/datasets/{dataset}")
-def delete_dataset(namespace: str, dataset: str, store: StoreDep) -> Doc:
+def delete_dataset(namespace: str, dataset: str, store: StoreDep, response: Response) -> Doc:
     """Delete a dataset: it leaves lists, search and lineage until an event names it again."""
-    return change(store, curation.delete_dataset, namespace, dataset)
+    return change(store, response, curation.delete_dataset, namespace, dataset)
 
 
 @router.delete("/namespaces/{namespace}/jobs/{job}")
-def delete_job(namespace: str, job: str, store: StoreDep) -> Doc:
+def delete_job(namespace: str, job: str, store: StoreDep, response: Response) -> Doc:
     """Delete a job: it leaves lists, search and lineage until an event names it again."""
-    return change(store, curation.delete_job, namespace, job)
+    return change(store, response, curation.delete_job, namespace, job)
 
 
-@router.get("/tags", response_model=None, responses={200: {"model": TagsAnswer}})
+@router.get(
+    "/tags",
+    response_model=None,
+    responses={200: {"model": TagsAnswer}},
+    dependencies=[ReadAfter],
+)
 def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
     """Every tag, by name."""
     return read(store, list_tags, paging)
@@ -60,32 +65,41 @@ def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
 
 @router.put("/tags/{tag}")
 def put_tag(
-    tag: str, store: StoreDep, body: Annotated[TagDescription | None, Body()] = None
+    tag: str,
+    store: StoreDep,
+    response: Response,
+    body: Annotated[TagDescription | None, Body()] = None,
 ) -> Doc:
     """Create a tag, or change its description."""
     description = body.description if body else None
-    return change(store, curation.put_tag, tag, description)
+    return change(store, response, curation.put_tag, tag, description)
 
 
 @router.post("/namespaces/{namespace}/datasets/{dataset}/tags/{tag}")
-def tag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep) -> Doc:
+def tag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep, response: Response) -> Doc:
     """Tag a dataset (the tag is created if it does not exist)."""
-    return change(store, curation.tag_dataset, namespace, dataset, tag)
+    return change(store, response, curation.tag_dataset, namespace, dataset, tag)
 
 
 @router.delete("/namespaces/{namespace}/datasets/{dataset}/tags/{tag}")
-def untag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep) -> Doc:
+def untag_dataset(
+    namespace: str, dataset: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Take a tag off a dataset."""
-    return change(store, curation.untag_dataset, namespace, dataset, tag)
+    return change(store, response, curation.untag_dataset, namespace, dataset, tag)
 
 
 @router.post("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
-def tag_field(namespace: str, dataset: str, field: str, tag: str, store: StoreDep) -> Doc:
+def tag_field(
+    namespace: str, dataset: str, field: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Tag one field of a dataset (the tag is created if it does not exist)."""
-    return change(store, curation.tag_field, namespace, dataset, field, tag)
+    return change(store, response, curation.tag_field, namespace, dataset, field, tag)
 
 
 @router.delete("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
-def untag_field(namespace: str, dataset: str, field: str, tag: str, store: StoreDep) -> Doc:
+def untag_field(
+    namespace: str, dataset: str, field: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Take a tag off one field of a dataset."""
-    return change(store, curation.untag_field, namespace, dataset, field, tag)
+    return change(store, response, curation.untag_field, namespace, dataset, field, tag)

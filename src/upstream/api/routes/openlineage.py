@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_body
-from upstream.api.deps import GroupCommitDep, SettingsDep
+from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
 from upstream.api.errors import ApiError
 from upstream.api.event_schema import event_request_body
 from upstream.api.json_shape import ShapeLimits
@@ -22,7 +22,11 @@ router = APIRouter(tags=["openlineage"])
     response_class=Response,
     summary="Post OpenLineage events",
     responses={
-        201: {"description": "Stored (or already stored); empty body, as Marquez."},
+        201: {
+            "description": "Stored (or already stored); empty body, as Marquez. The "
+            "X-Upstream-Position header is the position to read after to see these events.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
+        },
         400: {"description": "Malformed body"},
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
         403: {"description": "The token's role is read; posting needs write"},
@@ -52,4 +56,6 @@ async def post_lineage(request: Request, writer: GroupCommitDep, settings: Setti
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
-    return Response(status_code=201)
+    response = Response(status_code=201)
+    answer_position(response, result.position)
+    return response
