@@ -6,12 +6,18 @@ position or one from the future is 400 naming `after`. Both stores."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
 from upstream.api.app import create_app
+from upstream.client.http import ApiRejected, UpstreamClient
+from upstream.client.positions import PositionFile
+from upstream.commands.target import Target
 from upstream.model.errors import InvalidParameter
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
@@ -170,3 +176,65 @@ def test_parse_after_takes_the_larger_of_query_and_header() -> None:
     with pytest.raises(InvalidParameter) as refused:
         parse_after("3", "x")
     assert refused.value.problems[0].path == "after"
+
+
+def _client(app_client: TestClient, **kw: Any) -> UpstreamClient:
+    """An HTTP client of the in-process app (its requests handed to the test client)."""
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        answer = app_client.request(
+            request.method, str(request.url), content=request.read(), headers=request.headers
+        )
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+    return UpstreamClient("http://testserver", transport=httpx.MockTransport(forward), **kw)
+
+
+def test_the_client_sends_the_position_of_its_last_write_with_its_reads(
+    app_client: TestClient, store: Store
+) -> None:
+    with _client(app_client) as client:
+        assert client.position is None
+        client.post_events([_load()])
+        assert client.position == _stored_position(store) == 2
+        assert client.dataset_lineage(NS, "totals", start="0")["relations"]
+        # A view that has not caught up holds the client's read back; not another client's.
+        app_client.app.state.views.plug(lambda: 1)  # type: ignore[attr-defined]
+        with pytest.raises(ApiRejected) as held:
+            client.dataset_lineage(NS, "totals", start="0")
+        assert held.value.status == 503
+    with _client(app_client, read_your_writes=False) as other:
+        other.post_events([_load()])
+        assert other.position is None
+        assert other.dataset_lineage(NS, "totals", start="0")["relations"]
+
+
+def test_commands_carry_the_position_between_them(app_client: TestClient, store: Store) -> None:
+    kept = PositionFile()  # under the test's XDG_STATE_HOME, as the command line's
+    with _client(app_client, positions=kept) as client:
+        client.post_events([_load()])
+    assert kept.get("http://testserver") == 2
+    assert Target("http://testserver/").client().position == 2
+    with _client(app_client, positions=kept) as client:
+        assert client.position == 2
+        client.delete(NS, "datasets", "orders")
+        assert kept.get("http://testserver") == _stored_position(store) == 3
+
+
+def test_a_kept_position_the_server_never_gave_is_forgotten(app_client: TestClient) -> None:
+    """The store was started afresh since the last write: the read is answered all the same."""
+    _post(app_client)
+    kept = PositionFile()
+    kept.put("http://testserver", 999)
+    with _client(app_client, positions=kept) as client:
+        assert client.dataset_lineage(NS, "totals", start="0")["relations"]
+        assert client.position is None
+    assert kept.get("http://testserver") is None
+
+
+def test_a_position_file_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
+    broken = tmp_path / "positions.json"
+    broken.write_text("{not json")
+    assert PositionFile(broken).get("http://a") is None
+    PositionFile(broken).put("http://a", 4)
+    assert PositionFile(broken).get("http://a") == 4

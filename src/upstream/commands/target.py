@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from upstream.client.http import UpstreamClient
+from upstream.client.positions import PositionFile
 from upstream.client.reader import LineageReader
 from upstream.commands.failures import CliError
 from upstream.commands.sinks import DatabaseSink, EventSink, ServerSink
@@ -48,7 +49,8 @@ class Target:
         return self.db is not None
 
     def client(self) -> UpstreamClient:
-        return UpstreamClient(self.url, token=self.token)
+        # Each command is a process: the position of the last write is kept in a file.
+        return UpstreamClient(self.url, token=self.token, positions=PositionFile())
 
 
 @contextmanager
