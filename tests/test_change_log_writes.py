@@ -16,10 +16,12 @@ from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, ds, job_event, run_event
 from tests.conftest import post_events
+from tests.test_kafka_messages import LIMITS
 from tests.test_symlinks import HIVE, ORDERS, READER_RUN, S3, TABLE, WRITER_RUN, reader, writer
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
+from upstream.kafka.messages import ingest_messages
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.query.marquez import curation
 from upstream.retention import prune_store
@@ -265,4 +267,20 @@ def test_field_operations_append_their_run(client: TestClient, store: Store) -> 
     }
     before = _position(store)
     assert client.post(endpoint, json=document).status_code == 201
+    assert _changes(store, before) == {}
+
+
+def test_a_batch_of_kafka_messages_appends_once_and_a_message_read_again_nothing(
+    store: Store,
+) -> None:
+    other = run_event((NS, "load"), inputs=[ds(NS, "orders")], outputs=[ds(NS, "totals")])
+    messages = [json.dumps(event).encode() for event in (_load(), other)]
+    ingest_messages(store, messages, LIMITS)
+    # One transaction for the batch: each kind once, with both runs.
+    assert _changes(store, 0) == {
+        RUNS: {uuid.UUID(RUN), uuid.UUID(other["run"]["runId"])},
+        ENTITIES: {namespace_id(NS), LOAD_ID, ORDERS_ID, TOTALS_ID},
+    }
+    before = _position(store)
+    ingest_messages(store, messages[:1], LIMITS)
     assert _changes(store, before) == {}
