@@ -73,7 +73,9 @@ class UpstreamClient:
         self._read_your_writes = read_your_writes
         self._positions = positions
         #: The position of this client's newest write (or the one `positions` kept).
-        self.position = positions.get(self.url) if positions and read_your_writes else None
+        self.position = (
+            positions.get(self.url) if positions is not None and read_your_writes else None
+        )
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
