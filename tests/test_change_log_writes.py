@@ -284,3 +284,20 @@ def test_a_batch_of_kafka_messages_appends_once_and_a_message_read_again_nothing
     before = _position(store)
     ingest_messages(store, messages[:1], LIMITS)
     assert _changes(store, before) == {}
+
+
+def test_job_tags_append_the_job(store: Store) -> None:
+    _ingest(store, _load())
+
+    def changed(work: Any) -> dict[str, set[uuid.UUID]]:
+        before = _position(store)
+        store.write(work)
+        return _changes(store, before)
+
+    assert changed(lambda c: curation.tag_job(c, NS, "load", "nightly", BASE_TIME)) == {
+        TAGS: {LOAD_ID}
+    }
+    assert changed(lambda c: curation.tag_job(c, NS, "load", "nightly", BASE_TIME)) == {}
+    assert changed(lambda c: curation.untag_job(c, NS, "load", "nightly", BASE_TIME)) == {
+        TAGS: {LOAD_ID}
+    }

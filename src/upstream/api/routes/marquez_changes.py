@@ -89,6 +89,18 @@ def untag_dataset(
     return change(store, response, curation.untag_dataset, namespace, dataset, tag)
 
 
+@router.post("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
+def tag_job(namespace: str, job: str, tag: str, store: StoreDep, response: Response) -> Doc:
+    """Tag a job (the tag is created if it does not exist)."""
+    return change(store, response, curation.tag_job, namespace, job, tag)
+
+
+@router.delete("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
+def untag_job(namespace: str, job: str, tag: str, store: StoreDep, response: Response) -> Doc:
+    """Take a tag off a job."""
+    return change(store, response, curation.untag_job, namespace, job, tag)
+
+
 @router.post("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
 def tag_field(
     namespace: str, dataset: str, field: str, tag: str, store: StoreDep, response: Response
