@@ -238,3 +238,15 @@ def test_a_position_file_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
     assert PositionFile(broken).get("http://a") is None
     PositionFile(broken).put("http://a", 4)
     assert PositionFile(broken).get("http://a") == 4
+
+
+def test_marquez_events_keep_their_own_after_and_take_the_position_as_a_header(
+    app_client: TestClient,
+) -> None:
+    at = _post(app_client)
+    events = "/api/v1/events/lineage"
+    since = app_client.get(events, params={"after": "2026-11-01T11:00:00Z"})
+    assert since.status_code == 200, since.text
+    assert since.json()["totalCount"] == 1  # Marquez's `after`: events after that time
+    assert app_client.get(events, headers={HEADER: str(at)}).status_code == 200
+    assert app_client.get(events, headers={HEADER: str(at + 1)}).status_code == 400

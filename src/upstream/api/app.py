@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
-from upstream.api.deps import ReadAfter
+from upstream.api.deps import ReadAfter, ReadAfterInMarquez
 from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
@@ -49,17 +49,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("upstream")
 
-#: The routers that only read lineage; `marquez_changes` marks its one read itself.
+#: The routers that only read lineage, with how each reads a position to wait for;
+#: `marquez_changes` marks its one read itself.
 READ_ROUTERS = [
-    field_lineage.router,
-    dataset_lineage.router,
-    job_lineage.router,
-    marquez.router,
-    marquez_lineage.router,
-    marquez_web.router,
-    lineage_graph.router,
-    run_lineage.router,
-    tag_reach.router,
+    (field_lineage.router, ReadAfter),
+    (dataset_lineage.router, ReadAfter),
+    (job_lineage.router, ReadAfter),
+    (marquez.router, ReadAfterInMarquez),
+    (marquez_lineage.router, ReadAfterInMarquez),
+    (marquez_web.router, ReadAfterInMarquez),
+    (lineage_graph.router, ReadAfter),
+    (run_lineage.router, ReadAfter),
+    (tag_reach.router, ReadAfter),
 ]
 
 ROUTERS = [
@@ -152,7 +153,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
         # A read may name the position of a write it must see (`?after=`).
-        app.include_router(router, dependencies=[ReadAfter] if router in READ_ROUTERS else [])
+        reads = next((depends for read, depends in READ_ROUTERS if read is router), None)
+        app.include_router(router, dependencies=[reads] if reads is not None else [])
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Header, Query, Request, Response
+from fastapi.dependencies.utils import get_flat_params
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from upstream.ingest.group_commit import GroupCommit
@@ -57,6 +59,16 @@ def answer_position(response: Response, position: int) -> None:
     response.headers[POSITION_HEADER] = str(position)
 
 
+#: The position header a read may send, as every read route documents it.
+PositionHeader = Annotated[
+    str | None,
+    Header(
+        alias=POSITION_HEADER,
+        description="The same as `after`, as a header (the larger of the two counts)",
+    ),
+]
+
+
 async def read_after(
     request: Request,
     after: Annotated[
@@ -67,17 +79,26 @@ async def read_after(
             pattern=r"^[0-9]+$",
         ),
     ] = None,
-    position: Annotated[
-        str | None,
-        Header(
-            alias=POSITION_HEADER,
-            description="The same as `after`, as a header (the larger of the two counts)",
-        ),
-    ] = None,
+    position: PositionHeader = None,
 ) -> None:
     """Wait until this server's view includes the write the read names (see
     `upstream.query.positions`)."""
-    wanted = parse_after(after, position)
+    await _wait_for(request, parse_after(after, position))
+
+
+async def read_after_in_marquez(request: Request, position: PositionHeader = None) -> None:
+    """`read_after` for Marquez's routes, where `after` may already mean something else (a
+    time, for `/events/lineage`): such a route keeps its own `after` and takes the position
+    from the header only; the others take `?after=` too."""
+    route = request.scope.get("route")
+    owns_after = isinstance(route, APIRoute) and any(
+        p.alias == "after" for p in get_flat_params(route.dependant)
+    )
+    after = None if owns_after else request.query_params.get("after")
+    await _wait_for(request, parse_after(after, position))
+
+
+async def _wait_for(request: Request, wanted: int | None) -> None:
     if wanted is not None:
         views: Views = request.app.state.views
         settings: Settings = request.app.state.settings
@@ -86,3 +107,5 @@ async def read_after(
 
 #: Every read route depends on it: `?after=` and the position header.
 ReadAfter = Depends(read_after)
+#: The same for Marquez's read routes.
+ReadAfterInMarquez = Depends(read_after_in_marquez)

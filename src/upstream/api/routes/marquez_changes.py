@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Depends, Response
 from pydantic import BaseModel, ConfigDict
 
-from upstream.api.deps import ReadAfter, StoreDep
+from upstream.api.deps import ReadAfterInMarquez, StoreDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
@@ -56,7 +56,7 @@ def delete_job(namespace: str, job: str, store: StoreDep, response: Response) ->
     "/tags",
     response_model=None,
     responses={200: {"model": TagsAnswer}},
-    dependencies=[ReadAfter],
+    dependencies=[ReadAfterInMarquez],
 )
 def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
     """Every tag, by name."""
