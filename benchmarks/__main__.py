@@ -26,6 +26,7 @@ from benchmarks.generator import (
 from benchmarks.ingest import MODES, run_ingest
 from benchmarks.prune import run_prune
 from benchmarks.queries import load_store, run_queries
+from benchmarks.startup import TARGET_SECONDS, measure
 from upstream.store.engine import Store
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -270,6 +271,15 @@ def prune_command(
         )
 
 
+@app.command("startup")
+def startup_command(
+    repetitions: Annotated[int, typer.Option(help="Fresh interpreters per case.", min=1)] = 7,
+) -> None:
+    """How long the command line takes to start: `import upstream.cli` and `upstream
+    --version`, against the CLI framework's own import in the same run."""
+    report.print_startup(measure(repetitions), TARGET_SECONDS)
+
+
 @app.command("all")
 def all_command(
     size: SizeOption = "small",
@@ -336,6 +346,10 @@ def all_command(
             report.save_results(out, size, results)
     report.print_ingest(ingested, f"Ingest, {size} workload")
     report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)", memory)
+    startup = measure()
+    results["startup"] = startup
+    report.save_results(out, size, results)
+    report.print_startup(startup, TARGET_SECONDS)
 
 
 @app.command("answers")

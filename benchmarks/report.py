@@ -198,3 +198,16 @@ def print_growth(rows: list[dict[str, Any]]) -> None:
             f"{row['time_factor']:.2f}",
         )
     console.print(table)
+
+
+def print_startup(rows: list[dict[str, Any]], target: float) -> None:
+    """The command line's start-up, each case against the framework's own import."""
+    table = Table(title=f"Command-line start-up (target for import upstream.cli: {target} s idle)")
+    for column in ("case", "median s", "x baseline", "baseline"):
+        table.add_column(
+            column, justify="right" if column in ("median s", "x baseline") else "left"
+        )
+    for row in rows:
+        table.add_row(row["case"], f"{row['seconds']:.3f}", f"{row['ratio']:.2f}", row["baseline"])
+    console.print(table)
+    console.print(f"load: {machine()['load']}")

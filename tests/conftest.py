@@ -238,8 +238,8 @@ def new_run_id() -> str:
     return str(uuid.uuid4())
 
 
-def post_events(client: TestClient, *events: dict[str, Any]) -> None:
-    """Post each event to the API, which must store it (201)."""
+def post(client: TestClient, *events: dict[str, Any]) -> None:
+    """Post each event to the API, which must store it (201): the one way tests post events."""
     for event in events:
         response = client.post("/api/v1/lineage", json=event)
         assert response.status_code == 201, response.text

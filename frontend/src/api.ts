@@ -113,6 +113,12 @@ export interface DatasetRef {
   name: string;
 }
 
+/** A dataset version a run read or wrote, with the input or output facets it was sent with. */
+export interface VersionRef {
+  datasetVersionId: { namespace: string; name: string; version: string | null };
+  facets?: Record<string, unknown>;
+}
+
 export interface Run {
   id: string;
   state?: string | null;
@@ -120,6 +126,21 @@ export interface Run {
   startedAt?: string | null;
   endedAt?: string | null;
   durationMs?: number | null;
+  jobVersion?: { namespace: string; name: string } | null;
+  inputDatasetVersions?: VersionRef[];
+}
+
+/** One version of a dataset (Marquez's shape): its schema then, and the run that wrote it. */
+export interface DatasetVersion {
+  version: string;
+  createdAt: string;
+  fields?: SchemaField[];
+  createdByRun?: Run | null;
+}
+
+export interface DatasetVersions {
+  versions: DatasetVersion[];
+  totalCount: number;
 }
 
 export interface Job {
@@ -161,6 +182,8 @@ export interface LineageResponse {
   data: Record<string, DataEntry>;
   programs: Record<string, { entityId: EntityId }>;
   truncated?: boolean;
+  /** With no relation: when the latest run touching the dataset started, all its runs lying outside the window. */
+  latestRunOutsideWindow?: string;
 }
 
 export interface ColumnNode {
@@ -276,7 +299,7 @@ export interface RunNode {
   level: number;
 }
 
-export interface DatasetVersion {
+export interface RunDatasetVersion {
   id: string;
   dataset: DatasetRef;
   version: string | null;
@@ -291,7 +314,7 @@ export interface RunLineage {
   levels: number;
   asOf?: string;
   runs: RunNode[];
-  datasetVersions: DatasetVersion[];
+  datasetVersions: RunDatasetVersion[];
   edges: { type: "read" | "write"; run: string; datasetVersion: string }[];
   truncated?: boolean;
 }
@@ -310,12 +333,35 @@ export interface TagReach {
   reach: FieldsOfDataset[];
 }
 
+/** A page of one of the estate's lists (`GET /v3/namespaces`, …). */
+export interface NamespaceCounts {
+  namespaces: { name: string; datasets: number; jobs: number; updatedAt?: string | null }[];
+  totalCount: number;
+}
+
+export interface WrittenDatasets {
+  datasets: { namespace: string; name: string; writtenAt?: string | null }[];
+  totalCount: number;
+}
+
+export interface LatestRuns {
+  runs: (RunSummary & { job: DatasetRef })[];
+  totalCount: number;
+  failedCount: number;
+}
+
 // ---- calls ----
 
 export const api = {
+  namespaceCounts: (limit: number, offset: number) => getJson<NamespaceCounts>("/v3/namespaces", { limit, offset }),
+  recentlyWritten: (limit: number, offset: number) =>
+    getJson<WrittenDatasets>("/v3/datasets/recently-written", { limit, offset }),
+  latestRuns: (limit: number, offset: number) => getJson<LatestRuns>("/v3/jobs/latest-runs", { limit, offset }),
   search: (q: string, limit = 50) => getJson<SearchResponse>("/api/v1/search", { q, limit }),
   dataset: (ns: string, name: string) =>
     getJson<Dataset>(path("api", "v1", "namespaces", ns, "datasets", name)),
+  datasetVersions: (ns: string, name: string, limit: number, offset: number) =>
+    getJson<DatasetVersions>(path("api", "v1", "namespaces", ns, "datasets", name, "versions"), { limit, offset }),
   job: (ns: string, name: string) => getJson<Job>(path("api", "v1", "namespaces", ns, "jobs", name)),
   jobRuns: (ns: string, name: string, limit = 20) =>
     getJson<RunsResponse>(path("api", "v1", "namespaces", ns, "jobs", name, "runs"), { limit }),

@@ -63,3 +63,8 @@ export function table(headers: string[], rows: Child[][], attrs: Attrs = {}): HT
     h("tbody", {}, rows.map((row) => h("tr", {}, row.map((cell) => h("td", {}, cell))))),
   );
 }
+
+/** "1 node", "3 nodes": a count with its noun in the right number. */
+export function counted(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}

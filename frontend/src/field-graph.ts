@@ -2,15 +2,14 @@
 // with its fields as rows, field edges join the rows, and the chosen field's upstream and
 // downstream fields are highlighted. Laid out and styled as the lineage graph is.
 
-import cytoscape from "cytoscape";
 import type { Core } from "cytoscape";
 
 import type { ColumnGraph } from "./api";
+import { openCanvas } from "./canvas";
 import { columnsOf, rowId } from "./columns";
 import { drawing, focusOn, placed } from "./graph-canvas";
 import { highlight } from "./graph-explore";
 import { Adjacency, type GraphNode, type LineageGraph } from "./graph-model";
-import { STYLE } from "./graph-style";
 import { layOut } from "./layout";
 
 declare global {
@@ -51,15 +50,11 @@ export async function drawFieldGraph(
   const positions = await layOut(plan.layoutNodes, plan.layoutEdges);
   if (!container.isConnected) return null;
   const at = placed(plan, positions);
-  const cy = cytoscape({
+  const cy = openCanvas(
     container,
-    elements: plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] })),
-    style: STYLE,
-    minZoom: 0.1,
-    maxZoom: 3,
-    autoungrabify: true,
-    layout: { name: "preset" },
-  });
+    plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] })),
+    0.1,
+  );
   const adjacency = new Adjacency(columns.edges);
   const centreNode = graph.nodes.find((node) => node.centre);
   const chosen = centreNode ? rowId(centreNode.id, centre.field) : null;

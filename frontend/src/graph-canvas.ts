@@ -5,14 +5,18 @@ import type { Core, ElementDefinition } from "cytoscape";
 
 import type { Columns } from "./columns";
 import type { LineageGraph } from "./graph-model";
-import { LINE_HEIGHT, NODE_PADDING, NODE_WIDTH, ROW_GAP, ROW_HEIGHT } from "./graph-style";
-import { captions, fullLabel, lineCount } from "./labels";
+import { HIDDEN_LABEL_SIZE, LABEL_FONT_SIZE, LINE_HEIGHT, NODE_PADDING, NODE_WIDTH, ROW_GAP, ROW_HEIGHT } from "./graph-style";
+import { captions, fullLabel, lineCount, rowCaption } from "./labels";
 import type { LayoutEdge, LayoutNode, Positions } from "./layout";
 
 /** Room left around the graph when it is fitted to the canvas, in pixels. */
 const PADDING = 24;
-/** The smallest zoom at which node labels are still legible. */
-export const READABLE_ZOOM = 0.45;
+/** The smallest label a graph opens with, in pixels: readable without leaning in. */
+export const READABLE_LABEL = 11;
+/** The zoom at which labels are READABLE_LABEL pixels high. */
+export const READABLE_ZOOM = READABLE_LABEL / LABEL_FONT_SIZE;
+/** "Fit all" never zooms out further: below it nodes are specks; the minimap shows the whole. */
+export const FIT_FLOOR = 0.1;
 
 export interface Drawing {
   elements: ElementDefinition[];
@@ -64,7 +68,8 @@ export function drawing(graph: LineageGraph, columns: Columns | null, namespaces
           namespace: node.namespace,
           name: node.name,
           field: row.field,
-          caption: row.type ? `${row.field} : ${row.type}` : row.field,
+          caption: rowCaption(row.field, row.type),
+          type: row.type,
           label: row.field,
           width: NODE_WIDTH - 12,
           height: ROW_HEIGHT - 2,
@@ -119,19 +124,42 @@ function extent(cy: Core): Box {
   return box;
 }
 
-/** Show every visible node, at most at full size. */
-export function fitAll(cy: Core): void {
+/** The zoom that shows every visible node (at most a little above full size), and where. */
+function fitting(cy: Core): { zoom: number; box: Box } | null {
   const box = extent(cy);
-  if (!Number.isFinite(box.x1)) return;
+  if (!Number.isFinite(box.x1)) return null;
   const zoom = Math.min(
     1.2,
     (cy.width() - 2 * PADDING) / (box.x2 - box.x1),
     (cy.height() - 2 * PADDING) / (box.y2 - box.y1),
   );
+  return { zoom, box };
+}
+
+/** What "Fit all" could not do: everything shown, or labels left readable. */
+export interface FitOutcome {
+  /** Every visible node is on screen (false when the floor stopped the zoom). */
+  whole: boolean;
+  /** Labels are too small to be drawn at the zoom reached. */
+  labelsHidden: boolean;
+}
+
+/** Show every visible node, at most at full size and never below FIT_FLOOR. */
+export function fitAll(cy: Core): FitOutcome {
+  const fit = fitting(cy);
+  if (!fit) return { whole: true, labelsHidden: false };
+  const { box } = fit;
+  const zoom = Math.max(FIT_FLOOR, fit.zoom);
   cy.viewport({
     zoom,
     pan: { x: (cy.width() - zoom * (box.x1 + box.x2)) / 2, y: (cy.height() - zoom * (box.y1 + box.y2)) / 2 },
   });
+  return { whole: zoom === fit.zoom, labelsHidden: labelsHidden(cy) };
+}
+
+/** Whether Cytoscape draws no node labels at the current zoom. */
+export function labelsHidden(cy: Core): boolean {
+  return cy.zoom() * LABEL_FONT_SIZE < HIDDEN_LABEL_SIZE;
 }
 
 /** Shift along one axis so the graph leaves no empty margin on a side while cut on the other. */
@@ -143,15 +171,20 @@ function shiftToFill(low: number, high: number, size: number): number {
 }
 
 /**
- * The opening view: the whole graph when it is legible that way; else a legible zoom around
- * `focus` (the centre), shifted so that no side is left empty while the other is cut.
+ * The opening view: the whole graph when its labels stay READABLE_LABEL pixels that way; else
+ * full-size labels around `focus` (the centre, its first hops beside it), shifted so that no
+ * side is left empty while the other is cut. The minimap shows the rest.
  */
 export function focusOn(cy: Core, focus: string | null): void {
   cy.resize();
-  fitAll(cy);
+  const fit = fitting(cy);
+  if (!fit) return;
   const node = focus ? cy.getElementById(focus) : null;
-  if (cy.zoom() >= READABLE_ZOOM || !node || node.empty()) return;
-  const box = extent(cy);
+  if (fit.zoom >= READABLE_ZOOM || !node || node.empty()) {
+    fitAll(cy);
+    return;
+  }
+  const { box } = fit;
   const zoom = READABLE_ZOOM;
   const at = node.position();
   const pan = { x: cy.width() / 2 - zoom * at.x, y: cy.height() / 2 - zoom * at.y };

@@ -11,14 +11,19 @@ export const NODE_PADDING = 12;
 export const ROW_HEIGHT = 20;
 export const ROW_GAP = 4;
 
-const FONT = "system-ui, 'DejaVu Sans', sans-serif";
+/** Cytoscape takes a font family only in double quotes (single ones make it drop the value). */
+const FONT = 'system-ui, "DejaVu Sans", sans-serif';
+/** Node labels' font size at zoom 1, in pixels: the smallest size the UI opens a graph at. */
+export const LABEL_FONT_SIZE = 11;
+/** Below this rendered size Cytoscape does not draw a label at all. */
+export const HIDDEN_LABEL_SIZE = 5;
 
 export const STYLE: StylesheetJson = [
   {
     selector: "node",
     style: {
       label: "data(caption)",
-      "font-size": 11,
+      "font-size": LABEL_FONT_SIZE,
       "font-family": FONT,
       "text-valign": "center",
       "text-halign": "center",
@@ -29,7 +34,7 @@ export const STYLE: StylesheetJson = [
       height: "data(height)",
       "border-width": 1,
       color: "#10223a",
-      "min-zoomed-font-size": 5,
+      "min-zoomed-font-size": HIDDEN_LABEL_SIZE,
     },
   },
   {
@@ -60,8 +65,9 @@ export const STYLE: StylesheetJson = [
       shape: "rectangle",
       "background-color": "#ffffff",
       "border-color": "#bfdbfe",
-      "font-size": 10,
+      "font-size": LABEL_FONT_SIZE,
       "text-halign": "center",
+      "text-wrap": "none",
       "z-index": 5,
     },
   },

@@ -27,6 +27,22 @@ export function middleEllipsis(text: string, letters: number): string {
   return `${chars.slice(0, head).join("")}…${chars.slice(chars.length - tail).join("")}`;
 }
 
+/** Letters of a field row (name and type) that fit its box on one line. */
+export const ROW_LETTERS = 22;
+
+/**
+ * A field row's caption on one line, so a long type never spills onto the next row: the
+ * field's name first, then as much of its type as fits (the side panel has both in full).
+ */
+export function rowCaption(field: string, type: string | null): string {
+  if (!type) return middleEllipsis(field, ROW_LETTERS);
+  const whole = `${field} : ${type}`;
+  if ([...whole].length <= ROW_LETTERS) return whole;
+  const room = ROW_LETTERS - [...field].length - 3;
+  if (room < 5) return middleEllipsis(field, ROW_LETTERS);
+  return `${field} : ${[...type].slice(0, room - 1).join("")}…`;
+}
+
 /** The name as the graph shows it in full (the side panel and tooltips use it). */
 export function fullLabel(node: Labelled): string {
   const mark = node.kind === "workflow" ? `${WORKFLOW_MARK} ` : "";

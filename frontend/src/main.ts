@@ -5,6 +5,8 @@ import { CARRIED, carried, currentRoute, go } from "./route";
 import { renderDataset } from "./views/dataset";
 import { renderFields } from "./views/fields";
 import { renderGraph } from "./views/graph";
+import { renderHome } from "./views/home";
+import { renderImpact } from "./views/impact";
 import { renderJob } from "./views/job";
 import { renderRunGraph } from "./views/run-graph";
 import { renderSearch } from "./views/search";
@@ -13,6 +15,8 @@ import { renderTag } from "./views/tag";
 type View = (root: HTMLElement, params: URLSearchParams) => Promise<void>;
 
 const VIEWS: Partial<Record<string, View>> = {
+  home: renderHome,
+  impact: renderImpact,
   search: renderSearch,
   dataset: renderDataset,
   job: renderJob,

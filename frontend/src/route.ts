@@ -27,7 +27,7 @@ export const CARRIED = [
 export function currentRoute(): Route {
   const hash = location.hash.replace(/^#\/?/, "");
   const at = hash.indexOf("?");
-  const view = decodeURIComponent(at < 0 ? hash : hash.slice(0, at)) || "search";
+  const view = decodeURIComponent(at < 0 ? hash : hash.slice(0, at)) || "home";
   return { view, params: new URLSearchParams(at < 0 ? "" : hash.slice(at + 1)) };
 }
 
@@ -78,6 +78,7 @@ export const links = {
   fields: (ns: string, name: string, field?: string) => href("fields", { ns, name, field }),
   run: (id: string) => href("run", { id }),
   tag: (tag: string) => href("tag", { tag }),
+  impact: (ns: string, name: string, field?: string) => href("impact", { ns, name, field }),
 };
 
 // ---- time window (design §4.1) ----

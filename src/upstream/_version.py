@@ -1,8 +1,4 @@
-"""The package version, in one place (the distribution reads it from pyproject too)."""
+"""The package version, in one place: the distribution reads it from here (pyproject's
+`dynamic` version), so `upstream --version` needs no package metadata lookup at start-up."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("upstream-lineage")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+__version__ = "0.1.0"

@@ -1,5 +1,9 @@
 """The `upstream` command (design §5): serve the API, manage the database, load events, and
 look at lineage from a terminal. Options are declared here; the work is in `upstream.commands`.
+
+Every command imports what it needs when it runs: `upstream --version` and `--help` load the
+CLI framework and nothing else (a lineage command need not load the ingest service, nor a
+server the Kafka client), which `tests/cli/test_cli_startup.py` checks.
 """
 
 from __future__ import annotations
@@ -11,35 +15,20 @@ import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console, RenderableType
 
-from upstream import __version__
-from upstream.client.http import DEFAULT_URL
-from upstream.collector import tune_collector
-from upstream.commands.failures import CliError, CliState, database_failure, reported_failures
-from upstream.commands.target import Target, event_sink, lineage_reader
-from upstream.render.dot import to_dot
-from upstream.render.graph import (
-    Graph,
-    dataset_lineage_graph,
-    field_summary_graph,
-    lineage_diff_graph,
-    run_lineage_graph,
-    whole_graph,
-)
-from upstream.render.mermaid import to_mermaid
-from upstream.render.tables import (
-    dataset_lineage_tables,
-    field_paths_tables,
-    field_summary_tables,
-    graph_tables,
-    lineage_diff_tables,
-    run_lineage_tables,
-)
-from upstream.settings import SettingsError, load_settings
+from upstream._version import __version__
+from upstream.client import DEFAULT_URL
+from upstream.commands.state import CliState
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from upstream.commands.target import Target
+    from upstream.render.graph import Graph
+    from upstream.store.engine import Store
 
 app = typer.Typer(
     name="upstream",
@@ -62,12 +51,29 @@ delete_app = typer.Typer(
 )
 app.add_typer(delete_app, name="delete")
 
+
+def _database(value: str | None) -> str | None:
+    """`--db` as a database URL: a plain file path is an SQLite database. A value that is
+    neither is one line naming the forms accepted, as a mistyped option (status 2)."""
+    if value is None:
+        return None
+    from upstream.store.database_url import database_url
+
+    try:
+        return database_url(value)
+    except ValueError as exc:
+        typer.echo(f"error: --db: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Database URL (default: UPSTREAM_DB_URL, else ./upstream.db).",
+        help="The database: a file path (SQLite) or a URL, sqlite:///path or "
+        "postgresql+psycopg://user@host/database (default: UPSTREAM_DB_URL, else ./upstream.db).",
         show_default=False,
+        callback=_database,
     ),
 ]
 UrlOption = Annotated[
@@ -91,45 +97,21 @@ DirectDbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Use this database directly instead of a server "
-        "(sqlite:///path or postgresql+psycopg://…).",
+        help="Use this database directly instead of a server: a file path (SQLite) or a URL, "
+        "sqlite:///path or postgresql+psycopg://user@host/database.",
         show_default=False,
+        callback=_database,
     ),
 ]
 
 
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-    dot = "dot"
-    mermaid = "mermaid"
-
-
-class Direction(StrEnum):
-    both = "both"
-    upstream = "upstream"
-    downstream = "downstream"
-
-
-class FieldDirection(StrEnum):
-    incoming = "incoming"
-    outgoing = "outgoing"
-    both = "both"
-
-
-class Collapse(StrEnum):
-    access = "access"
-    run = "run"
-    component = "component"
-
-
-class Rollup(StrEnum):
-    workflow = "workflow"
-
-
-class OnError(StrEnum):
-    skip = "skip"
-    stop = "stop"
+#: The choices of the options, each value its own name (`--direction upstream`).
+OutputFormat = StrEnum("OutputFormat", ["table", "json", "dot", "mermaid"])
+Direction = StrEnum("Direction", ["both", "upstream", "downstream"])
+FieldDirection = StrEnum("FieldDirection", ["incoming", "outgoing", "both"])
+Collapse = StrEnum("Collapse", ["access", "run", "component"])
+Rollup = StrEnum("Rollup", ["workflow"])
+OnError = StrEnum("OnError", ["skip", "stop"])
 
 
 LevelsOption = Annotated[
@@ -181,6 +163,8 @@ def _root(
 def _target(ctx: typer.Context, url: str, token: str | None, db: str | None) -> Target:
     """The server or database a command works on; naming both on the command line is a
     usage error (an UPSTREAM_URL in the environment simply yields to --db)."""
+    from upstream.commands.target import Target
+
     source = ctx.get_parameter_source("url")
     if db is not None and source is not None and source.name == "COMMANDLINE":
         raise typer.BadParameter("give either --url or --db, not both", ctx, param_hint="--db")
@@ -198,9 +182,13 @@ def serve(
 
     Example: upstream serve --db postgresql+psycopg://postgres@127.0.0.1/lineage --workers 4
     """
+    from rich.console import Console
+
     from upstream.api.metrics import multiprocess_directory
+    from upstream.commands.failures import database_failure
     from upstream.commands.rebuild import prepare
     from upstream.serving import StartupError, listening_socket, run_server
+    from upstream.settings import SettingsError, load_settings
     from upstream.store.engine import Store
 
     try:
@@ -224,16 +212,12 @@ def serve(
         run_server(settings, sock)
 
 
-@db_app.command("upgrade")
-def db_upgrade(db: DbOption = None) -> None:
-    """Apply every pending migration (and derive the lineage again from the kept events
-    when the new version derives it differently).
-
-    Example: upstream db upgrade --db sqlite:///lineage.db
-    """
-    from upstream.commands.rebuild import prepare, summary
+def _on_database(db: str | None, action: str, work: Callable[[Store], str]) -> None:
+    """Print what `work` did on the database `--db` (else the settings') names; a database
+    that fails is one line saying what to check."""
+    from upstream.commands.failures import database_failure
+    from upstream.settings import SettingsError, load_settings
     from upstream.store.engine import Store
-    from upstream.store.migrate import current_revision
 
     try:
         settings = load_settings(db_url=db)
@@ -241,14 +225,31 @@ def db_upgrade(db: DbOption = None) -> None:
         raise _fail(str(exc)) from None
     store = Store(settings.db_url)
     try:
-        report = prepare(store, Console(stderr=True))
-        typer.echo(f"{store.display_url} is at revision {current_revision(store)}")
-        if report is not None:
-            typer.echo(summary(report))
+        typer.echo(work(store))
     except Exception as exc:
-        raise _fail(database_failure("migrate", store.display_url, exc)) from None
+        raise _fail(database_failure(action, store.display_url, exc)) from None
     finally:
         store.dispose()
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None) -> None:
+    """Apply every pending migration (and derive the lineage again from the kept events
+    when the new version derives it differently).
+
+    Example: upstream db upgrade --db sqlite:///lineage.db
+    """
+    from rich.console import Console
+
+    from upstream.commands.rebuild import prepare, summary
+    from upstream.store.migrate import current_revision
+
+    def migrate(store: Store) -> str:
+        report = prepare(store, Console(stderr=True))
+        done = f"{store.display_url} is at revision {current_revision(store)}"
+        return done if report is None else f"{done}\n{summary(report)}"
+
+    _on_database(db, "migrate", migrate)
 
 
 @db_app.command("rebuild")
@@ -259,23 +260,16 @@ def db_rebuild(db: DbOption = None) -> None:
 
     Example: upstream db rebuild --db sqlite:///lineage.db
     """
+    from rich.console import Console
+
     from upstream.commands.rebuild import rebuild_store, summary
-    from upstream.store.engine import Store
     from upstream.store.migrate import upgrade
 
-    try:
-        settings = load_settings(db_url=db)
-    except SettingsError as exc:
-        raise _fail(str(exc)) from None
-    store = Store(settings.db_url)
-    try:
+    def rebuild(store: Store) -> str:
         upgrade(store)
-        report = rebuild_store(store, Console(stderr=True))
-        typer.echo(f"{store.display_url}: {summary(report)}")
-    except Exception as exc:
-        raise _fail(database_failure("rebuild", store.display_url, exc)) from None
-    finally:
-        store.dispose()
+        return f"{store.display_url}: {summary(rebuild_store(store, Console(stderr=True)))}"
+
+    _on_database(db, "rebuild", rebuild)
 
 
 @db_app.command("prune")
@@ -304,7 +298,9 @@ def db_prune(
 
     Example: upstream db prune --before now-90d --dry-run --db sqlite:///lineage.db
     """
+    from upstream.commands.failures import reported_failures
     from upstream.commands.prune import prune_database
+    from upstream.settings import load_settings
 
     with reported_failures(ctx):
         settings = load_settings(db_url=db)
@@ -324,6 +320,7 @@ def _delete(
     name: str | None,
 ) -> None:
     from upstream.commands.delete import delete_entity
+    from upstream.commands.failures import reported_failures
 
     with reported_failures(ctx):
         typer.echo(delete_entity(target, kind, namespace, name))
@@ -414,8 +411,12 @@ def ingest(
       upstream ingest events.ndjson --url http://lineage.example.com:5000 --token $TOKEN
       cat run.json | upstream ingest - --db sqlite:///lineage.db --on-error skip
     """
+    from rich.console import Console
+
+    from upstream.commands.failures import reported_failures
     from upstream.commands.ingest import STDIN
     from upstream.commands.ingest import ingest as run_ingest
+    from upstream.commands.target import event_sink
 
     for name in files:
         if name != STDIN and not Path(name).is_file():
@@ -512,8 +513,12 @@ def consume(
       upstream consume --bootstrap-servers kafka:9092 --db postgresql+psycopg://db/lineage
       upstream consume --bootstrap-servers kafka:9092 --dead-letter-topic openlineage.refused
     """
+    from rich.console import Console
+
     from upstream.commands.consume import consume as run_consume
+    from upstream.commands.failures import reported_failures
     from upstream.kafka.progress import progress_line
+    from upstream.settings import SettingsError, load_settings
 
     try:
         settings = load_settings(
@@ -560,25 +565,33 @@ def lineage(
       upstream lineage myns mytableds --direction upstream --format dot | dot -Tsvg > g.svg
       upstream lineage myns mytableds --as-of 2026-11-24T09:00:00Z
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.commands.window_hint import window_hint
+    from upstream.query.lineage_query import LineageQuery
+    from upstream.render.graph import dataset_lineage_graph
+    from upstream.render.tables import dataset_lineage_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.dataset_lineage(
-            namespace,
-            dataset,
+        query = LineageQuery(
             start=start,
             end=end,
-            levels=levels,
+            levels=_text_of(levels),
             direction=direction.value,
-            collapse=[c.value for c in collapse or []],
+            collapse=tuple(c.value for c in collapse or []),
             rollup=rollup.value if rollup else None,
             as_of=as_of,
         )
+        response = reader.dataset_lineage(namespace, dataset, query)
         _show(
             response,
             output_format,
             table=lambda: dataset_lineage_tables(response, namespace, dataset),
             graph=lambda: dataset_lineage_graph(response, (namespace, dataset)),
         )
+        if hint := window_hint(response, namespace, dataset):
+            typer.echo(hint, err=True)
 
 
 @app.command()
@@ -637,22 +650,27 @@ def diff(
       upstream diff myns orders --from now-14d..now-7d --to now-7d..now --format json
       upstream diff myns orders --as-of now --against now-30d --format mermaid
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import DiffQuery
+    from upstream.render.graph import lineage_diff_graph
+    from upstream.render.tables import lineage_diff_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.lineage_diff(
-            namespace,
-            dataset,
+        query = DiffQuery(
             from_window=from_window,
             to_window=to_window,
             as_of=as_of,
             against=against,
             start=start,
             end=end,
-            levels=levels,
+            levels=_text_of(levels),
             direction=direction.value,
-            collapse=[c.value for c in collapse or []],
+            collapse=tuple(c.value for c in collapse or []),
             rollup=rollup.value if rollup else None,
         )
+        response = reader.lineage_diff(namespace, dataset, query)
         _show(
             response,
             output_format,
@@ -686,9 +704,16 @@ def run_lineage(
       upstream run-lineage bcef9942-cb5c-476a-995b-3e5ca14aff27 --direction upstream
       upstream run-lineage 155dbf08-c4c5-43e6-bb3a-8095c4ba59b8 --format dot | dot -Tsvg > r.svg
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import RunQuery
+    from upstream.render.graph import run_lineage_graph
+    from upstream.render.tables import run_lineage_tables
+
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
-        response = reader.run_lineage(run_id, direction=direction.value, levels=levels, as_of=as_of)
+        query = RunQuery(direction=direction.value, levels=_text_of(levels), as_of=as_of)
+        response = reader.run_lineage(run_id, query)
         _show(
             response,
             output_format,
@@ -731,12 +756,19 @@ def field_lineage(
       upstream field-lineage myns mytableds uniqueId --paths
       upstream field-lineage myns user_data body --direction outgoing --levels 3 --format mermaid
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.query.lineage_query import FieldLineageQuery
+    from upstream.render.graph import field_summary_graph
+    from upstream.render.tables import field_paths_tables, field_summary_tables
+
     if paths and output_format not in (OutputFormat.table, OutputFormat.json):
         raise typer.BadParameter("--paths prints a table or json", ctx, param_hint="--format")
     target = _target(ctx, url, token, db)
     with reported_failures(ctx), lineage_reader(target) as reader:
         if paths:
-            response = reader.field_lineage(namespace, dataset, field, start=start, end=end)
+            asked = FieldLineageQuery(start=start, end=end)
+            response = reader.field_lineage(namespace, dataset, field, asked)
             _show(
                 response,
                 output_format,
@@ -744,15 +776,10 @@ def field_lineage(
                 graph=None,
             )
             return
-        response = reader.field_lineage_summary(
-            namespace,
-            dataset,
-            field,
-            direction=direction.value,
-            levels=levels,
-            start=start,
-            end=end,
+        query = FieldLineageQuery(
+            start=start, end=end, levels=_text_of(levels), direction=direction.value
         )
+        response = reader.field_lineage_summary(namespace, dataset, field, query)
         _show(
             response,
             output_format,
@@ -798,6 +825,13 @@ def export(
       upstream export --db sqlite:///lineage.db --format dot -o lineage.dot
       upstream export default EmpAgg --levels 3 --format mermaid -o empagg.mmd
     """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.target import lineage_reader
+    from upstream.commands.window_hint import window_hint
+    from upstream.query.lineage_query import LineageQuery
+    from upstream.render.graph import dataset_lineage_graph, whole_graph
+    from upstream.render.tables import dataset_lineage_tables, graph_tables
+
     if (namespace is None) != (dataset is None):
         raise typer.BadParameter(
             "give both NAMESPACE and DATASET, or neither", ctx, param_hint="DATASET"
@@ -813,15 +847,14 @@ def export(
                 graph=lambda: whole_graph(response),
             )
         else:
-            response = reader.dataset_lineage(
-                namespace,
-                dataset,
+            query = LineageQuery(
                 start=start,
                 end=end,
-                levels=levels,
+                levels=_text_of(levels),
                 direction=direction.value,
                 rollup=rollup.value if rollup else None,
             )
+            response = reader.dataset_lineage(namespace, dataset, query)
             focus = (namespace, dataset)
             text = _text(
                 response,
@@ -829,6 +862,8 @@ def export(
                 table=lambda: dataset_lineage_tables(response, *focus),
                 graph=lambda: dataset_lineage_graph(response, focus),
             )
+            if hint := window_hint(response, namespace, dataset):
+                typer.echo(hint, err=True)
         if output is None:
             typer.echo(text, nl=False)
         else:
@@ -856,14 +891,20 @@ def demo(
       upstream demo --db sqlite:///demo.db
     """
     from upstream.commands.demo import load_demo
+    from upstream.commands.failures import reported_failures
 
     target = _target(ctx, url, token, db)
     with reported_failures(ctx):
         typer.echo(load_demo(target))
 
 
-TableOf = Callable[[], RenderableType]
-GraphOf = Callable[[], Graph]
+def _text_of(levels: int | None) -> str | None:
+    """`--levels` as the query parameter it becomes (Typer has checked it is a number)."""
+    return None if levels is None else str(levels)
+
+
+TableOf = Callable[[], "RenderableType"]
+GraphOf = Callable[[], "Graph"]
 
 
 def _show(
@@ -875,6 +916,8 @@ def _show(
 ) -> None:
     """Print a response: tables through Rich (colours only on a terminal), the text formats
     verbatim."""
+    from rich.console import Console
+
     if output_format is OutputFormat.table:
         Console().print(table())
         return
@@ -890,6 +933,12 @@ def _text(
 ) -> str:
     """A response as text: JSON as the API answers it, a drawn graph, or plain tables (for a
     file written with `export -o`)."""
+    from rich.console import Console
+
+    from upstream.commands.failures import CliError
+    from upstream.render.dot import to_dot
+    from upstream.render.mermaid import to_mermaid
+
     if output_format is OutputFormat.json:
         return json.dumps(response, indent=2, ensure_ascii=False) + "\n"
     if output_format is OutputFormat.table:
@@ -905,6 +954,8 @@ def _text(
 def main() -> None:
     """Entry point of the `upstream` command. Its walks and ingests build as many objects
     as the server's, so the collector is set as the server sets it."""
+    from upstream.collector import tune_collector
+
     tune_collector()
     try:
         app()

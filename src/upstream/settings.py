@@ -30,6 +30,7 @@ from pydantic_settings import (
 )
 
 from upstream.model.timeexpr import parse_duration
+from upstream.store.database_url import database_url
 
 DEFAULT_DB_URL = "sqlite:///./upstream.db"
 #: Token roles, weakest first; each implies the ones before it (design §5).
@@ -87,7 +88,8 @@ class Settings(BaseSettings):
 
     db_url: str = Field(
         DEFAULT_DB_URL,
-        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://…",
+        description="The store: a file path (an SQLite database), or a URL, sqlite:///path or "
+        "postgresql+psycopg://user@host:5432/database.",
     )
     host: str = Field("127.0.0.1", description="Address `upstream serve` listens on.")
     port: int = Field(5000, ge=0, le=65535, description="Port `upstream serve` listens on.")
@@ -263,6 +265,11 @@ class Settings(BaseSettings):
                 "brokers to read from"
             )
         return self
+
+    @field_validator("db_url")
+    @classmethod
+    def _db_url_names_a_database(cls, value: str) -> str:
+        return database_url(value)
 
     @field_validator("retention")
     @classmethod

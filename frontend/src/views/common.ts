@@ -3,6 +3,7 @@
 
 import { ApiFailure, saveToken, savedToken } from "../api";
 import { type Child, h } from "../dom";
+import { platformIcon } from "../platforms";
 import { links } from "../route";
 
 /** What went wrong, in words; a 401/403 also offers a field for an API token. */
@@ -47,4 +48,25 @@ export function section(title: string, ...children: Child[]): HTMLElement {
 
 export function badge(kind: string): HTMLElement {
   return h("span", { class: `badge badge-${kind.toLowerCase()}` }, kind.toLowerCase());
+}
+
+/** Marquez's run states in OpenLineage's words, so every page names a state the same way. */
+const OPENLINEAGE_STATE: Record<string, string> = { COMPLETED: "COMPLETE", FAILED: "FAIL", ABORTED: "ABORT" };
+
+/** A run state as OpenLineage's event type names it (`COMPLETE`, `FAIL`, `ABORT`, …). */
+export function stateWord(state: string | null | undefined): string {
+  const upper = (state ?? "").toUpperCase();
+  return OPENLINEAGE_STATE[upper] ?? upper;
+}
+
+/** A run state, coloured by what it means. */
+export function runState(state: string | null | undefined): HTMLElement {
+  const word = stateWord(state);
+  return h("span", { class: `state state-${word.toLowerCase()}` }, word);
+}
+
+/** A namespace as text, after the icon of its platform when its scheme names one we know. */
+export function namespaceLabel(namespace: string, attrs: Record<string, string> = {}): HTMLElement {
+  const icon = platformIcon(namespace);
+  return h("span", { class: "wrap muted namespace", ...attrs }, icon, namespace);
 }

@@ -4,8 +4,9 @@ import { api, type LineageResponse, type Run } from "../api";
 import { h, notice, replace, table, time } from "../dom";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
-import { badge, errorText, jobLink, section } from "./common";
-import { latestRunHint } from "./latest-run";
+import { badge, errorText, jobLink, namespaceLabel, runState, section } from "./common";
+import { ownersAndTags, qualitySection, versionsSection } from "./dataset-history";
+import { latestRun, latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
 import { tagChip } from "./tag";
 
@@ -61,6 +62,24 @@ async function recentRuns(programs: Program[]): Promise<{ run: Run; program: Pro
     .slice(0, RECENT_RUNS);
 }
 
+/**
+ * When a run last read or wrote the dataset, at any time: the time its data last moved, which
+ * the row's own update time (when an event last named it) is not.
+ */
+async function showLastRun(line: HTMLElement, namespace: string, name: string): Promise<void> {
+  try {
+    const run = await latestRun({ kind: "dataset", namespace, name });
+    if (!run) {
+      replace(line, "No run has read or written it.");
+      return;
+    }
+    const ended = Boolean(run.endedAt);
+    replace(line, `Last run ${ended ? "ended" : "started"} `, time(ended ? run.endedAt : (run.startedAt ?? run.createdAt)), " · ", runState(run.state));
+  } catch (error) {
+    replace(line, "Last run: ", errorText(error));
+  }
+}
+
 export async function renderDataset(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
@@ -68,27 +87,31 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
   const window = windowControl(params, change);
   const io = h("div", {}, notice("Loading writers and readers…"));
   const runs = h("div", {}, notice("Loading runs…"));
+  const quality = h("div", { id: "dataset-quality" }, notice("Loading runs…"));
   const body = h("div", { class: "page" }, notice("Loading…"));
   replace(root, body);
   try {
     const dataset = await api.dataset(namespace, name);
     const fields = dataset.fields ?? [];
+    const lastRun = h("p", { class: "muted", id: "last-run" }, "Last run: looking…");
+    void showLastRun(lastRun, namespace, name);
     replace(
       body,
       h(
         "header",
         { class: "page-head" },
         h("h1", {}, badge("dataset"), " ", h("span", { class: "entity-name" }, dataset.name)),
-        h("p", { class: "muted wrap" }, dataset.namespace),
+        h("p", { class: "muted wrap" }, namespaceLabel(dataset.namespace)),
         dataset.description ? h("p", {}, dataset.description) : null,
-        dataset.tags?.length ? h("p", { class: "tags", id: "dataset-tags" }, "Tags: ", dataset.tags.map(tagChip)) : null,
+        ownersAndTags(dataset, tagChip),
         h(
           "p",
           { class: "actions" },
           h("a", { class: "button", href: links.graph("dataset", namespace, name) }, "Lineage graph"),
           h("a", { class: "button", href: links.fields(namespace, name) }, "Field lineage"),
+          h("a", { class: "button", href: links.impact(namespace, name) }, "Impact"),
         ),
-        h("p", { class: "muted" }, "Updated ", time(dataset.updatedAt ?? dataset.createdAt)),
+        lastRun,
       ),
       section(
         "Fields",
@@ -106,8 +129,10 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
             )
           : notice("No fields are known for this dataset."),
       ),
+      section("Versions", versionsSection(namespace, name)),
       section("Writers and readers", h("div", { class: "controls" }, window, asOfControl(params, change)), io),
       section("Recent runs", runs),
+      section("Data quality", quality),
       section("Facets", facetList(dataset.facets)),
     );
   } catch (error) {
@@ -136,6 +161,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
       list("read").length ? table(headers, rows("read"), { class: "readers" }) : notice("No reader in this window."),
     );
     const recent = await recentRuns(programs);
+    qualitySection(quality, recent.map(({ run, program }) => ({ run, job: program })), namespace, name);
     replace(
       runs,
       recent.length
@@ -144,7 +170,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
             recent.map(({ run, program }) => [
               jobLink(program.namespace, program.name),
               [...program.accesses].sort().join(", "),
-              h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
+              runState(run.state),
               time(run.startedAt),
               time(run.endedAt),
               h("a", { href: links.run(run.id), title: "The runs that made what it read" }, h("code", {}, run.id)),
@@ -156,5 +182,6 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
   } catch (error) {
     replace(io, h("p", { class: "notice notice-error", role: "alert" }, errorText(error)));
     replace(runs, "");
+    replace(quality, "");
   }
 }

@@ -9,7 +9,7 @@ import {
   type FieldWithLineage,
   type Operation,
 } from "../api";
-import { h, notice, replace } from "../dom";
+import { counted, h, notice, replace } from "../dom";
 import { drawFieldGraph } from "../field-graph";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
@@ -73,12 +73,12 @@ function pathCard(path: FieldPath, index: number): HTMLElement {
   return h(
     "article",
     { class: "path", "data-path": index + 1 },
-    h("h3", {}, `Path ${index + 1}`, h("span", { class: "muted" }, ` — ${path.operations.length} operations`)),
+    h("h3", {}, `Path ${index + 1}`, h("span", { class: "muted" }, ` — ${counted(path.operations.length, "operation")}`)),
     h("ol", { class: "steps" }, path.operations.map(operationStep)),
     h(
       "p",
       { class: "path-runs" },
-      `${runs.length} run${runs.length === 1 ? "" : "s"}`,
+      counted(runs.length, "run"),
       runs.length ? ": " : "",
       runs.slice(0, RUNS_LISTED).map((id, i) => [i ? ", " : "", h("code", {}, id)]),
       runs.length > RUNS_LISTED ? ` and ${runs.length - RUNS_LISTED} more` : "",
@@ -226,12 +226,14 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
       h(
         "p",
         { class: "muted" },
-        `Fields ${levels} hop${levels === 1 ? "" : "s"} up and down from this one; its paths are highlighted, temporary datasets dashed. Click a field to follow it. `,
+        `Fields ${counted(levels, "hop")} up and down from this one; its paths are highlighted, temporary datasets dashed. Click a field to follow it. `,
         more,
+        " ",
+        h("a", { href: links.impact(namespace, name, field), id: "field-impact" }, "Impact of this field"),
       ),
       fieldGraph.status === "fulfilled"
         ? fieldGraph.value.graph.length
-          ? canvas
+          ? h("div", { class: "graph-stage" }, canvas)
           : notice("No field edges lead to or from this field.")
         : h("p", { class: "notice notice-error", role: "alert" }, errorText(fieldGraph.reason)),
     ),

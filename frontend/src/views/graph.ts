@@ -4,13 +4,13 @@
 // highlighted, a node expanded or collapsed by one hop, filters, search, paths between two
 // nodes — without fetching or laying out the graph again except for what changed.
 
-import cytoscape from "cytoscape";
 import type { Core } from "cytoscape";
 
 import { api, type ColumnGraph, type ColumnNode } from "../api";
+import { openCanvas } from "../canvas";
 import { type Columns, columnsOf } from "../columns";
-import { h, notice, replace } from "../dom";
-import { drawing, focusOn, fitAll, placed } from "../graph-canvas";
+import { counted, h, notice, replace } from "../dom";
+import { FIT_FLOOR, drawing, focusOn, fitAll, placed } from "../graph-canvas";
 import { KINDS, applyFilters, clearHighlight, focusPaths, highlight, search } from "../graph-explore";
 import {
   Adjacency,
@@ -22,20 +22,17 @@ import {
   fromRelations,
   merged,
 } from "../graph-model";
-import { STYLE } from "../graph-style";
 import { fullLabel } from "../labels";
 import { layOut } from "../layout";
-import { go, historyQuery, links, note, paramsObject } from "../route";
+import { ALL_TIME, go, historyQuery, links, note, paramsObject } from "../route";
 import { asOfControl, instantInput, windowControl } from "../window-control";
-import { errorText } from "./common";
+import { errorText, namespaceLabel } from "./common";
 import { latestRunHint } from "./latest-run";
 
 const DEFAULT_LEVELS = 3;
 const COLLAPSE_DIMENSIONS = ["access", "run", "component"] as const;
 /** Two taps on one node this close together are a double click. */
 const DOUBLE_CLICK_MS = 400;
-/** Above this many elements, drawing trades polish for speed while panning and zooming. */
-const LARGE_GRAPH = 400;
 
 /** What the browser tests read: the graph on screen and how long it took to get there. */
 export interface GraphProbe {
@@ -89,8 +86,6 @@ const COMPARE_CHOICES: [Compare, string][] = [
   ["window", "another window…"],
   ["time", "an earlier time…"],
 ];
-
-const edges = (count: number) => `${count} edge${count === 1 ? "" : "s"}`;
 
 const listParam = (params: URLSearchParams, key: string) =>
   (params.get(key) ?? "").split(",").filter((part) => part);
@@ -172,9 +167,9 @@ async function diffOf(params: URLSearchParams, settings: GraphSettings): Promise
   const query =
     settings.compare === "time"
       ? { ...shared, start, end, asOf: asOf ?? "now", against: params.get("against") }
-      : settings.compare === "window" && params.get("compareStart") && params.get("compareEnd")
-        ? windows(`${params.get("compareStart")}..${params.get("compareEnd")}`)
-        : windows(null);
+      : comparesPrevious(settings, params)
+        ? windows(null)
+        : windows(`${params.get("compareStart")}..${params.get("compareEnd")}`);
   const diff = await api.lineageDiff(settings.namespace, settings.name, query);
   const at = (seconds: number) => new Date(seconds * 1000).toLocaleString();
   const side = (s: { start: number; end: number; asOf?: string }) =>
@@ -183,6 +178,13 @@ async function diffOf(params: URLSearchParams, settings: GraphSettings): Promise
   // The API compares two windows as they are now: an as-of time is for comparing two times.
   const now = asOf && settings.compare !== "time" ? " (windows as they are now: As of compares times under “an earlier time…”)" : "";
   return { graph, sides: `${side(diff.to)} against ${side(diff.from)}${now}` };
+}
+
+/** Whether the comparison is with the window just before the graph's own (also what "another
+ * window…" compares with until both of its dates are set). */
+function comparesPrevious(settings: GraphSettings, params: URLSearchParams): boolean {
+  if (settings.compare === "previous") return true;
+  return settings.compare === "window" && !(params.get("compareStart") && params.get("compareEnd"));
 }
 
 function fieldGraphOf(target: Target, levels: number): Promise<ColumnGraph> {
@@ -263,7 +265,9 @@ function compareControl(
   const select = h(
     "select",
     { name: "compare", "aria-label": "Compare with" },
-    COMPARE_CHOICES.map(([value, text]) => h("option", { value, selected: value === settings.compare }, text)),
+    COMPARE_CHOICES.map(([value, text]) =>
+      h("option", { value, selected: value === settings.compare, disabled: value === "previous" && params.get("window") === ALL_TIME }, text),
+    ),
   );
   select.addEventListener("change", () => change({ compare: select.value }));
   const dates =
@@ -281,6 +285,24 @@ function compareControl(
 
 // ---- the view -------------------------------------------------------------------------------
 
+/** The nodes and edges one side's expansions of a node added. */
+interface Expansion {
+  nodes: Set<string>;
+  edges: Set<string>;
+}
+
+const expansionKey = (id: string, direction: "upstream" | "downstream") => JSON.stringify([id, direction]);
+
+/** What `after` has that `before` had not, with what `earlier` expansions of the same side added. */
+function addedBy(before: LineageGraph, after: LineageGraph, earlier?: Expansion): Expansion {
+  const nodes = new Set(before.nodes.map((node) => node.id));
+  const edges = new Set(before.edges.map((edge) => edge.id));
+  return {
+    nodes: new Set([...(earlier?.nodes ?? []), ...after.nodes.filter((node) => !nodes.has(node.id)).map((node) => node.id)]),
+    edges: new Set([...(earlier?.edges ?? []), ...after.edges.filter((edge) => !edges.has(edge.id)).map((edge) => edge.id)]),
+  };
+}
+
 /** One drawn graph and what the user did to it since it was fetched. */
 class GraphSession {
   graph: LineageGraph = { nodes: [], edges: [], truncated: false };
@@ -296,6 +318,8 @@ class GraphSession {
   generation = 0;
   /** Drawing a lineage diff rather than one answer. */
   comparing = false;
+  /** What each "+ upstream"/"+ downstream" added, by node and side, for "−" to take back. */
+  expansions = new Map<string, Expansion>();
 
   constructor(
     readonly settings: GraphSettings,
@@ -328,19 +352,7 @@ class GraphSession {
     const elements = plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] }));
     const before = anchor && this.cy ? this.cy.getElementById(anchor).renderedPosition() : null;
     if (!this.cy) {
-      const large = elements.length > LARGE_GRAPH;
-      this.cy = cytoscape({
-        container: this.canvas,
-        elements,
-        style: STYLE,
-        minZoom: 0.05,
-        maxZoom: 3,
-        autoungrabify: true,
-        textureOnViewport: large,
-        hideEdgesOnViewport: large,
-        pixelRatio: large ? 1 : "auto",
-        layout: { name: "preset" },
-      });
+      this.cy = openCanvas(this.canvas, elements);
       this.wire(this.cy);
       focusOn(this.cy, this.centre());
     } else {
@@ -409,6 +421,7 @@ class GraphSession {
     note({ selected: id });
     if (!this.cy) return;
     if (id && this.cy.getElementById(id).nonempty()) {
+      this.openPanel();
       this.light(id);
       this.show(id);
     } else {
@@ -416,6 +429,13 @@ class GraphSession {
       clearHighlight(this.cy);
       this.show(null);
     }
+  }
+
+  /** A node picked shows in the side panel, so the panel opens if it was closed. */
+  private openPanel(): void {
+    const body = this.panel.parentElement;
+    const toggle = document.querySelector<HTMLElement>("button[name=toggle-panel]");
+    if (body && toggle) showPanel(body, toggle, true);
   }
 
   recentre(node: GraphNode): void {
@@ -453,6 +473,7 @@ class GraphSession {
           {},
           h("dt", {}, "Field"),
           h("dd", { class: "wrap" }, element.data("field") as string),
+          element.data("type") ? [h("dt", {}, "Type"), h("dd", { class: "wrap" }, element.data("type") as string)] : null,
           h("dt", {}, "Dataset"),
           h("dd", { class: "wrap" }, dataset ? fullLabel(dataset) : ""),
           h("dt", {}, "Namespace"),
@@ -480,7 +501,7 @@ class GraphSession {
         h("dt", {}, "Type"),
         h("dd", {}, node.kind + (node.temporary ? " (temporary to its workflow run)" : "")),
         h("dt", {}, "Namespace"),
-        h("dd", { class: "wrap" }, node.namespace),
+        h("dd", { class: "wrap" }, namespaceLabel(node.namespace)),
         h("dt", {}, "Name"),
         h("dd", { class: "wrap", id: "panel-name" }, fullLabel(node)),
         h(
@@ -494,8 +515,8 @@ class GraphSession {
         "div",
         { class: "panel-actions" },
         // A compared graph is two answers at once: one more hop of one of them would mislead.
-        this.comparing ? null : button("expand-upstream", "＋ upstream", () => void this.expand(node, "upstream")),
-        this.comparing ? null : button("expand-downstream", "＋ downstream", () => void this.expand(node, "downstream")),
+        this.comparing ? null : button("expand-upstream", "+ upstream", () => void this.expand(node, "upstream")),
+        this.comparing ? null : button("expand-downstream", "+ downstream", () => void this.expand(node, "downstream")),
         button("collapse-upstream", "− upstream", () => void this.collapse(node, "upstream")),
         button("collapse-downstream", "− downstream", () => void this.collapse(node, "downstream")),
         button("paths-to", "Paths to…", () => this.startPaths(node.id)),
@@ -517,29 +538,40 @@ class GraphSession {
         extra = { ...extra, nodes: extra.nodes.filter((n) => ids.has(n.id)), edges: own };
       }
       if (this.fields) this.fields = mergedFields(this.fields, await fieldGraphOf(target, 1));
-      const before = this.graph.nodes.length;
-      await this.draw(merged(this.graph, extra), node.id);
-      this.reportDrawn(`${this.graph.nodes.length - before} nodes added ${direction} of ${fullLabel(node)}.`);
+      const before = this.graph;
+      const after = merged(before, extra);
+      const key = expansionKey(node.id, direction);
+      const added = addedBy(before, after, this.expansions.get(key));
+      this.expansions.set(key, added);
+      await this.draw(after, node.id);
+      this.reportDrawn(`${counted(after.nodes.length - before.nodes.length, "node")} added ${direction} of ${fullLabel(node)}.`);
     } catch (error) {
       replace(this.status, errorText(error));
     }
   }
 
   /** Take away what lies only behind `node` on that side (what the centre reaches another
-   * way stays). */
+   * way stays), and whatever "+" on that side of it added: "−" undoes "+" even where what it
+   * added joins the rest of the graph another way. */
   async collapse(node: GraphNode, direction: "upstream" | "downstream"): Promise<void> {
-    const gone = collapsed(this.adjacency, node.id, direction, this.centre());
-    if (!gone.size) {
+    const key = expansionKey(node.id, direction);
+    const expansion = this.expansions.get(key);
+    this.expansions.delete(key);
+    const centre = this.centre();
+    const gone = collapsed(this.adjacency, node.id, direction, centre);
+    for (const id of expansion?.nodes ?? []) if (id !== centre && id !== node.id) gone.add(id);
+    const cut = expansion?.edges ?? new Set<string>();
+    if (!gone.size && !cut.size) {
       replace(this.status, `Nothing lies only ${direction} of ${fullLabel(node)}.`);
       return;
     }
     const graph = {
       ...this.graph,
       nodes: this.graph.nodes.filter((n) => !gone.has(n.id)),
-      edges: this.graph.edges.filter((e) => !gone.has(e.source) && !gone.has(e.target)),
+      edges: this.graph.edges.filter((e) => !gone.has(e.source) && !gone.has(e.target) && !cut.has(e.id)),
     };
     await this.draw(graph, node.id);
-    this.reportDrawn(`${gone.size} nodes ${direction} of ${fullLabel(node)} collapsed.`);
+    this.reportDrawn(`${counted(gone.size, "node")} ${direction} of ${fullLabel(node)} collapsed.`);
   }
 
   startPaths(id: string): void {
@@ -562,7 +594,7 @@ class GraphSession {
     this.onPath = onPath;
     note({ from: a, to: b });
     this.restoreExploring();
-    replace(this.status, `Only the ${onPath.size} nodes on paths between ${names[0]} and ${names[1]} are shown.`);
+    replace(this.status, `Only the ${counted(onPath.size, "node")} on paths between ${names[0]} and ${names[1]} are shown.`);
   }
 
   clearPaths(): void {
@@ -632,7 +664,15 @@ class GraphSession {
     const clear = h("button", { type: "button", name: "clear-paths", hidden: !this.onPath }, "Show the whole graph");
     clear.addEventListener("click", () => this.clearPaths());
     const fit = h("button", { type: "button", name: "fit" }, "Fit all");
-    fit.addEventListener("click", () => this.cy && fitAll(this.cy));
+    fit.addEventListener("click", () => {
+      if (!this.cy) return;
+      const { whole, labelsHidden } = fitAll(this.cy);
+      const floor = `${Math.round(FIT_FLOOR * 100)} %`;
+      this.reportDrawn(
+        (whole ? "Every node is shown." : `Fit all stops at ${floor}: the graph is larger than the canvas even then, and the map in the corner shows the whole.`) +
+          (labelsHidden ? " Labels are hidden at this zoom: scroll to zoom in." : ""),
+      );
+    });
     const centre = h("button", { type: "button", name: "centre" }, "Back to centre");
     centre.addEventListener("click", () => this.cy && focusOn(this.cy, this.centre()));
     replace(
@@ -650,8 +690,8 @@ class GraphSession {
     if (!cy) return;
     replace(
       this.status,
-      `${this.graph.nodes.length} nodes, ${this.graph.edges.length} edges`,
-      this.columns ? `, ${this.columns.edges.length} field edges` : "",
+      `${counted(this.graph.nodes.length, "node")}, ${counted(this.graph.edges.length, "edge")}`,
+      this.columns ? `, ${counted(this.columns.edges.length, "field edge")}` : "",
       ". ",
       text,
       this.graph.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
@@ -660,6 +700,15 @@ class GraphSession {
 }
 
 let session: GraphSession | null = null;
+
+/** Open or close the side panel; the canvas takes the room it leaves. */
+function showPanel(body: HTMLElement, toggle: HTMLElement, open: boolean): void {
+  if (open === !body.classList.contains("panel-closed")) return;
+  body.classList.toggle("panel-closed", !open);
+  toggle.textContent = open ? "Hide details" : "Show details";
+  toggle.setAttribute("aria-expanded", String(open));
+  session?.cy?.resize();
+}
 
 /** Render the graph view for the route's parameters into `root`. */
 export async function renderGraph(root: HTMLElement, params: URLSearchParams): Promise<void> {
@@ -678,39 +727,56 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
   const canvas = h("div", { class: "graph-canvas", id: "graph", "aria-label": "Lineage graph" });
   const kind = settings.type === "dataset" ? "Dataset" : "Job";
   // Diffs are of dataset lineage; a job-centred graph keeps the choice for when it leads back.
-  const comparing = settings.compare !== "" && settings.type === "dataset";
+  // All time reaches back to the epoch: no window lies before it to compare with.
+  const nothingBefore = params.get("window") === ALL_TIME && comparesPrevious(settings, params);
+  const comparing = settings.compare !== "" && settings.type === "dataset" && !nothingBefore;
   const page =
     settings.type === "dataset" ? links.dataset(settings.namespace, settings.name) : links.job(settings.namespace, settings.name);
+  const body = h("div", { class: "graph-body" }, h("div", { class: "graph-stage" }, canvas), panel);
+  const panelToggle = h("button", { type: "button", name: "toggle-panel", "aria-controls": "graph-details" }, "Hide details");
+  panelToggle.addEventListener("click", () => showPanel(body, panelToggle, body.classList.contains("panel-closed")));
   replace(
     root,
     h(
       "section",
       { class: "graph-view" },
       h(
-        "header",
-        { class: "page-head" },
-        h("h1", {}, h("span", { class: `badge badge-${settings.type}` }, kind), " ", h("a", { href: page }, settings.name)),
-        h("p", { class: "muted wrap" }, settings.namespace),
+        "div",
+        { class: "graph-bar" },
+        h(
+          "header",
+          { class: "page-head graph-title" },
+          h("h1", {}, h("span", { class: `badge badge-${settings.type}` }, kind), " ", h("a", { href: page }, settings.name)),
+          h("p", { class: "muted wrap" }, settings.namespace),
+        ),
+        controls(settings, params),
+        explore,
+        panelToggle,
       ),
-      controls(settings, params),
-      explore,
       hint,
-      h("div", { class: "graph-body" }, canvas, panel),
+      body,
       h(
-        "p",
-        { class: "legend muted" },
-        h("span", { class: "key key-dataset" }, "dataset"),
-        h("span", { class: "key key-job" }, "job"),
-        h("span", { class: "key key-workflow" }, "workflow ▣"),
-        h("span", { class: "key key-temporary" }, "temporary dataset"),
-        h("span", { class: "key key-upstream" }, "upstream path"),
-        h("span", { class: "key key-downstream" }, "downstream path"),
-        comparing ? [h("span", { class: "key key-added" }, "added"), h("span", { class: "key key-removed" }, "removed")] : null,
-        "Upstream is on the left. Scroll to zoom.",
+        "div",
+        { class: "graph-foot" },
+        status,
+        h(
+          "p",
+          { class: "legend muted" },
+          h("span", { class: "key key-dataset" }, "dataset"),
+          h("span", { class: "key key-job" }, "job"),
+          h("span", { class: "key key-workflow" }, "workflow ▣"),
+          h("span", { class: "key key-temporary" }, "temporary dataset"),
+          h("span", { class: "key key-upstream" }, "upstream path"),
+          h("span", { class: "key key-downstream" }, "downstream path"),
+          comparing ? [h("span", { class: "key key-added" }, "added"), h("span", { class: "key key-removed" }, "removed")] : null,
+          "Upstream is on the left. Scroll to zoom; the map in the corner shows the whole graph.",
+        ),
       ),
-      status,
     ),
   );
+  if (nothingBefore && settings.type === "dataset") {
+    replace(hint, notice("All time has no window before it: compare it with another window… or an earlier time…, or pick a shorter window."));
+  }
   const current = new GraphSession(settings, params, canvas, panel, explore, status);
   current.comparing = comparing;
   session = current;
@@ -741,7 +807,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
   first
     ?.then((graph) => {
       if (done || !graph.edges.length) return;
-      replace(status, `Drawing the first level (${graph.nodes.length} nodes) while the rest loads…`);
+      replace(status, `Drawing the first level (${counted(graph.nodes.length, "node")}) while the rest loads…`);
       firstLevel = current.draw(graph).then((cy) => {
         if (cy) {
           firstPaintAt = performance.now();
@@ -770,7 +836,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
     if (!graph.nodes.length) return;
   }
   await firstLevel;
-  replace(status, `Laying out ${graph.nodes.length} nodes…`);
+  replace(status, `Laying out ${counted(graph.nodes.length, "node")}…`);
   const cy = await current.draw(graph);
   if (!cy) return;
   const laidOutAt = performance.now();
@@ -794,7 +860,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
       const changed = (change: string) => graph.edges.filter((edge) => edge.change === change).length;
       current.reportDrawn(
         (comparing
-          ? `Compared ${compared}: ${edges(changed("added"))} added, ${changed("removed")} removed, ${changed("kept")} kept. `
+          ? `Compared ${compared}: ${counted(changed("added"), "edge")} added, ${changed("removed")} removed, ${changed("kept")} kept. `
           : "") +
           `Fetched in ${Math.round(receivedAt - requestedAt)} ms, laid out in ${Math.round(laidOutAt - receivedAt)} ms, ` +
           (firstPaintAt ? `first level on screen after ${Math.round(firstPaintAt - requestedAt)} ms, ` : "") +

@@ -2,11 +2,12 @@
 // for a workflow, the jobs and job runs inside its runs in the window.
 
 import { api, type DatasetRef, type Job, type RunSummary, type WorkflowContents } from "../api";
-import { h, notice, replace, table, time } from "../dom";
+import { counted, h, notice, replace, table, time } from "../dom";
 import { go, href, links, paramsObject, windowQuery } from "../route";
 import { windowControl } from "../window-control";
-import { badge, datasetLink, errorText, jobLink, section } from "./common";
+import { badge, datasetLink, errorText, jobLink, namespaceLabel, runState, section } from "./common";
 import { facetList } from "./facets";
+import { sqlBlock } from "./sql-code";
 
 const RUNS_SHOWN = 50;
 
@@ -36,7 +37,7 @@ function duration(ms: number | null | undefined): string {
 }
 
 function stateOf(run: RunSummary): HTMLElement {
-  return h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? "");
+  return runState(run.state);
 }
 
 function contentsOf(contents: WorkflowContents): HTMLElement[] {
@@ -76,6 +77,12 @@ function contentsOf(contents: WorkflowContents): HTMLElement[] {
   ];
 }
 
+/** The query of the job's `sql` facet, when it has one. */
+function sqlOf(job: Job): string | null {
+  const facet = job.facets?.sql as { query?: unknown } | undefined;
+  return typeof facet?.query === "string" ? facet.query : null;
+}
+
 export async function renderJob(root: HTMLElement, params: URLSearchParams): Promise<void> {
   const namespace = params.get("ns") ?? "";
   const name = params.get("name") ?? "";
@@ -84,6 +91,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
   try {
     const [job, runs] = await Promise.all([api.job(namespace, name), api.jobRuns(namespace, name, RUNS_SHOWN)]);
     const parent = parentOf(job);
+    const sql = sqlOf(job);
     const contents = await api.workflowContents(namespace, name, windowQuery(params));
     const kind = contents.isWorkflow || (job.type ?? "job").toLowerCase() === "workflow" ? "workflow" : "job";
     const change = (changes: Record<string, string>) => go("job", { ...paramsObject(params), ...changes });
@@ -93,7 +101,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
         "header",
         { class: "page-head" },
         h("h1", {}, badge(kind), " ", h("span", { class: "entity-name" }, job.name)),
-        h("p", { class: "muted wrap" }, job.namespace),
+        h("p", { class: "muted wrap" }, namespaceLabel(job.namespace)),
         job.description ? h("p", {}, job.description) : null,
         h(
           "p",
@@ -114,6 +122,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           parent ? jobLink(parent.namespace, parent.name) : h("span", { class: "muted" }, "none"),
         ),
       ),
+      sql === null ? null : section("SQL", sqlBlock(sql)),
       kind === "workflow"
         ? section("Inside this workflow", h("div", { class: "controls" }, windowControl(params, change)), contentsOf(contents))
         : null,
@@ -123,7 +132,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
           ? table(
               ["State", "Started", "Ended", "Duration", "Run"],
               runs.runs.map((run) => [
-                h("span", { class: `state state-${(run.state ?? "").toLowerCase()}` }, run.state ?? ""),
+                runState(run.state),
                 time(run.startedAt),
                 time(run.endedAt),
                 duration(run.durationMs),
@@ -133,7 +142,7 @@ export async function renderJob(root: HTMLElement, params: URLSearchParams): Pro
             )
           : notice("No runs recorded."),
         runs.totalCount && runs.totalCount > runs.runs.length
-          ? h("p", { class: "muted" }, `The newest ${runs.runs.length} of ${runs.totalCount} runs.`)
+          ? h("p", { class: "muted" }, `The newest ${runs.runs.length} of ${counted(runs.totalCount, "run")}.`)
           : null,
       ),
       section("Inputs", datasets(job.inputs, "No inputs.")),

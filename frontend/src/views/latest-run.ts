@@ -20,7 +20,7 @@ function moment(run: Run): number {
 }
 
 /** The newest run that touched `target` at any time, or null when none did. */
-async function latestRun(target: Target): Promise<Run | null> {
+export async function latestRun(target: Target): Promise<Run | null> {
   const query = { start: "0", end: "now", levels: 1, collapse: ["run", "access", "component"] };
   const lineage =
     target.kind === "dataset"

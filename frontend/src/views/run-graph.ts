@@ -3,19 +3,18 @@
 // like the dataset graph — layered left to right, paths lit on pointing — with runs and
 // dataset versions as the nodes.
 
-import cytoscape from "cytoscape";
 
 import { api, type RunLineage, type RunNode } from "../api";
-import { h, notice, replace, time } from "../dom";
+import { openCanvas } from "../canvas";
+import { counted, h, notice, replace, time } from "../dom";
 import { drawing, focusOn, placed } from "../graph-canvas";
 import { clearHighlight, highlight } from "../graph-explore";
 import { Adjacency, type GraphEdge, type GraphNode, type LineageGraph, edgeId } from "../graph-model";
-import { STYLE } from "../graph-style";
 import { LINE_LETTERS, middleEllipsis } from "../labels";
 import { layOut } from "../layout";
 import { go, links, paramsObject } from "../route";
 import { asOfControl } from "../window-control";
-import { errorText, jobLink } from "./common";
+import { errorText, jobLink, runState, stateWord } from "./common";
 import type { GraphProbe } from "./graph";
 
 const DEFAULT_LEVELS = 3;
@@ -38,7 +37,7 @@ function runGraph(lineage: RunLineage): LineageGraph {
     temporary: false,
     centre: run.runId === lineage.runId,
     runId: run.runId,
-    caption: `${middleEllipsis(run.job.name, LINE_LETTERS)}\n${moment(run.startedAt)}\n${run.state ?? ""}`,
+    caption: `${middleEllipsis(run.job.name, LINE_LETTERS)}\n${moment(run.startedAt)}\n${stateWord(run.state)}`,
   }));
   for (const version of lineage.datasetVersions) {
     const writer = version.writtenBy ? runs.get(version.writtenBy) : undefined;
@@ -76,7 +75,7 @@ function detailsOf(lineage: RunLineage, id: string, params: URLSearchParams): HT
       h("dt", {}, "Job"),
       h("dd", { class: "wrap" }, jobLink(run.job.namespace, run.job.name)),
       h("dt", {}, "State"),
-      h("dd", {}, run.state ?? ""),
+      h("dd", {}, runState(run.state)),
       h("dt", {}, "Started"),
       h("dd", {}, time(run.startedAt)),
       h("dt", {}, "Ended"),
@@ -125,29 +124,37 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
   const status = h("p", { class: "status", id: "graph-status" }, "Loading the run's lineage…");
   const panel = h("aside", { class: "graph-panel", id: "graph-details" }, h("p", { class: "muted" }, "Point at a run or a dataset version to see its paths; click it for details."));
   const canvas = h("div", { class: "graph-canvas", id: "graph", "aria-label": "Run lineage graph" });
-  const head = h("header", { class: "page-head" }, h("h1", {}, h("span", { class: "badge badge-run" }, "run"), " ", h("code", {}, id)));
+  const head = h("header", { class: "page-head graph-title" }, h("h1", {}, h("span", { class: "badge badge-run" }, "run"), " ", h("code", {}, id)));
   replace(
     root,
     h(
       "section",
       { class: "graph-view" },
-      head,
       h(
-        "form",
-        { class: "controls", onsubmit: (event: Event) => event.preventDefault() },
-        h("label", { class: "control" }, "Levels ", levelInput),
-        h("label", { class: "control" }, "Direction ", directionSelect),
-        asOfControl(params, change),
+        "div",
+        { class: "graph-bar" },
+        head,
+        h(
+          "form",
+          { class: "controls", onsubmit: (event: Event) => event.preventDefault() },
+          h("label", { class: "control" }, "Levels ", levelInput),
+          h("label", { class: "control" }, "Direction ", directionSelect),
+          asOfControl(params, change),
+        ),
       ),
-      h("div", { class: "graph-body" }, canvas, panel),
+      h("div", { class: "graph-body" }, h("div", { class: "graph-stage" }, canvas), panel),
       h(
-        "p",
-        { class: "legend muted" },
-        h("span", { class: "key key-job" }, "run"),
-        h("span", { class: "key key-dataset" }, "dataset version (as one run wrote it)"),
-        "Each read is joined to the run that wrote the version read: the one the producer named, else the last run that completed writing it before the read started. Upstream is on the left.",
+        "div",
+        { class: "graph-foot" },
+        status,
+        h(
+          "p",
+          { class: "legend muted" },
+          h("span", { class: "key key-job" }, "run"),
+          h("span", { class: "key key-dataset" }, "dataset version (as one run wrote it)"),
+          "Each read is joined to the run that wrote the version read: the one the producer named, else the last run that completed writing it before the read started. Upstream is on the left.",
+        ),
       ),
-      status,
     ),
   );
   const requestedAt = performance.now();
@@ -168,15 +175,10 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
   const at = placed(plan, await layOut(plan.layoutNodes, plan.layoutEdges));
   if (!canvas.isConnected) return;
   const laidOutAt = performance.now();
-  const cy = cytoscape({
-    container: canvas,
-    elements: plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] })),
-    style: STYLE,
-    minZoom: 0.05,
-    maxZoom: 3,
-    autoungrabify: true,
-    layout: { name: "preset" },
-  });
+  const cy = openCanvas(
+    canvas,
+    plan.elements.map((element) => ({ ...element, position: at[String(element.data.id)] })),
+  );
   const adjacency = new Adjacency(graph.edges);
   let selected: string | null = null;
   cy.on("mouseover", "node", (event) => {
@@ -215,7 +217,7 @@ export async function renderRunGraph(root: HTMLElement, params: URLSearchParams)
       const earlier = lineage.runs.length - 1;
       replace(
         status,
-        `${earlier} other runs and ${lineage.datasetVersions.length} dataset versions, ${direction}, ${levels} levels.`,
+        `${counted(earlier, "other run")} and ${counted(lineage.datasetVersions.length, "dataset version")}, ${direction}, ${counted(levels, "level")}.`,
         lineage.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
         earlier || direction !== "upstream" ? null : " No run we know of wrote what this run read.",
       );
@@ -232,7 +234,7 @@ function describeRun(head: HTMLElement, run: RunNode): void {
       { class: "muted" },
       "Run of ",
       jobLink(run.job.namespace, run.job.name),
-      ` · ${run.state ?? ""} · started `,
+      ` · ${stateWord(run.state)} · started `,
       time(run.startedAt),
     ),
   );

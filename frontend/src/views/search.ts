@@ -3,7 +3,7 @@
 import { api } from "../api";
 import { h, notice, replace, table, time } from "../dom";
 import { go, links } from "../route";
-import { badge, errorText } from "./common";
+import { badge, errorText, namespaceLabel } from "./common";
 
 const LIMIT = 100;
 
@@ -42,7 +42,7 @@ export async function renderSearch(root: HTMLElement, params: URLSearchParams): 
       return [
         badge(type),
         h("a", { href: page, class: "entity" }, result.name),
-        h("span", { class: "wrap muted" }, result.namespace),
+        namespaceLabel(result.namespace),
         time(result.updatedAt),
         h("a", { href: links.graph(type, result.namespace, result.name) }, "graph"),
       ];

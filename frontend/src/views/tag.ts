@@ -3,7 +3,7 @@
 // column's data went.
 
 import { api, type FieldsOfDataset } from "../api";
-import { type Child, h, notice, replace, table } from "../dom";
+import { type Child, counted, h, notice, replace, table } from "../dom";
 import { go, links, paramsObject } from "../route";
 import { datasetLink, errorText, section } from "./common";
 
@@ -78,7 +78,7 @@ export async function renderTag(root: HTMLElement, params: URLSearchParams): Pro
         reach.tagged.length ? fieldsTable(reach.tagged, "tagged") : notice("No dataset or field carries this tag now."),
       ),
       section(
-        `Where its data went (${reach.levels} hops)`,
+        `Where its data went (${counted(reach.levels, "hop")})`,
         reach.reach.length
           ? fieldsTable(reach.reach, "reach")
           : notice("No field edge leads on from the tagged fields."),

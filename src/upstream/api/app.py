@@ -19,6 +19,7 @@ from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handler
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
     dataset_lineage,
+    estate,
     field_lineage,
     field_operations,
     health,
@@ -79,6 +80,7 @@ ROUTERS = [
     lineage_graph.router,
     run_lineage.router,
     tag_reach.router,
+    estate.router,
 ]
 
 

@@ -36,7 +36,7 @@ CLIENT_CLOSED_REQUEST = 499
 log = logging.getLogger("upstream.api")
 
 #: The status each error class a service raises is answered with; every class has its own
-#: entry, so a new one needs a decision here (`tests/test_error_mapping.py` checks).
+#: entry, so a new one needs a decision here (`tests/api/test_error_mapping.py` checks).
 STATUS: dict[type[ServiceError], int] = {
     ServiceError: 500,
     NotFound: 404,

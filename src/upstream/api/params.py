@@ -2,9 +2,10 @@
 400 naming the parameter (`upstream.api.errors`) and the OpenAPI document says exactly what
 each accepts. What the lineage services' own parsers refuse is `InvalidParameter`, the same 400.
 
-Numbers, enums and booleans are FastAPI's to check. Time expressions (design §4.1) and
-`collapse` lists are strings that the services parse (`LineageParams.parse`, the rule the CLI
-shares); their schemas are declared here so the document still says what is accepted. Text that
+Numbers, enums and booleans are FastAPI's to check. Time expressions (design §4.1) are strings
+that the services parse (`LineageParams.parse`, the rule the CLI shares); their schemas are
+declared here so the document still says what is accepted. The lineage questions' own
+parameters are declared from their fields (`upstream.api.lineage_query`). Text that
 is no text at all (NUL, bad UTF-8) never gets this far: `upstream.api.url_text` refuses it.
 """
 
@@ -19,7 +20,6 @@ from pydantic import WithJsonSchema
 from upstream.model.errors import InvalidParameter, Problem
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
-from upstream.query.collapse import DIMENSIONS
 from upstream.query.lineage_params import as_of_time
 
 #: The OpenAPI `format` of a time expression; docs/api.md explains it.
@@ -48,21 +48,6 @@ HistoryStart = Annotated[
     Query(description=f"Window start (inclusive): {_FORMS}; default 0, all history"),
     TIME_SCHEMA,
 ]
-Collapse = Annotated[
-    list[str] | None,
-    Query(description=f"{', '.join(sorted(DIMENSIONS))} (repeatable, or comma-separated)"),
-    WithJsonSchema(
-        {
-            "type": "array",
-            "items": {
-                "type": "string",
-                "pattern": "^(?:{0})(?:,(?:{0}))*$".format("|".join(sorted(DIMENSIONS))),
-            },
-        }
-    ),
-]
-
-
 #: The schema of a `levels` parameter: a whole number from 1 to the server's max_levels (the
 #: maximum is filled in from the settings, `upstream.api.openapi`). The value is a string that
 #: the lineage services parse, refusing what Python's int() would take (`1_0`).

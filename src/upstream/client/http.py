@@ -7,20 +7,29 @@ when it answered, the connection problem when it did not.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 
-from upstream import __version__
+from upstream._version import __version__
+from upstream.client import DEFAULT_URL
 from upstream.client.positions import PositionFile
 from upstream.client.reader import JsonObject
 
-DEFAULT_URL = "http://127.0.0.1:5000"
+if TYPE_CHECKING:
+    from upstream.query.lineage_query import (
+        DiffQuery,
+        FieldLineageQuery,
+        LineageQuery,
+        RunQuery,
+    )
+
 #: The header a write answers with its change-log position, and a read sends it back in.
 POSITION_HEADER = "X-Upstream-Position"
 
@@ -122,95 +131,32 @@ class UpstreamClient:
     def health(self) -> JsonObject:
         return self._json("GET", "/health")
 
-    def dataset_lineage(
-        self,
-        namespace: str,
-        dataset: str,
-        *,
-        start: str | None = None,
-        end: str | None = None,
-        levels: int | None = None,
-        direction: str | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-        as_of: str | None = None,
-    ) -> JsonObject:
+    def dataset_lineage(self, namespace: str, dataset: str, query: LineageQuery) -> JsonObject:
         """The dataset's lineage as CDAP's relations (design §4.2), as of a time if asked."""
-        params = _params(
-            start=start, end=end, levels=levels, direction=direction, rollup=rollup, asOf=as_of
-        ) + [("collapse", c) for c in collapse]
-        return self._json("GET", f"{_dataset_path(namespace, dataset)}/lineage", params=params)
+        return self._json("GET", f"{_dataset_path(namespace, dataset)}/lineage", query=query)
 
-    def lineage_diff(
-        self,
-        namespace: str,
-        dataset: str,
-        *,
-        from_window: str | None = None,
-        to_window: str | None = None,
-        as_of: str | None = None,
-        against: str | None = None,
-        start: str | None = None,
-        end: str | None = None,
-        levels: int | None = None,
-        direction: str | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-    ) -> JsonObject:
+    def lineage_diff(self, namespace: str, dataset: str, query: DiffQuery) -> JsonObject:
         """What changed in the dataset's lineage between two windows or times (design §4.5)."""
-        params = _params(
-            **{"from": from_window, "to": to_window},
-            asOf=as_of,
-            against=against,
-            start=start,
-            end=end,
-            levels=levels,
-            direction=direction,
-            rollup=rollup,
-        ) + [("collapse", c) for c in collapse]
         path = f"{_dataset_path(namespace, dataset)}/lineage/diff"
-        return self._json("GET", path, params=params)
+        return self._json("GET", path, query=query)
 
-    def run_lineage(
-        self,
-        run_id: str,
-        *,
-        direction: str | None = None,
-        levels: int | None = None,
-        as_of: str | None = None,
-    ) -> JsonObject:
+    def run_lineage(self, run_id: str, query: RunQuery) -> JsonObject:
         """The runs that made what a run read, and those that read what it wrote."""
-        params = _params(direction=direction, levels=levels, asOf=as_of)
-        return self._json("GET", f"/v3/runs/{segment(run_id)}/lineage", params=params)
+        return self._json("GET", f"/v3/runs/{segment(run_id)}/lineage", query=query)
 
     def field_lineage(
-        self,
-        namespace: str,
-        dataset: str,
-        field: str,
-        *,
-        start: str | None = None,
-        end: str | None = None,
+        self, namespace: str, dataset: str, field: str, query: FieldLineageQuery
     ) -> JsonObject:
         """How a field was made: its paths of operations with their runs (design §4.3)."""
         path = f"{_dataset_path(namespace, dataset)}/fields/{segment(field)}/lineage"
-        return self._json("GET", path, params=_params(start=start, end=end))
+        return self._json("GET", path, query=query)
 
     def field_lineage_summary(
-        self,
-        namespace: str,
-        dataset: str,
-        field: str,
-        *,
-        direction: str | None = None,
-        levels: int | None = None,
-        start: str | None = None,
-        end: str | None = None,
+        self, namespace: str, dataset: str, field: str, query: FieldLineageQuery
     ) -> JsonObject:
         """The datasets and fields a field comes from and flows to (design §4.3)."""
         path = f"{_dataset_path(namespace, dataset)}/lineage/fields/{segment(field)}"
-        params = _params(direction=direction, levels=levels, start=start, end=end)
-        return self._json("GET", path, params=params)
+        return self._json("GET", path, query=query)
 
     def lineage_graph(self) -> JsonObject:
         """Every dataset and job with the data flows between them (`upstream export`)."""
@@ -218,9 +164,8 @@ class UpstreamClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _json(
-        self, method: str, path: str, *, params: list[tuple[str, str]] | None = None
-    ) -> JsonObject:
+    def _json(self, method: str, path: str, *, query: object = None) -> JsonObject:
+        params = None if query is None else url_parameters(query)
         response = self._request(method, path, params=params)
         try:
             document = response.json()
@@ -290,8 +235,16 @@ def _dataset_path(namespace: str, dataset: str) -> str:
     return f"/v3/namespaces/{segment(namespace)}/datasets/{segment(dataset)}"
 
 
-def _params(**values: object) -> list[tuple[str, str]]:
-    return [(k, str(v)) for k, v in values.items() if v is not None]
+def url_parameters(query: object) -> list[tuple[str, str]]:
+    """A question (`upstream.query.lineage_query`) as URL parameters, each field under its
+    parameter's name: a field holding several values repeats it, an absent one is left out
+    so that the server's default applies."""
+    found: list[tuple[str, str]] = []
+    for field in dataclasses.fields(query):  # type: ignore[arg-type]
+        value = getattr(query, field.name)
+        values = value if isinstance(value, tuple) else () if value is None else (value,)
+        found += [(field.metadata["param"], str(v)) for v in values]
+    return found
 
 
 def _refused_position(response: httpx.Response) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
+from upstream.commands.database import database
 from upstream.commands.failures import CliError
-from upstream.commands.target import Target, database
+from upstream.commands.target import Target
 from upstream.model.errors import NotFound
 from upstream.query.marquez import curation
 

@@ -14,9 +14,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from upstream.client.http import DEFAULT_URL, segment
-from upstream.commands.sinks import DatabaseSink
-from upstream.commands.target import Target, database
+from upstream.client import DEFAULT_URL
+from upstream.client.http import segment
+from upstream.commands.database import database
+from upstream.commands.database_sink import DatabaseSink
+from upstream.commands.target import Target
 from upstream.ingest.operations_document import operations_document_event
 
 PRODUCER = "https://github.com/upstream-lineage/upstream/demo"

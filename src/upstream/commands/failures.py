@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import typer
 
 from upstream.client.http import ApiRejected, UpstreamError
+from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
     InvalidInput,
@@ -24,7 +24,7 @@ from upstream.settings import SettingsError
 from upstream.store.outage import database_error_text, first_line
 
 #: The exit status of each error class a service raises; every class has its own entry, so a
-#: new one needs a decision here (`tests/test_error_mapping.py` checks).
+#: new one needs a decision here (`tests/api/test_error_mapping.py` checks).
 EXIT_STATUS: dict[type[ServiceError], int] = {
     ServiceError: 1,
     NotFound: 1,
@@ -43,18 +43,6 @@ class CliError(Exception):
 
 class ParameterError(CliError):
     """An option value the lineage services refuse (a garbled --start): a usage error."""
-
-
-@dataclass(frozen=True)
-class CliState:
-    """Global options, kept on the root context for every command."""
-
-    debug: bool = False
-
-
-def debugging(ctx: typer.Context) -> bool:
-    state = ctx.find_root().obj
-    return isinstance(state, CliState) and state.debug
 
 
 @contextmanager

@@ -33,6 +33,7 @@ from rich.text import Text
 
 from upstream.commands.event_files import Item, Located, Malformed, read_events
 from upstream.commands.sinks import BatchRejected, BatchTooLarge, EventSink
+from upstream.render.words import counted
 
 STDIN = "-"
 
@@ -60,17 +61,14 @@ class IngestReport:
 
     def summary(self) -> str:
         rate = self.stored / self.seconds if self.seconds > 0 else 0.0
-        files = f"{self.files} {'file' if self.files == 1 else 'files'}"
-        text = f"{self.stored} events stored from {files} in {self.seconds:.2f} s"
-        text += f" ({rate:,.0f} events/s)"
+        stored, files = counted(self.stored, "event"), counted(self.files, "file")
+        text = f"{stored} stored from {files} in {self.seconds:.2f} s ({rate:,.0f} events/s)"
         if self.duplicates:
-            text += f", {self.duplicates} of them already known"
+            text += f", {self.duplicates:,} of them already known"
         if self.rejected:
-            text += (
-                f"; {self.rejected} invalid {'event' if self.rejected == 1 else 'events'} refused"
-            )
+            text += f"; {counted(self.rejected, 'invalid event')} refused"
         if self.malformed:
-            text += f"; {self.malformed} unreadable {'entry' if self.malformed == 1 else 'entries'}"
+            text += f"; {counted(self.malformed, 'unreadable entry', 'unreadable entries')}"
         if self.stopped:
             text += "; stopped at the first error (--on-error stop)"
         return text

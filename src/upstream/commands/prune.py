@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from upstream.commands.database import database
 from upstream.commands.failures import CliError, ParameterError
-from upstream.commands.target import database
 from upstream.model.timeexpr import parse_time_expression
 from upstream.retention import prune_store
 from upstream.store.prune import PruneReport

@@ -1,6 +1,7 @@
-"""Where `upstream ingest` sends batches: a server's `POST /api/v1/lineage`, or a database
-through the same ingestion service the server calls. Both refuse an invalid batch whole and
-say which events were wrong, by their index in the batch."""
+"""Where `upstream ingest` sends batches: a server's `POST /api/v1/lineage` (`ServerSink`), or a
+database through the same ingestion service the server calls (`database_sink.DatabaseSink`).
+Both refuse an invalid batch whole and say which events were wrong, by their index in the
+batch."""
 
 from __future__ import annotations
 
@@ -10,9 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from upstream.client.http import ApiRejected, UpstreamClient
-from upstream.ingest.service import ingest_documents
-from upstream.model.errors import InvalidInput
-from upstream.store.engine import Store
 
 _INDEXED = re.compile(r"^\[(\d+)\]\.?(.*)$", re.DOTALL)
 
@@ -77,21 +75,3 @@ class ServerSink:
             entries = [(str(e.get("path", "")), str(e.get("message", ""))) for e in exc.errors]
             raise BatchRejected(exc.message, problems_from(entries)) from exc
         return None
-
-
-class DatabaseSink:
-    """Stores each batch straight into a database, through `ingest_documents`."""
-
-    def __init__(self, store: Store, *, sql_lineage: bool = True) -> None:
-        self.store = store
-        self.sql_lineage = sql_lineage
-
-    def send(self, documents: Sequence[dict[str, Any]]) -> int | None:
-        try:
-            result = ingest_documents(
-                self.store, documents, batch=True, sql_lineage=self.sql_lineage
-            )
-        except InvalidInput as exc:
-            entries = [(p.path, p.message) for p in exc.problems]
-            raise BatchRejected(str(exc), problems_from(entries)) from exc
-        return result.duplicates

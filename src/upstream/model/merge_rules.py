@@ -1,6 +1,6 @@
 """How a stored row and what a new event says about the same entity become one row (design
 §3.1, §3.2): the rules of a write, as pure functions on typed records, so they are tested in
-every delivery order without a database (`tests/test_merge_rules.py`).
+every delivery order without a database (`tests/ingest/test_merge_rules.py`).
 
 `upstream.store.writer` reads the stored rows, folds the batch's rows together with these
 rules, and writes back only what changed; it holds no rule of its own. A record here is the

@@ -3,7 +3,7 @@
 Each service returns one of these; each route names it in `responses={200: {"model": …}}` so
 the OpenAPI document (and docs/api.md) shows it, without validating answers at run time
 (`response_model=None`: an answer is built right once, in its service, and sent as it is).
-`frontend/src/api.ts` declares the same shapes; `tests/test_frontend_types.py` compares them.
+`frontend/src/api.ts` declares the same shapes; `tests/web/test_frontend_types.py` compares them.
 Keys that only some answers carry are `NotRequired`.
 """
 
@@ -61,6 +61,9 @@ class LineageAnswer(TypedDict):
     truncated: NotRequired[bool]
     omittedNodes: NotRequired[int]
     omittedRelations: NotRequired[int]
+    #: With no relation: when the latest run touching the dataset started, every run of it
+    #: lying outside the window (ISO-8601).
+    latestRunOutsideWindow: NotRequired[str]
 
 
 class FieldsOfDataset(TypedDict):
@@ -324,3 +327,51 @@ class GraphAnswer(TypedDict):
     flows: list[Flow]
     links: list[JobLink]
     truncated: NotRequired[bool]
+
+
+class NamespaceCounts(TypedDict):
+    name: str
+    datasets: int
+    jobs: int
+    updatedAt: str | None
+
+
+class NamespaceCountsAnswer(TypedDict):
+    """Namespaces by name, with how many datasets and jobs each holds."""
+
+    namespaces: list[NamespaceCounts]
+    totalCount: int
+
+
+class WrittenDataset(TypedDict):
+    namespace: str
+    name: str
+    writtenAt: str | None
+
+
+class WrittenDatasetsAnswer(TypedDict):
+    """Datasets by the time a run last wrote them, newest first."""
+
+    datasets: list[WrittenDataset]
+    totalCount: int
+
+
+class JobName(TypedDict):
+    namespace: str
+    name: str
+
+
+class LatestRun(TypedDict):
+    id: str
+    job: JobName
+    state: str | None
+    startedAt: str | None
+    endedAt: str | None
+
+
+class LatestRunsAnswer(TypedDict):
+    """Each job's latest run, those that failed or were aborted first, then newest first."""
+
+    runs: list[LatestRun]
+    totalCount: int
+    failedCount: int

@@ -15,6 +15,7 @@ from collections import defaultdict
 from sqlalchemy.engine import Connection
 
 from upstream.query.answers import LineageAnswer
+from upstream.query.history_hint import latest_run_outside
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, render
 from upstream.query.lookup import existing_dataset
@@ -42,7 +43,9 @@ def dataset_lineage(
     relations the walk found were left out (`omittedNodes`, `omittedRelations`; the walk
     stops once a cap is passed, so deeper levels are not counted). Without `runs_in_order`
     a relation's runs are listed by id rather than newest first, for a caller that only
-    counts them."""
+    counts them. An answer with no relation of a dataset whose runs all lie outside the
+    window says when the latest of them started (`latestRunOutsideWindow`,
+    `upstream.query.history_hint`)."""
     seed = existing_dataset(conn, namespace, name).id
     rolled_up: RolledUp | None = None
     if params.rollup is None:
@@ -62,7 +65,10 @@ def dataset_lineage(
         found = rolled_up.found
         every = _nodes(found, str(seed))
     relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
-    return render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
+    answer = render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
+    if not answer["relations"] and (latest := latest_run_outside(conn, seed, params.window)):
+        answer["latestRunOutsideWindow"] = latest.isoformat()
+    return answer
 
 
 def _nodes(relations: dict[ShownRelation, int] | list[ShownRelation], seed: str) -> set[_Node]:

@@ -39,6 +39,7 @@ from upstream.query.field_operation_sets import (
     require_field,
 )
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 from upstream.query.lookup import existing_dataset
 from upstream.store.window import edges_as_of, run_in_window
 
@@ -66,31 +67,19 @@ class FieldQuery:
 
     @classmethod
     def parse(
-        cls,
-        *,
-        max_levels: int,
-        start: str | None = None,
-        end: str | None = None,
-        levels: str | int | None = None,
-        direction: str | None = None,
-        as_of: str | None = None,
-        now: datetime | None = None,
+        cls, query: FieldLineageQuery, *, max_levels: int, now: datetime | None = None
     ) -> FieldQuery:
         """Times and levels as the dataset lineage reads them (design §4.1), `levels`
         defaulting to 1 (CDAP's summaries); InvalidParameter names each bad parameter."""
         problems: list[Problem] = []
         base: LineageParams | None = None
+        levels = "1" if query.levels is None else query.levels
+        asked = LineageQuery(start=query.start, end=query.end, levels=levels, as_of=query.as_of)
         try:
-            base = LineageParams.parse(
-                max_levels=max_levels,
-                start=start,
-                end=end,
-                levels="1" if levels is None else levels,
-                as_of=as_of,
-                now=now,
-            )
+            base = LineageParams.parse(asked, max_levels=max_levels, now=now)
         except InvalidParameter as exc:
             problems.extend(exc.problems)
+        direction = query.direction
         if direction is not None and direction not in SIDES:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of incoming, outgoing, both")

@@ -11,7 +11,6 @@ each answer's datasets, and the datasets and programs themselves, are compared t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -25,6 +24,7 @@ from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_edges import FieldEdge, Side, field_edges_among
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import DiffQuery, LineageQuery
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
 WINDOW_SEPARATOR = ".."
@@ -40,101 +40,88 @@ class DiffParams:
     after: LineageParams
 
     @classmethod
-    def parse(
-        cls,
-        *,
-        max_levels: int,
-        from_window: str | None = None,
-        to_window: str | None = None,
-        as_of: str | None = None,
-        against: str | None = None,
-        start: str | None = None,
-        end: str | None = None,
-        levels: str | int | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-        direction: str | None = None,
-        now: datetime | None = None,
-    ) -> DiffParams:
+    def parse(cls, query: DiffQuery, *, max_levels: int, now: datetime | None = None) -> DiffParams:
         """Two windows, `from` and `to` (START..END): `to` defaults to the last seven days
         and `from` to the window of the same length just before `to`, so no parameter at all
         asks what changed since last week. Or two times, `asOf` (default now) and `against`
         (default seven days before `asOf`), each with the window `start`..`end` taken
         relative to it (default the week before it). InvalidParameter names each bad parameter."""
         present = now or datetime.now(UTC)
-        shared = {
-            "max_levels": max_levels,
-            "levels": levels,
-            "collapse": list(collapse),
-            "rollup": rollup,
-            "direction": direction,
-            "now": present,
-        }
-        problems: list[Problem] = []
-        if as_of is None and against is None:
-            for name, value in (("start", start), ("end", end)):
+        walk = LineageQuery(
+            levels=query.levels,
+            direction=query.direction,
+            collapse=query.collapse,
+            rollup=query.rollup,
+        )
+        parse = _Sides(walk, max_levels, present, [])
+        problems = parse.problems
+        against = query.against
+        if query.as_of is None and against is None:
+            for name, value in (("start", query.start), ("end", query.end)):
                 if value is not None:
                     problems.append(Problem(name, "applies to asOf and against; use from and to"))
-            after = _side(
-                "to", shared, problems, window=DEFAULT_TO if to_window is None else to_window
-            )
+            to_window = DEFAULT_TO if query.to_window is None else query.to_window
+            after = parse.side("to", window=to_window)
             before = None
             if after is not None:
-                before = _side("from", shared, problems, window=from_window, following=after)
-        elif from_window is not None or to_window is not None:
+                before = parse.side("from", window=query.from_window, following=after)
+        elif query.from_window is not None or query.to_window is not None:
             problems.append(Problem("from", "give either from and to, or asOf and against"))
             before = after = None
         else:
-            after = _side(
-                "asOf",
-                shared,
-                problems,
-                start=start,
-                end=end,
-                as_of="now" if as_of is None else as_of,
-            )
+            moment = "now" if query.as_of is None else query.as_of
+            after = parse.side("asOf", start=query.start, end=query.end, as_of=moment)
             if after is not None and after.as_of is not None:
                 earlier = after.as_of - DEFAULT_AGAINST
                 if against is None:
                     against = str(max(earlier, EPOCH).timestamp())
-            before = _side("against", shared, problems, start=start, end=end, as_of=against)
+            before = parse.side("against", start=query.start, end=query.end, as_of=against)
         if problems or before is None or after is None:
             raise InvalidParameter(problems)
         return cls(before, after)
 
 
-def _side(
-    name: str,
-    shared: dict[str, Any],
-    problems: list[Problem],
-    *,
-    window: str | None = None,
-    start: str | None = None,
-    end: str | None = None,
-    as_of: str | None = None,
-    following: LineageParams | None = None,
-) -> LineageParams | None:
-    """One side's dataset-lineage parameters; problems of its window or time are named by
-    the parameter that holds them (`from`, `to`, `asOf`, `against`). Without a window, the
-    window of the same length just before `following`'s."""
-    if window is None and following is not None:
-        length = following.end - following.start
-        start = str(max(following.start - length, EPOCH).timestamp())
-        end = str(following.start.timestamp())
-    elif window is not None:
-        if WINDOW_SEPARATOR not in window:
-            problems.append(Problem(name, f"{shown(window)} is not START..END"))
+@dataclass
+class _Sides:
+    """Parses each side of a diff with the walk's shared parameters, collecting problems."""
+
+    walk: LineageQuery
+    max_levels: int
+    now: datetime
+    problems: list[Problem]
+
+    def side(
+        self,
+        name: str,
+        *,
+        window: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        as_of: str | None = None,
+        following: LineageParams | None = None,
+    ) -> LineageParams | None:
+        """One side's dataset-lineage parameters; problems of its window or time are named
+        by the parameter that holds them (`from`, `to`, `asOf`, `against`). Without a window,
+        the window of the same length just before `following`'s."""
+        if window is None and following is not None:
+            length = following.end - following.start
+            start = str(max(following.start - length, EPOCH).timestamp())
+            end = str(following.start.timestamp())
+        elif window is not None:
+            if WINDOW_SEPARATOR not in window:
+                self.problems.append(Problem(name, f"{shown(window)} is not START..END"))
+                return None
+            start, end = (part.strip() for part in window.split(WINDOW_SEPARATOR, 1))
+        asked = replace(self.walk, start=start, end=end, as_of=as_of)
+        try:
+            return LineageParams.parse(asked, max_levels=self.max_levels, now=self.now)
+        except InvalidParameter as exc:
+            for problem in exc.problems:
+                own = problem.path in ("start", "end", "asOf")
+                located = Problem(name, f"{problem.path}: {problem.message}") if own else problem
+                if located not in self.problems:
+                    self.problems.append(located)
             return None
-        start, end = (part.strip() for part in window.split(WINDOW_SEPARATOR, 1))
-    try:
-        return LineageParams.parse(start=start, end=end, as_of=as_of, **shared)
-    except InvalidParameter as exc:
-        for problem in exc.problems:
-            own = problem.path in ("start", "end", "asOf")
-            located = Problem(name, f"{problem.path}: {problem.message}") if own else problem
-            if located not in problems:
-                problems.append(located)
-        return None
 
 
 def lineage_diff(

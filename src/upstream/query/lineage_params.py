@@ -14,6 +14,7 @@ from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.timeexpr import parse_time_expression
 from upstream.model.window import Window
 from upstream.query.collapse import DIMENSIONS, Dimension
+from upstream.query.lineage_query import LineageQuery
 
 Rollup = Literal["workflow"]
 DEFAULT_START = "now-7d"
@@ -28,7 +29,7 @@ _DIMENSIONS: dict[str, Dimension] = {d: d for d in DIMENSIONS}
 
 @dataclass(frozen=True)
 class LineageParams:
-    """What a dataset-lineage query asks for; `parse` turns query-string values into it."""
+    """What a dataset-lineage query asks for; `parse` reads it from the question as asked."""
 
     start: datetime
     end: datetime
@@ -51,23 +52,14 @@ class LineageParams:
 
     @classmethod
     def parse(
-        cls,
-        *,
-        max_levels: int,
-        start: str | None = None,
-        end: str | None = None,
-        levels: str | int | None = None,
-        collapse: Iterable[str] = (),
-        rollup: str | None = None,
-        direction: str | None = None,
-        as_of: str | None = None,
-        now: datetime | None = None,
+        cls, query: LineageQuery, *, max_levels: int, now: datetime | None = None
     ) -> LineageParams:
         """Validate every parameter; InvalidParameter lists each bad one by its name. With
         `as_of`, `now` in `start` and `end` (and their defaults) means that time: the
         lineage a query made then would have shown."""
         problems: list[Problem] = []
-        as_of_at, moment = as_of_time(as_of, now, problems)
+        as_of_at, moment = as_of_time(query.as_of, now, problems)
+        start, end, rollup, direction = query.start, query.end, query.rollup, query.direction
         start_at = _time("start", DEFAULT_START if start is None else start, moment, problems)
         end_at = _time("end", DEFAULT_END if end is None else end, moment, problems)
         if start_at and end_at and start_at > end_at:
@@ -76,8 +68,8 @@ class LineageParams:
                     "start", f"start ({start_at.isoformat()}) is after end ({end_at.isoformat()})"
                 )
             )
-        depth = parse_levels(levels, max_levels, problems)
-        dimensions = _dimensions(collapse, problems)
+        depth = parse_levels(query.levels, max_levels, problems)
+        dimensions = _dimensions(query.collapse, problems)
         if rollup not in (None, "workflow"):
             problems.append(Problem("rollup", f"{shown(rollup)} is not supported; use 'workflow'"))
         if direction is not None and direction not in DIRECTIONS:

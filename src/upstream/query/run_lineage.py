@@ -32,6 +32,7 @@ from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.lineage_params import as_of_time, parse_levels
+from upstream.query.lineage_query import RunQuery
 from upstream.store import schema as t
 from upstream.store.dialect import few_rows, frontier, id_filters, planned_once
 from upstream.store.window import run_started_by
@@ -51,16 +52,10 @@ class RunLineageParams:
 
     @classmethod
     def parse(
-        cls,
-        run_id: str,
-        *,
-        max_levels: int,
-        direction: str | None = None,
-        levels: str | int | None = None,
-        as_of: str | None = None,
-        now: datetime | None = None,
+        cls, run_id: str, query: RunQuery, *, max_levels: int, now: datetime | None = None
     ) -> RunLineageParams:
         """Validate every parameter; InvalidParameter lists each bad one by its name."""
+        direction = query.direction
         problems: list[Problem] = []
         parsed_id: uuid.UUID | None = None
         if _UUID.fullmatch(run_id.strip()):
@@ -71,8 +66,8 @@ class RunLineageParams:
             problems.append(
                 Problem("direction", f"{shown(direction)} is not one of both, upstream, downstream")
             )
-        depth = parse_levels(levels, max_levels, problems, default=DEFAULT_RUN_LEVELS)
-        at, _ = as_of_time(as_of, now, problems)
+        depth = parse_levels(query.levels, max_levels, problems, default=DEFAULT_RUN_LEVELS)
+        at, _ = as_of_time(query.as_of, now, problems)
         if problems or parsed_id is None:
             raise InvalidParameter(problems)
         return cls(parsed_id, DIRECTIONS.get(direction or "both", "both"), depth, at)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from upstream.model.facts import ORIGIN_LABELS
+from upstream.render.words import counted
 from upstream.render.wrap import Wrapped
 
 
@@ -25,23 +26,28 @@ def dataset_lineage_tables(response: Mapping[str, Any], namespace: str, dataset:
     entities = {**response.get("data", {}), **response.get("programs", {})}
     relations = response.get("relations", [])
     table = Table(title=_window_title(f"Lineage of {namespace} / {dataset}", response))
-    for column in ("Dataset", "Program", "Access", "Runs", "Components"):
+    # Components are named by the recorder only: a column of dashes would take the room the
+    # names need in a narrow terminal.
+    components = any(relation.get("components") for relation in relations)
+    for column in ("Dataset", "Program", "Access", "Runs", "Components")[: 5 if components else 4]:
         table.add_column(column, overflow="fold")
     for relation in relations:
         program_key = relation["program"]
         workflow = program_key.startswith("workflow.")
         program = _entity(program_key, entities, suffix=" (workflow)" if workflow else "")
-        _add_row(
-            table,
+        cells = [
             _entity(relation["data"], entities, focus=(namespace, dataset)),
             program,
             Text(", ".join(relation.get("accesses", []))),
             _runs(relation.get("runs", [])),
-            Text(", ".join(relation.get("components", [])) or "-"),
-        )
+        ]
+        if components:
+            cells.append(Text(", ".join(relation.get("components", [])) or "-"))
+        _add_row(table, *cells)
+    datasets, programs = len(response.get("data", {})), len(response.get("programs", {}))
     footer = Text(
-        f"{_count(len(relations), 'relation')}, {_count(len(response.get('data', {})), 'dataset')}"
-        f", {_count(len(response.get('programs', {})), 'program')}",
+        f"{counted(len(relations), 'relation')}, {counted(datasets, 'dataset')}, "
+        f"{counted(programs, 'program')}",
         style="dim",
     )
     if response.get("truncated"):
@@ -86,9 +92,9 @@ def lineage_diff_tables(response: Mapping[str, Any], namespace: str, dataset: st
         parts.append(fields)
     added, removed = response.get("added", {}), response.get("removed", {})
     footer = Text(
-        f"{_count(len(added.get('relations', [])), 'relation')} added, "
+        f"{counted(len(added.get('relations', [])), 'relation')} added, "
         f"{len(removed.get('relations', []))} removed, {len(response.get('kept', []))} kept; "
-        f"{_count(len(added.get('data', [])), 'dataset')} appeared, "
+        f"{counted(len(added.get('data', [])), 'dataset')} appeared, "
         f"{len(removed.get('data', []))} disappeared",
         style="dim",
     )
@@ -118,28 +124,29 @@ def run_lineage_tables(response: Mapping[str, Any]) -> Group:
             read.append(f"\nversion {version['producerVersion']}", style="dim")
         _add_row(
             reads,
-            Text(_run(runs.get(edge["run"], {"runId": edge["run"]}))),
+            _run_of_job(runs.get(edge["run"], {"runId": edge["run"]})),
             read,
-            Text(_run(runs.get(writer, {"runId": writer})) if writer else "unknown"),
+            _run_of_job(runs.get(writer, {"runId": writer})) if writer else Text("unknown"),
         )
     table = Table(title="Runs")
-    for column in ("Run", "Job", "State", "Started", "Ended", "Level"):
+    for column in ("Run", "Job", "State", "Started (UTC)", "Ended (UTC)", "Level"):
         table.add_column(column, overflow="fold")
     for run in response.get("runs", []):
         job = run.get("job", {})
         job_text = Text(str(job.get("name", "")))
         job_text.append(f"\n{job.get('namespace', '')}", style="dim")
+        focus = run["runId"] == response.get("runId")
         _add_row(
             table,
-            Text(str(run["runId"]), style="bold" if run["runId"] == response.get("runId") else ""),
+            Wrapped(Text(_short(run["runId"]), style="bold" if focus else ""), whole_words=True),
             job_text,
             Text(str(run.get("state") or "-")),
-            Text(str(run.get("startedAt") or "-")),
-            Text(str(run.get("endedAt") or "-")),
+            Wrapped(_instant(run.get("startedAt")), whole_words=True),
+            Wrapped(_instant(run.get("endedAt")), whole_words=True),
             Text(str(run.get("level", 0))),
         )
     footer = Text(
-        f"{_count(len(runs), 'run')}, {_count(len(versions), 'dataset version')}", style="dim"
+        f"{counted(len(runs), 'run')}, {counted(len(versions), 'dataset version')}", style="dim"
     )
     if response.get("truncated"):
         footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
@@ -203,7 +210,7 @@ def field_paths_tables(response: Mapping[str, Any], namespace: str, dataset: str
         runs = path.get("runs", [])
         heading = f"Path {number} of {len(paths)} to {namespace} / {dataset} . {field}"
         parts.append(Wrapped(Text(heading, style="bold")))
-        table = Table(caption=Text(f"{_count(len(runs), 'run')}: {_run_list(runs)}"))
+        table = Table(caption=Text(f"{counted(len(runs), 'run')}: {_run_list(runs)}"))
         for column in ("#", "Operation", "Inputs", "Outputs", "Description"):
             table.add_column(column, overflow="fold")
         for step, operation in enumerate(path.get("operations", []), start=1):
@@ -237,16 +244,16 @@ def graph_tables(response: Mapping[str, Any]) -> Group:
             Text("inferred" if flow.get("inferred") else "explicit"),
         )
     footer = Text(
-        f"{_count(len(response.get('data', {})), 'dataset')}, "
-        f"{_count(len(response.get('programs', {})), 'job')}, "
-        f"{_count(len(response.get('flows', [])), 'flow')}",
+        f"{counted(len(response.get('data', {})), 'dataset')}, "
+        f"{counted(len(response.get('programs', {})), 'job')}, "
+        f"{counted(len(response.get('flows', [])), 'flow')}",
         style="dim",
     )
     return Group(table, Wrapped(footer))
 
 
-def _add_row(table: Table, *cells: Text) -> None:
-    table.add_row(*(Wrapped(cell) for cell in cells))
+def _add_row(table: Table, *cells: Text | Wrapped) -> None:
+    table.add_row(*(cell if isinstance(cell, Wrapped) else Wrapped(cell) for cell in cells))
 
 
 def _entity(
@@ -268,10 +275,6 @@ def _entity(
     return text
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
 def _runs(runs: list[Any]) -> Text:
     return Text(f"{len(runs)}: {_run_list(runs)}" if runs else "declared")
 
@@ -288,8 +291,30 @@ def _run(run: Any) -> str:
     if isinstance(run, Mapping):
         job = run.get("job")
         name = f" ({job.get('name')})" if isinstance(job, Mapping) and job.get("name") else ""
-        return f"{str(run.get('runId', ''))[:8]}{name}"
-    return str(run)[:8]
+        return f"{_short(run.get('runId', ''))}{name}"
+    return _short(run)
+
+
+def _short(run_id: Any) -> str:
+    """A run id shortened to 8 characters, as git shortens commits."""
+    return str(run_id)[:8]
+
+
+def _run_of_job(run: Mapping[str, Any]) -> Wrapped:
+    """A run's short id over its job's name: the id is never split, the name only between
+    its words."""
+    text = Text(_short(run.get("runId", "")))
+    job = run.get("job")
+    if isinstance(job, Mapping) and job.get("name"):
+        text.append(f"\n{job['name']}", style="dim")
+    return Wrapped(text)
+
+
+def _instant(value: Any) -> Text:
+    """An ISO-8601 time from an answer as `2026-12-03 17:24:42`, in UTC to the second."""
+    if not isinstance(value, str):
+        return Text("-")
+    return Text(datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"))
 
 
 def _operation_input(item: Any) -> str:

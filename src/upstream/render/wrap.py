@@ -20,19 +20,24 @@ from rich.text import Text
 
 #: A piece of a line: characters up to and including a run of break characters after them.
 _PIECE = re.compile(r"[^\s/.:_\-,@]*[\s/.:_\-,@]*")
+#: A piece of a line that breaks only at spaces: a time or an id is one word.
+_WORD = re.compile(r"\S*\s*")
 
 
 class Wrapped:
-    """A Rich renderable of `text` (styles kept) that breaks lines only between pieces."""
+    """A Rich renderable of `text` (styles kept) that breaks lines only between pieces; with
+    `whole_words`, only at spaces (`2026-12-03 17:24:42` never splits inside its date)."""
 
-    def __init__(self, text: Text | str) -> None:
+    def __init__(self, text: Text | str, *, whole_words: bool = False) -> None:
         self.text = text if isinstance(text, Text) else Text(text)
+        self.piece = _WORD if whole_words else _PIECE
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         lines = self.text.split("\n", allow_blank=True)
         widest = max((line.cell_len for line in lines), default=0)
         piece = max(
-            (cell_len(p.rstrip()) for line in lines for p in _pieces(line.plain)), default=0
+            (cell_len(p.rstrip()) for line in lines for p in _pieces(self.piece, line.plain)),
+            default=0,
         )
         return Measurement(min(piece, options.max_width), min(widest, options.max_width))
 
@@ -40,7 +45,7 @@ class Wrapped:
         width = max(options.max_width, 1)
         wrapped: list[Text] = []
         for line in self.text.split("\n", allow_blank=True):
-            for part in line.divide(_breaks(line.plain, width)):
+            for part in line.divide(_breaks(self.piece, line.plain, width)):
                 part.rstrip()
                 wrapped.append(part)
         result = Text("\n").join(wrapped)
@@ -49,20 +54,20 @@ class Wrapped:
         yield result
 
 
-def _pieces(plain: str) -> Iterator[str]:
-    for match in _PIECE.finditer(plain):
+def _pieces(piece: re.Pattern[str], plain: str) -> Iterator[str]:
+    for match in piece.finditer(plain):
         if match.group():
             yield match.group()
 
 
-def _breaks(plain: str, width: int) -> list[int]:
+def _breaks(pattern: re.Pattern[str], plain: str, width: int) -> list[int]:
     """Offsets in `plain` where new lines start so that each fits `width` cells, breaking
     between pieces (a trailing space may overhang: it is cut), and inside a piece only when
     the piece alone is wider than `width`."""
     breaks: list[int] = []
     used = 0
     offset = 0
-    for piece in _pieces(plain):
+    for piece in _pieces(pattern, plain):
         if used and used + cell_len(piece.rstrip()) > width:
             breaks.append(offset)
             used = 0

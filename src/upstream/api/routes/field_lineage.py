@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.json_answer import JsonAnswer
-from upstream.api.params import LEVELS, AsOf, End, Start
+from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.query.answers import (
@@ -25,6 +26,8 @@ from upstream.query.field_lineage import (
     fields_with_lineage,
 )
 from upstream.query.field_summary import field_summary
+from upstream.query.lineage_query import FieldLineageQuery, FieldWindowQuery
+from upstream.settings import Settings
 
 router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
 
@@ -35,24 +38,15 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 DirectionParam = Annotated[Sides | None, Query(description="incoming, outgoing or both (default)")]
+Window = Annotated[FieldWindowQuery, Depends(asked(FieldWindowQuery))]
 
 
-def _query(
-    settings: SettingsDep,
-    start: str | None,
-    end: str | None,
-    direction: str | None = None,
-    levels: str | None = None,
-    as_of: str | None = None,
+def _parsed(
+    settings: Settings, window: FieldWindowQuery, direction: str | None = None
 ) -> FieldQuery:
-    return FieldQuery.parse(
-        max_levels=settings.max_levels,
-        start=start,
-        end=end,
-        direction=direction,
-        levels=levels,
-        as_of=as_of,
-    )
+    """The field question of a route that asks no `levels`: its window, and a direction."""
+    query = FieldLineageQuery(**dataclasses.asdict(window), direction=direction)
+    return FieldQuery.parse(query, max_levels=settings.max_levels)
 
 
 @router.get(
@@ -67,13 +61,11 @@ def get_field_paths(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    as_of: AsOf = None,
+    window: Window,
 ) -> JsonAnswer[FieldPathsAnswer]:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first."""
-    query = _query(settings, start=start, end=end, as_of=as_of)
+    query = _parsed(settings, window)
     return read(store, field_paths, namespace, dataset, field, query)
 
 
@@ -88,9 +80,7 @@ def get_fields_with_lineage(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    as_of: AsOf = None,
+    window: Window,
     prefix: Annotated[str | None, Query(description="Field name prefix, any case")] = None,
     include_current: Annotated[
         bool,
@@ -101,7 +91,7 @@ def get_fields_with_lineage(
     ] = False,
 ) -> JsonAnswer[FieldsAnswer]:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
-    query = _query(settings, start=start, end=end, as_of=as_of)
+    query = _parsed(settings, window)
     return read(
         store,
         fields_with_lineage,
@@ -125,14 +115,12 @@ def get_field_operations(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    as_of: AsOf = None,
+    window: Window,
     direction: DirectionParam = None,
 ) -> JsonAnswer[FieldOperationsAnswer]:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run."""
-    query = _query(settings, start=start, end=end, direction=direction, as_of=as_of)
+    query = _parsed(settings, window, direction)
     return read(store, field_operations, namespace, dataset, field, query)
 
 
@@ -148,18 +136,10 @@ def get_field_summary(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
-    start: Start = None,
-    end: End = None,
-    as_of: AsOf = None,
-    direction: DirectionParam = None,
-    levels: Annotated[
-        str | None,
-        Query(description="Hops to follow; default 1, at most the max_levels setting"),
-        LEVELS,
-    ] = None,
+    asked_for: Annotated[FieldLineageQuery, Depends(asked(FieldLineageQuery))],
 ) -> JsonAnswer[FieldSummaryAnswer]:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
     of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
     per field, what stated the edges that reached it."""
-    query = _query(settings, start=start, end=end, direction=direction, levels=levels, as_of=as_of)
+    query = FieldQuery.parse(asked_for, max_levels=settings.max_levels)
     return read(store, field_summary, namespace, dataset, field, query)

@@ -17,6 +17,7 @@ from upstream.api.services import read
 from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
 from upstream.query.job_lineage import job_lineage
 from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import LineageQuery
 from upstream.query.workflow_contents import workflow_contents
 
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
@@ -66,5 +67,6 @@ def get_workflow_contents(
 ) -> JsonAnswer[WorkflowContentsAnswer]:
     """The workflow's runs that overlap the window, newest first, each with the job runs
     inside it, and the jobs of those runs with their run counts and newest run."""
-    window = LineageParams.parse(max_levels=settings.max_levels, start=start, end=end).window
+    asked = LineageQuery(start=start, end=end)
+    window = LineageParams.parse(asked, max_levels=settings.max_levels).window
     return read(store, workflow_contents, namespace, job, window)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.json_answer import JsonAnswer
-from upstream.api.params import LEVELS, AsOf
+from upstream.api.lineage_query import asked
 from upstream.api.services import read
-from upstream.model.direction import Direction
 from upstream.query.answers import RunLineageAnswer
+from upstream.query.lineage_query import RunQuery
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 
 router = APIRouter(tags=["run lineage"])
@@ -33,24 +33,10 @@ def get_run_lineage(
     run_id: Annotated[uuid.UUID, Path(alias="runId", description="The run's id (a UUID)")],
     store: StoreDep,
     settings: SettingsDep,
-    direction: Annotated[
-        Direction | None, Query(description="both (default), upstream or downstream")
-    ] = None,
-    levels: Annotated[
-        str | None,
-        Query(description="Runs to step through; default 5, at most the max_levels setting"),
-        LEVELS,
-    ] = None,
-    as_of: AsOf = None,
+    query: Annotated[RunQuery, Depends(asked(RunQuery))],
 ) -> JsonAnswer[RunLineageAnswer]:
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""
-    params = RunLineageParams.parse(
-        str(run_id),
-        max_levels=settings.max_levels,
-        direction=direction,
-        levels=levels,
-        as_of=as_of,
-    )
+    params = RunLineageParams.parse(str(run_id), query, max_levels=settings.max_levels)
     return read(store, run_lineage, params, max_nodes=settings.max_lineage_nodes)

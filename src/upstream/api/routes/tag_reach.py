@@ -13,6 +13,7 @@ from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
 from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
+from upstream.query.lineage_query import FieldLineageQuery
 from upstream.query.tag_reach import tag_reach
 
 router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
@@ -46,10 +47,10 @@ def get_tag_reach(
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields) and what their data flowed into, through
     every origin of field edges."""
-    query = FieldQuery.parse(
-        max_levels=settings.max_levels,
+    asked = FieldLineageQuery(
         start="0" if start is None else start,
         end=end,
-        levels=DEFAULT_LEVELS if levels is None else levels,
+        levels=str(DEFAULT_LEVELS) if levels is None else levels,
     )
+    query = FieldQuery.parse(asked, max_levels=settings.max_levels)
     return read(store, tag_reach, tag, query)

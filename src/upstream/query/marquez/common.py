@@ -84,7 +84,8 @@ def _entity_id(node: NodeId) -> uuid.UUID:
 def require_namespace(conn: Connection, namespace: str, *, include_deleted: bool = False) -> None:
     """NotFound unless the namespace is stored (and not deleted, unless asked for)."""
     missing = f"namespace {namespace!r} not found"
-    _require(conn, t.namespaces, namespace_id(namespace), missing, include_deleted)
+    gone = f"namespace {namespace!r} was deleted"
+    _require(conn, t.namespaces, namespace_id(namespace), (missing, gone), include_deleted)
 
 
 def require_dataset(
@@ -96,7 +97,8 @@ def require_dataset(
     require_namespace(conn, ref.namespace, include_deleted=include_deleted)
     dataset_id = ref.id
     missing = f"dataset {name!r} not found in namespace {namespace!r}"
-    _require(conn, t.datasets, dataset_id, missing, include_deleted)
+    gone = f"dataset {name!r} in namespace {namespace!r} was deleted"
+    _require(conn, t.datasets, dataset_id, (missing, gone), include_deleted)
     return dataset_id
 
 
@@ -107,14 +109,22 @@ def require_job(
     require_namespace(conn, namespace, include_deleted=include_deleted)
     job_id = JobRef(namespace, name).id
     missing = f"job {name!r} not found in namespace {namespace!r}"
-    _require(conn, t.jobs, job_id, missing, include_deleted)
+    gone = f"job {name!r} in namespace {namespace!r} was deleted"
+    _require(conn, t.jobs, job_id, (missing, gone), include_deleted)
     return job_id
 
 
 def _require(
-    conn: Connection, table: sa.Table, entity: uuid.UUID, missing: str, include_deleted: bool
+    conn: Connection,
+    table: sa.Table,
+    entity: uuid.UUID,
+    messages: tuple[str, str],
+    include_deleted: bool,
 ) -> None:
+    """NotFound saying the entity is missing, or deleted (`messages`). The message names no
+    parameter: the command line, which has none to show deleted entities, says it too."""
+    missing, gone = messages
     if conn.execute(sa.select(table.c.id).where(table.c.id == entity)).first() is None:
         raise NotFound(missing)
     if not include_deleted and is_deleted(conn, entity):
-        raise NotFound(f"{missing}: it was deleted (includeDeleted=true shows it)")
+        raise NotFound(gone)

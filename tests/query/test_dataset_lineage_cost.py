@@ -1,0 +1,188 @@
+"""The dataset lineage walk costs a constant number of statements per level, whatever the
+width of the level (design §4.2, issue 3 item 6): never one per dataset or job."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from tests.builders import BASE_TIME
+from tests.query.test_dataset_lineage import DAY, NS, post, rid, run
+from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.lineage_params import LineageParams
+from upstream.store.engine import Store
+
+
+def fan(client: TestClient, width: int, tag: str) -> None:
+    """S -P- A_k -Q_k- B_k -R_k- C_k -Y- Z for k < width; each Q_k runs inside a workflow
+    run."""
+    events = [run(f"{tag}P", rid(), reads=[f"{tag}S"], writes=[f"{tag}A{k}" for k in range(width)])]
+    for k in range(width):
+        parent = ((NS, f"{tag}wf{k}"), rid())
+        events.append(
+            run(f"{tag}Q{k}", rid(), reads=[f"{tag}A{k}"], writes=[f"{tag}B{k}"], parent=parent)
+        )
+        events.append(run(f"{tag}R{k}", rid(), reads=[f"{tag}B{k}"], writes=[f"{tag}C{k}"]))
+    events.append(
+        run(f"{tag}Y", rid(), reads=[f"{tag}C{k}" for k in range(width)], writes=[f"{tag}Z"])
+    )
+    post(client, *events)
+
+
+@pytest.fixture
+def counted(db_url: str) -> Iterator[tuple[Store, list[str]]]:
+    store = Store(db_url)
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    yield store, statements
+    store.dispose()
+
+
+OPTIONS: list[dict[str, Any]] = [
+    {},
+    {"direction": "downstream"},
+    {"direction": "upstream"},
+    {"direction": "upstream", "rollup": "workflow"},
+    {"rollup": "workflow"},
+    {"rollup": "workflow", "direction": "downstream"},
+    {"collapse": frozenset({"run"})},
+]
+
+
+def test_statements_do_not_grow_with_width(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    store, statements = counted
+    fan(client, 1, "narrow")
+    fan(client, 25, "wide")
+    for options in OPTIONS:
+        params = LineageParams(
+            start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": 3, **options}
+        )
+        costs = {}
+        sizes = {}
+        for tag in ("narrow", "wide"):
+            seed = f"{tag}Z" if options.get("direction") == "upstream" else f"{tag}S"
+            statements.clear()
+            with store.read() as conn:
+                body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
+            costs[tag] = len(statements)
+            sizes[tag] = len(body["data"]) + len(body["programs"])
+        assert costs["wide"] == costs["narrow"], options
+        assert sizes["wide"] > sizes["narrow"], options
+
+
+def chain(client: TestClient, length: int) -> None:
+    """S0 -J1- S1 -J2- ... S<length>, each step a run of its own job; every third run (the
+    first and the last among them) is inside a workflow run of its own, so workflows are
+    met at every depth."""
+    events = []
+    for k in range(1, length + 1):
+        parent = ((NS, f"chain-wf{k}"), rid()) if k % 3 == 1 else None
+        events.append(
+            run(f"chainJ{k}", rid(), reads=[f"chainS{k - 1}"], writes=[f"chainS{k}"], parent=parent)
+        )
+    post(client, *events)
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_statements_do_not_grow_with_depth(
+    client: TestClient, counted: tuple[Store, list[str]], options: dict[str, Any]
+) -> None:
+    """One walk reads what all its levels need up front: as many statements at levels 20
+    as at levels 1, though the answer grows with every level (design §6)."""
+    store, statements = counted
+    chain(client, 25)
+    seed = "chainS25" if options.get("direction") == "upstream" else "chainS0"
+    costs: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for levels in (1, 5, 10, 20):
+        params = LineageParams(
+            start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": levels, **options}
+        )
+        statements.clear()
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
+        costs[levels] = len(statements)
+        sizes[levels] = len(body["data"])
+    assert len(set(costs.values())) == 1, costs
+    assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
+
+
+def test_the_marquez_graph_costs_the_same_at_any_depth(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    from upstream.query.marquez.lineage import lineage_graph
+
+    store, statements = counted
+    chain(client, 25)
+    costs: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for depth in (1, 5, 10, 20):
+        statements.clear()
+        with store.read() as conn:
+            body = lineage_graph(conn, f"dataset:{NS}:chainS12", depth, 5000)
+        costs[depth] = len(statements)
+        sizes[depth] = len(body["graph"])
+    assert len(set(costs.values())) == 1, costs
+    assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
+
+
+def field_chain(client: TestClient, length: int) -> None:
+    """F0.id -> F1.id -> ... -> F<length>.id by columnLineage, one run per step."""
+    from tests.builders import column_lineage, ds, run_event
+
+    post(
+        client,
+        *(
+            run_event(
+                (NS, f"fieldJ{k}"),
+                run_id=rid(),
+                inputs=[ds(NS, f"F{k - 1}")],
+                outputs=[
+                    ds(NS, f"F{k}", columnLineage=column_lineage({"id": [(NS, f"F{k - 1}", "id")]}))
+                ],
+            )
+            for k in range(1, length + 1)
+        ),
+    )
+
+
+def test_field_walks_cost_the_same_at_any_depth(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    """Field summaries and the Marquez column graph read every hop in one go."""
+    from upstream.model.window import Window
+    from upstream.query.field_lineage import FieldQuery
+    from upstream.query.field_summary import field_summary
+    from upstream.query.marquez.columns import column_lineage
+
+    store, statements = counted
+    field_chain(client, 25)
+    window = Window(BASE_TIME - DAY, BASE_TIME + DAY)
+    costs: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
+    sizes: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
+    for levels in (1, 5, 10, 20):
+        statements.clear()
+        with store.read() as conn:
+            summary = field_summary(conn, NS, "F12", "id", FieldQuery(window, levels, "both"))
+        costs["summary"][levels] = len(statements)
+        sizes["summary"][levels] = sum(
+            len(side) for side in (summary["incoming"], summary["outgoing"])
+        )
+        statements.clear()
+        with store.read() as conn:
+            graph = column_lineage(conn, f"datasetField:{NS}:F12:id", levels, True, 5000)
+        costs["columns"][levels] = len(statements)
+        sizes["columns"][levels] = len(graph["graph"])
+    for kind, cost in costs.items():
+        assert len(set(cost.values())) == 1, (kind, cost)
+        assert sizes[kind][1] < sizes[kind][5] < sizes[kind][10] < sizes[kind][20], sizes
