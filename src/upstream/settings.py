@@ -254,6 +254,13 @@ class Settings(BaseSettings):
         "removes older runs with what was derived from them and their raw events, as "
         "`upstream db prune` does. Off when unset.",
     )
+    position_wait: float = Field(
+        5.0,
+        ge=0,
+        description="Seconds a read that names the position of a write (`?after=` or the "
+        "`X-Upstream-Position` header) waits for this server to include that write, before "
+        "answering 503 with Retry-After.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",
         description="Least severe level of the server's own log lines (other libraries write "

@@ -24,6 +24,7 @@ from upstream.model.errors import (
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -52,7 +53,12 @@ STATUS: dict[type[ServiceError], int] = {
     DocumentTooLarge: 413,
     Conflict: 422,
     StoreUnavailable: 503,
+    # The write a read waits for is stored; this server's view has not caught up with it.
+    NotCaughtUp: 503,
 }
+
+#: Seconds a client asked for a position this server has not caught up with waits to ask again.
+CATCH_UP_RETRY_AFTER_SECONDS = 1
 
 
 #: What each error means to a client, as the API reference states it for every route that may
@@ -67,6 +73,8 @@ MEANING: dict[type[ServiceError], str] = {
     Conflict: "The document contradicts what is stored; nothing was stored",
     StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
     "(re-sending events is safe)",
+    NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
+    "retry after Retry-After seconds",
 }
 #: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
 #: service runs.
@@ -123,6 +131,10 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
             status, "the database is unavailable; retry later (re-sending events is safe)"
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    if isinstance(exc, NotCaughtUp):
+        response = error_response(status, exc.message)
+        response.headers["Retry-After"] = str(CATCH_UP_RETRY_AFTER_SECONDS)
         return response
     return error_response(status, exc.message)
 

@@ -17,6 +17,7 @@ from upstream.model.errors import (
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -36,6 +37,7 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     DocumentTooLarge: 1,
     Conflict: 1,
     StoreUnavailable: 1,
+    NotCaughtUp: 1,
 }
 
 

@@ -89,6 +89,19 @@ class StoreUnavailable(ServiceError):
         self.reason = reason
 
 
+class NotCaughtUp(ServiceError):
+    """A read asked for a change-log position (`after`) that this process's view does not
+    include yet, and did not catch up within the wait allowed; asking again shortly (or
+    another process) may succeed."""
+
+    def __init__(self, after: int, included: int) -> None:
+        super().__init__(
+            f"this server's view includes position {included}, not yet {after}; retry later"
+        )
+        self.after = after
+        self.included = included
+
+
 def join_path(prefix: str, path: str) -> str:
     """Join two path pieces: `job` + `facets` -> `job.facets`, `entries` + `[1]` -> `entries[1]`."""
     if not prefix:

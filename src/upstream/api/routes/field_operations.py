@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import GroupCommitDep, SettingsDep
+from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
 from upstream.api.metrics import metrics_of
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.ingest.body import Limits
@@ -24,7 +24,11 @@ _SUFFIX = "/lineage/field-operations"
     response_class=Response,
     summary="Record field operations (for programs that do not use the Python recorder)",
     responses={
-        201: {"description": "Stored (or already stored); empty body"},
+        201: {
+            "description": "Stored (or already stored); empty body. The X-Upstream-Position "
+            "header is the position to read after to see them.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
+        },
     },
     openapi_extra={
         "requestBody": {
@@ -44,4 +48,6 @@ async def post_field_operations(
     facts = await run_in_threadpool(operations_document_facts, namespace, body.document)
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
-    return Response(status_code=201)
+    response = Response(status_code=201)
+    answer_position(response, result.position)
+    return response

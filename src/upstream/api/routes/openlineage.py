@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_events
-from upstream.api.deps import GroupCommitDep, SettingsDep
+from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
 from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
 from upstream.ingest.body import Limits
@@ -23,7 +23,11 @@ router = APIRouter(tags=["openlineage"])
     response_class=Response,
     summary="Post OpenLineage events",
     responses={
-        201: {"description": "Stored (or already stored); empty body, as Marquez."},
+        201: {
+            "description": "Stored (or already stored); empty body, as Marquez. The "
+            "X-Upstream-Position header is the position to read after to see these events.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
+        },
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
         403: {"description": "The token's role is read; posting needs write"},
         408: {"description": "The body arrived too slowly"},
@@ -50,4 +54,6 @@ async def post_lineage(request: Request, writer: GroupCommitDep, settings: Setti
     result = await writer.write(facts, since=arrived)
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
-    return Response(status_code=201)
+    response = Response(status_code=201)
+    answer_position(response, result.position)
+    return response
