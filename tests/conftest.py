@@ -121,6 +121,13 @@ def truncate_tables(url: str) -> None:
     engine.dispose()
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line keeps the position of its last write under XDG_STATE_HOME
+    (`upstream.client.positions`): each test keeps its own, never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
     """The URL of an empty, migrated database: once SQLite, once PostgreSQL."""

@@ -14,6 +14,17 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "upstream"
 #: Layers a module of `model/` must not import: model is pure.
 OUTER_LAYERS = ("store", "ingest", "query", "api", "commands", "client", "kafka", "web", "render")
+#: The adapters: each turns one outside world (HTTP, the command line, a Python program, Kafka,
+#: a browser) into calls to the services, and none leans on another's way of doing it.
+ADAPTERS = ("api", "cli", "commands", "client", "kafka", "web")
+#: Adapters that assemble others: the server (`api/`) mounts the web UI and runs the Kafka
+#: consumers beside its routes; the command line (`cli.py` and `commands/`, one adapter)
+#: starts the server and the consumers and asks a server through `client/`.
+COMPOSITION_ROOTS = ("api", "cli", "commands")
+#: Layers below the adapters: pure types, the store and the services, which any adapter may
+#: call, so none of them may depend on a web framework.
+BELOW_ADAPTERS = ("model", "store", "ingest", "query")
+WEB_FRAMEWORKS = ("fastapi", "starlette")
 #: Where SQL may be built: the store, and the read services that compose its statements.
 SQL_LAYERS = ("store", "query")
 #: The one SQLAlchemy name other services may import: the type of the connection a service is
@@ -55,6 +66,76 @@ def test_model_imports_no_outer_layer() -> None:
         if module.startswith(tuple(f"upstream.{layer}" for layer in OUTER_LAYERS))
     ]
     assert not found, found
+
+
+def _adapter_imports(path: Path, tree: ast.Module) -> list[str]:
+    """Imports of another adapter by an adapter that assembles none."""
+    layer = _layer(path)
+    if layer not in ADAPTERS or layer in COMPOSITION_ROOTS:
+        return []
+    others = tuple(f"upstream.{other}" for other in ADAPTERS if other != layer)
+    return [
+        f"{_where(path, line)} imports {module}"
+        for line, module, _ in _imports(tree)
+        if module in others or module.startswith(tuple(f"{other}." for other in others))
+    ]
+
+
+def test_no_adapter_imports_another() -> None:
+    found = [line for path, tree in _modules() for line in _adapter_imports(path, tree)]
+    assert not found, found
+
+
+def _web_framework_imports(path: Path, tree: ast.Module) -> list[str]:
+    if _layer(path) not in BELOW_ADAPTERS:
+        return []
+    return [
+        f"{_where(path, line)} imports {module}"
+        for line, module, _ in _imports(tree)
+        if module.split(".")[0] in WEB_FRAMEWORKS
+    ]
+
+
+def test_no_web_framework_below_the_adapters() -> None:
+    found = [line for path, tree in _modules() for line in _web_framework_imports(path, tree)]
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("source", "layer", "expected"),
+    [
+        ("from upstream.api.errors import ApiError\n", "kafka", 1),
+        ("from upstream.api.errors import ApiError\n", "web", 1),
+        ("import upstream.client.http\n", "kafka", 1),
+        ("from upstream.kafka.consumer import LineageConsumer\n", "client", 1),
+        ("from upstream.ingest.body import decode\n", "kafka", 0),
+        ("from upstream.kafka.messages import Refusal\n", "kafka", 0),
+        ("from upstream.web.routes import router\n", "api", 0),
+        ("from upstream.client.http import HttpReader\n", "commands", 0),
+        ("from upstream.apidoc import x\n", "kafka", 0),  # `api` only as a whole name
+    ],
+)
+def test_the_adapter_rule_catches_what_it_should(source: str, layer: str, expected: int) -> None:
+    path = PACKAGE / layer / "example.py"
+    assert len(_adapter_imports(path, ast.parse(source))) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "layer", "expected"),
+    [
+        ("from starlette.concurrency import run_in_threadpool\n", "ingest", 1),
+        ("import fastapi\n", "query", 1),
+        ("from fastapi import Request\n", "model", 1),
+        ("from fastapi import Request\n", "store", 1),
+        ("from fastapi import Request\n", "api", 0),
+        ("from anyio.to_thread import run_sync\n", "ingest", 0),
+    ],
+)
+def test_the_web_framework_rule_catches_what_it_should(
+    source: str, layer: str, expected: int
+) -> None:
+    path = PACKAGE / layer / "example.py"
+    assert len(_web_framework_imports(path, ast.parse(source))) == expected
 
 
 def _sqlalchemy_outside_sql_layers(path: Path, tree: ast.Module) -> list[str]:

@@ -228,6 +228,15 @@ class Settings(BaseSettings):
         '"sasl.mechanism": "PLAIN", "sasl.username": "…", "sasl.password": "…"}; the '
         "environment's JSON adds to the file's table.",
     )
+    any_content_type: bool = Field(
+        False,
+        description="Read posted lineage (events, field operations) as JSON whatever its "
+        "Content-Type says, or without one. By default a JSON body must be sent as "
+        "application/json (or an application/*+json type) and anything else is answered 415; "
+        "the OpenLineage clients, their Airflow and dbt integrations and marquez-python all "
+        "send application/json, so only hand-written senders need this (`curl -d` sends "
+        "application/x-www-form-urlencoded, a script posting bytes may send none).",
+    )
     sql_lineage: bool = Field(
         True,
         description="Read column lineage from the SQL a job reports (its `sql` facet) for "
@@ -244,6 +253,13 @@ class Settings(BaseSettings):
         description="Keep runs this long after they end (e.g. 90d, 12h); once a day the server "
         "removes older runs with what was derived from them and their raw events, as "
         "`upstream db prune` does. Off when unset.",
+    )
+    position_wait: float = Field(
+        5.0,
+        ge=0,
+        description="Seconds a read that names the position of a write (`?after=` or the "
+        "`X-Upstream-Position` header) waits for this server to include that write, before "
+        "answering 503 with Retry-After.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info",

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from upstream.api.body import decode_body
-from upstream.api.errors import ApiError
-from upstream.api.json_shape import (
+from upstream.ingest.body import REQUEST_BODY, Limits, decode
+from upstream.ingest.json_shape import (
     PARSE_FIRST_VALUES,
     ShapeLimits,
     check_batch_size,
@@ -19,6 +18,7 @@ from upstream.api.json_shape import (
     check_shape,
     values_in,
 )
+from upstream.model.errors import DocumentTooLarge
 from upstream.settings import Settings
 
 
@@ -32,7 +32,7 @@ def _values(document: Any) -> int:
 
 
 def _skeleton_values(text: str) -> int:
-    from upstream.api.json_shape import _STRING, _WHITESPACE
+    from upstream.ingest.json_shape import _STRING, _WHITESPACE
 
     return values_in(_STRING.sub(b"0", text.encode()).translate(None, _WHITESPACE))
 
@@ -62,16 +62,16 @@ def test_values_are_counted_without_parsing(text: str, expected: int) -> None:
 
 def _check(document: Any, *, max_items: int | None = 10, max_values: int = 20) -> None:
     """The body's whole check: on its bytes, and for a batch parsed first, on its events."""
-    decode_body(json.dumps(document).encode(), False, 10**9, ShapeLimits(max_items, max_values))
+    limits = Limits(10**9, max_events=max_items, max_values=max_values)
+    decode(json.dumps(document).encode(), gzipped=False, limits=limits, source=REQUEST_BODY)
 
 
 def test_an_event_at_its_limit_passes_and_one_value_more_is_413() -> None:
     event = {"facets": {"x": [{}] * 18}}  # 1 + 1 + 1 + 18 values = 21
     assert _values(event) == 21
     _check(event, max_values=21)
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         _check(event, max_values=20)
-    assert refused.value.status == 413
     assert refused.value.message == (
         "the event holds more than 20 JSON values (the server's max_event_values); "
         "split it into smaller events"
@@ -82,9 +82,9 @@ def test_each_event_of_a_batch_is_measured_alone() -> None:
     small = {"a": [1, 2, 3]}  # 5 values
     big = {"a": list(range(25))}  # 27 values
     _check([small] * 10, max_values=20)  # 51 values in all, but 5 per event
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         _check([small, small, big, small], max_values=20)
-    assert refused.value.message.startswith("[2] holds more than 20 JSON values")
+    assert refused.value.message.startswith("[2]: holds more than 20 JSON values")
 
 
 def _shape_then_size(batch: list[Any], limits: ShapeLimits) -> None:
@@ -100,33 +100,32 @@ def test_a_batch_over_the_event_limit_is_413() -> None:
         check_shape(json.dumps([{}] * 10).encode(), limits)
         check_batch_size([{}] * 10, limits)
         for batch in ([{}] * 11, [{}] * 10 + [7], [1] * 11):
-            with pytest.raises(ApiError) as refused:
+            with pytest.raises(DocumentTooLarge) as refused:
                 _shape_then_size(batch, limits)
-            assert refused.value.status == 413
             assert refused.value.message == (
                 "a batch may hold at most 10 events; this one holds more"
             )
 
 
 def test_a_document_without_batches_counts_the_whole() -> None:
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         _check([{}] * 25, max_items=None, max_values=20)
     assert refused.value.message.startswith("the document holds more than 20 JSON values")
 
 
 def test_a_bomb_is_refused_after_its_first_items() -> None:
     bomb = b"[" + b"{}," * 3_300_000 + b"{}]"
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         check_shape(bomb, ShapeLimits(max_items=5_000, max_values=200_000))
     assert refused.value.message == "a batch may hold at most 5000 events; this one holds more"
     one_event = b'{"run": {"facets": {"x": [' + b"{}," * 3_200_000 + b"{}]}}}"
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         check_shape(one_event, ShapeLimits(max_items=5_000, max_values=200_000))
     assert refused.value.message.startswith("the event holds more than 200000 JSON values")
     wrapped = b"[" + one_event + b"]"
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         check_shape(wrapped, ShapeLimits(max_items=5_000, max_values=200_000))
-    assert refused.value.message.startswith("[0] holds more than 200000 JSON values")
+    assert refused.value.message.startswith("[0]: holds more than 200000 JSON values")
 
 
 def test_a_batch_small_enough_to_parse_is_measured_after_parsing() -> None:
@@ -139,10 +138,9 @@ def test_a_batch_small_enough_to_parse_is_measured_after_parsing() -> None:
     assert not check_shape(json.dumps(small).encode(), limits)  # within max_values: no walk
     check_events([json.dumps(small, separators=(",", ":"))] * 10, 20)
     texts = [json.dumps(e, separators=(",", ":")) for e in (small, {"b": ",,,[[[{{{"}, big)]
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(DocumentTooLarge) as refused:
         check_events(texts, 20)
-    assert refused.value.status == 413
-    assert refused.value.message.startswith("[2] holds more than 20 JSON values")
+    assert refused.value.message.startswith("[2]: holds more than 20 JSON values")
     check_events(texts, 28)
     outsized = b"[" + b"0," * PARSE_FIRST_VALUES + b"0]"  # past the budget: measured unparsed
     assert not check_shape(outsized, ShapeLimits(max_items=PARSE_FIRST_VALUES + 1, max_values=20))

@@ -232,6 +232,35 @@ def test_events_of_an_array_are_located_by_their_line(
     assert stored_numbers(store) == {1, 3}
 
 
+def with_repeated_key(number: int) -> str:
+    """Event `number` as JSON text whose job names itself twice (`job.name` repeated)."""
+    text = json.dumps(event(number))
+    return text.replace(f'"name": "job{number}"', f'"name": "job{number}", "name": "other"', 1)
+
+
+@pytest.mark.parametrize("form", ["ndjson", "array", "pretty"])
+def test_a_repeated_key_makes_its_entry_unreadable_naming_the_path(
+    db_url: str, store: Store, tmp_path: Path, form: str
+) -> None:
+    """Read by the standard library, the second `name` would silently win: the entry is
+    reported with its path instead, and only the other events are stored."""
+    texts = [json.dumps(event(1)), with_repeated_key(2), json.dumps(event(3))]
+    if form == "ndjson":
+        content, line = "\n".join(texts) + "\n", 2
+    elif form == "array":
+        content, line = "[\n" + ",\n".join(texts) + "\n]\n", 3
+    else:  # events one after another, each over lines (as `jq .` prints them)
+        content = "".join(json.dumps(json.loads(t), indent=2) + "\n" for t in texts[:1])
+        line = content.count("\n") + 1
+        content += texts[1].replace(", ", ",\n  ") + "\n" + json.dumps(event(3), indent=2) + "\n"
+    path = tmp_path / f"events.{form}"
+    path.write_text(content, encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(path), "--db", db_url, "--on-error", "skip"])
+    assert result.exit_code == 1
+    assert f"{path}:{line}: job.name: repeated key" in result.stderr.splitlines(), result.stderr
+    assert stored_numbers(store) == {1, 3}
+
+
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [

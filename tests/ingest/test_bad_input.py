@@ -160,7 +160,7 @@ CORPUS: dict[str, tuple[bytes, dict[str, str], int, str]] = {
         mutated(lambda e: e["run"]["facets"].update(deep=json.loads(nest(150)))),
         JSON,
         400,
-        "body: run.facets.deep[0][0]",
+        "run.facets.deep[0][0][0]",
     ),
     "invalid UTF-8": (
         json.dumps(GOOD).encode().replace(b'"job"', b'"j\xffob"'),
@@ -172,13 +172,13 @@ CORPUS: dict[str, tuple[bytes, dict[str, str], int, str]] = {
         mutated(lambda e: e["job"].update(name="a\0b")),
         JSON,
         400,
-        "body: job.name: contains the NUL character (\\u0000)",
+        "job.name: contains the NUL character (\\u0000)",
     ),
     "lone surrogate in a facet key": (
         json.dumps(GOOD).replace('"facets": {}', '"facets": {"x\\udc00": 1}', 1).encode(),
         JSON,
         400,
-        "body: run.facets.x?: contains a lone UTF-16 surrogate escape",
+        "run.facets.x?: contains a lone UTF-16 surrogate escape",
     ),
     "NaN": (b'{"eventTime": NaN}', JSON, 400, "body: NaN is not a JSON number"),
     "a number too large": (b'{"x": 1e999}', JSON, 400, "body: the number 1e999 is too large"),
@@ -358,7 +358,7 @@ def test_a_batch_event_over_the_value_limit_is_413_after_parsing(db_url: str, st
         response = limited.post("/api/v1/lineage", json=events)
         assert response.status_code == 413
         assert response.json()["message"] == (
-            "[1] holds more than 100 JSON values (the server's max_event_values); "
+            "[1]: holds more than 100 JSON values (the server's max_event_values); "
             "split it into smaller events"
         )
         assert counts(store)["events"] == 0

@@ -25,7 +25,7 @@ GZIP = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
 EMPTY_OBJECTS_BATCH = gzip.compress(b"[" + b"{}," * 3_299_999 + b"{}]", 9)
 
 
-def _one_event_of_empty_objects() -> bytes:
+def one_event_of_empty_objects() -> bytes:
     """One valid-looking event whose facet holds 3.2 million empty objects."""
     event = run_event(("bounds", "bomb"), outputs=[ds("bounds", "out")])
     text = json.dumps(event).encode()
@@ -58,7 +58,7 @@ def server(db_url: str, tmp_path: Path) -> Iterator[LiveServer]:
 def test_bodies_that_parse_into_millions_of_objects_are_refused_cheaply(
     server: LiveServer, store: Store
 ) -> None:
-    one_event = _one_event_of_empty_objects()
+    one_event = one_event_of_empty_objects()
     assert len(EMPTY_OBJECTS_BATCH) < 20_000
     assert len(one_event) < 20_000
     with httpx.Client(base_url=server.url, timeout=60) as http:

@@ -67,7 +67,11 @@ def test_waiting_posts_share_one_transaction(store: Store, transactions: list[in
     results = asyncio.run(post_all(writer, posts))
     # The five posts arrived before the first write began, so they went together.
     assert transactions == [5]
-    assert results == [WriteResult(1, 0, frozenset({post[0].record.key})) for post in posts]
+    # Each is answered with the position the shared transaction committed at: its runs and
+    # its entities were appended, at 1 and 2.
+    assert results == [
+        WriteResult(1, 0, frozenset({post[0].record.key}), position=2) for post in posts
+    ]
     assert dataset_flows(store) == {(f"pg://db/a{i}", f"pg://db/b{i}") for i in range(5)}
 
 

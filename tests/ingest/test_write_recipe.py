@@ -17,8 +17,9 @@ from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
 from upstream.ingest import recipe
+from upstream.ingest.body import Limits
 from upstream.ingest.rebuild import rebuild
-from upstream.kafka.messages import Limits, ingest_messages
+from upstream.kafka.messages import ingest_messages
 from upstream.store.engine import Store
 
 SOURCE = Path(recipe.__file__).resolve().parents[1]
@@ -45,7 +46,8 @@ def test_posts_kafka_and_rebuilds_run_the_one_recipe(
     assert client.post("/api/v1/lineage", json=posted).status_code == 201
     assert recipe_runs == [1]
     message = json.dumps([run_event(("recipe", "kafka"), outputs=[ds("recipe", "b")])] * 2)
-    ingest_messages(store, [message.encode()], Limits(max_bytes=100_000, max_events=5))
+    limits = Limits(max_bytes=100_000, max_events=5, max_values=100_000)
+    ingest_messages(store, [message.encode()], limits)
     assert recipe_runs == [1, 2]
     assert rebuild(store).events == 2
     assert recipe_runs == [1, 2, 2]  # both kept events, replayed in one transaction

@@ -33,20 +33,21 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.api.test_metrics import scrape, value
 from tests.builders import PRODUCER, ds, run_event
+from tests.ingest.test_body_bounds import MB, one_event_of_empty_objects
 from tests.ingest.test_openlineage_client import summaries_event
 from tests.kafka_support import QUICK_GROUP, TansuBroker, TcpProxy, free_port
 from tests.readback import counts, dataset_flows, edges, relations
 from upstream.api.app import create_app
+from upstream.ingest.body import Limits
 from upstream.ingest.service import ingest_documents
 from upstream.kafka.consumer import ConsumerConfig, LineageConsumer
-from upstream.kafka.messages import Limits
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 
 EVENTS = "upstream_kafka_events_total"
-LIMITS = Limits(max_bytes=10_000_000, max_events=5_000)
+LIMITS = Limits(max_bytes=10_000_000, max_events=5_000, max_values=200_000)
 
 
 def eventually(condition: Callable[[], bool], what: str, timeout: float = 90) -> None:
@@ -214,6 +215,54 @@ def test_bad_messages_are_refused_alone_and_dead_lettered(
     assert [h["upstream.reason"] for h in headers] == [b"malformed", b"invalid", b"malformed"]
     assert headers[1]["upstream.error"].startswith(b"job.name:")
     assert headers[2]["upstream.error"] == b"the message has no value (a tombstone)"
+
+
+def _peak_rss_reset() -> None:
+    """Start measuring this process's peak memory afresh (Linux: `clear_refs` 5)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss() -> int:
+    status = Path("/proc/self/status").read_text()
+    (line,) = [line for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(line.split()[1]) * 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
+def test_a_value_that_would_parse_into_millions_of_objects_is_refused_alone(
+    kafka_broker: TansuBroker, db_url: str, store: Store
+) -> None:
+    """The 10 kB gzip value of one event whose facet holds 3.2 million empty objects is
+    refused on its bytes (`max_event_values`), as the same POST body is answered 413; the
+    messages polled with it are stored, and the consumer's memory barely moves (its peak is
+    printed: stored, such a value took about 150 MB)."""
+    bomb = one_event_of_empty_objects()
+    assert len(bomb) < 12_000
+    topic = kafka_broker.create_topic(partitions=1)
+    dead = kafka_broker.create_topic(partitions=1, prefix="refused")
+    good = [run_event(("etl", f"around{n}"), outputs=[ds("pg", f"r{n}")]) for n in range(2)]
+    values = [json.dumps(good[0]).encode(), bomb, json.dumps(good[1]).encode()]
+    kafka_broker.produce(topic, values)
+    group = f"bomb-{uuid.uuid4().hex[:6]}"
+    _peak_rss_reset()
+    before = _peak_rss()
+    with consuming(
+        db_url, kafka_broker.bootstrap, topic, group=group, dead_letter_topic=dead
+    ) as consumer:
+        eventually(lambda: consumer.totals.consumed == 3, "three messages consumed")
+        eventually(lambda: kafka_broker.committed(topic, group, 1) == [3], "offsets committed")
+    peak = _peak_rss()
+    print(f"consumer RSS: {before / MB:.0f} MB before, peak {peak / MB:.0f} MB while consuming")
+    assert (consumer.totals.stored, consumer.totals.refused) == (2, 1)
+    assert {job for _, job, _, _ in relations(store)} == {"etl/around0", "etl/around1"}
+    (copy,) = kafka_broker.read_all(dead, expected=1)
+    headers = dict(copy.headers())  # type: ignore[attr-defined]
+    assert headers["upstream.reason"] == b"too_large"
+    assert headers["upstream.error"] == (
+        b"the event holds more than 200000 JSON values (the server's max_event_values); "
+        b"split it into smaller events"
+    )
+    assert peak - before < 100 * MB
 
 
 def test_reading_a_topic_again_stores_nothing_twice(

@@ -13,10 +13,11 @@ import sqlalchemy as sa
 from tests.builders import ds, run_event
 from tests.readback import counts, dataset_flows
 from upstream.ingest import service
-from upstream.kafka.messages import Limits, MessageOutcome, Refusal, ingest_messages
+from upstream.ingest.body import Limits
+from upstream.kafka.messages import MessageOutcome, Refusal, ingest_messages
 from upstream.store.engine import Store
 
-LIMITS = Limits(max_bytes=10_000, max_events=3)
+LIMITS = Limits(max_bytes=10_000, max_events=3, max_values=1_000)
 
 
 def value(document: Any) -> bytes:
@@ -83,13 +84,44 @@ def test_the_api_limits_apply_to_a_value(store: Store) -> None:
     bomb = gzip.compress(value({**event("f"), "padding": " " * (LIMITS.max_bytes * 10)}))
     outcomes = ingest_messages(store, [too_many, too_big, bomb, b"[]", b"\xff"], LIMITS)
     assert [o.refusal for o in outcomes] == [
-        Refusal("too_large", "an array may hold at most 3 events, not 4"),
-        Refusal("too_large", "the message value is larger than 10000 bytes"),
+        Refusal("too_large", "a batch may hold at most 3 events; this one holds more"),
+        Refusal("too_large", "message value is larger than 10000 bytes"),
         Refusal("too_large", "message value inflates to more than 10000 bytes"),
         Refusal("malformed", "an empty array holds no events"),
         Refusal("malformed", "not valid UTF-8 at byte 0"),
     ]
     assert counts(store)["events"] == 0
+
+
+def test_the_shape_limit_applies_to_a_value_and_refuses_it_alone(store: Store) -> None:
+    """A small gzip value that would parse into many objects is refused on its bytes, as a
+    request body is (`max_event_values`), and the messages around it are stored."""
+    bomb = value(event("bomb")).replace(
+        b'"facets": {}', b'"facets": {"x": [' + b"{}," * 2000 + b"{}]}", 1
+    )
+    assert len(gzip.compress(bomb)) < 1_000
+    outcomes = ingest_messages(
+        store, [value(event("a")), gzip.compress(bomb), value(event("c"))], LIMITS
+    )
+    assert outcomes[1].refusal == Refusal(
+        "too_large",
+        "the event holds more than 1000 JSON values (the server's max_event_values); "
+        "split it into smaller events",
+    )
+    assert [o.stored for o in outcomes] == [1, 0, 1]
+    assert counts(store)["events"] == 2
+
+
+def test_a_repeated_key_refuses_the_value_naming_its_path(store: Store) -> None:
+    repeated = value(event("r")).replace(b'"name": "r"', b'"name": "r", "name": "s"', 1)
+    in_array = b"[" + value(event("a")) + b"," + repeated + b"]"
+    outcomes = ingest_messages(store, [repeated, in_array, value(event("c"))], LIMITS)
+    assert [o.refusal for o in outcomes] == [
+        Refusal("malformed", "job.name: repeated key"),
+        Refusal("malformed", "[1].job.name: repeated key"),
+        None,
+    ]
+    assert counts(store)["events"] == 1
 
 
 def test_a_gzip_value_is_inflated(store: Store) -> None:

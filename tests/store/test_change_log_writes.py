@@ -26,9 +26,11 @@ from tests.ingest.test_symlinks import (
     reader,
     writer,
 )
+from tests.kafka.test_kafka_messages import LIMITS
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import ingest_documents
+from upstream.kafka.messages import ingest_messages
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.query.marquez import curation
 from upstream.retention import prune_store
@@ -275,3 +277,36 @@ def test_field_operations_append_their_run(client: TestClient, store: Store) -> 
     before = _position(store)
     assert client.post(endpoint, json=document).status_code == 201
     assert _changes(store, before) == {}
+
+
+def test_a_batch_of_kafka_messages_appends_once_and_a_message_read_again_nothing(
+    store: Store,
+) -> None:
+    other = run_event((NS, "load"), inputs=[ds(NS, "orders")], outputs=[ds(NS, "totals")])
+    messages = [json.dumps(event).encode() for event in (_load(), other)]
+    ingest_messages(store, messages, LIMITS)
+    # One transaction for the batch: each kind once, with both runs.
+    assert _changes(store, 0) == {
+        RUNS: {uuid.UUID(RUN), uuid.UUID(other["run"]["runId"])},
+        ENTITIES: {namespace_id(NS), LOAD_ID, ORDERS_ID, TOTALS_ID},
+    }
+    before = _position(store)
+    ingest_messages(store, messages[:1], LIMITS)
+    assert _changes(store, before) == {}
+
+
+def test_job_tags_append_the_job(store: Store) -> None:
+    _ingest(store, _load())
+
+    def changed(work: Any) -> dict[str, set[uuid.UUID]]:
+        before = _position(store)
+        store.write(work)
+        return _changes(store, before)
+
+    assert changed(lambda c: curation.tag_job(c, NS, "load", "nightly", BASE_TIME)) == {
+        TAGS: {LOAD_ID}
+    }
+    assert changed(lambda c: curation.tag_job(c, NS, "load", "nightly", BASE_TIME)) == {}
+    assert changed(lambda c: curation.untag_job(c, NS, "load", "nightly", BASE_TIME)) == {
+        TAGS: {LOAD_ID}
+    }

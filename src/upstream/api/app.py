@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from upstream import __version__
 from upstream.api import metrics
 from upstream.api.auth import AuthMiddleware, TokenTable
+from upstream.api.deps import ReadAfter, ReadAfterInMarquez
 from upstream.api.errors import UnexpectedErrorMiddleware, install_error_handlers
 from upstream.api.openapi import install_openapi
 from upstream.api.routes import (
@@ -39,6 +40,7 @@ from upstream.collector import tune_collector
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
+from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
@@ -48,6 +50,20 @@ if TYPE_CHECKING:
     from upstream.kafka.background import BackgroundConsumers
 
 log = logging.getLogger("upstream")
+
+#: The routers that only read lineage, with how each reads a position to wait for;
+#: `marquez_changes` marks its one read itself.
+READ_ROUTERS = [
+    (field_lineage.router, ReadAfter),
+    (dataset_lineage.router, ReadAfter),
+    (job_lineage.router, ReadAfter),
+    (marquez.router, ReadAfterInMarquez),
+    (marquez_lineage.router, ReadAfterInMarquez),
+    (marquez_web.router, ReadAfterInMarquez),
+    (lineage_graph.router, ReadAfter),
+    (run_lineage.router, ReadAfter),
+    (tag_reach.router, ReadAfter),
+]
 
 ROUTERS = [
     health.router,
@@ -93,6 +109,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             prepare_store(store)
         app.state.store = store
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
+        app.state.views = Views(store)
         app_metrics.watch_pool(store)
         consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)
@@ -130,7 +147,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.settings = settings
     install_error_handlers(app)
-    install_openapi(app)
+    install_openapi(app, [route for router in ROUTERS for route in router.routes])
     # Inside the token check: a caller without a token learns nothing, not even that its URL
     # was malformed.
     app.add_middleware(UrlTextMiddleware)
@@ -139,7 +156,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.add_middleware(AuthMiddleware, tokens=tokens)
     for router in ROUTERS:
-        app.include_router(router)
+        # A read may name the position of a write it must see (`?after=`).
+        reads = next((depends for read, depends in READ_ROUTERS if read is router), None)
+        app.include_router(router, dependencies=[reads] if reads is not None else [])
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)

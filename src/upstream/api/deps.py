@@ -7,9 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Query, Request, Response
+from fastapi.dependencies.utils import get_flat_params
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from upstream.ingest.group_commit import GroupCommit
+from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
 
@@ -38,3 +42,70 @@ StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]
 NowDep = Annotated[datetime, Depends(current_time)]
+
+
+#: The header a write answers with the position it committed at, and a read may send it in.
+POSITION_HEADER = "X-Upstream-Position"
+#: The header as a write's answer documents it in OpenAPI.
+POSITION_DOC = {
+    "description": "The change-log position the write committed at: pass it as `after` to a "
+    "read that must see this write",
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
+
+
+def answer_position(response: Response, position: int) -> None:
+    """Tell the client the position its write committed at, for its next read's `after`."""
+    response.headers[POSITION_HEADER] = str(position)
+
+
+#: The position header a read may send, as every read route documents it.
+PositionHeader = Annotated[
+    str | None,
+    Header(
+        alias=POSITION_HEADER,
+        description="The same as `after`, as a header (the larger of the two counts)",
+    ),
+]
+
+
+async def read_after(
+    request: Request,
+    after: Annotated[
+        str | None,
+        Query(
+            description="Answer only once this server includes the write that answered with "
+            "this position (its X-Upstream-Position header): read your own writes",
+            pattern=r"^[0-9]+$",
+        ),
+    ] = None,
+    position: PositionHeader = None,
+) -> None:
+    """Wait until this server's view includes the write the read names (see
+    `upstream.query.positions`)."""
+    await _wait_for(request, parse_after(after, position))
+
+
+async def read_after_in_marquez(request: Request, position: PositionHeader = None) -> None:
+    """`read_after` for Marquez's routes, where `after` may already mean something else (a
+    time, for `/events/lineage`): such a route keeps its own `after` and takes the position
+    from the header only; the others take `?after=` too."""
+    route = request.scope.get("route")
+    owns_after = isinstance(route, APIRoute) and any(
+        p.alias == "after" for p in get_flat_params(route.dependant)
+    )
+    after = None if owns_after else request.query_params.get("after")
+    await _wait_for(request, parse_after(after, position))
+
+
+async def _wait_for(request: Request, wanted: int | None) -> None:
+    if wanted is not None:
+        views: Views = request.app.state.views
+        settings: Settings = request.app.state.settings
+        await run_in_threadpool(views.wait_for, wanted, settings.position_wait)
+
+
+#: Every read route depends on it: `?after=` and the position header.
+ReadAfter = Depends(read_after)
+#: The same for Marquez's read routes.
+ReadAfterInMarquez = Depends(read_after_in_marquez)

@@ -2,7 +2,8 @@
 decides the HTTP status of each error a service raises (`STATUS`).
 
 `message` is one readable line naming what is wrong; `errors` lists each problem with the path
-into the posted document (`[2].job.facets.lineage.entries[1]`) or the query parameter.
+into the posted document (`[2].job.facets.lineage.entries[1]`) or the query parameter, when
+one has a path (a body over the size limit has none).
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
     Conflict,
+    DocumentTooLarge,
     InvalidInput,
     InvalidParameter,
+    MalformedDocument,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -43,9 +47,57 @@ STATUS: dict[type[ServiceError], int] = {
     # query parameter is a mistyped request, as FastAPI answers a wrongly typed one: 400.
     InvalidInput: 422,
     InvalidParameter: 400,
+    # A body that is no JSON the server reads is malformed, as a bad parameter is; one over a
+    # limit is too large, whatever it holds.
+    MalformedDocument: 400,
+    DocumentTooLarge: 413,
     Conflict: 422,
     StoreUnavailable: 503,
+    # The write a read waits for is stored; this server's view has not caught up with it.
+    NotCaughtUp: 503,
 }
+
+#: Seconds a client asked for a position this server has not caught up with waits to ask again.
+CATCH_UP_RETRY_AFTER_SECONDS = 1
+
+
+#: What each error means to a client, as the API reference states it for every route that may
+#: answer it (`documented`); one entry per class of `STATUS` but the catch-all.
+MEANING: dict[type[ServiceError], str] = {
+    NotFound: "A namespace, dataset, job, run, field or tag it names is not stored",
+    InvalidInput: "The document is invalid; the message names the path; nothing was stored",
+    InvalidParameter: "A parameter is invalid; the message names it",
+    MalformedDocument: "The body is not JSON the server reads (malformed, not UTF-8, a key "
+    "repeated, nested too deep); the message names the path; nothing was stored",
+    DocumentTooLarge: "The body, a batch or an event is over a limit; nothing was stored",
+    Conflict: "The document contradicts what is stored; nothing was stored",
+    StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
+    "(re-sending events is safe)",
+    NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
+    "retry after Retry-After seconds",
+}
+#: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
+#: service runs.
+UNSUPPORTED_MEDIA_TYPE = 415
+_ERROR_BODY = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+
+
+def documented(*errors: type[ServiceError]) -> dict[int | str, dict[str, object]]:
+    """The OpenAPI `responses` of a route that may raise `errors`: each under its status in
+    `STATUS`, with what it means (errors sharing a status share its entry)."""
+    meanings: dict[int, list[str]] = {}
+    for error in errors:
+        meanings.setdefault(STATUS[error], []).append(MEANING[error])
+    return {
+        status: {"description": "; or ".join(texts), "content": _ERROR_BODY}
+        for status, texts in sorted(meanings.items())
+    }
+
+
+def unsupported_media_type() -> dict[int | str, dict[str, object]]:
+    """The OpenAPI response of a route that reads a JSON body, for a body not declared so."""
+    description = "The body is not declared JSON: send Content-Type: application/json"
+    return {UNSUPPORTED_MEDIA_TYPE: {"description": description, "content": _ERROR_BODY}}
 
 
 class ApiError(Exception):
@@ -70,7 +122,7 @@ def status_of(exc: ServiceError) -> int:
 def service_error_response(exc: ServiceError) -> JSONResponse:
     """The answer to an error a service raised: its status, message and located problems."""
     status = status_of(exc)
-    if isinstance(exc, InvalidInput):
+    if isinstance(exc, InvalidInput) and any(p.path for p in exc.problems):
         problems = [{"path": p.path, "message": p.message} for p in exc.problems]
         return error_response(status, exc.message, errors=problems)
     if isinstance(exc, StoreUnavailable):
@@ -79,6 +131,10 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
             status, "the database is unavailable; retry later (re-sending events is safe)"
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    if isinstance(exc, NotCaughtUp):
+        response = error_response(status, exc.message)
+        response.headers["Retry-After"] = str(CATCH_UP_RETRY_AFTER_SECONDS)
         return response
     return error_response(status, exc.message)
 

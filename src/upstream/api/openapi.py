@@ -4,14 +4,35 @@ FastAPI documents a 422 "Validation Error" (its HTTPValidationError body) on eve
 parameters; Upstream answers a bad parameter with 400 and its own error body
 (`upstream.api.errors`). The document is corrected once, so clients, schemathesis and the
 generated reference all see the real contract.
+
+Each route's errors are documented from `api.errors.STATUS`, never written by hand: those every
+route of a kind may answer are added here (a parameter refused, for a route with parameters;
+the database unavailable, for a route that uses it; a body malformed, too large, invalid or
+not declared JSON, for a route that reads one), and a route adds only what its own service
+raises beyond them (`responses=documented(NotFound)`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
+
+from upstream.api.deps import get_group_commit, get_store
+from upstream.api.errors import documented, unsupported_media_type
+from upstream.model.errors import (
+    DocumentTooLarge,
+    InvalidInput,
+    InvalidParameter,
+    MalformedDocument,
+    ServiceError,
+    StoreUnavailable,
+)
 
 ERROR_SCHEMA: dict[str, Any] = {
     "title": "Error",
@@ -36,8 +57,9 @@ _STOCK = "#/components/schemas/HTTPValidationError"
 CAPPED_BY_MAX_LEVELS = ("levels", "depth")
 
 
-def install_openapi(app: FastAPI) -> None:
-    """Replace FastAPI's stock 422 answers by the 400 the error handlers give."""
+def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
+    """Replace FastAPI's stock 422 answers by the 400 the error handlers give, and document
+    each of `routes` (the app's own) with the errors of its kind."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -47,7 +69,8 @@ def install_openapi(app: FastAPI) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            _parameter_errors_are_400(document)
+            _stock_errors_removed(document)
+            _route_errors_documented(routes, document)
             _levels_capped(document, app.state.settings.max_levels)
             app.openapi_schema = document
         return app.openapi_schema
@@ -55,22 +78,48 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _parameter_errors_are_400(document: dict[str, Any]) -> None:
-    bad_request = {
-        "description": "A parameter is invalid; the message names it",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
+def _stock_errors_removed(document: dict[str, Any]) -> None:
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.get("responses", {})
             stock = responses.get("422", {}).get("content", {}).get("application/json", {})
             if stock.get("schema", {}).get("$ref") == _STOCK:
                 del responses["422"]
-                responses.setdefault("400", bad_request)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     schemas["Error"] = ERROR_SCHEMA
+
+
+def _route_errors_documented(routes: Sequence[BaseRoute], document: dict[str, Any]) -> None:
+    """Add to each operation the errors every route of its kind may answer (the module)."""
+    for route in routes:
+        if not (isinstance(route, APIRoute) and route.include_in_schema):
+            continue
+        for method in route.methods or ():
+            operation = document["paths"][route.path_format][method.lower()]
+            dependants = list(_with_dependencies(route.dependant))
+            errors: list[type[ServiceError]] = []
+            if any(d.path_params or d.query_params for d in dependants):
+                errors.append(InvalidParameter)
+            json_body = "requestBody" in operation
+            if json_body:
+                errors += [MalformedDocument, DocumentTooLarge, InvalidInput]
+            if any(d.call in (get_store, get_group_commit) for d in dependants):
+                errors.append(StoreUnavailable)
+            added = documented(*errors) | (unsupported_media_type() if json_body else {})
+            responses = operation.setdefault("responses", {})
+            for status, response in added.items():
+                responses.setdefault(str(status), response)
+            operation["responses"] = dict(sorted(responses.items()))
+
+
+def _with_dependencies(dependant: Dependant) -> Iterator[Dependant]:
+    """A route's handler and every dependency it has, however deep (the parameters of a
+    shared dependency, such as paging, are the route's too)."""
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from _with_dependencies(sub)
 
 
 def _levels_capped(document: dict[str, Any], max_levels: int) -> None:

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Concatenate, ParamSpec, TypeVar
 
+from fastapi import Response
 from sqlalchemy.engine import Connection
 
+from upstream.api.deps import answer_position
 from upstream.api.json_answer import JsonAnswer
 from upstream.store.engine import Store
 
@@ -34,8 +36,11 @@ def read(
     return JsonAnswer(answer)
 
 
-def change(store: Store, work: Callable[..., T], *args: object) -> T:
-    """Run one change (`work(conn, *args, now)`) in one write transaction. The time is taken
-    once, so a retried transaction writes the same one."""
+def change(store: Store, response: Response, work: Callable[..., T], *args: object) -> T:
+    """Run one change (`work(conn, *args, now)`) in one write transaction, and answer with
+    the position it committed at (`X-Upstream-Position`). The time is taken once, so a
+    retried transaction writes the same one."""
     now = datetime.now(UTC)
-    return store.write(lambda conn: work(conn, *args, now))
+    answer, position = store.write_at(lambda conn: work(conn, *args, now))
+    answer_position(response, position)
+    return answer

@@ -19,6 +19,7 @@ import httpx
 
 from upstream._version import __version__
 from upstream.client import DEFAULT_URL
+from upstream.client.positions import PositionFile
 from upstream.client.reader import JsonObject
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
         MapQuery,
         RunQuery,
     )
+
+#: The header a write answers with its change-log position, and a read sends it back in.
+POSITION_HEADER = "X-Upstream-Position"
 
 #: Bodies above this size are gzipped; the server inflates them (design §3.1).
 _GZIP_ABOVE_BYTES = 256 * 1024
@@ -55,7 +59,13 @@ def segment(value: str) -> str:
 
 
 class UpstreamClient:
-    """Calls one Upstream server; use as a context manager so the connection pool closes."""
+    """Calls one Upstream server; use as a context manager so the connection pool closes.
+
+    Reads see the client's own writes: each write's answer gives the change-log position it
+    committed at, and every later read sends the newest of them (`X-Upstream-Position`), so
+    whichever server process answers waits until it includes them. `read_your_writes=False`
+    turns that off; `positions` keeps the position between clients (the command line's
+    commands, each a process of its own)."""
 
     def __init__(
         self,
@@ -64,11 +74,19 @@ class UpstreamClient:
         token: str | None = None,
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        read_your_writes: bool = True,
+        positions: PositionFile | None = None,
     ) -> None:
         headers = {"User-Agent": f"upstream-client/{__version__}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self.url = url.rstrip("/")
+        self._read_your_writes = read_your_writes
+        self._positions = positions
+        #: The position of this client's newest write (or the one `positions` kept).
+        self.position = (
+            positions.get(self.url) if positions is not None and read_your_writes else None
+        )
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
@@ -189,19 +207,44 @@ class UpstreamClient:
             if len(content) > _GZIP_ABOVE_BYTES:
                 content = gzip.compress(content, compresslevel=1)
                 headers["Content-Encoding"] = "gzip"
+        reading = method == "GET" and self.position is not None
+        if reading:
+            headers[POSITION_HEADER] = str(self.position)
+        response = self._send(method, path, params, content, headers)
+        if reading and _refused_position(response):
+            # A kept position this server never gave: its store started afresh. Forget it.
+            self._remember(None)
+            del headers[POSITION_HEADER]
+            response = self._send(method, path, params, content, headers)
+        if not response.is_success:
+            raise _rejection(response)
+        written = response.headers.get(POSITION_HEADER, "")
+        if method != "GET" and self._read_your_writes and written.isdigit():
+            self._remember(int(written))
+        return response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: list[tuple[str, str]] | None,
+        content: bytes | None,
+        headers: dict[str, str],
+    ) -> httpx.Response:
         try:
-            response = self._http.request(
-                method,
-                path,
-                params=tuple(params or ()),
-                content=content,
-                headers=headers,
+            return self._http.request(
+                method, path, params=tuple(params or ()), content=content, headers=headers
             )
         except httpx.HTTPError as exc:
             raise UpstreamError(f"cannot reach {self.url}: {exc or type(exc).__name__}") from exc
-        if response.is_success:
-            return response
-        raise _rejection(response)
+
+    def _remember(self, position: int | None) -> None:
+        self.position = position
+        if self._positions is not None:
+            if position is None:
+                self._positions.forget(self.url)
+            else:
+                self._positions.put(self.url, position)
 
 
 def _dataset_path(namespace: str, dataset: str) -> str:
@@ -218,6 +261,14 @@ def url_parameters(query: object) -> list[tuple[str, str]]:
         values = value if isinstance(value, tuple) else () if value is None else (value,)
         found += [(field.metadata["param"], str(v)) for v in values]
     return found
+
+
+def _refused_position(response: httpx.Response) -> bool:
+    """The server refused the position a read sent (`after`: one from the future)."""
+    if response.status_code != 400:
+        return False
+    rejection = _rejection(response)
+    return any(error.get("path") == "after" for error in rejection.errors)
 
 
 def _rejection(response: httpx.Response) -> ApiRejected:

@@ -8,6 +8,10 @@ its own says the file is NDJSON). In a stream of pretty-printed events a broken 
 reported and reading resumes at the next line that starts with `{`, where the writers put each
 top-level event (nested objects are indented). In an array a syntax error ends that file,
 since nothing after it can be located reliably.
+
+Each event's text is held to the server's strict JSON (`ingest.strict_json.check_document`):
+a key repeated in an object (`job.name: repeated key`), a string no database stores or nesting
+too deep makes the entry unreadable, as it would make a posted body.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from upstream.model.errors import json_syntax_reason
+from upstream.ingest.strict_json import check_document
+from upstream.model.errors import MalformedDocument, json_syntax_reason
 
 _DECODER = json.JSONDecoder()
 _BLANK = " \t\r\n"
@@ -76,7 +81,7 @@ def read_events(stream: IO[str], origin: str) -> Iterator[Item]:
             text = first_line + "".join(read) + stream.read()
             yield from _decode_all(text, origin, number, array=False)
         return
-    yield _event(document, origin, number)
+    yield _event(document, first_line, origin, number)
     yield from _ndjson(stream, origin, number)
 
 
@@ -102,7 +107,7 @@ def _ndjson(lines: Iterable[str], origin: str, number: int) -> Iterator[Item]:
         except ValueError as exc:
             yield Malformed(origin, number, _line_malformed(exc))
             continue
-        yield _event(document, origin, number)
+        yield _event(document, raw, origin, number)
 
 
 def _decode_all(text: str, origin: str, first_line: int, *, array: bool) -> Iterator[Item]:
@@ -132,7 +137,7 @@ def _decode_all(text: str, origin: str, first_line: int, *, array: bool) -> Iter
                 return
             position = resume + 1
             continue
-        yield _event(document, origin, line_at(position))
+        yield _event(document, text[position:end], origin, line_at(position))
         position = _skip_blank(text, end)
         if not array:
             continue
@@ -151,8 +156,13 @@ def _decode_all(text: str, origin: str, first_line: int, *, array: bool) -> Iter
         yield Malformed(origin, line_at(len(text)), "the array is not closed with ']'")
 
 
-def _event(document: Any, origin: str, line: int) -> Item:
+def _event(document: Any, text: str, origin: str, line: int) -> Item:
+    """The event `document`, parsed from `text`, or why it is none."""
     if isinstance(document, dict):
+        try:
+            check_document(document, text.encode("utf-8", "surrogatepass"))
+        except MalformedDocument as exc:
+            return Malformed(origin, line, str(exc))
         return Located(origin, line, document)
     kind = "an array" if isinstance(document, list) else f"a JSON {type(document).__name__}"
     return Malformed(origin, line, f"expected an event (a JSON object), found {kind}")

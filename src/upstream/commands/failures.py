@@ -13,8 +13,11 @@ from upstream.client.http import ApiRejected, UpstreamError
 from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
+    DocumentTooLarge,
     InvalidInput,
     InvalidParameter,
+    MalformedDocument,
+    NotCaughtUp,
     NotFound,
     ServiceError,
     StoreUnavailable,
@@ -30,8 +33,11 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     InvalidInput: 1,
     # An option the services refuse (a garbled --start): the command was mistyped.
     InvalidParameter: 2,
+    MalformedDocument: 1,
+    DocumentTooLarge: 1,
     Conflict: 1,
     StoreUnavailable: 1,
+    NotCaughtUp: 1,
 }
 
 

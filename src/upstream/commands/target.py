@@ -32,8 +32,10 @@ class Target:
 
     def client(self) -> UpstreamClient:
         from upstream.client.http import UpstreamClient
+        from upstream.client.positions import PositionFile
 
-        return UpstreamClient(self.url, token=self.token)
+        # Each command is a process: the position of the last write is kept in a file.
+        return UpstreamClient(self.url, token=self.token, positions=PositionFile())
 
 
 @contextmanager

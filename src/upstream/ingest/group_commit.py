@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from starlette.concurrency import run_in_threadpool
+from anyio.to_thread import run_sync
 
 from upstream.ingest.service import store_parts
 from upstream.model.errors import StoreUnavailable
@@ -85,7 +85,7 @@ class GroupCommit:
         while self._waiting:
             group = self._next_group()
             try:
-                outcomes = await run_in_threadpool(self._commit, group)
+                outcomes = await run_sync(self._commit, group)
             except asyncio.CancelledError:  # the server stops: nobody will be answered
                 for post in group + list(self._waiting):
                     post.answer.cancel()

@@ -3,6 +3,7 @@ batch in one transaction. A batch is all-or-nothing; re-posting an event changes
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +36,8 @@ def store_facts(
     (`ingest.recipe.apply_recipe`), as received now, or at `received` (a replay of history
     received over months, which files it by month)."""
     now = received or datetime.now(UTC)
-    return store.write(lambda conn: apply_recipe(conn, facts, now))
+    result, position = store.write_at(lambda conn: apply_recipe(conn, facts, now))
+    return dataclasses.replace(result, position=position)
 
 
 def store_parts(
@@ -81,7 +83,12 @@ def split_result(shared: WriteResult, parts: Sequence[Sequence[EventFacts]]) -> 
         new = {k for k in keys if k in shared.new_keys and k not in claimed}
         claimed |= new
         results.append(
-            WriteResult(stored=len(new), duplicates=len(keys) - len(new), new_keys=frozenset(new))
+            WriteResult(
+                stored=len(new),
+                duplicates=len(keys) - len(new),
+                new_keys=frozenset(new),
+                position=shared.position,
+            )
         )
     return results
 

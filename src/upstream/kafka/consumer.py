@@ -23,7 +23,8 @@ from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from upstream.kafka.messages import Limits, MessageOutcome, Refusal, ingest_messages
+from upstream.ingest.body import Limits
+from upstream.kafka.messages import MessageOutcome, Refusal, ingest_messages
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.settings import Settings
 from upstream.store.engine import Store
@@ -56,7 +57,9 @@ class ConsumerConfig:
             bootstrap_servers=settings.kafka_bootstrap_servers,
             topic=settings.kafka_topic,
             group=settings.kafka_group,
-            limits=Limits(settings.max_body_bytes, settings.max_batch_events),
+            limits=Limits(
+                settings.max_body_bytes, settings.max_batch_events, settings.max_event_values
+            ),
             dead_letter_topic=settings.kafka_dead_letter_topic or None,
             batch_messages=settings.kafka_batch_messages,
             client_options=dict(settings.kafka_options),

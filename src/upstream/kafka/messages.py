@@ -1,9 +1,11 @@
 """A batch of Kafka messages into the store: each message stands alone, the batch shares one
 transaction.
 
-A message value is decoded exactly as a `POST /api/v1/lineage` body (same size limit, gzip,
-strict JSON, the same validation); it holds one event, as the OpenLineage `KafkaTransport`
-writes it, or a JSON array of events stored all-or-nothing, as a posted array. The good
+A message value is decoded by the same function as a `POST /api/v1/lineage` body
+(`ingest.body.decode_events`: the same size and shape limits, gzip, strict JSON), then
+validated by the same `prepare`; it holds one event, as the OpenLineage `KafkaTransport`
+writes it, or a JSON array of events stored all-or-nothing, as a posted array. `REASON` says
+how each refusal is counted and dead-lettered. The good
 messages of a batch are written in one transaction. A bad message is refused alone: the
 others of its batch are stored. When the shared transaction fails for a reason other than an
 outage (the store refuses one message's events), each good message is written alone, so the
@@ -15,17 +17,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from upstream.api.body import inflate, parse_json
-from upstream.api.errors import ApiError
+from upstream.ingest.body import MESSAGE_VALUE, Events, Limits, decode_events
 from upstream.ingest.service import prepare, store_parts
-from upstream.model.errors import InvalidInput
+from upstream.model.errors import (
+    Conflict,
+    DocumentTooLarge,
+    InvalidInput,
+    InvalidParameter,
+    MalformedDocument,
+)
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
 
 _GZIP_MAGIC = b"\x1f\x8b"
+
+#: The refusal reason (the metric label, and the dead-letter header `upstream.reason`) of each
+#: error the decoding and the validation of a message raise; every class has its own entry
+#: (`tests/api/test_error_mapping.py` checks). A refused message is never tried again: sending the
+#: same bytes changes nothing.
+REASON: dict[type[InvalidInput], str] = {
+    InvalidInput: "invalid",
+    InvalidParameter: "invalid",
+    Conflict: "invalid",
+    MalformedDocument: "malformed",
+    DocumentTooLarge: "too_large",
+}
+
+
+def reason_of(exc: InvalidInput) -> str:
+    """The reason of the most specific class of `exc` that `REASON` names."""
+    return next(REASON[k] for k in type(exc).__mro__ if k in REASON)
 
 
 @dataclass(frozen=True)
@@ -45,14 +68,6 @@ class MessageOutcome:
     stored: int = 0
     duplicates: int = 0
     refusal: Refusal | None = None
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The API's limits, applied to a message value as to a request body."""
-
-    max_bytes: int
-    max_events: int
 
 
 def ingest_messages(
@@ -83,41 +98,21 @@ class MessageRefused(Exception):
 
 def prepare_message(value: bytes | None, limits: Limits) -> list[EventFacts]:
     """The validated events of one message value; raises MessageRefused."""
-    documents, batch = decode_value(value, limits)
     try:
-        return prepare(documents, batch=batch)
+        events = decode_value(value, limits)
+        return prepare(events.documents, batch=events.batch, texts=events.texts)
     except InvalidInput as exc:
-        raise MessageRefused(Refusal("invalid", str(exc))) from None
+        raise MessageRefused(Refusal(reason_of(exc), str(exc))) from None
 
 
-def decode_value(value: bytes | None, limits: Limits) -> tuple[list[Any], bool]:
-    """The documents of a message value and whether it was a JSON array; the rules of a
-    request body (api/body.py), with the same messages."""
+def decode_value(value: bytes | None, limits: Limits) -> Events:
+    """The events of a message value, decoded as a request body is; a gzip value is known by
+    its first bytes (Kafka has no content encoding). Raises MessageRefused for a tombstone,
+    and the refusals of `decode_events`."""
     if value is None:
         raise MessageRefused(Refusal("malformed", "the message has no value (a tombstone)"))
-    if len(value) > limits.max_bytes:
-        raise MessageRefused(
-            Refusal("too_large", f"the message value is larger than {limits.max_bytes} bytes")
-        )
-    try:
-        raw = inflate(value, limits.max_bytes) if value.startswith(_GZIP_MAGIC) else value
-        document = parse_json(raw)
-    except ApiError as exc:
-        reason = "too_large" if exc.status == 413 else "malformed"
-        text = exc.message.replace("request body", "message value").removeprefix("body: ")
-        raise MessageRefused(Refusal(reason, text)) from None
-    if not isinstance(document, list):
-        return [document], False
-    if not document:
-        raise MessageRefused(Refusal("malformed", "an empty array holds no events"))
-    if len(document) > limits.max_events:
-        raise MessageRefused(
-            Refusal(
-                "too_large",
-                f"an array may hold at most {limits.max_events} events, not {len(document)}",
-            )
-        )
-    return document, True
+    gzipped = value.startswith(_GZIP_MAGIC)
+    return decode_events(value, gzipped=gzipped, limits=limits, source=MESSAGE_VALUE)
 
 
 def _store(store: Store, prepared: dict[int, list[EventFacts]]) -> dict[int, MessageOutcome]:
@@ -134,7 +129,7 @@ def _store(store: Store, prepared: dict[int, list[EventFacts]]) -> dict[int, Mes
 
 def _outcome(facts: list[EventFacts], result: WriteResult | Exception) -> MessageOutcome:
     if isinstance(result, InvalidInput):
-        return MessageOutcome(events=len(facts), refusal=Refusal("invalid", str(result)))
+        return MessageOutcome(events=len(facts), refusal=Refusal(reason_of(result), str(result)))
     if isinstance(result, Exception):
         reason = " ".join(str(getattr(result, "orig", None) or result).split())[:500]
         refusal = Refusal("refused_by_store", f"the store refused it: {reason}")

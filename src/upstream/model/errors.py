@@ -57,6 +57,18 @@ class InvalidInput(ServiceError, ValueError):
         return type(self)([Problem(join_path(prefix, p.path), p.message) for p in self.problems])
 
 
+class MalformedDocument(InvalidInput):
+    """Bytes that are no JSON document the server reads: broken gzip, not UTF-8, malformed JSON,
+    a repeated key, nesting too deep, text no database can store. Refused before anything in
+    them is read as an event; a problem inside the document is located by its path."""
+
+
+class DocumentTooLarge(InvalidInput):
+    """A document over one of the server's limits (its bytes, before or after inflation; the
+    events of a batch; the values of one event). Refused before it is parsed where its bytes
+    already say so; sent again in smaller pieces, it may be accepted."""
+
+
 class InvalidParameter(InvalidInput):
     """Request parameters (a query string, a command's options) that are refused; each
     problem is located by the parameter's name. Distinct from a refused document because
@@ -75,6 +87,19 @@ class StoreUnavailable(ServiceError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotCaughtUp(ServiceError):
+    """A read asked for a change-log position (`after`) that this process's view does not
+    include yet, and did not catch up within the wait allowed; asking again shortly (or
+    another process) may succeed."""
+
+    def __init__(self, after: int, included: int) -> None:
+        super().__init__(
+            f"this server's view includes position {included}, not yet {after}; retry later"
+        )
+        self.after = after
+        self.included = included
 
 
 def join_path(prefix: str, path: str) -> str:

@@ -51,7 +51,7 @@ RUNS = "runs"
 DECLARATIONS = "declarations"
 #: Datasets, jobs and namespaces whose row, deletion state or alias group changed.
 ENTITIES = "entities"
-#: Datasets whose tags, or whose fields' tags, changed.
+#: Datasets (and jobs) whose tags, or whose fields' tags, changed.
 TAGS = "tags"
 KINDS = (RUNS, DECLARATIONS, ENTITIES, TAGS, RELOAD)
 

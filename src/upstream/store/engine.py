@@ -28,7 +28,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as TimeoutError_
 
 from upstream.model.json_text import dumps, parse
-from upstream.store.change_log import append_recorded
+from upstream.store.change_log import append_recorded, position
 from upstream.store.deadlines import OperationClock, SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 
@@ -135,19 +135,28 @@ class Store:
         `work` must be safe to repeat: it sees a fresh transaction each attempt. What it
         recorded in the change log is appended as the transaction's last step.
         """
+        return self.write_at(work, attempts=attempts, long=long)[0]
+
+    def write_at(
+        self, work: Callable[[Connection], T], *, attempts: int = 5, long: bool = False
+    ) -> tuple[T, int]:
+        """`write`, and the change-log position a read must include to see what it wrote:
+        the position it appended at, or, when it changed nothing, the newest committed one
+        (what it found stored was committed at or before that)."""
         timed = nullcontext() if long else self.clock.running()
         with self.breaker.attempt(), outage_guard(), timed:
             return self._write(work, attempts)
 
-    def _write(self, work: Callable[[Connection], T], attempts: int) -> T:
+    def _write(self, work: Callable[[Connection], T], attempts: int) -> tuple[T, int]:
         for attempt in range(1, attempts + 1):
             try:
                 with self.engine.connect() as plain:
                     conn = plain.execution_options(**{_WRITE: True})
                     with conn.begin():
                         result = work(conn)
-                        append_recorded(conn)  # last: see upstream.store.change_log
-                        return result
+                        # Last: see upstream.store.change_log.
+                        at = append_recorded(conn)
+                        return result, position(conn) if at is None else at
             except DBAPIError as exc:
                 if attempt == attempts or not _retryable(exc):
                     raise

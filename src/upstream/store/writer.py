@@ -77,6 +77,8 @@ class WriteResult:
     new_keys: frozenset[str] = frozenset()
     #: Identities the batch's symlinks made aliases (`upstream.store.aliases.forget_stale`).
     stale: frozenset[uuid.UUID] = frozenset()
+    #: The change-log position a read must include to see the batch (`Store.write_at`).
+    position: int = 0
 
 
 def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) -> WriteResult:

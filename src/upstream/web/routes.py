@@ -12,7 +12,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
-from upstream.api.errors import ApiError
+from upstream.model.errors import NotFound
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 ASSETS_DIR = STATIC_DIR / "assets"
@@ -51,7 +51,7 @@ def asset(name: str) -> FileResponse:
     path = ASSETS_DIR / name
     media_type = MEDIA_TYPES.get(path.suffix)
     if media_type is None or name.startswith(".") or "\\" in name or not path.is_file():
-        raise ApiError(404, f"name: no asset called {name!r}")
+        raise NotFound(f"name: no asset called {name!r}")
     return FileResponse(
         path,
         media_type=media_type,

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep, asked
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_diff import DiffParams, lineage_diff
@@ -21,10 +23,7 @@ from upstream.query.lineage_query import DiffQuery
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
 
 _PATH = "/v3/namespaces/{namespace}/datasets/{dataset}/lineage"
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "A bad parameter; the message names it"},
-    404: {"description": "Unknown namespace or dataset"},
-}
+_RESPONSES = documented(NotFound)
 
 
 @router.get(

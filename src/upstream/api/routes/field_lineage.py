@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.answers import (
     FieldOperationsAnswer,
     FieldPathsAnswer,
@@ -32,10 +34,7 @@ from upstream.settings import Settings
 router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
 
 _DATASET = "/v3/namespaces/{namespace:path}/datasets/{dataset:path}"
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "A bad parameter; the message names it"},
-    404: {"description": "Unknown namespace, dataset or field"},
-}
+_RESPONSES = documented(NotFound)
 
 DirectionParam = Annotated[Sides | None, Query(description="incoming, outgoing or both (default)")]
 Window = Annotated[FieldWindowQuery, Depends(asked(FieldWindowQuery))]

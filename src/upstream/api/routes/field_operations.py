@@ -7,10 +7,10 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import GroupCommitDep, SettingsDep
-from upstream.api.json_shape import ShapeLimits
+from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
 from upstream.api.metrics import metrics_of
 from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.ingest.body import Limits
 from upstream.ingest.operations_document import operations_document_facts
 
 router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
@@ -24,19 +24,30 @@ _SUFFIX = "/lineage/field-operations"
     response_class=Response,
     summary="Record field operations (for programs that do not use the Python recorder)",
     responses={
-        201: {"description": "Stored (or already stored); empty body"},
-        400: {"description": "Malformed body"},
-        413: {"description": "Body or document too large"},
-        422: {"description": "Invalid document; the message names the path; nothing stored"},
+        201: {
+            "description": "Stored (or already stored); empty body. The X-Upstream-Position "
+            "header is the position to read after to see them.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
+        },
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The field-operations document: the program's operations, the "
+            "dataset it writes, its job and run; optionally gzip-compressed.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
     },
 )
 async def post_field_operations(
     request: Request, namespace: str, writer: GroupCommitDep, settings: SettingsDep
 ) -> Response:
     """Validate the document, convert it to the recorder's RunEvent and ingest it."""
-    shape = ShapeLimits(max_items=None, max_values=settings.max_event_values)
-    document = await read_json(request, settings.max_body_bytes, shape)
-    facts = await run_in_threadpool(operations_document_facts, namespace, document)
+    limits = Limits(settings.max_body_bytes, max_events=None, max_values=settings.max_event_values)
+    body = await read_json(request, limits)
+    facts = await run_in_threadpool(operations_document_facts, namespace, body.document)
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
-    return Response(status_code=201)
+    response = Response(status_code=201)
+    answer_position(response, result.position)
+    return response

@@ -4,16 +4,16 @@ a workflow (`upstream.query.workflow_contents`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
 from upstream.query.job_lineage import job_lineage
 from upstream.query.lineage_params import LineageParams
@@ -23,10 +23,7 @@ from upstream.query.workflow_contents import workflow_contents
 router = APIRouter(tags=["dataset lineage"], route_class=EncodedSegmentsRoute)
 
 _JOB = "/v3/namespaces/{namespace}/jobs/{job}"
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"description": "A bad parameter; the message names it"},
-    404: {"description": "Unknown namespace or job"},
-}
+_RESPONSES = documented(NotFound)
 
 
 @router.get(

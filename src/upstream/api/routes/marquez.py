@@ -9,11 +9,13 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import WithJsonSchema
 
 from upstream.api.deps import StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import IncludeDeleted
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.answers import (
     DatasetAnswer,
@@ -59,7 +61,9 @@ def list_namespaces(
 
 
 @router.get(
-    "/namespaces/{namespace}", response_model=None, responses={200: {"model": NamespaceAnswer}}
+    "/namespaces/{namespace}",
+    response_model=None,
+    responses={200: {"model": NamespaceAnswer}, **documented(NotFound)},
 )
 def get_namespace(
     namespace: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -74,7 +78,11 @@ def list_sources(store: StoreDep, paging: PageDep) -> JsonAnswer[SourcesAnswer]:
     return read(store, namespaces.list_sources, paging)
 
 
-@router.get("/sources/{source}", response_model=None, responses={200: {"model": SourceAnswer}})
+@router.get(
+    "/sources/{source}",
+    response_model=None,
+    responses={200: {"model": SourceAnswer}, **documented(NotFound)},
+)
 def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
     """One data source, by the name its datasets' `dataSource` facet gives."""
     return read(store, namespaces.get_source, source)
@@ -83,7 +91,7 @@ def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
 @router.get(
     "/namespaces/{namespace}/datasets",
     response_model=None,
-    responses={200: {"model": DatasetsAnswer}},
+    responses={200: {"model": DatasetsAnswer}, **documented(NotFound)},
 )
 def list_datasets(
     namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
@@ -95,7 +103,7 @@ def list_datasets(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}",
     response_model=None,
-    responses={200: {"model": DatasetAnswer}},
+    responses={200: {"model": DatasetAnswer}, **documented(NotFound)},
 )
 def get_dataset(
     namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -107,7 +115,7 @@ def get_dataset(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}/versions",
     response_model=None,
-    responses={200: {"model": DatasetVersionsAnswer}},
+    responses={200: {"model": DatasetVersionsAnswer}, **documented(NotFound)},
 )
 def list_dataset_versions(
     namespace: str, dataset: str, store: StoreDep, paging: PageDep
@@ -119,7 +127,7 @@ def list_dataset_versions(
 @router.get(
     "/namespaces/{namespace}/datasets/{dataset}/versions/{version}",
     response_model=None,
-    responses={200: {"model": DatasetVersionAnswer}},
+    responses={200: {"model": DatasetVersionAnswer}, **documented(NotFound)},
 )
 def get_dataset_version(
     namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
@@ -129,7 +137,9 @@ def get_dataset_version(
 
 
 @router.get(
-    "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
+    "/namespaces/{namespace}/jobs",
+    response_model=None,
+    responses={200: {"model": JobsAnswer}, **documented(NotFound)},
 )
 def list_jobs(
     namespace: str,
@@ -168,7 +178,9 @@ def _jobs(
 
 
 @router.get(
-    "/namespaces/{namespace}/jobs/{job}", response_model=None, responses={200: {"model": JobAnswer}}
+    "/namespaces/{namespace}/jobs/{job}",
+    response_model=None,
+    responses={200: {"model": JobAnswer}, **documented(NotFound)},
 )
 def get_job(
     namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
@@ -180,7 +192,7 @@ def get_job(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/versions",
     response_model=None,
-    responses={200: {"model": JobVersionsAnswer}},
+    responses={200: {"model": JobVersionsAnswer}, **documented(NotFound)},
 )
 def list_job_versions(
     namespace: str, job: str, store: StoreDep, paging: PageDep
@@ -192,7 +204,7 @@ def list_job_versions(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/versions/{version}",
     response_model=None,
-    responses={200: {"model": JobVersionAnswer}},
+    responses={200: {"model": JobVersionAnswer}, **documented(NotFound)},
 )
 def get_job_version(
     namespace: str, job: str, version: uuid.UUID, store: StoreDep
@@ -204,7 +216,7 @@ def get_job_version(
 @router.get(
     "/namespaces/{namespace}/jobs/{job}/runs",
     response_model=None,
-    responses={200: {"model": RunsAnswer}},
+    responses={200: {"model": RunsAnswer}, **documented(NotFound)},
 )
 def list_job_runs(
     namespace: str, job: str, store: StoreDep, paging: PageDep
@@ -213,14 +225,20 @@ def list_job_runs(
     return read(store, runs.list_job_runs, namespace, job, paging)
 
 
-@router.get("/jobs/runs/{run_id}", response_model=None, responses={200: {"model": RunAnswer}})
+@router.get(
+    "/jobs/runs/{run_id}",
+    response_model=None,
+    responses={200: {"model": RunAnswer}, **documented(NotFound)},
+)
 def get_run(run_id: uuid.UUID, store: StoreDep) -> JsonAnswer[RunAnswer]:
     """One run, with the dataset versions it read and wrote."""
     return read(store, runs.get_run, run_id)
 
 
 @router.get(
-    "/jobs/runs/{run_id}/facets", response_model=None, responses={200: {"model": RunFacetsAnswer}}
+    "/jobs/runs/{run_id}/facets",
+    response_model=None,
+    responses={200: {"model": RunFacetsAnswer}, **documented(NotFound)},
 )
 def get_run_facets(
     run_id: uuid.UUID,

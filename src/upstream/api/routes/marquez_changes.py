@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body, Depends, Response
 from pydantic import BaseModel, ConfigDict
 
-from upstream.api.deps import StoreDep
+from upstream.api.body import check_content_type
+from upstream.api.deps import ReadAfterInMarquez, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import change, read
+from upstream.model.errors import NotFound
 from upstream.query.marquez import curation
 from upstream.query.marquez.answers import NamespaceAnswer, TagsAnswer
 from upstream.query.marquez.common import Page
@@ -33,71 +36,95 @@ class TagDescription(BaseModel):
 @router.delete(
     "/namespaces/{namespace}",
     response_model=None,
-    responses={200: {"model": NamespaceAnswer}},
+    responses={200: {"model": NamespaceAnswer}, **documented(NotFound)},
 )
-def delete_namespace(namespace: str, store: StoreDep) -> NamespaceAnswer:
+def delete_namespace(namespace: str, store: StoreDep, response: Response) -> NamespaceAnswer:
     """Delete a namespace with its datasets and jobs; an event naming one brings it back."""
-    return change(store, curation.delete_namespace, namespace)
+    return change(store, response, curation.delete_namespace, namespace)
 
 
-@router.delete("/namespaces/{namespace}/datasets/{dataset}")
-def delete_dataset(namespace: str, dataset: str, store: StoreDep) -> Doc:
+@router.delete("/namespaces/{namespace}/datasets/{dataset}", responses=documented(NotFound))
+def delete_dataset(namespace: str, dataset: str, store: StoreDep, response: Response) -> Doc:
     """Delete a dataset: it leaves lists, search and lineage until an event names it again."""
-    return change(store, curation.delete_dataset, namespace, dataset)
+    return change(store, response, curation.delete_dataset, namespace, dataset)
 
 
-@router.delete("/namespaces/{namespace}/jobs/{job}")
-def delete_job(namespace: str, job: str, store: StoreDep) -> Doc:
+@router.delete("/namespaces/{namespace}/jobs/{job}", responses=documented(NotFound))
+def delete_job(namespace: str, job: str, store: StoreDep, response: Response) -> Doc:
     """Delete a job: it leaves lists, search and lineage until an event names it again."""
-    return change(store, curation.delete_job, namespace, job)
+    return change(store, response, curation.delete_job, namespace, job)
 
 
-@router.get("/tags", response_model=None, responses={200: {"model": TagsAnswer}})
+@router.get(
+    "/tags",
+    response_model=None,
+    responses={200: {"model": TagsAnswer}},
+    dependencies=[ReadAfterInMarquez],
+)
 def get_tags(store: StoreDep, paging: PageDep) -> JsonAnswer[TagsAnswer]:
     """Every tag, by name."""
     return read(store, list_tags, paging)
 
 
-@router.put("/tags/{tag}")
+@router.put("/tags/{tag}", dependencies=[Depends(check_content_type)])
 def put_tag(
-    tag: str, store: StoreDep, body: Annotated[TagDescription | None, Body()] = None
+    tag: str,
+    store: StoreDep,
+    response: Response,
+    body: Annotated[TagDescription | None, Body()] = None,
 ) -> Doc:
     """Create a tag, or change its description."""
     description = body.description if body else None
-    return change(store, curation.put_tag, tag, description)
+    return change(store, response, curation.put_tag, tag, description)
 
 
-@router.post("/namespaces/{namespace}/datasets/{dataset}/tags/{tag}")
-def tag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep) -> Doc:
+@router.post(
+    "/namespaces/{namespace}/datasets/{dataset}/tags/{tag}", responses=documented(NotFound)
+)
+def tag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep, response: Response) -> Doc:
     """Tag a dataset (the tag is created if it does not exist)."""
-    return change(store, curation.tag_dataset, namespace, dataset, tag)
+    return change(store, response, curation.tag_dataset, namespace, dataset, tag)
 
 
-@router.delete("/namespaces/{namespace}/datasets/{dataset}/tags/{tag}")
-def untag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep) -> Doc:
+@router.delete(
+    "/namespaces/{namespace}/datasets/{dataset}/tags/{tag}", responses=documented(NotFound)
+)
+def untag_dataset(
+    namespace: str, dataset: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Take a tag off a dataset."""
-    return change(store, curation.untag_dataset, namespace, dataset, tag)
+    return change(store, response, curation.untag_dataset, namespace, dataset, tag)
 
 
-@router.post("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
-def tag_job(namespace: str, job: str, tag: str, store: StoreDep) -> Doc:
+@router.post("/namespaces/{namespace}/jobs/{job}/tags/{tag}", responses=documented(NotFound))
+def tag_job(namespace: str, job: str, tag: str, store: StoreDep, response: Response) -> Doc:
     """Tag a job (the tag is created if it does not exist)."""
-    return change(store, curation.tag_job, namespace, job, tag)
+    return change(store, response, curation.tag_job, namespace, job, tag)
 
 
-@router.delete("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
-def untag_job(namespace: str, job: str, tag: str, store: StoreDep) -> Doc:
+@router.delete("/namespaces/{namespace}/jobs/{job}/tags/{tag}", responses=documented(NotFound))
+def untag_job(namespace: str, job: str, tag: str, store: StoreDep, response: Response) -> Doc:
     """Take a tag off a job."""
-    return change(store, curation.untag_job, namespace, job, tag)
+    return change(store, response, curation.untag_job, namespace, job, tag)
 
 
-@router.post("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
-def tag_field(namespace: str, dataset: str, field: str, tag: str, store: StoreDep) -> Doc:
+@router.post(
+    "/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}",
+    responses=documented(NotFound),
+)
+def tag_field(
+    namespace: str, dataset: str, field: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Tag one field of a dataset (the tag is created if it does not exist)."""
-    return change(store, curation.tag_field, namespace, dataset, field, tag)
+    return change(store, response, curation.tag_field, namespace, dataset, field, tag)
 
 
-@router.delete("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
-def untag_field(namespace: str, dataset: str, field: str, tag: str, store: StoreDep) -> Doc:
+@router.delete(
+    "/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}",
+    responses=documented(NotFound),
+)
+def untag_field(
+    namespace: str, dataset: str, field: str, tag: str, store: StoreDep, response: Response
+) -> Doc:
     """Take a tag off one field of a dataset."""
-    return change(store, curation.untag_field, namespace, dataset, field, tag)
+    return change(store, response, curation.untag_field, namespace, dataset, field, tag)

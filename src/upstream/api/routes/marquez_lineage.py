@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import (
     After,
@@ -20,6 +21,7 @@ from upstream.api.params import (
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import checked_depth, page
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.marquez.answers import (
     ColumnLineageAnswer,
     EventsAnswer,
@@ -49,7 +51,11 @@ NodeIdParam = Annotated[
 DepthParam = Annotated[int, Query(ge=0, description="How many jobs (fields) deep to go.")]
 
 
-@router.get("/lineage", response_model=None, responses={200: {"model": MarquezGraphAnswer}})
+@router.get(
+    "/lineage",
+    response_model=None,
+    responses={200: {"model": MarquezGraphAnswer}, **documented(NotFound)},
+)
 def get_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
@@ -69,7 +75,11 @@ def get_lineage(
     )
 
 
-@router.get("/column-lineage", response_model=None, responses={200: {"model": ColumnLineageAnswer}})
+@router.get(
+    "/column-lineage",
+    response_model=None,
+    responses={200: {"model": ColumnLineageAnswer}, **documented(NotFound)},
+)
 def get_column_lineage(
     node_id: NodeIdParam,
     store: StoreDep,

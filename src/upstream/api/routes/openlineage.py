@@ -9,12 +9,12 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from upstream.api.body import read_body
-from upstream.api.deps import GroupCommitDep, SettingsDep
-from upstream.api.errors import ApiError, status_of
+from upstream.api.body import read_events
+from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
+from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
-from upstream.api.json_shape import ShapeLimits
 from upstream.api.metrics import metrics_of
+from upstream.ingest.body import Limits
 from upstream.ingest.outcomes import EventOutcome, store_each
 from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput
@@ -28,18 +28,20 @@ router = APIRouter(tags=["openlineage"])
     response_class=Response,
     summary="Post OpenLineage events",
     responses={
-        201: {"description": "Stored (or already stored); empty body, as Marquez."},
+        201: {
+            "description": "Stored (or already stored); empty body, as Marquez. The "
+            "X-Upstream-Position header is the position to read after to see these events.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
+        },
         207: {
             "description": "With atomic=false: the good events are stored; one outcome per "
-            "event (index, status, and for a refused event its located errors)"
+            "event (index, status, and for a refused event its located errors). The "
+            "X-Upstream-Position header is the position to read after to see them.",
+            "headers": {"X-Upstream-Position": POSITION_DOC},
         },
-        400: {"description": "Malformed body"},
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
         403: {"description": "The token's role is read; posting needs write"},
         408: {"description": "The body arrived too slowly"},
-        413: {"description": "Body, batch or event too large"},
-        415: {"description": "Not JSON, or an encoding other than gzip"},
-        422: {"description": "An event is invalid; nothing was stored"},
     },
     openapi_extra={
         "requestBody": event_request_body(
@@ -63,28 +65,38 @@ async def post_lineage(
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them: all-or-nothing,
     or, with atomic=false, each event on its own."""
     arrived = time.monotonic()  # its time to wait for the database counts from here
-    shape = ShapeLimits(max_items=settings.max_batch_events, max_values=settings.max_event_values)
-    body = await read_body(request, settings.max_body_bytes, shape)
-    batch = isinstance(body.document, list)
-    documents = body.document if batch else [body.document]
-    if batch and not documents:
-        raise ApiError(400, "body: an empty array holds no events")
+    limits = Limits(settings.max_body_bytes, settings.max_batch_events, settings.max_event_values)
+    events = await read_events(request, limits)
     if not atomic:
         outcomes = await store_each(
-            documents, writer.write, batch=batch, sql_lineage=settings.sql_lineage, texts=body.texts
+            events.documents,
+            writer.write,
+            batch=events.batch,
+            sql_lineage=settings.sql_lineage,
+            texts=events.texts,
         )
+        positions = [0]
         for outcome in outcomes:
             if outcome.result is not None and outcome.facts is not None:
                 metrics_of(request).count_ingested(outcome.result)
                 metrics_of(request).count_sql([outcome.facts])
-        return JSONResponse(_outcomes_json(outcomes), status_code=207)
+                positions.append(outcome.result.position)
+        answer = JSONResponse(_outcomes_json(outcomes), status_code=207)
+        answer_position(answer, max(positions))
+        return answer
     facts = await run_in_threadpool(
-        prepare, documents, batch=batch, sql_lineage=settings.sql_lineage, texts=body.texts
+        prepare,
+        events.documents,
+        batch=events.batch,
+        sql_lineage=settings.sql_lineage,
+        texts=events.texts,
     )
     result = await writer.write(facts, since=arrived)
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
-    return Response(status_code=201)
+    response = Response(status_code=201)
+    answer_position(response, result.position)
+    return response
 
 
 def _outcomes_json(outcomes: list[EventOutcome]) -> dict[str, object]:

@@ -9,9 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.answers import RunLineageAnswer
 from upstream.query.lineage_query import RunQuery
 from upstream.query.run_lineage import RunLineageParams, run_lineage
@@ -25,8 +27,7 @@ router = APIRouter(tags=["run lineage"])
     response_model=None,
     responses={
         200: {"model": RunLineageAnswer},
-        400: {"description": "A bad parameter; the message names it"},
-        404: {"description": "Unknown run, or one that had not started by asOf"},
+        **documented(NotFound),
     },
 )
 def get_run_lineage(

@@ -7,10 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import LEVELS, End, HistoryStart
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.services import read
+from upstream.model.errors import NotFound
 from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.lineage_query import FieldLineageQuery
@@ -28,8 +30,7 @@ DEFAULT_LEVELS = "10"
     response_model=None,
     responses={
         200: {"model": TagReachAnswer},
-        404: {"description": "Unknown tag"},
-        400: {"description": "A bad parameter"},
+        **documented(NotFound),
     },
 )
 def get_tag_reach(

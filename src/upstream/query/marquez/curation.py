@@ -114,7 +114,8 @@ def tag_job(conn: Connection, namespace: str, job: str, tag: str, now: datetime)
     job_id = require_job(conn, namespace, job)
     _ensure_tag(conn, tag, now)
     row = {"job_id": job_id, "tag": tag, "tagged_at": now}
-    conn.execute(insert_ignoring_conflicts(conn, t.job_tags, "job_id", "tag"), [row])
+    statement = insert_ignoring_conflicts(conn, t.job_tags, "job_id", "tag")
+    _tags_changed(conn, statement.returning(t.job_tags.c.job_id), row)
     return job_docs(conn, [job_id])[job_id]
 
 
@@ -122,7 +123,9 @@ def untag_job(conn: Connection, namespace: str, job: str, tag: str, now: datetim
     """`DELETE …/jobs/{job}/tags/{tag}`: take `tag` off a job."""
     job_id = require_job(conn, namespace, job)
     j = t.job_tags
-    conn.execute(sa.delete(j).where(j.c.job_id == job_id, j.c.tag == tag))
+    _tags_changed(
+        conn, sa.delete(j).where(j.c.job_id == job_id, j.c.tag == tag).returning(j.c.job_id)
+    )
     return job_docs(conn, [job_id])[job_id]
 
 
@@ -153,8 +156,8 @@ def untag_field(
 
 
 def _tags_changed(conn: Connection, statement: Any, row: Json | None = None) -> None:
-    """Run `statement`, which returns the dataset of each tag it puts or takes off; the
-    change log hears of the datasets whose tags changed (none when it changed nothing)."""
+    """Run `statement`, which returns the dataset (or job) of each tag it puts or takes off;
+    the change log hears of those whose tags changed (none when it changed nothing)."""
     record(conn, TAGS, conn.execute(statement, row).scalars())
 
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from upstream.api.errors import ApiError
+from upstream.model.errors import DocumentTooLarge
 
 #: A JSON string, escapes included (unrolled for speed: runs of plain characters at once),
 #: and any strings after it with nothing structural between (`"key": "value"`): fewer, longer
@@ -57,7 +57,7 @@ class ShapeLimits:
 
 
 def check_shape(raw: bytes, limits: ShapeLimits) -> bool:
-    """Raise ApiError (413) when `raw` (JSON text) holds more than the limits allow. True when
+    """Raise DocumentTooLarge when `raw` (JSON text) holds more than the limits allow. True when
     `raw` is a batch small enough to parse first, whose events `check_events` then measures."""
     bound = 1 + raw.count(b",") + raw.count(b"{") + raw.count(b"[")
     if bound <= limits.max_values:
@@ -70,21 +70,21 @@ def check_shape(raw: bytes, limits: ShapeLimits) -> bool:
     if limits.max_items is None or not skeleton.startswith(b"["):
         if values_in(skeleton) > limits.max_values:
             noun = "the document" if limits.max_items is None else "the event"
-            raise ApiError(413, _too_many_values(noun, limits.max_values))
+            raise DocumentTooLarge.at("", f"{noun} {_too_many_values(limits.max_values)}")
     else:
         _check_batch(skeleton, limits.max_items, limits.max_values)
     return False
 
 
 def check_events(texts: list[str], max_values: int) -> None:
-    """Raise ApiError (413) naming the first event whose compact JSON text (`texts`, one per
+    """Raise DocumentTooLarge naming the first event whose compact JSON text (`texts`, one per
     event of a parsed batch) holds more than `max_values` values. Three counts bound each;
     only an event over the bound has its strings blanked and its values counted."""
     for index, text in enumerate(texts):
         if 1 + text.count(",") + text.count("{") + text.count("[") <= max_values:
             continue
         if values_in(_STRING.sub(b"0", text.encode())) > max_values:
-            raise ApiError(413, _too_many_values(f"[{index}]", max_values))
+            raise DocumentTooLarge.at(f"[{index}]", _too_many_values(max_values))
 
 
 def values_in(skeleton: bytes, start: int = 0, end: int | None = None) -> int:
@@ -106,7 +106,7 @@ def _check_batch(skeleton: bytes, max_items: int, max_values: int) -> None:
                 item_start, item_opens = match.start(), 0
             item_opens += 1
             if item_opens > max_values:  # every container is a value
-                raise ApiError(413, _too_many_values(f"[{items}]", max_values))
+                raise DocumentTooLarge.at(f"[{items}]", _too_many_values(max_values))
             continue
         depth -= 1
         if depth < 0:
@@ -115,7 +115,7 @@ def _check_batch(skeleton: bytes, max_items: int, max_values: int) -> None:
             item_end = match.end()
             commas_in_items += skeleton.count(b",", item_start, item_end)
             if values_in(skeleton, item_start, item_end) > max_values:
-                raise ApiError(413, _too_many_values(f"[{items}]", max_values))
+                raise DocumentTooLarge.at(f"[{items}]", _too_many_values(max_values))
             items += 1
             _check_count(items, max_items)
     # Items that are no container (no event, but an item all the same) sit between the
@@ -131,11 +131,13 @@ def check_batch_size(document: Any, limits: ShapeLimits) -> None:
 
 def _check_count(items: int, max_items: int) -> None:
     if items > max_items:
-        raise ApiError(413, f"a batch may hold at most {max_items} events; this one holds more")
+        raise DocumentTooLarge.at(
+            "", f"a batch may hold at most {max_items} events; this one holds more"
+        )
 
 
-def _too_many_values(where: str, max_values: int) -> str:
+def _too_many_values(max_values: int) -> str:
     return (
-        f"{where} holds more than {max_values} JSON values (the server's max_event_values); "
+        f"holds more than {max_values} JSON values (the server's max_event_values); "
         "split it into smaller events"
     )

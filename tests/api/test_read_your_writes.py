@@ -1,0 +1,252 @@
+"""Read-your-writes by position (issue 40 item 2): every acknowledged write answers with the
+change-log position it committed at; a read that names a position (`?after=` or the header)
+is answered once this server's view includes it, else 503 with Retry-After; a malformed
+position or one from the future is 400 naming `after`. Both stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.builders import ds, run_event
+from upstream.api.app import create_app
+from upstream.client.http import ApiRejected, UpstreamClient
+from upstream.client.positions import PositionFile
+from upstream.commands.target import Target
+from upstream.model.errors import InvalidParameter
+from upstream.query.positions import Views, parse_after
+from upstream.settings import Settings
+from upstream.store.change_log import changes_since, position
+from upstream.store.engine import Store
+
+NS = "shop"
+RUN = "33333333-0000-4000-8000-000000000001"
+HEADER = "X-Upstream-Position"
+READS = [
+    f"/api/v1/namespaces/{NS}/datasets/totals",
+    f"/v3/namespaces/{NS}/datasets/totals/lineage",
+    "/api/v1/tags",
+]
+
+
+def _load() -> dict[str, object]:
+    return run_event(
+        (NS, "load"), run_id=RUN, inputs=[ds(NS, "orders")], outputs=[ds(NS, "totals")]
+    )
+
+
+@pytest.fixture
+def app_client(db_url: str) -> Iterator[TestClient]:
+    settings = Settings(db_url=db_url, position_wait=0.2)
+    with TestClient(create_app(settings, migrate=False)) as client:
+        yield client
+
+
+def _stored_position(store: Store) -> int:
+    with store.read() as conn:
+        return position(conn)
+
+
+def _post(client: TestClient) -> int:
+    response = client.post("/api/v1/lineage", json=_load())
+    assert response.status_code == 201, response.text
+    return int(response.headers[HEADER])
+
+
+def test_a_post_answers_with_the_position_its_events_committed_at(
+    app_client: TestClient, store: Store
+) -> None:
+    at = _post(app_client)
+    assert at == _stored_position(store) == 2  # its runs, then its entities
+    with store.read() as conn:
+        assert [c.position for c in changes_since(conn, 0)] == [1, 2]
+    # Stored already: the position that includes it, the newest.
+    assert _post(app_client) == 2
+
+
+def test_a_batch_and_field_operations_answer_with_their_position(
+    app_client: TestClient, store: Store
+) -> None:
+    response = app_client.post("/api/v1/lineage", json=[_load()])
+    assert response.status_code == 201
+    assert int(response.headers[HEADER]) == _stored_position(store) == 2
+    document = {
+        "destination": {"name": "totals", "fields": ["sum"]},
+        "sources": [{"name": "orders"}],
+        "operations": [{"name": "add", "inputs": ["orders"], "outputs": ["sum"]}],
+        "job": "sum",
+        "run": {"runId": "33333333-0000-4000-8000-000000000002"},
+    }
+    response = app_client.post(f"/v3/namespaces/{NS}/lineage/field-operations", json=document)
+    assert response.status_code == 201, response.text
+    assert int(response.headers[HEADER]) == _stored_position(store) > 2
+
+
+def test_deletes_and_tags_answer_with_their_position(app_client: TestClient, store: Store) -> None:
+    _post(app_client)
+    tagged = app_client.post(f"/api/v1/namespaces/{NS}/datasets/totals/tags/pii")
+    assert tagged.status_code == 200
+    assert int(tagged.headers[HEADER]) == _stored_position(store) == 3
+    deleted = app_client.delete(f"/api/v1/namespaces/{NS}/datasets/orders")
+    assert int(deleted.headers[HEADER]) == _stored_position(store) == 4
+    described = app_client.put("/api/v1/tags/pii", json={"description": "personal"})
+    assert int(described.headers[HEADER]) == 4  # changes no dataset: nothing appended
+
+
+@pytest.mark.parametrize("path", READS)
+def test_a_read_after_a_write_it_includes_answers(app_client: TestClient, path: str) -> None:
+    at = _post(app_client)
+    assert app_client.get(path, params={"after": at}).status_code == 200
+    assert app_client.get(path, headers={HEADER: str(at)}).status_code == 200
+    assert app_client.get(path, params={"after": 0}).status_code == 200
+
+
+@pytest.mark.parametrize("path", READS)
+@pytest.mark.parametrize("bad", ["abc", "-1", "1.5", "", " 2", "²", "2a"])
+def test_a_malformed_position_is_refused_naming_after(
+    app_client: TestClient, path: str, bad: str
+) -> None:
+    _post(app_client)
+    answer = app_client.get(path, params={"after": bad})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"][0]["path"] == "after"
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", "1.5", "2a"])
+def test_a_malformed_position_header_is_refused_naming_after(
+    app_client: TestClient, bad: str
+) -> None:
+    _post(app_client)
+    answer = app_client.get(READS[1], headers={HEADER: bad})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"] == [
+        {"path": "after", "message": f"must be a change-log position (0 or more), not {bad!r}"}
+    ]
+
+
+@pytest.mark.parametrize("path", READS)
+def test_a_position_from_the_future_is_refused_naming_after(
+    app_client: TestClient, path: str
+) -> None:
+    at = _post(app_client)
+    answer = app_client.get(path, params={"after": at + 1})
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [
+        {"path": "after", "message": f"position {at + 1} is beyond the newest, {at}"}
+    ]
+    assert app_client.get(path, headers={HEADER: str(at + 1)}).status_code == 400
+
+
+def test_a_view_that_does_not_catch_up_in_time_answers_503(app_client: TestClient) -> None:
+    at = _post(app_client)
+    views: Views = app_client.app.state.views  # type: ignore[attr-defined]
+    views.plug(lambda: at - 1)  # an index one change behind, and stuck there
+    answer = app_client.get(READS[1], params={"after": at})
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "1"
+    assert f"includes position {at - 1}, not yet {at}" in answer.json()["message"]
+    # A read that names nothing, or what the view includes, does not wait for it.
+    assert app_client.get(READS[1]).status_code == 200
+    assert app_client.get(READS[1], params={"after": at - 1}).status_code == 200
+
+
+def test_a_read_waits_for_a_view_that_catches_up(app_client: TestClient) -> None:
+    at = _post(app_client)
+    looks: list[int] = []
+
+    def catching_up() -> int:
+        looks.append(len(looks))
+        return at if len(looks) >= 3 else 0  # behind at the first two looks
+
+    app_client.app.state.views.plug(catching_up)  # type: ignore[attr-defined]
+    assert app_client.get(READS[1], params={"after": at}).status_code == 200
+    assert len(looks) == 3
+
+
+def test_parse_after_takes_the_larger_of_query_and_header() -> None:
+    assert parse_after(None, None) is None
+    assert parse_after("3", None) == 3
+    assert parse_after("3", "5") == 5
+    assert parse_after(None, "0") == 0
+    with pytest.raises(InvalidParameter) as refused:
+        parse_after("3", "x")
+    assert refused.value.problems[0].path == "after"
+
+
+def _client(app_client: TestClient, **kw: Any) -> UpstreamClient:
+    """An HTTP client of the in-process app (its requests handed to the test client)."""
+
+    def forward(request: httpx.Request) -> httpx.Response:
+        answer = app_client.request(
+            request.method, str(request.url), content=request.read(), headers=request.headers
+        )
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+    return UpstreamClient("http://testserver", transport=httpx.MockTransport(forward), **kw)
+
+
+def test_the_client_sends_the_position_of_its_last_write_with_its_reads(
+    app_client: TestClient, store: Store
+) -> None:
+    with _client(app_client) as client:
+        assert client.position is None
+        client.post_events([_load()])
+        assert client.position == _stored_position(store) == 2
+        assert client.lineage_graph()
+        # A view that has not caught up holds the client's read back; not another client's.
+        app_client.app.state.views.plug(lambda: 1)  # type: ignore[attr-defined]
+        with pytest.raises(ApiRejected) as held:
+            client.lineage_graph()
+        assert held.value.status == 503
+    with _client(app_client, read_your_writes=False) as other:
+        other.post_events([_load()])
+        assert other.position is None
+        assert other.lineage_graph()
+
+
+def test_commands_carry_the_position_between_them(app_client: TestClient, store: Store) -> None:
+    kept = PositionFile()  # under the test's XDG_STATE_HOME, as the command line's
+    with _client(app_client, positions=kept) as client:
+        client.post_events([_load()])
+    assert kept.get("http://testserver") == 2
+    assert Target("http://testserver/").client().position == 2
+    with _client(app_client, positions=kept) as client:
+        assert client.position == 2
+        client.delete(NS, "datasets", "orders")
+        assert kept.get("http://testserver") == _stored_position(store) == 3
+
+
+def test_a_kept_position_the_server_never_gave_is_forgotten(app_client: TestClient) -> None:
+    """The store was started afresh since the last write: the read is answered all the same."""
+    _post(app_client)
+    kept = PositionFile()
+    kept.put("http://testserver", 999)
+    with _client(app_client, positions=kept) as client:
+        assert client.lineage_graph()
+        assert client.position is None
+    assert kept.get("http://testserver") is None
+
+
+def test_a_position_file_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
+    broken = tmp_path / "positions.json"
+    broken.write_text("{not json")
+    assert PositionFile(broken).get("http://a") is None
+    PositionFile(broken).put("http://a", 4)
+    assert PositionFile(broken).get("http://a") == 4
+
+
+def test_marquez_events_keep_their_own_after_and_take_the_position_as_a_header(
+    app_client: TestClient,
+) -> None:
+    at = _post(app_client)
+    events = "/api/v1/events/lineage"
+    since = app_client.get(events, params={"after": "2026-11-01T11:00:00Z"})
+    assert since.status_code == 200, since.text
+    assert since.json()["totalCount"] == 1  # Marquez's `after`: events after that time
+    assert app_client.get(events, headers={HEADER: str(at)}).status_code == 200
+    assert app_client.get(events, headers={HEADER: str(at + 1)}).status_code == 400
