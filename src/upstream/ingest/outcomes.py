@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
-
 from upstream.ingest.service import prepare_each
 from upstream.model.errors import InvalidInput, ServiceError, StoreUnavailable
 from upstream.model.facts import EventFacts
@@ -47,7 +45,7 @@ async def store_each(
     """Store every valid document of `documents` through `write`, one post per event, and
     answer one outcome per document, in order. An unavailable database fails the whole
     request (re-sending is safe), since no event's outcome is known then."""
-    prepared = await run_in_threadpool(
+    prepared = await asyncio.to_thread(
         prepare_each, documents, batch=batch, sql_lineage=sql_lineage, texts=texts
     )
     good = [(i, item) for i, item in enumerate(prepared) if isinstance(item, EventFacts)]
