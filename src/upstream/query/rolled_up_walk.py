@@ -3,7 +3,7 @@ level, which passes through a workflow run's temporary datasets within a level a
 workflow in place of the runs inside its runs.
 
 A walk without a rollup needs none of this: a node's level is its depth in the walk's reach,
-so `upstream.store.walk_relations` reads its relations in one statement. Here the level
+so `upstream.query.graph_index.dataset_walk` finds its relations on the graph index. Here the level
 loop stays, fed by reads made up front for every level (`upstream.query.walk_reads`).
 """
 
@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
+from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.lineage_params import LineageParams
 from upstream.query.relations import Relation, RelationKey
 from upstream.query.rollup import roll_up, workflow_pairs
@@ -24,7 +25,6 @@ from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.walk_relations import ShownRelation
 
 
 @dataclass(frozen=True)

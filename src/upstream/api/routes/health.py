@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from upstream import __version__
+from upstream.query.graph_index.index import index_of
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
 
@@ -45,12 +46,19 @@ async def health(request: Request) -> dict[str, Any]:
     "/ready",
     response_model=None,
     summary="Readiness",
-    responses={503: {"description": "The database does not answer, or migrations are pending"}},
+    responses={
+        503: {
+            "description": "The database does not answer, migrations are pending, or the "
+            "lineage index is still loading"
+        }
+    },
 )
 async def ready(request: Request) -> dict[str, Any] | JSONResponse:
-    """Readiness: the database answers (within 1.5 s) and its schema is at the newest
-    migration."""
+    """Readiness: the database answers (within 1.5 s), its schema is at the newest
+    migration, and the lineage index is loaded, so lineage reads answer at once."""
     store: Store = request.app.state.store
+    if not index_of(store.engine).loaded:
+        return _unavailable("the lineage index is loading")
     check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
         current = await asyncio.wait_for(check, READY_WITHIN)
