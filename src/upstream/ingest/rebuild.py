@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.ingest.relink import replay_events
 from upstream.ingest.service import translate_document
+from upstream.store.change_log import RELOAD, record
 from upstream.store.engine import Store
 from upstream.store.event_log import count_events, events_after
 from upstream.store.flow_writer import DERIVED_VERSION
@@ -104,11 +105,13 @@ def rebuild(
 
 def _start(conn: Connection) -> int:
     """Where to continue from: the recorded position of an interrupted rebuild by these
-    rules, else 0 after clearing the derived tables."""
+    rules, else 0 after clearing the derived tables, which tells every reader of the change
+    log to read everything again (the replay's transactions then record what they derive)."""
     state = read_state(conn)
     if state.get(REBUILD_VERSION_KEY) == DERIVED_VERSION and REBUILD_SEQ_KEY in state:
         return int(state[REBUILD_SEQ_KEY])
     clear_derived(conn)
+    record(conn, RELOAD, ())
     write_state(
         conn,
         **{DERIVED_VERSION_KEY: None, REBUILD_VERSION_KEY: DERIVED_VERSION, REBUILD_SEQ_KEY: "0"},

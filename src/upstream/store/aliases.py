@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.facts import DatasetNode, EventFacts, Node
 from upstream.model.identity import DatasetRef, stable_id
 from upstream.store import schema as t
+from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
 from upstream.store.dialect import advisory_xact_locks, id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.lineage_writer import delete_links
@@ -159,6 +160,7 @@ def _record_claims(conn: Connection, batch: list[EventFacts]) -> frozenset[uuid.
     for matches in id_filters(conn, a.id, [row["id"] for row in rows]):
         conn.execute(t.dataset_aliases.delete().where(matches))
     conn.execute(t.dataset_aliases.insert(), sorted(rows, key=lambda row: row["id"]))
+    record(conn, ENTITIES, [row["id"] for row in rows])
     return frozenset(stale)
 
 
@@ -337,6 +339,7 @@ def _owners_naming(
 def _forget_runs(conn: Connection, runs: set[uuid.UUID]) -> None:
     """Delete the rows the runs' events derived; their flows are replaced when the events
     are replayed (`upstream.store.flow_writer.rederive_flows`)."""
+    record(conn, RUNS, runs)
     for table in (t.relations, t.dataset_versions, t.run_operation_sets):
         for matches in id_filters(conn, table.c.run_id, runs):
             conn.execute(table.delete().where(matches))
@@ -347,6 +350,7 @@ def _forget_runs(conn: Connection, runs: set[uuid.UUID]) -> None:
 def _forget_declarations(conn: Connection, scope: str, owners: set[uuid.UUID]) -> None:
     """Forget the owners' declarations, current and past: replaying their events records
     each again, and the latest stands."""
+    record(conn, DECLARATIONS, owners)
     d = t.declarations.c
     for matches in id_filters(conn, d.owner_id, owners):
         ids = list(conn.execute(sa.select(d.id).where(matches, d.scope == scope)).scalars())

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
 from upstream.store.aliases import not_alias
+from upstream.store.change_log import ENTITIES, record
 from upstream.store.dialect import id_filters, insert_ignoring_conflicts
 
 Kind = Literal["namespace", "dataset", "job"]
@@ -50,9 +51,14 @@ def is_deleted(conn: Connection, entity: uuid.UUID) -> bool:
 
 def mark_deleted(conn: Connection, kind: Kind, ids: Collection[uuid.UUID], now: datetime) -> None:
     """Delete the entities `ids` at `now` (those deleted already keep their time)."""
-    rows = [{"entity_id": i, "kind": kind, "deleted_at": now} for i in ids]
-    if rows:
+    already: set[uuid.UUID] = set()
+    for matches in id_filters(conn, _D.entity_id, ids):
+        already.update(conn.execute(sa.select(_D.entity_id).where(matches)).scalars())
+    new = [i for i in ids if i not in already]
+    if new:
+        rows = [{"entity_id": i, "kind": kind, "deleted_at": now} for i in new]
         conn.execute(insert_ignoring_conflicts(conn, t.deletions, "entity_id"), rows)
+        record(conn, ENTITIES, new)
 
 
 def delete_namespace_contents(conn: Connection, namespace: uuid.UUID, now: datetime) -> None:
@@ -68,7 +74,8 @@ def revive(conn: Connection, named: Collection[uuid.UUID], received_at: datetime
     """End the deletion of every entity in `named` deleted before `received_at`: the entities
     that events received then name. Deletions are few, so each statement reads a small table."""
     for matches in id_filters(conn, _D.entity_id, named):
-        conn.execute(sa.delete(t.deletions).where(matches, _D.deleted_at < received_at))
+        ended = sa.delete(t.deletions).where(matches, _D.deleted_at < received_at)
+        record(conn, ENTITIES, conn.execute(ended.returning(_D.entity_id)).scalars())
 
 
 def not_deleted(*ids: sa.ColumnElement[uuid.UUID] | sa.Column[uuid.UUID]) -> sa.ColumnElement[bool]:

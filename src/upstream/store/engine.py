@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 
 from upstream.model.json_text import dumps, parse
+from upstream.store.change_log import append_recorded
 from upstream.store.deadlines import SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 
@@ -105,7 +106,8 @@ class Store:
     def write(self, work: Callable[[Connection], T], *, attempts: int = 5) -> T:
         """Run `work` in one write transaction, retried on deadlocks and lock time-outs.
 
-        `work` must be safe to repeat: it sees a fresh transaction each attempt.
+        `work` must be safe to repeat: it sees a fresh transaction each attempt. What it
+        recorded in the change log is appended as the transaction's last step.
         """
         with self.breaker.attempt(), outage_guard():
             return self._write(work, attempts)
@@ -116,7 +118,9 @@ class Store:
                 with self.engine.connect() as plain:
                     conn = plain.execution_options(**{_WRITE: True})
                     with conn.begin():
-                        return work(conn)
+                        result = work(conn)
+                        append_recorded(conn)  # last: see upstream.store.change_log
+                        return result
             except DBAPIError as exc:
                 if attempt == attempts or not _retryable(exc):
                     raise

@@ -19,6 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from upstream.store.change_log import RELOAD, append_recorded, record
 from upstream.store.engine import UNBOUNDED, Store, sqlite_file
 from upstream.store.partitions import make_ahead
 from upstream.store.state import stamp_if_empty
@@ -34,12 +35,18 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def upgrade(store: Store, revision: str = "head") -> None:
-    """Bring the schema to `revision`; at the newest, make the coming months' partitions."""
+    """Bring the schema to `revision`; at the newest, make the coming months' partitions. A
+    store that was migrated tells the readers of its change log to read everything again:
+    a migration may change derived rows."""
     with session_lock(store, _LOCK_KEY) as conn:
+        before = MigrationContext.configure(conn).get_current_revision()
         command.upgrade(alembic_config(conn), revision)
         if revision == "head":
             stamp_if_empty(conn)
             make_ahead(conn)
+            if before not in (None, head_revision()):
+                record(conn, RELOAD, ())
+                append_recorded(conn)
         conn.commit()
 
 

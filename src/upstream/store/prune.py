@@ -12,6 +12,8 @@ Raw events are the truth: those kept with `keep_events` bring their runs back on
 The runs to remove are written once into a temporary table and every delete joins it, so a
 prune is a fixed number of set-based statements whatever its size. A dry run does the same
 inside a savepoint and rolls it back, so its counts are exactly what a prune would remove.
+A prune that removed anything tells the readers of the change log to read everything again
+(`RELOAD`): it may remove any number of runs and entities, more than a list of ids should hold.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.change_log import RELOAD, record
 from upstream.store.months import month_of
 from upstream.store.partitions import drop_partition, month_partitions, rows_in, whole_months
 
@@ -88,6 +91,8 @@ def prune(conn: Connection, cutoff: datetime, *, keep_events: bool, dry_run: boo
         trial.rollback()
     else:
         _DOOMED.drop(conn)
+        if any(report.removed.values()) or report.dropped:
+            record(conn, RELOAD, ())
     return report
 
 

@@ -533,3 +533,23 @@ field_tags = sa.Table(
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),
 )
+
+change_log = sa.Table(
+    "change_log",
+    metadata,
+    # What each committed write changed, in commit order (`upstream.store.change_log`): one
+    # row per kind of change per transaction, with the ids it changed (JSON strings).
+    sa.Column("position", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("ids", Json, nullable=False),
+    sa.Column("recorded_at", Timestamp, nullable=False),
+)
+
+change_log_head = sa.Table(
+    "change_log_head",
+    metadata,
+    # One row: the newest position given. Appending updates it, and its row lock, held to the
+    # commit, makes positions commit in order (`upstream.store.change_log`).
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+)

@@ -31,6 +31,7 @@ from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.json_text import content_key
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_batch
+from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
 from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import (
@@ -90,9 +91,11 @@ def apply_facts(
     the batch's symlinks made aliases of another, whose earlier runs the caller re-derives."""
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
-    _namespaces(conn, batch, at)
-    _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, content=_JOB_CONTENT)
-    _merge(conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, content=_DATASET_CONTENT)
+    entities = _namespaces(conn, batch, at)
+    entities |= _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, content=_JOB_CONTENT)
+    entities |= _merge(
+        conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, content=_DATASET_CONTENT
+    )
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
     for f in batch:
         named[at(f)].update(namespace_id(n) for n in f.namespaces)
@@ -100,7 +103,7 @@ def apply_facts(
         named[at(f)].update(j.ref.id for j in f.jobs)
     for moment, ids in named.items():
         revive(conn, ids, moment)
-    _merge(conn, t.runs, _run_rows(batch, at), _merge_run)
+    runs = _merge(conn, t.runs, _run_rows(batch, at), _merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
     described = _runs_described(batch)
@@ -112,7 +115,8 @@ def apply_facts(
     owners.runs |= described
     rederive_flows(conn, owners)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
-    _insert_ignoring(
+    symlinks = {s.id: s for f in batch for s in f.symlinks}
+    new_symlinks = _insert_ignoring(
         conn,
         t.dataset_symlinks,
         {
@@ -123,10 +127,13 @@ def apply_facts(
                 "name": s.name,
                 "type": s.type,
             }
-            for f in batch
-            for s in f.symlinks
+            for s in symlinks.values()
         },
     )
+    entities |= {symlinks[i].dataset.id for i in new_symlinks}
+    record(conn, ENTITIES, entities)
+    record(conn, RUNS, runs | described)
+    record(conn, DECLARATIONS, _declaring(batch))
     _operation_sets(conn, batch, at)
     return stale
 
@@ -169,8 +176,9 @@ def _merge(
     merge: Callable[[Row, Row], Row],
     *,
     content: tuple[str, ...] | None = None,
-) -> None:
+) -> set[uuid.UUID]:
     """Insert rows that are new; merge the rest into what is stored, updating what changed.
+    Returns the ids of the rows inserted or changed.
 
     Most rows a batch names are already stored as they are (the workflow job every task
     names as parent, the datasets every run reads), so the rows are first read without a
@@ -184,18 +192,20 @@ def _merge(
     others are read (their facets parsed) and merged. Other tables' rows are mostly new:
     inserted first, and only the ones already there read."""
     if not rows:
-        return
+        return set()
     if content is not None:
         for row in rows.values():
             row["content_digest"] = _digest(row, content)
         merge = _hashing(merge, content)
         digests = _stored_digests(conn, table, sorted(rows))
         missing = {key: row for key, row in rows.items() if key not in digests}
-        raced = set(missing) - _insert_ignoring(conn, table, missing)
+        inserted = _insert_ignoring(conn, table, missing)
+        raced = set(missing) - inserted
         differing = {key for key, held in digests.items() if held != rows[key]["content_digest"]}
         stored = _stored(conn, table, sorted(differing | raced), lock=False)
     else:
-        raced = set(rows) - _insert_ignoring(conn, table, rows)
+        inserted = _insert_ignoring(conn, table, rows)
+        raced = set(rows) - inserted
         # Stored before (or by a concurrent writer meanwhile).
         stored = _stored(conn, table, sorted(raced), lock=False) if raced else {}
     changing = _changed(stored, rows, merge)
@@ -212,6 +222,7 @@ def _merge(
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
+    return inserted | set(changing)
 
 
 def _hashing(
@@ -286,7 +297,8 @@ def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]
 # -- namespaces, jobs, datasets -------------------------------------------------------------
 
 
-def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
+def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> set[uuid.UUID]:
+    """Store the namespaces the batch names; the ids of those that were new."""
     rows: dict[uuid.UUID, Row] = {}
     for f in batch:
         for n in f.namespaces:
@@ -295,7 +307,7 @@ def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> No
                 namespace_id(n),
                 {"id": namespace_id(n), "name": n, "created_at": now, "updated_at": now},
             )
-    _insert_ignoring(conn, t.namespaces, rows)
+    return _insert_ignoring(conn, t.namespaces, rows)
 
 
 def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
@@ -498,6 +510,7 @@ def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
         frontier = next_frontier
     for child in sorted(looped):
         conn.execute(t.runs.update().where(t.runs.c.id == child).values(parent_run_id=None))
+    record(conn, RUNS, looped)
 
 
 # -- declarations, relations, edges ---------------------------------------------------------

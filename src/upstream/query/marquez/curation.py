@@ -11,6 +11,7 @@ which makes `pii` on a dataset and on a field two tags; Upstream keeps one name 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -29,6 +30,7 @@ from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
 from upstream.query.marquez.namespaces import get_namespace
 from upstream.store import schema as t
+from upstream.store.change_log import TAGS, record
 from upstream.store.deletion import delete_namespace_contents, mark_deleted
 from upstream.store.dialect import insert_ignoring_conflicts
 
@@ -91,7 +93,8 @@ def tag_dataset(conn: Connection, namespace: str, dataset: str, tag: str, now: d
     dataset_id = require_dataset(conn, namespace, dataset)
     _ensure_tag(conn, tag, now)
     row = {"dataset_id": dataset_id, "tag": tag, "tagged_at": now}
-    conn.execute(insert_ignoring_conflicts(conn, t.dataset_tags, "dataset_id", "tag"), [row])
+    statement = insert_ignoring_conflicts(conn, t.dataset_tags, "dataset_id", "tag")
+    _tags_changed(conn, statement.returning(t.dataset_tags.c.dataset_id), row)
     return dataset_docs(conn, [dataset_id])[dataset_id]
 
 
@@ -99,7 +102,8 @@ def untag_dataset(conn: Connection, namespace: str, dataset: str, tag: str, now:
     """`DELETE …/datasets/{ds}/tags/{tag}`: take `tag` off (a tag it lacks changes nothing)."""
     dataset_id = require_dataset(conn, namespace, dataset)
     d = t.dataset_tags
-    conn.execute(sa.delete(d).where(d.c.dataset_id == dataset_id, d.c.tag == tag))
+    removed = sa.delete(d).where(d.c.dataset_id == dataset_id, d.c.tag == tag)
+    _tags_changed(conn, removed.returning(d.c.dataset_id))
     return dataset_docs(conn, [dataset_id])[dataset_id]
 
 
@@ -112,7 +116,7 @@ def tag_field(
     _ensure_tag(conn, tag, now)
     row = {"dataset_id": dataset_id, "field": field_name, "tag": tag, "tagged_at": now}
     statement = insert_ignoring_conflicts(conn, t.field_tags, "dataset_id", "field", "tag")
-    conn.execute(statement, [row])
+    _tags_changed(conn, statement.returning(t.field_tags.c.dataset_id), row)
     return dataset_docs(conn, [dataset_id])[dataset_id]
 
 
@@ -122,10 +126,17 @@ def untag_field(
     """`DELETE …/fields/{field}/tags/{tag}`: take `tag` off one field of a dataset."""
     dataset_id = _require_field(conn, namespace, dataset, field_name)
     f = t.field_tags
-    conn.execute(
-        sa.delete(f).where(f.c.dataset_id == dataset_id, f.c.field == field_name, f.c.tag == tag)
+    removed = sa.delete(f).where(
+        f.c.dataset_id == dataset_id, f.c.field == field_name, f.c.tag == tag
     )
+    _tags_changed(conn, removed.returning(f.c.dataset_id))
     return dataset_docs(conn, [dataset_id])[dataset_id]
+
+
+def _tags_changed(conn: Connection, statement: Any, row: Json | None = None) -> None:
+    """Run `statement`, which returns the dataset of each tag it puts or takes off; the
+    change log hears of the datasets whose tags changed (none when it changed nothing)."""
+    record(conn, TAGS, conn.execute(statement, row).scalars())
 
 
 def _require_field(conn: Connection, namespace: str, dataset: str, field_name: str) -> UUID:
