@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
     Conflict,
+    IndexLoading,
     InvalidInput,
     InvalidParameter,
     NotFound,
@@ -45,6 +46,7 @@ STATUS: dict[type[ServiceError], int] = {
     InvalidParameter: 400,
     Conflict: 422,
     StoreUnavailable: 503,
+    IndexLoading: 503,
 }
 
 
@@ -74,10 +76,14 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         problems = [{"path": p.path, "message": p.message} for p in exc.problems]
         return error_response(status, exc.message, errors=problems)
     if isinstance(exc, StoreUnavailable):
-        # Unreachable, hung, restarting or overloaded database: a client should retry.
-        response = error_response(
-            status, "the database is unavailable; retry later (re-sending events is safe)"
+        # Unreachable, hung, restarting or overloaded database, or a lineage index still
+        # loading: a client should retry.
+        message = (
+            exc.message
+            if isinstance(exc, IndexLoading)
+            else "the database is unavailable; retry later (re-sending events is safe)"
         )
+        response = error_response(status, message)
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     return error_response(status, exc.message)

@@ -13,6 +13,7 @@ import typer
 from upstream.client.http import ApiRejected, UpstreamError
 from upstream.model.errors import (
     Conflict,
+    IndexLoading,
     InvalidInput,
     InvalidParameter,
     NotFound,
@@ -32,6 +33,7 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     InvalidParameter: 2,
     Conflict: 1,
     StoreUnavailable: 1,
+    IndexLoading: 1,
 }
 
 

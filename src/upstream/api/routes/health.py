@@ -57,7 +57,7 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
     """Readiness: the database answers (within 1.5 s), its schema is at the newest
     migration, and the lineage index is loaded, so lineage reads answer at once."""
     store: Store = request.app.state.store
-    if not index_of(store.engine).loaded:
+    if not await _index_loaded(store, READY_WITHIN):
         return _unavailable("the lineage index is loading")
     check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
@@ -71,6 +71,16 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
     if not current:
         return _unavailable("migrations pending")
     return {"status": "ready"}
+
+
+async def _index_loaded(store: Store, within: float) -> bool:
+    """Whether the lineage index is loaded, waiting for it at most `within` seconds (a
+    server that has just started loads it on a thread of its own)."""
+    index = index_of(store.engine)
+    deadline = asyncio.get_running_loop().time() + within
+    while not index.loaded and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return index.loaded
 
 
 def _schema_is_current(store: Store) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from sqlalchemy.engine import Connection, Engine
 
-from upstream.model.errors import StoreUnavailable
+from upstream.model.errors import IndexLoading
 from upstream.query.graph_index.graph import Graph, applied, load
 from upstream.store import change_log
 from upstream.store.engine import Store
@@ -55,7 +55,7 @@ class GraphIndex:
     def load_now(self, conn: Connection) -> None:
         """Load the index. Should it fail, reads load it themselves."""
         try:
-            self.graph(conn)
+            self._at_snapshot(conn)
         finally:
             if not self._loaded.is_set():
                 self._loading.clear()
@@ -63,9 +63,12 @@ class GraphIndex:
     def graph(self, conn: Connection, wait: float | None = None) -> Graph:
         """The index exactly as `conn`'s snapshot holds the graph. While a load started
         elsewhere (`load_now`) runs, waits for it at most `wait` seconds (None: as long as
-        it takes), then raises StoreUnavailable."""
+        it takes), then raises IndexLoading."""
         if self._loading.is_set() and not self._loaded.wait(wait):
-            raise StoreUnavailable("the lineage index is still loading; retry shortly")
+            raise IndexLoading("the lineage index is still loading; retry shortly")
+        return self._at_snapshot(conn)
+
+    def _at_snapshot(self, conn: Connection) -> Graph:
         at = change_log.position(conn)
         with self._lock:
             current = self._current
