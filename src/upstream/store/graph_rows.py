@@ -30,7 +30,7 @@ RunRow = tuple[Any, ...]
 #: or the job or dataset that declared the row; from/until are None for a current row, and
 #: the interval a declaration was in force for a row of the history.
 RelationRow = tuple[Any, ...]
-#: (owner, source, target, job or None, run or None, started, ended, from, until).
+#: (owner, source, target, job or None, run or None, inferred, started, ended, from, until).
 FlowRow = tuple[Any, ...]
 #: (owner, of a run, link run, source type, source dataset, source job, source run, target
 #: type, target dataset, target job, target run, from, until).
@@ -128,7 +128,7 @@ def flow_rows(
 
     def columns(owner: Any, c: Any) -> list[Any]:
         ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, c.run_id)
-        return [*ids, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
+        return [*ids, c.inferred, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
 
     for condition in _owned(conn, f.run_id, f.owner_id, runs, owners):
         query = sa.select(*columns(f.owner_id, f), *_no_interval()).where(condition)

@@ -84,7 +84,7 @@ class _Bounds:
         return found
 
 
-class _Walk:
+class WalkView:
     """One walk's view of a graph version: the rows in force and in the window."""
 
     def __init__(self, graph: Graph, window: Window) -> None:
@@ -143,7 +143,7 @@ def walk_relations(
 ) -> dict[ShownRelation, int]:
     """The relations a walk of `levels` levels from dataset number `seed` in `mode` shows,
     each with the level it is shown at, in no particular order."""
-    walk = _Walk(graph, window)
+    walk = WalkView(graph, window)
     if mode == "both":
         return _both(walk, seed, levels)
     return _directed(walk, seed, mode, levels)
@@ -162,7 +162,7 @@ def _depths(size: int) -> Ints:
     return np.full(size + 1, _UNREACHED, dtype=np.int64)
 
 
-def _both(walk: _Walk, seed: int, levels: int) -> dict[ShownRelation, int]:
+def _both(walk: WalkView, seed: int, levels: int) -> dict[ShownRelation, int]:
     graph, r = walk.graph, walk.graph.relations
     datasets, jobs = _depths(len(graph.ids.datasets)), _depths(len(graph.ids.jobs))
     datasets[seed] = 0
@@ -189,7 +189,7 @@ def _both(walk: _Walk, seed: int, levels: int) -> dict[ShownRelation, int]:
     return _least_levels(graph, keys, jobs[shown][owner] + 1)
 
 
-def _directed(walk: _Walk, seed: int, mode: Direction, levels: int) -> dict[ShownRelation, int]:
+def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[ShownRelation, int]:
     graph = walk.graph
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
     near_write = mode == "upstream"
@@ -276,7 +276,7 @@ def _least(keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
     return distinct, least
 
 
-def _with_components(walk: _Walk, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:
+def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:
     """Each (dataset, job, run, write) key with every component stored on it in force (in
     any window), or "" when none is."""
     graph, r = walk.graph, walk.graph.relations

@@ -100,8 +100,9 @@ def _flows(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
             "target": ids.datasets.numbers(row[2] for row in rows),
             "job": ids.jobs.numbers(row[3] for row in rows),
             "run": ids.runs.numbers(row[4] for row in rows),
-            "started": _instants([row[5] for row in rows], NO_START),
-            "ended": _instants([row[6] for row in rows], NO_END),
+            "inferred": np.fromiter((bool(row[5]) for row in rows), dtype=np.bool_),
+            "started": _instants([row[6] for row in rows], NO_START),
+            "ended": _instants([row[7] for row in rows], NO_END),
             **_interval(rows),
         }
     )
@@ -141,6 +142,7 @@ class Graph:
     edges: Table
     by_dataset: Adjacency
     by_job: Adjacency
+    by_run: Adjacency
     by_source: Adjacency
     by_target: Adjacency
     edges_by: dict[str, Adjacency]
@@ -158,7 +160,7 @@ class Graph:
     def nbytes(self) -> int:
         """Bytes the version's columns and adjacency hold (the numberings' ids apart)."""
         tables = self.relations.nbytes + self.flows.nbytes + self.edges.nbytes
-        adjacency = [self.by_dataset, self.by_job, self.by_source, self.by_target]
+        adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
         adjacency += list(self.edges_by.values())
         runs = self.run_started.nbytes + self.run_ended.nbytes
         return tables + runs + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
@@ -285,6 +287,7 @@ def _made(
         edges=edges,
         by_dataset=Adjacency(relations["dataset"], datasets),
         by_job=Adjacency(relations["job"], jobs),
+        by_run=Adjacency(relations["run"], len(ids.runs)),
         by_source=Adjacency(flows["source"], datasets),
         by_target=Adjacency(flows["target"], datasets),
         edges_by={
