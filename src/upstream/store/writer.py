@@ -3,7 +3,8 @@
 Each table gets at most: one INSERT of the rows that are new (ON CONFLICT DO NOTHING), one
 SELECT of the rows that already exist (locked FOR UPDATE on PostgreSQL, in id order so
 concurrent writers never deadlock), and one UPDATE of the rows whose merged value changed.
-The merge rules are plain Python below, the same on both databases.
+The merge rules are `upstream.model.merge_rules`, pure functions the same on both databases;
+this module only reads and writes rows.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import Conflict
 from upstream.model.facts import (
     DatasetNode,
     EdgeFact,
@@ -29,6 +29,22 @@ from upstream.model.facts import (
 )
 from upstream.model.identity import DatasetRef, namespace_id
 from upstream.model.json_text import content_key
+from upstream.model.merge_rules import (
+    DATASET_CONTENT,
+    JOB_CONTENT,
+    TERMINAL,
+    DatasetRecord,
+    JobRecord,
+    RelationRecord,
+    RunRecord,
+    VersionRecord,
+    declaration_replaces,
+    merge_dataset,
+    merge_job,
+    merge_relation,
+    merge_run,
+    merge_version,
+)
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_batch
 from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
@@ -45,9 +61,10 @@ from upstream.store.lineage_writer import delete_links, store_lineage
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
 
 Row = dict[str, Any]
+#: A record of `upstream.model.merge_rules`: a row as the table keeps it.
+R = TypeVar("R", bound=Mapping[str, Any])
 #: When an event of the batch was received.
 ReceivedAt = Callable[[EventFacts], datetime]
-TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
 
 
 @dataclass(frozen=True)
@@ -92,9 +109,9 @@ def apply_facts(
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
     entities = _namespaces(conn, batch, at)
-    entities |= _merge(conn, t.jobs, _job_rows(batch, at), _merge_job, content=_JOB_CONTENT)
+    entities |= _merge(conn, t.jobs, _job_rows(batch, at), merge_job, content=JOB_CONTENT)
     entities |= _merge(
-        conn, t.datasets, _dataset_rows(batch, at), _merge_dataset, content=_DATASET_CONTENT
+        conn, t.datasets, _dataset_rows(batch, at), merge_dataset, content=DATASET_CONTENT
     )
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
     for f in batch:
@@ -103,18 +120,18 @@ def apply_facts(
         named[at(f)].update(j.ref.id for j in f.jobs)
     for moment, ids in named.items():
         revive(conn, ids, moment)
-    runs = _merge(conn, t.runs, _run_rows(batch, at), _merge_run)
+    runs = _merge(conn, t.runs, _run_rows(batch, at), merge_run)
     _break_parent_loops(conn, batch)
     owners = Owners()
     described = _runs_described(batch)
     # Every owner the batch may re-derive, locked before its stored lineage is read.
     advisory_xact_locks(conn, described | _declaring(batch))
     edges, relations = _resolve_declarations(conn, batch, owners, at)
-    _merge(conn, t.relations, _relation_rows(relations), _merge_relation)
+    _merge(conn, t.relations, _relation_rows(relations), merge_relation)
     store_lineage(conn, edges, now)
     owners.runs |= described
     rederive_flows(conn, owners)
-    _merge(conn, t.dataset_versions, _version_rows(batch, now), _merge_version)
+    _merge(conn, t.dataset_versions, _version_rows(batch, now), merge_version)
     symlinks = {s.id: s for f in batch for s in f.symlinks}
     new_symlinks = _insert_ignoring(
         conn,
@@ -172,8 +189,8 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
 def _merge(
     conn: Connection,
     table: sa.Table,
-    rows: dict[uuid.UUID, Row],
-    merge: Callable[[Row, Row], Row],
+    rows: dict[uuid.UUID, R],
+    merge: Callable[[R, R], R],
     *,
     content: tuple[str, ...] | None = None,
 ) -> set[uuid.UUID]:
@@ -195,7 +212,7 @@ def _merge(
         return set()
     if content is not None:
         for row in rows.values():
-            row["content_digest"] = _digest(row, content)
+            cast(Row, row)["content_digest"] = _digest(row, content)
         merge = _hashing(merge, content)
         digests = _stored_digests(conn, table, sorted(rows))
         missing = {key: row for key, row in rows.items() if key not in digests}
@@ -225,20 +242,18 @@ def _merge(
     return inserted | set(changing)
 
 
-def _hashing(
-    merge: Callable[[Row, Row], Row], content: tuple[str, ...]
-) -> Callable[[Row, Row], Row]:
+def _hashing(merge: Callable[[R, R], R], content: tuple[str, ...]) -> Callable[[R, R], R]:
     """`merge`, with the merged row's content hash written into it."""
 
-    def merged(stored: Row, new: Row) -> Row:
+    def merged(stored: R, new: R) -> R:
         row = merge(stored, new)
-        row["content_digest"] = _digest(row, content)
+        cast(Row, row)["content_digest"] = _digest(row, content)
         return row
 
     return merged
 
 
-def _digest(row: Row, columns: tuple[str, ...]) -> str:
+def _digest(row: Mapping[str, Any], columns: tuple[str, ...]) -> str:
     """The hash of `row`'s `columns`: equal for rows whose merge changes nothing."""
     return content_key([row[column] for column in columns])
 
@@ -256,9 +271,10 @@ def _stored_digests(
 
 def _stored(
     conn: Connection, table: sa.Table, ids: list[uuid.UUID], *, lock: bool
-) -> dict[uuid.UUID, Row]:
-    """The stored rows among `ids` (locked, in id order, when `lock`)."""
-    found: dict[uuid.UUID, Row] = {}
+) -> dict[uuid.UUID, Any]:
+    """The stored rows among `ids` (locked, in id order, when `lock`), as the records of
+    `upstream.model.merge_rules` (the same keys as the table)."""
+    found: dict[uuid.UUID, Any] = {}
     for matches in id_filters(conn, table.c.id, ids):
         query = sa.select(table).where(matches).order_by(table.c.id)
         for row in conn.execute(for_update(conn, query) if lock else query).mappings():
@@ -267,10 +283,10 @@ def _stored(
 
 
 def _changed(
-    stored: dict[uuid.UUID, Row], rows: dict[uuid.UUID, Row], merge: Callable[[Row, Row], Row]
-) -> dict[uuid.UUID, Row]:
+    stored: dict[uuid.UUID, R], rows: dict[uuid.UUID, R], merge: Callable[[R, R], R]
+) -> dict[uuid.UUID, R]:
     """The merged rows that differ from what is stored."""
-    changed: dict[uuid.UUID, Row] = {}
+    changed: dict[uuid.UUID, R] = {}
     for key, current in stored.items():
         merged = merge(current, rows[key])
         if merged != current:
@@ -278,7 +294,9 @@ def _changed(
     return changed
 
 
-def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Row]) -> set[Any]:
+def _insert_ignoring(
+    conn: Connection, table: sa.Table, rows: Mapping[uuid.UUID, Mapping[str, Any]]
+) -> set[Any]:
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
@@ -288,10 +306,11 @@ def _insert_ignoring(conn: Connection, table: sa.Table, rows: dict[uuid.UUID, Ro
     return insert_rows_ignoring(conn, table, ordered, "id")
 
 
-def _fold(rows: dict[uuid.UUID, Row], row: Row, merge: Callable[[Row, Row], Row]) -> None:
+def _fold(rows: dict[uuid.UUID, R], row: R, merge: Callable[[R, R], R]) -> None:
     """Combine facts about one entity from several events of the batch, in batch order."""
-    previous = rows.get(row["id"])
-    rows[row["id"]] = row if previous is None else merge(previous, row)
+    key: uuid.UUID = row["id"]
+    previous = rows.get(key)
+    rows[key] = row if previous is None else merge(previous, row)
 
 
 # -- namespaces, jobs, datasets -------------------------------------------------------------
@@ -310,118 +329,71 @@ def _namespaces(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> se
     return _insert_ignoring(conn, t.namespaces, rows)
 
 
-def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
-    rows: dict[uuid.UUID, Row] = {}
+def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, JobRecord]:
+    rows: dict[uuid.UUID, JobRecord] = {}
     for facts in batch:
         now = at(facts)
         for job in facts.jobs:
             _fold(
                 rows,
-                {
-                    "id": job.ref.id,
-                    "namespace_id": namespace_id(job.ref.namespace),
-                    "namespace": job.ref.namespace,
-                    "name": job.ref.name,
-                    "description": job.description,
-                    "job_type": job.job_type,
-                    "integration": job.integration,
-                    "processing_type": job.processing_type,
-                    "seen_as_parent": job.seen_as_parent,
-                    "facets": job.facets,
-                    "declared_at": None,
-                    "declared_lineage_facet": False,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-                _merge_job,
+                JobRecord(
+                    id=job.ref.id,
+                    namespace_id=namespace_id(job.ref.namespace),
+                    namespace=job.ref.namespace,
+                    name=job.ref.name,
+                    description=job.description,
+                    job_type=job.job_type,
+                    integration=job.integration,
+                    processing_type=job.processing_type,
+                    seen_as_parent=job.seen_as_parent,
+                    facets=job.facets,
+                    declared_at=None,
+                    declared_lineage_facet=False,
+                    created_at=now,
+                    updated_at=now,
+                ),
+                merge_job,
             )
     return rows
 
 
-#: What an event may change in a job's row (`_merge_job`).
-_JOB_CONTENT = (
-    "facets",
-    "description",
-    "job_type",
-    "integration",
-    "processing_type",
-    "seen_as_parent",
-)
-
-
-def _merge_job(stored: Row, new: Row) -> Row:
-    merged = dict(stored)
-    merged["facets"] = {**stored["facets"], **new["facets"]}
-    for key in ("description", "job_type", "integration", "processing_type"):
-        if new[key] is not None:
-            merged[key] = new[key]
-    merged["seen_as_parent"] = stored["seen_as_parent"] or new["seen_as_parent"]
-    return _touched(stored, merged, new)
-
-
-def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
-    rows: dict[uuid.UUID, Row] = {}
+def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, DatasetRecord]:
+    rows: dict[uuid.UUID, DatasetRecord] = {}
     for facts in batch:
         now = at(facts)
         for dataset in facts.datasets:
             _fold(
                 rows,
-                {
-                    "id": dataset.ref.id,
-                    "namespace_id": namespace_id(dataset.ref.namespace),
-                    "namespace": dataset.ref.namespace,
-                    "name": dataset.ref.name,
-                    "description": dataset.description,
-                    "source_name": dataset.source_name,
-                    "fields": dataset.fields if dataset.fields is not None else [],
-                    "facets": dataset.facets,
-                    "declared_at": None,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-                _merge_dataset,
+                DatasetRecord(
+                    id=dataset.ref.id,
+                    namespace_id=namespace_id(dataset.ref.namespace),
+                    namespace=dataset.ref.namespace,
+                    name=dataset.ref.name,
+                    description=dataset.description,
+                    source_name=dataset.source_name,
+                    fields=dataset.fields if dataset.fields is not None else [],
+                    facets=dataset.facets,
+                    declared_at=None,
+                    created_at=now,
+                    updated_at=now,
+                ),
+                merge_dataset,
             )
     return rows
-
-
-#: What an event may change in a dataset's row (`_merge_dataset`).
-_DATASET_CONTENT = ("facets", "fields", "description", "source_name")
-
-
-def _merge_dataset(stored: Row, new: Row) -> Row:
-    merged = dict(stored)
-    merged["facets"] = {**stored["facets"], **new["facets"]}
-    # Fields change only when the event states them (a schema facet, or recorded operations).
-    if new["fields"] or "schema" in new["facets"]:
-        merged["fields"] = new["fields"]
-    for key in ("description", "source_name"):
-        if new[key] is not None:
-            merged[key] = new[key]
-    return _touched(stored, merged, new)
-
-
-def _touched(stored: Row, merged: Row, new: Row) -> Row:
-    """Move updated_at only when something really changed. Rows of one batch folded
-    together have the same time: nothing to compare (their facets are kilobytes)."""
-    if new["updated_at"] == stored["updated_at"]:
-        return merged
-    if any(merged[k] != stored[k] for k in merged if k != "updated_at"):
-        merged["updated_at"] = new["updated_at"]
-    return merged
 
 
 # -- runs -----------------------------------------------------------------------------------
 
 
-def _run_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Row]:
-    rows: dict[uuid.UUID, Row] = {}
+def _run_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, RunRecord]:
+    rows: dict[uuid.UUID, RunRecord] = {}
     for facts in batch:
         for run in facts.runs:
-            _fold(rows, _run_row(run, at(facts)), _merge_run)
+            _fold(rows, _run_row(run, at(facts)), merge_run)
     return rows
 
 
-def _run_row(run: RunFact, now: datetime) -> Row:
+def _run_row(run: RunFact, now: datetime) -> RunRecord:
     active = run.has_events
     return {
         "id": run.run_id,
@@ -440,49 +412,6 @@ def _run_row(run: RunFact, now: datetime) -> Row:
         "created_at": now,
         "updated_at": now,
     }
-
-
-def _merge_run(stored: Row, new: Row) -> Row:
-    """A run accumulates across its events (design §3.1): facets by name, the earliest
-    start, the latest end, and the state of the latest event (a terminal state wins a tie)."""
-    merged = dict(stored)
-    if new["has_events"]:
-        if stored["has_events"] and stored["job_id"] != new["job_id"]:
-            raise Conflict.at(
-                "run.runId", f"run {new['id']} was already reported for a different job"
-            )
-        merged["job_id"] = new["job_id"]
-        merged["has_events"] = True
-        merged["started_at"] = _earliest(stored["started_at"], new["started_at"])
-        merged["ended_at"] = _latest(stored["ended_at"], new["ended_at"])
-        if new["state"] is not None and _later_state(stored, new):
-            merged["state"], merged["state_time"] = new["state"], new["state_time"]
-    merged["facets"] = {**stored["facets"], **new["facets"]}
-    for key in ("parent_run_id", "root_run_id", "nominal_start", "nominal_end"):
-        if new[key] is not None:
-            merged[key] = new[key]
-    merged["has_lineage_facet"] = stored["has_lineage_facet"] or new["has_lineage_facet"]
-    return _touched(stored, merged, new)
-
-
-def _later_state(stored: Row, new: Row) -> bool:
-    if stored["state_time"] is None:
-        return True
-    if new["state_time"] != stored["state_time"]:
-        return bool(new["state_time"] > stored["state_time"])
-    return new["state"] in TERMINAL or stored["state"] not in TERMINAL
-
-
-def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
-    if a is None or b is None:
-        return a or b
-    return a if a <= b else b
-
-
-def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
-    if a is None or b is None:
-        return a or b
-    return a if a >= b else b
 
 
 def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
@@ -550,15 +479,12 @@ def _resolve_declarations(
             conn,
             decl,
             [_edge_row(edge, at(facts)) for edge in facts.edges],
-            _relation_rows(facts.relations).values(),
+            [dict(row) for row in _relation_rows(facts.relations).values()],
         )
         key = (decl.scope, decl.owner.id)
         best = winners.get(key)
-        if (
-            best is None
-            or best.declaration is None
-            or (decl.event_time >= best.declaration.event_time)
-        ):
+        in_force = best.declaration.event_time if best and best.declaration else None
+        if declaration_replaces(in_force, decl.event_time):
             winners[key] = facts
     for (scope, owner), facts in sorted(winners.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         decl = facts.declaration
@@ -567,7 +493,7 @@ def _resolve_declarations(
         stored = conn.execute(
             for_update(conn, sa.select(table.c.declared_at).where(table.c.id == owner))
         ).scalar()
-        if stored is not None and stored > decl.event_time:
+        if not declaration_replaces(stored, decl.event_time):
             continue  # an older declaration arrived late: the newer one stands
         if scope == "job":
             delete_links(conn, "job", owner)
@@ -595,40 +521,28 @@ def _resolve_declarations(
     return edges, relations
 
 
-def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, Row]:
-    rows: dict[uuid.UUID, Row] = {}
+def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, RelationRecord]:
+    rows: dict[uuid.UUID, RelationRecord] = {}
     for rel in relations:
         _fold(
             rows,
-            {
-                "id": rel.id,
-                "dataset_id": rel.dataset.id,
-                "job_id": rel.job.id,
-                "run_id": rel.run_id,
-                "access": rel.access,
-                "component": rel.component,
-                "lifecycles": [rel.lifecycle] if rel.lifecycle else None,
-                "temporary": rel.temporary,
-                "origin": rel.origin,
-                "facets": rel.facets,
-                "event_time": rel.event_time,
-                "version": rel.version,
-            },
-            _merge_relation,
+            RelationRecord(
+                id=rel.id,
+                dataset_id=rel.dataset.id,
+                job_id=rel.job.id,
+                run_id=rel.run_id,
+                access=rel.access,
+                component=rel.component,
+                lifecycles=[rel.lifecycle] if rel.lifecycle else None,
+                temporary=rel.temporary,
+                origin=rel.origin,
+                facets=rel.facets,
+                event_time=rel.event_time,
+                version=rel.version,
+            ),
+            merge_relation,
         )
     return rows
-
-
-def _merge_relation(stored: Row, new: Row) -> Row:
-    merged = dict(stored)
-    merged["facets"] = {**stored["facets"], **new["facets"]}
-    lifecycles = {*(stored["lifecycles"] or ()), *(new["lifecycles"] or ())}
-    merged["lifecycles"] = sorted(lifecycles) or None
-    merged["temporary"] = stored["temporary"] or new["temporary"]
-    merged["origin"] = "io" if "io" in (stored["origin"], new["origin"]) else "edge"
-    merged["event_time"] = _earliest(stored["event_time"], new["event_time"])
-    merged["version"] = new["version"] or stored["version"]
-    return merged
 
 
 def _edge_row(edge: EdgeFact, now: datetime) -> Row:
@@ -671,32 +585,24 @@ def _edge_row(edge: EdgeFact, now: datetime) -> Row:
 # -- versions and operation sets ------------------------------------------------------------
 
 
-def _version_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Row]:
-    rows: dict[uuid.UUID, Row] = {}
+def _version_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, VersionRecord]:
+    rows: dict[uuid.UUID, VersionRecord] = {}
     for facts in batch:
         for version in facts.versions:
             _fold(
                 rows,
-                {
-                    "id": version.id,
-                    "dataset_id": version.dataset.id,
-                    "run_id": version.run_id,
-                    "fields": version.fields or [],
-                    "facets": version.facets,
-                    "lifecycle": version.lifecycle,
-                    "created_at": version.event_time,
-                },
-                _merge_version,
+                VersionRecord(
+                    id=version.id,
+                    dataset_id=version.dataset.id,
+                    run_id=version.run_id,
+                    fields=version.fields or [],
+                    facets=version.facets,
+                    lifecycle=version.lifecycle,
+                    created_at=version.event_time,
+                ),
+                merge_version,
             )
     return rows
-
-
-def _merge_version(stored: Row, new: Row) -> Row:
-    merged = dict(stored)
-    merged["facets"] = {**stored["facets"], **new["facets"]}
-    merged["fields"] = new["fields"] or stored["fields"]
-    merged["lifecycle"] = new["lifecycle"] or stored["lifecycle"]
-    return merged
 
 
 def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
