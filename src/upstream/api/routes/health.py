@@ -57,8 +57,6 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
     """Readiness: the database answers (within 1.5 s), its schema is at the newest
     migration, and the lineage index is loaded, so lineage reads answer at once."""
     store: Store = request.app.state.store
-    if not await _index_loaded(store, READY_WITHIN):
-        return _unavailable("the lineage index is loading")
     check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
         current = await asyncio.wait_for(check, READY_WITHIN)
@@ -70,6 +68,8 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
         return _unavailable("the database does not answer")
     if not current:
         return _unavailable("migrations pending")
+    if not await _index_loaded(store, READY_WITHIN):
+        return _unavailable("the lineage index is loading")
     return {"status": "ready"}
 
 
