@@ -297,9 +297,13 @@ def fresh(db_url: str) -> Iterator[Any]:
         if db_url.startswith("postgresql"):
             truncate_tables(db_url)
         else:
-            with Store(db_url).engine.begin() as conn:
+            emptied = Store(db_url)
+            with emptied.engine.begin() as conn:
                 for table in reversed(t.metadata.sorted_tables):
-                    conn.execute(table.delete())
+                    if table is not t.change_log_head:
+                        conn.execute(table.delete())
+                conn.execute(t.change_log_head.update().values(position=0))
+            emptied.dispose()
         stores.append(Store(db_url))
         return stores[-1]
 
