@@ -258,9 +258,10 @@ def test_column_lineage(marquez: MarquezClient) -> None:
         ("public.delivery_7_days", "order_delivered_on"),
         ("public.delivery_7_days", "order_placed_on"),
     ]
+    # Marquez's orientation: an in-edge goes from the node to its input.
     assert seed["inEdges"] == [
-        {"origin": field + "public.delivery_7_days:order_delivered_on", "destination": seed["id"]},
-        {"origin": field + "public.delivery_7_days:order_placed_on", "destination": seed["id"]},
+        {"origin": seed["id"], "destination": field + "public.delivery_7_days:order_delivered_on"},
+        {"origin": seed["id"], "destination": field + "public.delivery_7_days:order_placed_on"},
     ]
 
     shallow = marquez.get_column_lineage_by_dataset_field(

@@ -35,6 +35,7 @@ GOOD_PATH = {
     "job": "job",
     "source": "walk",
     "tag": "PII",
+    "asset": "jobs",
 }
 GOOD_UUID = "00000000-0000-4000-8000-000000000001"
 #: Text no store can keep, as a client sends it: percent-encoded.
@@ -92,6 +93,8 @@ def good_value(parameter: dict[str, Any]) -> str:
         return GOOD_UUID if schema.get("format") == "uuid" else GOOD_PATH[parameter["name"]]
     if parameter["name"] == "nodeId":
         return "dataset:walk:clean"
+    if "enum" in schema:
+        return str(schema["enum"][0])
     return "raw"
 
 

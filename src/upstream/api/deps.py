@@ -4,6 +4,7 @@ that database work may have filled."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -28,6 +29,12 @@ async def get_group_commit(request: Request) -> GroupCommit:
     return group_commit
 
 
+async def current_time() -> datetime:
+    """Now, for answers relative to it (the dashboard's last day or week); tests override it."""
+    return datetime.now(UTC)
+
+
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]
+NowDep = Annotated[datetime, Depends(current_time)]

@@ -177,6 +177,7 @@ def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:
         sa.select(t.runs.c.job_id),
         sa.select(t.relations.c.job_id),
         sa.select(t.run_operation_sets.c.job_id),
+        sa.select(t.job_tags.c.job_id),
         sa.select(t.lineage_links.c.job_id).where(t.lineage_links.c.job_id.is_not(None)),
         sa.select(lse.c.source_job_id).where(lse.c.source_job_id.is_not(None)),
         sa.select(lse.c.target_job_id).where(lse.c.target_job_id.is_not(None)),

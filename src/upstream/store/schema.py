@@ -524,6 +524,15 @@ dataset_tags = sa.Table(
     sa.Column("tagged_at", Timestamp, nullable=False),
 )
 
+job_tags = sa.Table(
+    "job_tags",
+    metadata,
+    # A tag on a job; like `dataset_tags`, no foreign key to the jobs a rebuild re-creates.
+    sa.Column("job_id", sa.Uuid, primary_key=True),
+    sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
+    sa.Column("tagged_at", Timestamp, nullable=False),
+)
+
 field_tags = sa.Table(
     "field_tags",
     metadata,

@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import WithJsonSchema
 
 from upstream.api.deps import StoreDep
 from upstream.api.json_answer import JsonAnswer
@@ -32,9 +33,21 @@ from upstream.query.marquez.answers import (
     SourcesAnswer,
 )
 from upstream.query.marquez.common import Page
+from upstream.store.engine import Store
 
 router = APIRouter(prefix="/api/v1", tags=["marquez"], route_class=EncodedSegmentsRoute)
 PageDep = Annotated[Page, Depends(page)]
+LastRunStates = Annotated[
+    list[str] | None,
+    Query(
+        alias="lastRunStates",
+        description="Only jobs whose latest run is in one of these states (repeatable); "
+        "jobs without runs are always listed.",
+    ),
+    WithJsonSchema(
+        {"type": "array", "items": {"type": "string", "enum": list(jobs.RUN_STATE_NAMES)}}
+    ),
+]
 
 
 @router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
@@ -119,10 +132,39 @@ def get_dataset_version(
     "/namespaces/{namespace}/jobs", response_model=None, responses={200: {"model": JobsAnswer}}
 )
 def list_jobs(
-    namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+    namespace: str,
+    store: StoreDep,
+    paging: PageDep,
+    states: LastRunStates = None,
+    deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The namespace's jobs, by name."""
-    return read(store, jobs.list_jobs, namespace, paging, include_deleted=deleted)
+    return _jobs(store, namespace, paging, states, deleted)
+
+
+@router.get("/jobs", response_model=None, responses={200: {"model": JobsAnswer}})
+def list_all_jobs(
+    store: StoreDep,
+    paging: PageDep,
+    states: LastRunStates = None,
+    deleted: IncludeDeleted = False,
+) -> JsonAnswer[JobsAnswer]:
+    """The jobs of every namespace, the most recently updated first."""
+    return _jobs(store, None, paging, states, deleted)
+
+
+def _jobs(
+    store: Store, namespace: str | None, paging: Page, states: list[str] | None, deleted: bool
+) -> JsonAnswer[JobsAnswer]:
+    last_run_states = jobs.run_states(states or ())
+    return read(
+        store,
+        jobs.list_jobs,
+        namespace,
+        paging,
+        last_run_states=last_run_states,
+        include_deleted=deleted,
+    )
 
 
 @router.get(

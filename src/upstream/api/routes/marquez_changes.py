@@ -79,6 +79,18 @@ def untag_dataset(namespace: str, dataset: str, tag: str, store: StoreDep) -> Do
     return change(store, curation.untag_dataset, namespace, dataset, tag)
 
 
+@router.post("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
+def tag_job(namespace: str, job: str, tag: str, store: StoreDep) -> Doc:
+    """Tag a job (the tag is created if it does not exist)."""
+    return change(store, curation.tag_job, namespace, job, tag)
+
+
+@router.delete("/namespaces/{namespace}/jobs/{job}/tags/{tag}")
+def untag_job(namespace: str, job: str, tag: str, store: StoreDep) -> Doc:
+    """Take a tag off a job."""
+    return change(store, curation.untag_job, namespace, job, tag)
+
+
 @router.post("/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}")
 def tag_field(namespace: str, dataset: str, field: str, tag: str, store: StoreDep) -> Doc:
     """Tag one field of a dataset (the tag is created if it does not exist)."""

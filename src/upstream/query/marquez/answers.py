@@ -62,6 +62,9 @@ class DatasetAnswer(TypedDict):
     description: str | None
     facets: dict[str, Any]
     currentVersion: str | None
+    #: Only on the dataset endpoints (not in lineage graphs): what each field was made from,
+    #: `null` when no field edge leads into the dataset.
+    columnLineage: NotRequired[list[FieldColumnLineage] | None]
     deleted: bool
 
 
@@ -168,6 +171,16 @@ class InputField(TypedDict):
     transformationType: str | None
     transformations: list[dict[str, Any]]
     origins: list[str]
+
+
+class FieldColumnLineage(TypedDict):
+    """One field of a dataset and the fields it was made from (`Dataset.columnLineage`);
+    the transformation keys repeat the first input's, as Marquez fills them."""
+
+    name: str
+    inputFields: list[InputField]
+    transformationDescription: str | None
+    transformationType: str | None
 
 
 class ColumnData(TypedDict):
@@ -308,3 +321,30 @@ class GraphNode(TypedDict):
 class MarquezGraphAnswer(TypedDict):
     graph: list[GraphNode]
     truncated: bool
+
+
+class LineageEventCounts(TypedDict):
+    """The run events of one interval of the dashboard's chart, by type."""
+
+    startInterval: str
+    endInterval: str
+    fail: int
+    start: int
+    complete: int
+    abort: int
+
+
+class IntervalCount(TypedDict):
+    """How many jobs, datasets or sources existed at the end of one interval."""
+
+    startInterval: str
+    endInterval: str
+    count: int
+
+
+class OpenSearchAnswer(TypedDict):
+    """Marquez's `/api/v2beta/search` answer: the hits, and per hit the matched text of each
+    field that matched, marked `<em>…</em>`."""
+
+    hits: list[dict[str, Any]]
+    highlights: list[dict[str, list[str]]]

@@ -8,17 +8,21 @@ disappears there; here every stored edge counts, and such a field simply has no 
 
 The walk goes upstream from the seed's fields, `depth` edges deep, and downstream too when
 `withDownstream` is true. A dataset seed starts from all its fields (schema and edges); a job
-seed from the fields of every dataset it wrote. Edges point the way data flows: `origin` is the
-source field in both `inEdges` and `outEdges` (Marquez writes `inEdges` the other way round).
+seed from the fields of every dataset it wrote. Edges are oriented as Marquez writes them,
+which its web UI relies on: an `outEdges` entry goes from the node to a field made from it, an
+`inEdges` entry from the node to one of its inputs (`{origin: node, destination: input}`).
+
+A Marquez `Dataset` answer lists the same inputs per field (`columnLineage`,
+`dataset_column_lineage`): what each of its fields was made from, one level up.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -30,7 +34,12 @@ from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
 from upstream.query.keyed_rows import KeyedRows
-from upstream.query.marquez.answers import ColumnLineageAnswer, ColumnNode
+from upstream.query.marquez.answers import (
+    ColumnLineageAnswer,
+    ColumnNode,
+    FieldColumnLineage,
+    InputField,
+)
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
@@ -187,51 +196,62 @@ class _FieldEdgeReads:
         return self._anchor(edge)[0]
 
     def _read(self, datasets: set[uuid.UUID]) -> list[FieldEdge]:
-        e = edges_as_of(self.window)
-        near = "target" if self.direction == "upstream" else "source"
-        found: list[FieldEdge] = []
-        for matches in id_filters(self.conn, e.c[f"{near}_dataset_id"], datasets):
-            query = sa.select(
-                e.c.source_dataset_id,
-                e.c.source_field,
-                e.c.target_dataset_id,
-                e.c.target_field,
-                e.c.transformations,
-                e.c.origin,
-            ).where(
-                matches,
-                e.c.source_type == "dataset",
-                e.c.target_type == "dataset",
-                e.c.source_field.is_not(None),
-                e.c.target_field.is_not(None),
-                not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
-                run_in_window(e.c.run_id, self.window),
-            )
-            for row in self.conn.execute(query):
-                source = (row.source_dataset_id, row.source_field)
-                target = (row.target_dataset_id, row.target_field)
-                found.append((source, target, list(row.transformations or []), row.origin))
-        return found
+        near: Literal["source", "target"] = "target" if self.direction == "upstream" else "source"
+        return field_edges_at(self.conn, datasets, near, self.window)
 
 
-def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:
-    datasets: dict[uuid.UUID, Any] = {}
-    for matches in id_filters(conn, t.datasets.c.id, {d for d, _ in nodes}):
+def field_edges_at(
+    conn: Connection,
+    datasets: set[uuid.UUID],
+    end: Literal["source", "target"],
+    window: Window | None,
+) -> list[FieldEdge]:
+    """The field -> field edges whose `end` is a field of `datasets`, from every origin and
+    run (of `window` only, when given), between datasets that are not deleted."""
+    e = edges_as_of(window)
+    found: list[FieldEdge] = []
+    for matches in id_filters(conn, e.c[f"{end}_dataset_id"], datasets):
         query = sa.select(
-            t.datasets.c.id, t.datasets.c.namespace, t.datasets.c.name, t.datasets.c.fields
+            e.c.source_dataset_id,
+            e.c.source_field,
+            e.c.target_dataset_id,
+            e.c.target_field,
+            e.c.transformations,
+            e.c.origin,
+        ).where(
+            matches,
+            e.c.source_type == "dataset",
+            e.c.target_type == "dataset",
+            e.c.source_field.is_not(None),
+            e.c.target_field.is_not(None),
+            not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
+            run_in_window(e.c.run_id, window),
         )
-        datasets.update({row.id: row for row in conn.execute(query.where(matches))})
+        for row in conn.execute(query):
+            source = (row.source_dataset_id, row.source_field)
+            target = (row.target_dataset_id, row.target_field)
+            found.append((source, target, list(row.transformations or []), row.origin))
+    return found
 
-    def node_id(key: FieldKey) -> str:
-        row = datasets[key[0]]
-        return field_node_id(row.namespace, row.name, key[1])
 
-    inputs: dict[FieldKey, list[Json]] = defaultdict(list)
-    incoming: dict[FieldKey, list[Json]] = defaultdict(list)
-    outgoing: dict[FieldKey, list[Json]] = defaultdict(list)
-    for (source, target), transformations in sorted(found.transformations.items(), key=str):
-        if source not in nodes or target not in nodes:
-            continue
+def _dataset_names(conn: Connection, datasets: set[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    """Namespace, name and schema fields of each of `datasets`."""
+    found: dict[uuid.UUID, Any] = {}
+    d = t.datasets
+    for matches in id_filters(conn, d.c.id, datasets):
+        query = sa.select(d.c.id, d.c.namespace, d.c.name, d.c.fields).where(matches)
+        found.update({row.id: row for row in conn.execute(query)})
+    return found
+
+
+def _input_fields(
+    found: _FieldEdges, datasets: dict[uuid.UUID, Any], edges: Iterable[tuple[FieldKey, FieldKey]]
+) -> dict[FieldKey, list[InputField]]:
+    """Per target field: its input fields in Marquez's shape, by namespace, dataset, field;
+    `transformationType`/`transformationDescription` are the edge's first transformation."""
+    inputs: dict[FieldKey, list[InputField]] = defaultdict(list)
+    for source, target in edges:
+        transformations = found.transformations[(source, target)]
         first = transformations[0] if transformations else {}
         row = datasets[source[0]]
         inputs[target].append(
@@ -246,15 +266,62 @@ def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[
                 "origins": sorted(found.origins[(source, target)]),
             }
         )
-        edge = {"origin": node_id(source), "destination": node_id(target)}
-        incoming[target].append(edge)
-        outgoing[source].append(edge)
+    for listed in inputs.values():
+        listed.sort(key=lambda i: (i["namespace"], i["dataset"], i["field"]))
+    return inputs
+
+
+def dataset_column_lineage(
+    conn: Connection, dataset_ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, list[FieldColumnLineage]]:
+    """Marquez's `columnLineage` of each dataset that has any: per field made from others
+    (by name), its input fields; `transformationType`/`transformationDescription` are its
+    first input's, as Marquez fills those deprecated keys."""
+    found = _FieldEdges()
+    for source, target, transformations, origin in field_edges_at(
+        conn, set(dataset_ids), "target", None
+    ):
+        found.add(source, target, transformations, origin)
+    datasets = _dataset_names(conn, {d for edge in found.transformations for d, _ in edge})
+    inputs = _input_fields(found, datasets, found.transformations)
+    result: dict[uuid.UUID, list[FieldColumnLineage]] = defaultdict(list)
+    for (dataset, name), listed in sorted(inputs.items(), key=lambda item: item[0][1]):
+        result[dataset].append(
+            {
+                "name": name,
+                "inputFields": listed,
+                "transformationDescription": listed[0]["transformationDescription"],
+                "transformationType": listed[0]["transformationType"],
+            }
+        )
+    return result
+
+
+def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[Json]:
+    datasets = _dataset_names(conn, {d for d, _ in nodes})
+
+    def node_id(key: FieldKey) -> str:
+        row = datasets[key[0]]
+        return field_node_id(row.namespace, row.name, key[1])
+
+    within = [
+        (source, target)
+        for source, target in found.transformations
+        if source in nodes and target in nodes
+    ]
+    inputs = _input_fields(found, datasets, within)
+    incoming: dict[FieldKey, list[Json]] = defaultdict(list)
+    outgoing: dict[FieldKey, list[Json]] = defaultdict(list)
+    for source, target in within:
+        # Marquez's orientation: each edge starts at the node that lists it.
+        incoming[target].append({"origin": node_id(target), "destination": node_id(source)})
+        outgoing[source].append({"origin": node_id(source), "destination": node_id(target)})
     graph: list[Json] = []
     for key in nodes:
         row = datasets[key[0]]
         types = {f.get("name"): f.get("type") for f in row.fields or []}
-        field_inputs = sorted(inputs[key], key=lambda i: (i["namespace"], i["dataset"], i["field"]))
-        first = field_inputs[0] if field_inputs else {}
+        field_inputs = inputs.get(key, [])
+        first: InputField | dict[str, Any] = field_inputs[0] if field_inputs else {}
         graph.append(
             {
                 "id": node_id(key),
@@ -269,8 +336,8 @@ def _render(conn: Connection, nodes: set[FieldKey], found: _FieldEdges) -> list[
                     "transformationType": first.get("transformationType"),
                     "inputFields": field_inputs,
                 },
-                "inEdges": sorted(incoming[key], key=lambda x: (x["origin"], x["destination"])),
-                "outEdges": sorted(outgoing[key], key=lambda x: (x["origin"], x["destination"])),
+                "inEdges": sorted(incoming[key], key=lambda x: x["destination"]),
+                "outEdges": sorted(outgoing[key], key=lambda x: x["destination"]),
             }
         )
     return sorted(graph, key=lambda n: str(n["id"]))

@@ -1,9 +1,10 @@
-"""Changes people make through the Marquez API: deleting entities and tagging datasets.
+"""Changes people make through the Marquez API: deleting entities, tagging datasets and jobs.
 
 Every change answers with the changed entity's document, read in the same transaction, as
 Marquez does. Deletion is soft (`upstream.store.deletion`): the entity leaves lists, search
-and lineage answers until an event names it again. Tagging a dataset or a field with a tag
-that does not exist yet creates the tag, as Marquez does; `PUT /tags/{tag}` creates or
+and lineage answers until an event names it again. Tagging a dataset, a field or a job with a
+tag that does not exist yet creates the tag, as Marquez does; taking off a tag the entity
+lacks changes nothing and still answers the entity; `PUT /tags/{tag}` creates or
 describes one. Tag names are kept as given: Marquez upper-cases the names of field tags only,
 which makes `pii` on a dataset and on a field two tags; Upstream keeps one name for both.
 """
@@ -105,6 +106,24 @@ def untag_dataset(conn: Connection, namespace: str, dataset: str, tag: str, now:
     removed = sa.delete(d).where(d.c.dataset_id == dataset_id, d.c.tag == tag)
     _tags_changed(conn, removed.returning(d.c.dataset_id))
     return dataset_docs(conn, [dataset_id])[dataset_id]
+
+
+def tag_job(conn: Connection, namespace: str, job: str, tag: str, now: datetime) -> Json:
+    """`POST …/jobs/{job}/tags/{tag}`: put `tag` on a job."""
+    tag = checked_tag(tag)
+    job_id = require_job(conn, namespace, job)
+    _ensure_tag(conn, tag, now)
+    row = {"job_id": job_id, "tag": tag, "tagged_at": now}
+    conn.execute(insert_ignoring_conflicts(conn, t.job_tags, "job_id", "tag"), [row])
+    return job_docs(conn, [job_id])[job_id]
+
+
+def untag_job(conn: Connection, namespace: str, job: str, tag: str, now: datetime) -> Json:
+    """`DELETE …/jobs/{job}/tags/{tag}`: take `tag` off a job."""
+    job_id = require_job(conn, namespace, job)
+    j = t.job_tags
+    conn.execute(sa.delete(j).where(j.c.job_id == job_id, j.c.tag == tag))
+    return job_docs(conn, [job_id])[job_id]
 
 
 def tag_field(

@@ -3,6 +3,10 @@
 A job's `inputs` and `outputs` are cumulative: every dataset any run of it (or its declaration)
 read or wrote, not only the latest version's, so a job whose runs wrote different outputs shows
 all of them. `parentJobName` is the job of the latest run's parent run (its workflow).
+
+Lists filter by the state of each job's latest run (`lastRunStates`, as Marquez's web UI asks
+for the jobs that failed last); a job without runs is always listed, as in Marquez, and
+`totalCount` counts the jobs the filter keeps, so that pages add up.
 """
 
 from __future__ import annotations
@@ -10,12 +14,12 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Collection
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.errors import NotFound
+from upstream.model.errors import InvalidParameter, NotFound
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.answers import (
     JobAnswer,
@@ -31,13 +35,28 @@ from upstream.query.marquez.common import (
     require_namespace,
     total,
 )
-from upstream.query.marquez.runs import run_docs, run_io, runs_newest_first
+from upstream.query.marquez.runs import RUN_STATES, run_docs, run_io, runs_newest_first
+from upstream.query.marquez.tags import job_tags_of
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
 LATEST_RUNS = 10
+
+#: The states a run can be in, as Marquez names them (`NEW`: known only as a parent).
+RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED", "OTHER"]
+RUN_STATE_NAMES: tuple[RunState, ...] = get_args(RunState)
+
+
+def run_states(values: Collection[str]) -> tuple[RunState, ...]:
+    """`lastRunStates` as given; a value that is no run state is refused naming the parameter."""
+    for value in values:
+        if value not in RUN_STATE_NAMES:
+            raise InvalidParameter.at(
+                "lastRunStates", f"{value!r} is none of {', '.join(RUN_STATE_NAMES)}"
+            )
+    return tuple(cast(RunState, value) for value in values)
 
 
 def job_docs(
@@ -53,6 +72,7 @@ def job_docs(
     latest = _latest_runs(conn, ids, recent_runs)
     runs = run_docs(conn, [r for runs in latest.values() for r in runs])
     parents = _parent_jobs(conn, [runs_[0] for runs_ in latest.values() if runs_])
+    tags = job_tags_of(conn, ids)
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
         recent = [runs[r] for r in latest.get(row["id"], []) if r in runs]
@@ -78,7 +98,7 @@ def job_docs(
             "facets": row["facets"] or {},
             "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
             "labels": [],
-            "tags": [],
+            "tags": tags.get(row["id"], []),
             "deleted": row["deleted"],
         }
     return docs
@@ -121,20 +141,9 @@ def _latest_runs(
     conn: Connection, job_ids: list[uuid.UUID], count: int
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
     """The newest `count` runs of each job, newest first."""
-    moment = sa.func.coalesce(t.runs.c.started_at, t.runs.c.created_at)
     result: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
     for matches in id_filters(conn, t.runs.c.job_id, job_ids):
-        ranked = (
-            sa.select(
-                t.runs.c.id,
-                t.runs.c.job_id,
-                sa.func.row_number()
-                .over(partition_by=t.runs.c.job_id, order_by=(moment.desc(), t.runs.c.id.desc()))
-                .label("position"),
-            )
-            .where(matches)
-            .subquery()
-        )
+        ranked = ranked_runs().where(matches).subquery()
         query = (
             sa.select(ranked.c.id, ranked.c.job_id)
             .where(ranked.c.position <= count)
@@ -143,6 +152,29 @@ def _latest_runs(
         for row in conn.execute(query):
             result[row.job_id].append(row.id)
     return result
+
+
+def ranked_runs() -> sa.Select[Any]:
+    """Runs with their `position` among their job's runs, newest (started, else received)
+    first: position 1 is the job's latest run."""
+    r = t.runs
+    moment = sa.func.coalesce(r.c.started_at, r.c.created_at)
+    position = sa.func.row_number().over(
+        partition_by=r.c.job_id, order_by=(moment.desc(), r.c.id.desc())
+    )
+    return sa.select(r.c.id, r.c.job_id, r.c.state, position.label("position"))
+
+
+def _latest_run_in(states: Collection[RunState]) -> sa.ColumnElement[bool]:
+    """Jobs whose latest run is in one of `states`, and jobs without runs."""
+    ranked = ranked_runs().subquery()
+    stored = [kind for kind, state in RUN_STATES.items() if state in states]
+    in_states = [ranked.c.state.in_(stored)] if stored else []
+    if "NEW" in states:
+        in_states.append(ranked.c.state.is_(None))
+    latest = sa.select(ranked.c.job_id).where(ranked.c.position == 1)
+    kept = latest.where(sa.or_(*in_states)) if in_states else latest.where(sa.false())
+    return sa.or_(t.jobs.c.id.not_in(latest), t.jobs.c.id.in_(kept))
 
 
 def _parent_jobs(
@@ -163,14 +195,26 @@ def _parent_jobs(
 
 
 def list_jobs(
-    conn: Connection, namespace: str, page: Page, *, include_deleted: bool = False
+    conn: Connection,
+    namespace: str | None,
+    page: Page,
+    *,
+    last_run_states: Collection[RunState] = (),
+    include_deleted: bool = False,
 ) -> JobsAnswer:
-    """`GET /namespaces/{ns}/jobs`, by name; deleted ones only when asked for."""
-    require_namespace(conn, namespace, include_deleted=include_deleted)
-    query = sa.select(t.jobs.c.id).where(
-        t.jobs.c.namespace_id == namespace_id(namespace), visible(t.jobs, include_deleted)
-    )
-    ids = list(conn.execute(page.apply(query.order_by(t.jobs.c.name, t.jobs.c.id))).scalars())
+    """`GET /namespaces/{ns}/jobs`, by name, or `GET /jobs` (every namespace), the most
+    recently updated first as Marquez lists them; deleted ones only when asked for."""
+    query = sa.select(t.jobs.c.id).where(visible(t.jobs, include_deleted))
+    order: tuple[Any, ...]
+    if namespace is None:
+        order = (t.jobs.c.updated_at.desc(), t.jobs.c.namespace, t.jobs.c.name)
+    else:
+        require_namespace(conn, namespace, include_deleted=include_deleted)
+        query = query.where(t.jobs.c.namespace_id == namespace_id(namespace))
+        order = (t.jobs.c.name, t.jobs.c.id)
+    if last_run_states:
+        query = query.where(_latest_run_in(last_run_states))
+    ids = list(conn.execute(page.apply(query.order_by(*order))).scalars())
     docs = job_docs(conn, ids)
     return {"jobs": [cast(JobAnswer, docs[i]) for i in ids], "totalCount": total(conn, query)}
 

@@ -1,4 +1,6 @@
-"""`GET /api/v1/search`: datasets and jobs whose name contains the query.
+"""`GET /api/v1/search`: datasets and jobs whose name contains the query; and the same
+search in the shape of Marquez's `/api/v2beta/search/jobs|datasets`, which Marquez answers
+from OpenSearch (hits with their latest run, and the matched text marked in `highlights`).
 
 Matching is a case-insensitive substring match in which `%` and `_` are ordinary characters
 (dataset names such as `sales_2024%` are common); Marquez treats them as SQL wildcards.
@@ -6,15 +8,19 @@ Matching is a case-insensitive substring match in which `%` and `_` are ordinary
 
 from __future__ import annotations
 
+import re
+import uuid
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.identity import namespace_id
+from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
-from upstream.query.marquez.answers import SearchAnswer, SearchResult
-from upstream.query.marquez.common import iso, total
+from upstream.query.marquez.answers import OpenSearchAnswer, SearchAnswer, SearchResult
+from upstream.query.marquez.common import Json, iso, total
+from upstream.query.marquez.jobs import ranked_runs
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 
@@ -76,3 +82,105 @@ def _matching(table: sa.Table, q: str, namespace: str | None) -> sa.Select[Any]:
 def _order(table: sa.Table, sort: SearchSort) -> list[Any]:
     by_name = [table.c.name, table.c.namespace]
     return by_name if sort == "NAME" else [table.c.updated_at.desc(), *by_name]
+
+
+#: How many hits a `/api/v2beta/search` answer holds (OpenSearch's default page, which
+#: Marquez does not change).
+HITS = 10
+
+
+def search_jobs_hits(conn: Connection, q: str) -> OpenSearchAnswer:
+    """`GET /api/v2beta/search/jobs`: the jobs whose name contains `q`, by name, each with
+    its latest run (`run_id`, `eventType`: the type of the run's latest event, `runFacets`)."""
+    names = _hit_names(conn, t.jobs, q)
+    ids = [JobRef(*name).id for name in names]
+    r = t.runs
+    ranked = ranked_runs().where(r.c.job_id.in_(ids)).subquery()
+    latest = (
+        sa.select(ranked.c.job_id, r.c.id, r.c.state, r.c.facets)
+        .join(r, r.c.id == ranked.c.id)
+        .where(ranked.c.position == 1)
+    )
+    runs = {row.job_id: row for row in conn.execute(latest)}
+
+    def hit(job: Any) -> Json:
+        run = runs.get(job.id)
+        streaming = (job.processing_type or "").upper() == "STREAMING"
+        return {
+            "run_id": str(run.id) if run else None,
+            "name": job.name,
+            "namespace": job.namespace,
+            "eventType": run.state if run else None,
+            "type": "STREAM" if streaming else "BATCH",
+            "facets": job.facets or {},
+            "runFacets": run.facets if run else {},
+        }
+
+    return _answer(conn, t.jobs, ids, names, q, hit, t.jobs.c.processing_type)
+
+
+def search_datasets_hits(conn: Connection, q: str) -> OpenSearchAnswer:
+    """`GET /api/v2beta/search/datasets`: the datasets whose name contains `q`, by name, each
+    with the latest run that read or wrote it (`run_id`, `eventType`)."""
+    names = _hit_names(conn, t.datasets, q)
+    ids = [DatasetRef(*name).id for name in names]
+    rel, r = t.relations, t.runs
+    position = sa.func.row_number().over(
+        partition_by=rel.c.dataset_id, order_by=(rel.c.event_time.desc(), rel.c.run_id.desc())
+    )
+    ranked = (
+        sa.select(rel.c.dataset_id, rel.c.run_id, position.label("position"))
+        .where(rel.c.dataset_id.in_(ids), rel.c.run_id.is_not(None))
+        .subquery()
+    )
+    latest = (
+        sa.select(ranked.c.dataset_id, ranked.c.run_id, r.c.state)
+        .join(r, r.c.id == ranked.c.run_id)
+        .where(ranked.c.position == 1)
+    )
+    runs = {row.dataset_id: row for row in conn.execute(latest)}
+
+    def hit(dataset: Any) -> Json:
+        run = runs.get(dataset.id)
+        return {
+            "run_id": str(run.run_id) if run else None,
+            "name": dataset.name,
+            "namespace": dataset.namespace,
+            "eventType": run.state if run else None,
+            "facets": dataset.facets or {},
+        }
+
+    return _answer(conn, t.datasets, ids, names, q, hit)
+
+
+def _answer(
+    conn: Connection,
+    table: sa.Table,
+    ids: list[uuid.UUID],
+    names: list[tuple[str, str]],
+    q: str,
+    hit: Callable[[Any], Json],
+    *columns: Any,
+) -> OpenSearchAnswer:
+    """The hits for `names` (with ids `ids`) in their order, each rendered by `hit` from its
+    row of `table` (id, namespace, name, facets and `columns`), with their highlights."""
+    c = table.c
+    query = sa.select(c.id, c.namespace, c.name, c.facets, *columns).where(c.id.in_(ids))
+    rows = {(row.namespace, row.name): row for row in conn.execute(query)}
+    return {
+        "hits": [hit(rows[name]) for name in names],
+        "highlights": [_highlight(name, q) for _, name in names],
+    }
+
+
+def _hit_names(conn: Connection, table: sa.Table, q: str) -> list[tuple[str, str]]:
+    """(namespace, name) of the first `HITS` visible entities of `table` matching `q`."""
+    query = _matching(table, q, None).where(visible(table))
+    ordered = query.order_by(*_order(table, "NAME")).limit(HITS)
+    return [(row.namespace, row.name) for row in conn.execute(ordered)]
+
+
+def _highlight(name: str, q: str) -> dict[str, list[str]]:
+    """Where `q` occurs in `name` (any case), marked `<em>…</em>` as OpenSearch marks it."""
+    marked = re.sub(re.escape(q), lambda m: f"<em>{m.group(0)}</em>", name, flags=re.IGNORECASE)
+    return {"name": [marked]}

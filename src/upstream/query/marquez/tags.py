@@ -1,4 +1,5 @@
-"""Reading tags: the tag list and the tags of datasets and their fields, in Marquez's shapes."""
+"""Reading tags: the tag list and the tags of datasets, their fields and jobs, in Marquez's
+shapes."""
 
 from __future__ import annotations
 
@@ -36,6 +37,16 @@ def tags_of(conn: Connection, dataset_ids: Collection[uuid.UUID]) -> dict[uuid.U
         fields = sa.select(f.c.dataset_id, f.c.field, f.c.tag).where(matches).order_by(f.c.tag)
         for on_field in conn.execute(fields):
             found[on_field.dataset_id].fields[on_field.field].append(on_field.tag)
+    return found
+
+
+def job_tags_of(conn: Connection, job_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    """The tags of each of `job_ids`, by name (one statement per id chunk)."""
+    found: dict[uuid.UUID, list[str]] = defaultdict(list)
+    j = t.job_tags
+    for matches in id_filters(conn, j.c.job_id, job_ids):
+        for row in conn.execute(sa.select(j.c.job_id, j.c.tag).where(matches).order_by(j.c.tag)):
+            found[row.job_id].append(row.tag)
     return found
 
 

@@ -1,0 +1,185 @@
+"""`GET /api/v1/stats/...`: the counts behind the charts of Marquez's dashboard.
+
+A `DAY` answer has 24 hourly intervals, the last one the current hour; a `WEEK` answer has 7
+daily intervals, the last one today. Hours and days are those of the asked time zone (a day
+with a daylight-saving change is 23 or 25 hours long) and each interval is sent as the UTC
+instants it starts and ends at, so a browser shows it in its own zone. Marquez requires the
+time zone for `WEEK`, and so does Upstream; for `DAY` it defaults to UTC.
+
+- `lineage-events`: the run events of each interval by `eventType` (`START`, `COMPLETE`,
+  `FAIL`, `ABORT`; `RUNNING`, `OTHER`, dataset and job events are not charted), by the time
+  the events give.
+- `jobs`, `datasets`, `sources`: how many existed at the end of each interval, cumulative as
+  in Marquez. An entity counts from the time of the first event that named it (a job from its
+  earliest run, a dataset from the earliest run that read or wrote it, else their
+  declaration), so a history imported from Marquez charts as it happened, not as the import
+  ran. A source (a `dataSource` facet's name, else the namespace) counts from its first
+  dataset. Deleted entities are not counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.model.errors import InvalidParameter
+from upstream.query.marquez.answers import IntervalCount, LineageEventCounts
+from upstream.store import schema as t
+from upstream.store.deletion import visible
+
+Period = Literal["DAY", "WEEK"]
+Asset = Literal["jobs", "datasets", "sources"]
+
+#: The run event types the dashboard charts.
+CHARTED = ("FAIL", "START", "COMPLETE", "ABORT")
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: datetime
+    end: datetime
+
+
+def intervals(period: Period, zone_name: str | None, now: datetime) -> list[Interval]:
+    """The intervals of `period` up to the one holding `now`, oldest first, in the time zone
+    named `zone_name` (an IANA name such as `Europe/Berlin`)."""
+    zone = _zone(period, zone_name)
+    local = now.astimezone(zone)
+    if period == "DAY":
+        # Truncated in the zone (a zone may be 30 minutes off UTC), counted in UTC so that a
+        # daylight-saving change neither repeats nor skips an hour.
+        hour = local.replace(minute=0, second=0, microsecond=0).astimezone(UTC)
+        starts = [hour - timedelta(hours=back) for back in range(23, -1, -1)]
+        return [Interval(start, start + timedelta(hours=1)) for start in starts]
+    days = [local.date() - timedelta(days=back) for back in range(6, -1, -1)]
+
+    def midnight(day: Any) -> datetime:
+        return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
+
+    return [Interval(midnight(day), midnight(day + timedelta(days=1))) for day in days]
+
+
+def _zone(period: Period, name: str | None) -> ZoneInfo:
+    if name is None or not name.strip():
+        if period == "WEEK":
+            raise InvalidParameter.at("timezone", "is required for period WEEK")
+        return ZoneInfo("UTC")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidParameter.at(
+            "timezone", f"{name!r} is no known time zone (e.g. Europe/Berlin, UTC)"
+        ) from None
+
+
+def _interval_of(moment: sa.ColumnElement[Any], spans: list[Interval]) -> sa.Case[Any]:
+    """The index of the interval `moment` falls in; -1 before the first, NULL after the last."""
+    return sa.case(
+        (moment < spans[0].start, -1),
+        *((moment < span.end, index) for index, span in enumerate(spans)),
+        else_=None,
+    )
+
+
+def lineage_event_counts(
+    conn: Connection, period: Period, zone_name: str | None, now: datetime
+) -> list[LineageEventCounts]:
+    """`GET /stats/lineage-events`: per interval, the run events of each charted type."""
+    spans = intervals(period, zone_name, now)
+    e = t.events
+    placed = (
+        sa.select(_interval_of(e.c.event_time, spans).label("interval"), e.c.event_kind)
+        .where(
+            e.c.event_time >= spans[0].start,
+            e.c.event_time < spans[-1].end,
+            e.c.event_kind.in_(CHARTED),
+        )
+        .subquery()
+    )
+    query = sa.select(placed.c.interval, placed.c.event_kind, sa.func.count()).group_by(
+        placed.c.interval, placed.c.event_kind
+    )
+    counts: Counter[tuple[int, str]] = Counter(
+        {(row[0], row[1]): int(row[2]) for row in conn.execute(query)}
+    )
+    return [
+        {
+            "startInterval": _instant(span.start),
+            "endInterval": _instant(span.end),
+            "fail": counts[index, "FAIL"],
+            "start": counts[index, "START"],
+            "complete": counts[index, "COMPLETE"],
+            "abort": counts[index, "ABORT"],
+        }
+        for index, span in enumerate(spans)
+    ]
+
+
+def _instant(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def asset_counts(
+    conn: Connection, asset: Asset, period: Period, zone_name: str | None, now: datetime
+) -> list[IntervalCount]:
+    """`GET /stats/{jobs|datasets|sources}`: how many existed at the end of each interval."""
+    spans = intervals(period, zone_name, now)
+    first = _first_seen(asset)
+    placed = sa.select(_interval_of(first.c.first_seen, spans).label("interval")).subquery()
+    query = sa.select(placed.c.interval, sa.func.count()).group_by(placed.c.interval)
+    counts: Counter[int] = Counter(
+        {row[0]: int(row[1]) for row in conn.execute(query) if row[0] is not None}
+    )
+    existing = counts[-1]
+    answer: list[IntervalCount] = []
+    for index, span in enumerate(spans):
+        existing += counts[index]
+        answer.append(
+            {
+                "startInterval": _instant(span.start),
+                "endInterval": _instant(span.end),
+                "count": existing,
+            }
+        )
+    return answer
+
+
+def _seen(
+    entities: sa.Table, owner: sa.Column[Any], moment: sa.Column[Any], *columns: Any
+) -> sa.Select[Any]:
+    """The visible rows of `entities` (jobs or datasets) with `first_seen`: the earliest
+    `moment` of the rows whose `owner` they are (runs, relations), else their declaration,
+    else when they were stored; and `columns`."""
+    earliest = (
+        sa.select(owner.label("owner"), sa.func.min(moment).label("at")).group_by(owner).subquery()
+    )
+    e = entities.c
+    seen = sa.func.coalesce(earliest.c.at, e.declared_at, e.created_at)
+    return (
+        sa.select(seen.label("first_seen"), *columns)
+        .select_from(entities.outerjoin(earliest, earliest.c.owner == e.id))
+        .where(visible(entities))
+    )
+
+
+def _first_seen(asset: Asset) -> sa.Subquery:
+    """One row per visible entity of `asset`, with the time it was first seen (`first_seen`)."""
+    if asset == "jobs":
+        return _seen(t.jobs, t.runs.c.job_id, t.runs.c.started_at).subquery()
+    d, r = t.datasets, t.relations
+    source = sa.func.coalesce(d.c.source_name, d.c.namespace).label("source")
+    datasets = _seen(d, r.c.dataset_id, r.c.event_time, source)
+    if asset == "datasets":
+        return datasets.subquery()
+    per_dataset = datasets.subquery()
+    return (
+        sa.select(sa.func.min(per_dataset.c.first_seen).label("first_seen"))
+        .group_by(per_dataset.c.source)
+        .subquery()
+    )
