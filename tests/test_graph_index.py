@@ -54,7 +54,8 @@ def _when(hour: int) -> datetime:
 def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
     """One run's events: START and COMPLETE, with inputs, outputs and maybe job-end entries."""
     job = (NS, draw(st.sampled_from(JOBS)))
-    run_id = str(uuid.UUID(int=draw(st.integers(1, 2**64))))
+    # A run belongs to one job: its id is made from the job's name and a number.
+    run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job[1]}/{draw(st.integers(1, 2**64))}"))
     start = draw(st.integers(0, 40))
     inputs = draw(st.lists(st.sampled_from(DATASETS), max_size=2, unique=True))
     outputs = draw(st.lists(st.sampled_from(DATASETS), max_size=2, unique=True))
