@@ -1,11 +1,11 @@
 """Dataset lineage, CDAP style (design §4.1, §4.2): the service behind
 `GET /v3/namespaces/{ns}/datasets/{ds}/lineage`, the CLI's `lineage` and the web UI's graph.
 
-Without a rollup the walk is one statement (`upstream.store.walk_relations`): every relation
-it shows comes back with its level. A rollup walks level by level
-(`upstream.query.rolled_up_walk`). Either way the caps are applied here, the same way, and
-`upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each
-direction follows.
+Without a rollup the walk runs on the process's graph index
+(`upstream.query.graph_index.dataset_walk`): every relation it shows comes back with its
+level. A rollup walks level by level (`upstream.query.rolled_up_walk`). Either way the caps
+are applied here, the same way, and `upstream.query.lineage_render` writes the answer;
+docs/dataset-lineage.md says what each direction follows.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections import defaultdict
 from sqlalchemy.engine import Connection
 
 from upstream.query.answers import LineageAnswer
+from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.index import graph_of
 from upstream.query.history_hint import latest_run_outside
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, render
 from upstream.query.lookup import existing_dataset
 from upstream.query.rolled_up_walk import RolledUp, RolledUpWalk
-from upstream.store.walk_relations import ShownRelation, walk_relations
 
 #: A node of an answer: ("dataset" | "program", id as text).
 _Node = tuple[str, str]
@@ -49,7 +50,13 @@ def dataset_lineage(
     seed = existing_dataset(conn, namespace, name).id
     rolled_up: RolledUp | None = None
     if params.rollup is None:
-        found = walk_relations(conn, seed, params.direction, params.levels, params.window)
+        graph = graph_of(conn)
+        number = graph.ids.datasets.known(str(seed))
+        found = (
+            {}
+            if number is None
+            else walk_relations(graph, number, params.direction, params.levels, params.window)
+        )
         every = _nodes(found, str(seed))
         if len(found) > max_relations or len(every) > max_nodes:
             found = _whole_levels(found, str(seed), max_nodes, max_relations)
