@@ -21,6 +21,7 @@ from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
     Conflict,
     DocumentTooLarge,
+    IndexLoading,
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
@@ -55,6 +56,7 @@ STATUS: dict[type[ServiceError], int] = {
     StoreUnavailable: 503,
     # The write a read waits for is stored; this server's view has not caught up with it.
     NotCaughtUp: 503,
+    IndexLoading: 503,
 }
 
 #: Seconds a client asked for a position this server has not caught up with waits to ask again.
@@ -73,6 +75,7 @@ MEANING: dict[type[ServiceError], str] = {
     Conflict: "The document contradicts what is stored; nothing was stored",
     StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
     "(re-sending events is safe)",
+    IndexLoading: "The server is still loading its lineage index; retry after Retry-After seconds",
     NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
     "retry after Retry-After seconds",
 }
@@ -126,10 +129,14 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         problems = [{"path": p.path, "message": p.message} for p in exc.problems]
         return error_response(status, exc.message, errors=problems)
     if isinstance(exc, StoreUnavailable):
-        # Unreachable, hung, restarting or overloaded database: a client should retry.
-        response = error_response(
-            status, "the database is unavailable; retry later (re-sending events is safe)"
+        # Unreachable, hung, restarting or overloaded database, or a lineage index still
+        # loading: a client should retry.
+        message = (
+            exc.message
+            if isinstance(exc, IndexLoading)
+            else "the database is unavailable; retry later (re-sending events is safe)"
         )
+        response = error_response(status, message)
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     if isinstance(exc, NotCaughtUp):

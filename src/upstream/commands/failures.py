@@ -14,6 +14,7 @@ from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
     DocumentTooLarge,
+    IndexLoading,
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
@@ -38,6 +39,7 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     Conflict: 1,
     StoreUnavailable: 1,
     NotCaughtUp: 1,
+    IndexLoading: 1,
 }
 
 

@@ -102,6 +102,11 @@ class NotCaughtUp(ServiceError):
         self.included = included
 
 
+class IndexLoading(StoreUnavailable):
+    """This process is still loading its lineage index (design §6) and a read waited for it
+    as long as it may; retrying shortly succeeds."""
+
+
 def join_path(prefix: str, path: str) -> str:
     """Join two path pieces: `job` + `facets` -> `job.facets`, `entries` + `[1]` -> `entries[1]`."""
     if not prefix:

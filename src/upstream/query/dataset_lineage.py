@@ -1,12 +1,12 @@
 """Dataset lineage, CDAP style (design §4.1, §4.2): the service behind
 `GET /v3/namespaces/{ns}/datasets/{ds}/lineage`, the CLI's `lineage` and the web UI's graph.
 
-Without a rollup the walk is one statement (`upstream.store.walk_relations`): every relation
-it shows comes back with its level. A rollup walks level by level
-(`upstream.query.rolled_up_walk`). Either way the caps are applied here, the same way, and
-`upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each
-direction follows. `rollup=jobs` is the answer without a rollup with its temporary datasets
-replaced by job → job links (`upstream.query.job_links`).
+Without a rollup the walk runs on the process's graph index
+(`upstream.query.graph_index.dataset_walk`): every relation it shows comes back with its
+level. A rollup walks level by level (`upstream.query.rolled_up_walk`). Either way the caps
+are applied here, the same way, and `upstream.query.lineage_render` writes the answer;
+docs/dataset-lineage.md says what each direction follows. `rollup=jobs` is the answer without
+a rollup with its temporary datasets replaced by job → job links (`upstream.query.job_links`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
+from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.index import graph_of
 from upstream.query.history_hint import latest_run_outside
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
@@ -24,7 +26,6 @@ from upstream.query.lineage_render import Omitted, render
 from upstream.query.lookup import existing_dataset
 from upstream.query.owners import with_owners
 from upstream.query.rolled_up_walk import RolledUp, RolledUpWalk
-from upstream.store.walk_relations import ShownRelation, walk_relations
 
 #: A node of an answer: ("dataset" | "program", id as text).
 _Node = tuple[str, str]
@@ -54,7 +55,13 @@ def dataset_lineage(
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
     if params.rollup != "workflow":
-        found = walk_relations(conn, seed, params.direction, params.levels, params.window)
+        graph = graph_of(conn)
+        number = graph.ids.datasets.known(str(seed))
+        found = (
+            {}
+            if number is None
+            else walk_relations(graph, number, params.direction, params.levels, params.window)
+        )
         every = _nodes(found, str(seed))
         if len(found) > max_relations or len(every) > max_nodes:
             found = _whole_levels(found, str(seed), max_nodes, max_relations)

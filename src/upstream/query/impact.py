@@ -33,11 +33,13 @@ from upstream.query.answers import (
 )
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
+from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_dataset
 from upstream.query.marquez.common import iso
 from upstream.query.owners import owners_by_id
-from upstream.query.relations import Relation, relations_of_datasets
+from upstream.query.relations import Relation
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.walks import field_reach
@@ -267,7 +269,8 @@ def _carriers(
 ) -> dict[uuid.UUID, set[tuple[uuid.UUID, uuid.UUID | None]]]:
     """For each reached dataset, the (job, run) pairs that wrote it in the window after
     reading the seed or a dataset nearer to it: the jobs in between."""
-    relations = relations_of_datasets(conn, {seed, *hops}, params.window)
+    reads = WalkReads(graph_of(conn), params.window, "downstream")
+    relations = reads.relations_of_datasets({seed, *hops})
     distance: dict[uuid.UUID, int | None] = {**hops, seed: 0}
     read_at: dict[uuid.UUID, list[int]] = defaultdict(list)
     for r in relations:

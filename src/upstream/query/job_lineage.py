@@ -27,10 +27,12 @@ from upstream.query.answers import (
 )
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
-from upstream.query.relations import Relation, relations_of_jobs, relations_of_runs
+from upstream.query.relations import Relation
 from upstream.query.run_order import newest_first
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
@@ -78,12 +80,13 @@ def job_lineage(
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
     """The job's relations in the window; a workflow's are those of the runs inside its
     runs, so its graph shows its jobs (or, rolled up, itself) rather than nothing."""
-    own = relations_of_jobs(conn, {job_id}, params.window)
+    reads = WalkReads(graph_of(conn), params.window, params.direction)
+    own = reads.relations_of_jobs({job_id})
     kind = sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
     job_type, seen_as_parent = conn.execute(kind).one()
     if is_workflow(job_type, seen_as_parent):
         members = WorkflowIndex(conn).members({job_id}, params.window)
-        own |= relations_of_runs(conn, members, params.window)
+        own |= reads.relations_of_runs(members)
     return own
 
 

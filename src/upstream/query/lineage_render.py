@@ -1,8 +1,8 @@
 """A dataset-lineage answer written from the relations a walk shows (design §4.2): the entities
 named, datasets temporary to a workflow run marked, relations collapsed and sorted.
 
-Ids arrive as their hyphenated text (`upstream.store.walk_relations.ShownRelation`), and the
-rows each answer names are read by that text, so no `uuid.UUID` is made per relation.
+Ids arrive as their hyphenated text (`upstream.query.graph_index.dataset_walk.ShownRelation`),
+and the rows each answer names are read by that text, so no `uuid.UUID` is made per relation.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.lineage_params import LineageParams
 from upstream.query.relations import Relation
 from upstream.query.rolled_up_walk import RolledUp
@@ -26,7 +27,6 @@ from upstream.query.rollup import workflow_pairs
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import epoch_microseconds, id_text, text_id_filters
-from upstream.store.walk_relations import ShownRelation
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
-"""CDAP's access relations (dataset, job, run, access, component), read for whole frontiers.
-
-Every function takes a set of ids and answers with one statement per chunk of ids (see
-`upstream.store.dialect.id_filters`), so a graph walk costs a constant number of queries per
-level however wide the level is.
+"""CDAP's access relations (dataset, job, run, access, component) as walks hand them around,
+and the marks that may make a dataset temporary to a workflow run, read for whole frontiers
+(one statement per chunk of ids, `upstream.store.dialect.id_filters`). The relations a walk
+follows come from the graph index (`upstream.query.graph_index.walk_reads`).
 """
 
 from __future__ import annotations
@@ -15,12 +14,9 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.window import Window
 from upstream.model.workflow import TemporaryMark
 from upstream.store import schema as t
-from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.window import relations_as_of, run_in_window
 
 #: A relation without its component: (dataset, job, run, access).
 RelationKey = tuple[uuid.UUID, uuid.UUID, uuid.UUID | None, str]
@@ -50,89 +46,6 @@ class Relation(NamedTuple):
             self.access,
             self.component,
         )
-
-
-def relations_of_datasets(
-    conn: Connection,
-    dataset_ids: Collection[uuid.UUID],
-    window: Window | None,
-    access: str | None = None,
-) -> set[Relation]:
-    """Every relation of any of `dataset_ids` whose run overlaps `window` (only reads or
-    only writes when `access` says so)."""
-    return _relations(conn, "dataset_id", dataset_ids, window, access)
-
-
-def relations_of_jobs(
-    conn: Connection, job_ids: Collection[uuid.UUID], window: Window | None
-) -> set[Relation]:
-    """Every relation of any of `job_ids` whose run overlaps `window`."""
-    return _relations(conn, "job_id", job_ids, window)
-
-
-def relations_of_runs(
-    conn: Connection, run_ids: Collection[uuid.UUID], window: Window | None
-) -> set[Relation]:
-    """Every relation made in any of `run_ids` that overlaps `window`."""
-    return _relations(conn, "run_id", run_ids, window)
-
-
-def _relations(
-    conn: Connection,
-    column: str,
-    ids: Collection[uuid.UUID],
-    window: Window | None,
-    access: str | None = None,
-    named: bool | None = None,
-) -> set[Relation]:
-    """Relations whose `column` is one of `ids`, in the window; only one access when
-    `access` says so, only those with (`named`) or without a named component."""
-    r = relations_as_of(window).c
-    found: set[Relation] = set()
-    only = sa.true() if access is None else r.access == access
-    component = {None: sa.true(), True: r.component != "", False: r.component == ""}[named]
-    for matches in id_filters(conn, r[column], ids):
-        query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            matches,
-            only,
-            component,
-            run_in_window(r.run_id, window),
-            not_deleted(r.dataset_id, r.job_id),
-        )
-        found.update(map(Relation._make, conn.execute(query).all()))
-    return found
-
-
-def named_component_relations(
-    conn: Connection, dataset_ids: Collection[uuid.UUID], window: Window | None
-) -> set[Relation]:
-    """Every relation of `dataset_ids` (of runs overlapping `window`, or declared) whose
-    (dataset, job, run, access) has a named component, the unnamed row of such a key
-    included: what a walk needs to show the components of the relations it finds. Any other
-    key has only "" to show, so its rows (nearly all of them: few producers name components)
-    are never read."""
-    named = _relations(conn, "dataset_id", dataset_ids, window, named=True)
-    runs = {relation.run_id for relation in named if relation.run_id is not None}
-    if not runs:
-        return named
-    keys = {relation[:4] for relation in named}
-    unnamed = _relations(conn, "run_id", runs, window, named=False)
-    return named | {relation for relation in unnamed if relation[:4] in keys}
-
-
-def declared_relations_of_jobs(
-    conn: Connection, job_ids: Collection[uuid.UUID], window: Window | None
-) -> set[Relation]:
-    """The relations the JobEvent of each of `job_ids` in force at the window's `as_of`
-    time declared (no run): the latest one without it."""
-    r = relations_as_of(window).c
-    found: set[Relation] = set()
-    for matches in id_filters(conn, r.job_id, job_ids):
-        query = sa.select(r.dataset_id, r.job_id, r.run_id, r.access, r.component).where(
-            matches, r.run_id.is_(None), not_deleted(r.dataset_id, r.job_id)
-        )
-        found.update(map(Relation._make, conn.execute(query).all()))
-    return found
 
 
 @dataclass(frozen=True)

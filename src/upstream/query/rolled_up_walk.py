@@ -3,8 +3,8 @@ level, which passes through a workflow run's temporary datasets within a level a
 workflow in place of the runs inside its runs.
 
 A walk without a rollup needs none of this: a node's level is its depth in the walk's reach,
-so `upstream.store.walk_relations` reads its relations in one statement. Here the level
-loop stays, fed by reads made up front for every level (`upstream.query.walk_reads`).
+so `upstream.query.graph_index.dataset_walk` finds its relations on the graph index. Here the level
+loop stays, its rows read from the graph index (`upstream.query.graph_index.walk_reads`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
+from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
 from upstream.query.relations import Relation, RelationKey
 from upstream.query.rollup import roll_up, workflow_pairs
-from upstream.query.walk_reads import WalkReads
 from upstream.query.workflows import WorkflowIndex
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.walk_relations import ShownRelation
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class RolledUpWalk:
 
     def __post_init__(self) -> None:
         self.index = WorkflowIndex(self.conn)
-        self.reads = WalkReads(self.conn, self.params.window, self.params.direction)
+        self.reads = WalkReads(graph_of(self.conn), self.params.window, self.params.direction)
         self.nodes.add(("dataset", self.seed))
 
     def prefetch(self) -> None:
@@ -81,9 +82,7 @@ class RolledUpWalk:
         self.index.prefetch(runs, datasets)
         self.load_datasets(datasets)
         if self.params.direction == "both":
-            workflows = self.index.workflows_of(runs)
-            self.reads.relations_of_jobs(workflows)
-            self.reads.relations_of_runs(self.index.members(workflows, self.window))
+            self.index.members(self.index.workflows_of(runs), self.window)
 
     @property
     def window(self) -> Window:

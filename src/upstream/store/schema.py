@@ -169,7 +169,7 @@ relations = sa.Table(
     # version a run read, or the one it wrote (run lineage, design §4.5).
     sa.Column("version", sa.Text),
     # The few relations with a named component, found by dataset without reading the rest:
-    # a walk asks which of its relations have one (`upstream.store.walk_relations`).
+    # a walk asks which of its relations have one (`upstream.store.walks`).
     sa.Index(
         "ix_relations_named_component",
         "dataset_id",

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.direction import Direction, Step
+from upstream.model.direction import Step
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
@@ -27,7 +27,6 @@ from upstream.store.window import (
     Bounds,
     edges_as_of,
     flows_as_of,
-    relations_as_of,
     run_in_window,
 )
 
@@ -82,54 +81,8 @@ def flow_set(
     return found
 
 
-#: Levels up to which a `both` walk's reach looks each walk row's steps up by index.
-_FEW_LEVELS = 5
 #: A node of the walk: ("dataset" | "job", id).
 Node = tuple[str, uuid.UUID]
-
-
-def reach(
-    conn: Connection, seed: uuid.UUID, mode: Direction, levels: int, window: Window
-) -> dict[Node, int]:
-    """Every dataset and job a dataset-lineage walk of `levels` levels from `seed`
-    processes, with the first level (from 0) it does so at.
-
-    A level goes from the frontier datasets to the next: along a flow (upstream: into the
-    frontier), or through a job a job-end edge connects to a frontier dataset, which is
-    reached in the same level and whose own feeders (datasets, jobs) come next; for `both`,
-    through every job with a relation to a frontier dataset. Jobs reached at a level are
-    processed in it, datasets at a level in the next, so the statement stops where the walk
-    stops."""
-    walk = reach_walk(
-        conn.dialect.name, seed, mode, levels, window, by_row=reach_by_row(mode, levels)
-    )
-    return _depths(conn, walk)
-
-
-def reach_by_row(mode: Direction, levels: int) -> bool:
-    """Whether a walk's reach looks each walk row's steps up by index (else it joins each
-    level's rows to all the steps at once)."""
-    # In `both` every dataset -> program -> dataset is a cycle of two steps, so each node
-    # comes back at every depth below `levels`: nodes x levels rows. Past a few levels one
-    # join of each level's rows to all the steps costs less than an index lookup per row
-    # (on a medium store: 112 against 366 ms at levels=5, 1.8 against 1.3 s at 10).
-    return mode != "both" or levels <= _FEW_LEVELS
-
-
-def reach_walk(
-    dialect: str,
-    seed: uuid.UUID | sa.BindParameter[uuid.UUID],
-    mode: Direction,
-    levels: int | sa.BindParameter[int],
-    window: Bounds,
-    *,
-    by_row: bool,
-) -> sa.CTE:
-    """`reach` as a recursive CTE of (kind, node, depth) rows, a node possibly at several
-    depths, for a statement that reads what the walk shows from its nodes. The seed, the
-    levels and the window may be bound parameters."""
-    steps = _steps(mode, window, by_row)
-    return _walk(dialect, [("dataset", seed)], steps, levels, by_row=by_row, as_of=window.as_of)
 
 
 def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
@@ -175,29 +128,23 @@ def _depths(conn: Connection, walk: sa.CTE) -> dict[Node, int]:
 
 def _walk(
     dialect: str,
-    seeds: Collection[tuple[str, uuid.UUID | sa.BindParameter[uuid.UUID]]],
+    seeds: Collection[tuple[str, uuid.UUID]],
     steps: Sequence[_Step],
-    levels: int | sa.BindParameter[int],
-    *,
-    by_row: bool = True,
-    as_of: object | None = None,
+    levels: int,
 ) -> sa.CTE:
     """The (kind, node, depth) rows `steps` reach from `seeds` below `levels`, as one
     recursive CTE whatever `levels` is. Each (node, depth) row is kept once, so cycles
     end and the rows stay below nodes x levels.
 
-    `by_row`: each step is joined to the walk row it extends on its indexed `from_id`
-    column, so the database looks up only the rows next to the frontier: SQLite takes one
-    recursive SELECT per step, PostgreSQL (one recursive reference only) a LATERAL union of
-    the steps, run for each walk row. Joined to a union of the steps instead, the walk was
-    planned as a scan of every flow at each level (80 ms of a 100 ms walk on a medium
-    store); that scan is the cheaper plan only where nearly every node comes back at every
-    depth (`both`)."""
+    Each step is joined to the walk row it extends on its indexed `from_id` column, so the
+    database looks up only the rows next to the frontier: SQLite takes one recursive SELECT
+    per step, PostgreSQL (one recursive reference only) a LATERAL union of the steps, run
+    for each walk row."""
     starts = sa.union_all(
         *(
             sa.select(
                 sa.literal(kind).label("kind"),
-                _seed_id(node).label("node"),
+                sa.literal(node, sa.Uuid).label("node"),
                 sa.literal(0).label("depth"),
             )
             # Sorted, so the same seeds make the same statement text (parsed once).
@@ -205,9 +152,7 @@ def _walk(
         )
     ).subquery("starts")
     walk = sa.select(starts.c.kind, starts.c.node, starts.c.depth).cte("walk", recursive=True)
-    branches = [_branch(step, walk, levels, as_of) for step in steps] if by_row else []
-    if not by_row:
-        return walk.union(_joined(steps, walk, levels))
+    branches = [_branch(step, walk, levels) for step in steps]
     if dialect == "postgresql":
         beside = sa.union_all(*(b.correlate(walk) for b in branches)).lateral("step")
         return walk.union(
@@ -218,46 +163,13 @@ def _walk(
     return walk.union(*branches)
 
 
-def _seed_id(node: uuid.UUID | sa.BindParameter[uuid.UUID]) -> sa.BindParameter[uuid.UUID]:
-    """A seed's id in the statement: a bound parameter already, or its value bound."""
-    return node if isinstance(node, sa.BindParameter) else sa.literal(node, sa.Uuid)
-
-
-def _joined(
-    steps: Sequence[_Step], walk: sa.CTE, levels: int | sa.BindParameter[int]
-) -> sa.Select[Any]:
-    """The rows all of `steps` add to the walk from all of its rows at one level, as one join
-    of the walk to the union of the steps."""
-    table = sa.union_all(
-        *(
-            sa.select(
-                sa.literal(step.from_kind).label("from_kind"),
-                step.from_id.label("from_id"),
-                sa.literal(step.to_kind).label("to_kind"),
-                step.to_id.label("to_id"),
-                sa.literal(step.weight).label("weight"),
-            ).where(step.to_id.is_not(None), *step.where)
-            for step in steps
-        )
-    ).subquery("steps")
-    depth = walk.c.depth + table.c.weight
-    return (
-        sa.select(table.c.to_kind, table.c.to_id, depth.label("depth"))
-        .select_from(walk)
-        .join(table, sa.and_(table.c.from_kind == walk.c.kind, table.c.from_id == walk.c.node))
-        .where(depth < levels, not_deleted(table.c.to_id))
-    )
-
-
-def _branch(
-    step: _Step, walk: sa.CTE, levels: int | sa.BindParameter[int], as_of: object | None
-) -> sa.Select[Any]:
-    """The rows `step` adds to the walk from one walk row (`as_of`: the walk's time, if any)."""
+def _branch(step: _Step, walk: sa.CTE, levels: int) -> sa.Select[Any]:
+    """The rows `step` adds to the walk from one walk row."""
     depth = walk.c.depth + step.weight
     return sa.select(
         sa.literal(step.to_kind).label("kind"), step.to_id.label("node"), depth.label("depth")
     ).where(
-        frontier(walk.c.kind == constant(step.from_kind), as_of),
+        frontier(walk.c.kind == constant(step.from_kind), None),
         step.from_id == walk.c.node,
         depth < levels,
         step.to_id.is_not(None),
@@ -366,65 +278,4 @@ def _marquez_steps(direction: Step) -> list[_Step]:
         _Step("reached", job_near, "job", job_far, 1, job_to_job),
         _Step("job", job_near, "job", job_far, 1, job_to_job),
         _Step("job", r.job_id, "dataset", r.dataset_id, 1, (r.access == far_access,)),
-    ]
-
-
-def _steps(mode: Direction, window: Bounds, by_row: bool) -> list[_Step]:
-    """The steps of a dataset-lineage walk in `mode`, within `window` and as of its `as_of`
-    time: exactly what the walk follows (design §4.2), so a node's depth here is the level
-    before the one the walk shows its relations at. A walk that joins each level to all
-    the steps at once (`by_row` false) reads `both`'s steps from the distinct (dataset,
-    job) pairs of the window, found once: otherwise each level would scan every relation
-    again, testing its run against the window (3.7 of a 4.3 s walk on a medium store)."""
-    if mode == "both":
-        r = relations_as_of(window).c
-        in_window: tuple[sa.ColumnElement[bool], ...] = (run_in_window(r.run_id, window),)
-        if not by_row:
-            pairs = (
-                sa.select(r.dataset_id, r.job_id)
-                .where(*in_window)
-                .distinct()
-                .cte("walk_pairs")
-                .prefix_with("MATERIALIZED")
-            )
-            r, in_window = pairs.c, ()
-        return [
-            _Step("dataset", r.dataset_id, "job", r.job_id, 0, in_window),
-            _Step("job", r.job_id, "dataset", r.dataset_id, 1, in_window),
-        ]
-    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
-    e = edges_as_of(window).c
-    f = flows_as_of(window).c
-
-    def end(side: str, column: str) -> Any:
-        return getattr(e, f"{side}_{column}")
-
-    def job_end(near_kind: str, far_kind: str, weight: int) -> _Step:
-        """Edges of the lineage facet with a job at one end or both."""
-        return _Step(
-            near_kind,
-            end(near, f"{near_kind}_id"),
-            far_kind,
-            end(far, f"{far_kind}_id"),
-            weight,
-            (
-                end(near, "type") == constant(near_kind),
-                end(far, "type") == constant(far_kind),
-                run_in_window(e.run_id, window),
-            ),
-        )
-
-    return [
-        # A DatasetEvent's job-less declaration shows no program, so no walk follows it.
-        _Step(
-            "dataset",
-            getattr(f, f"{near}_dataset_id"),
-            "dataset",
-            getattr(f, f"{far}_dataset_id"),
-            1,
-            (flow_in_window(f, window), f.job_id.is_not(None), not_deleted(f.job_id)),
-        ),
-        job_end("dataset", "job", 0),
-        job_end("job", "dataset", 1),
-        job_end("job", "job", 1),
     ]

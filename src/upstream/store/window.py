@@ -15,9 +15,8 @@ from upstream.store.edge_rows import EDGES
 
 
 class Bounds(Protocol):
-    """A window's bounds as statements compare them: a `Window`'s instants, or the bound
-    parameters standing for them in a statement built once and run for every window
-    (`upstream.store.walk_relations`)."""
+    """A window's bounds as statements compare them: a `Window`'s instants, or bound
+    parameters standing for them."""
 
     @property
     def start(self) -> Any: ...

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from upstream import __version__
 from upstream.model.errors import StoreUnavailable
+from upstream.query.graph_index.index import index_of
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
 from upstream.store.outage import RETRY_AFTER_SECONDS
@@ -47,11 +48,16 @@ async def health(request: Request) -> dict[str, Any]:
     "/ready",
     response_model=None,
     summary="Readiness",
-    responses={503: {"description": "The database does not answer, or migrations are pending"}},
+    responses={
+        503: {
+            "description": "The database does not answer, migrations are pending, or the "
+            "lineage index is still loading"
+        }
+    },
 )
 async def ready(request: Request) -> dict[str, Any] | JSONResponse:
-    """Readiness: the database answers (within 1.5 s) and its schema is at the newest
-    migration."""
+    """Readiness: the database answers (within 1.5 s), its schema is at the newest
+    migration, and the lineage index is loaded, so lineage reads answer at once."""
     store: Store = request.app.state.store
     check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
@@ -67,7 +73,19 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
         return _unavailable("the database does not answer")
     if not current:
         return _unavailable("migrations pending")
+    if not await _index_loaded(store, READY_WITHIN):
+        return _unavailable("the lineage index is loading")
     return {"status": "ready"}
+
+
+async def _index_loaded(store: Store, within: float) -> bool:
+    """Whether the lineage index is loaded, waiting for it at most `within` seconds (a
+    server that has just started loads it on a thread of its own)."""
+    index = index_of(store.engine)
+    deadline = asyncio.get_running_loop().time() + within
+    while not index.loaded and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return index.loaded
 
 
 def _schema_is_current(store: Store) -> bool:

@@ -1,0 +1,1 @@
+"""The in-memory graph index every walk runs on (design §6)."""

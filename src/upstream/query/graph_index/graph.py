@@ -1,0 +1,303 @@
+"""One version of the graph index (design §6): the derived graph as integer columns at one
+position of the change log, never changed once made.
+
+A change makes a new version: the rows the changed runs and owners own are dropped and read
+again, and the adjacency is rebuilt; a reader holding the old version keeps a consistent one.
+Ids are numbered densely (`numbering`); a missing instant is a sentinel that compares as SQL's
+NULL does in the window's tests (`upstream.store.window`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.engine import Connection
+
+from upstream.query.graph_index.adjacency import Adjacency
+from upstream.query.graph_index.numbering import NONE, Numbering
+from upstream.store import graph_rows
+from upstream.store import schema as t
+
+Column = npt.NDArray[Any]
+#: An unknown start: no window contains the run (`started_at < end` is not true of NULL).
+NO_START = np.iinfo(np.int64).max
+#: An unknown end (still running), or a declaration still in force: later than any instant.
+NO_END = np.iinfo(np.int64).max
+DATASET, JOB = 0, 1
+
+
+@dataclass(frozen=True)
+class Numberings:
+    """The numberings every version of one process's index shares."""
+
+    datasets: Numbering
+    jobs: Numbering
+    runs: Numbering
+    owners: Numbering
+    components: Numbering
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows as named columns of equal length."""
+
+    columns: dict[str, Column]
+
+    def __getitem__(self, name: str) -> Column:
+        return self.columns[name]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def where(self, keep: npt.NDArray[np.bool_]) -> Table:
+        return Table({name: column[keep] for name, column in self.columns.items()})
+
+    def plus(self, other: Table) -> Table:
+        return Table({n: np.concatenate([c, other.columns[n]]) for n, c in self.columns.items()})
+
+    @property
+    def nbytes(self) -> int:
+        return sum(column.nbytes for column in self.columns.values())
+
+
+def _instants(values: Sequence[int | None], missing: int) -> Column:
+    return np.fromiter((missing if v is None else v for v in values), dtype=np.int64)
+
+
+def _interval(rows: Sequence[Sequence[Any]]) -> dict[str, Column]:
+    """The last two fields of `rows`: None for current rows, else the declaration's interval."""
+    return {
+        "current": np.fromiter((row[-2] is None for row in rows), dtype=np.bool_),
+        "since": _instants([row[-2] for row in rows], 0),
+        "until": _instants([row[-1] for row in rows], NO_END),
+    }
+
+
+def _relations(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
+    return Table(
+        {
+            "owner": ids.owners.numbers(row[0] for row in rows),
+            "dataset": ids.datasets.numbers(row[1] for row in rows),
+            "job": ids.jobs.numbers(row[2] for row in rows),
+            "run": ids.runs.numbers(row[3] for row in rows),
+            "write": np.fromiter((row[4] == "write" for row in rows), dtype=np.bool_),
+            "component": ids.components.numbers(row[5] for row in rows),
+            **_interval(rows),
+        }
+    )
+
+
+def _flows(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
+    return Table(
+        {
+            "owner": ids.owners.numbers(row[0] for row in rows),
+            "source": ids.datasets.numbers(row[1] for row in rows),
+            "target": ids.datasets.numbers(row[2] for row in rows),
+            "job": ids.jobs.numbers(row[3] for row in rows),
+            "run": ids.runs.numbers(row[4] for row in rows),
+            "inferred": np.fromiter((bool(row[5]) for row in rows), dtype=np.bool_),
+            "started": _instants([row[6] for row in rows], NO_START),
+            "ended": _instants([row[7] for row in rows], NO_END),
+            **_interval(rows),
+        }
+    )
+
+
+def _edges(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
+    def kind(position: int) -> Column:
+        return np.fromiter((row[position] == "job" for row in rows), dtype=np.int8)
+
+    columns: dict[str, Column] = {
+        "owner": ids.owners.numbers(row[0] for row in rows),
+        "of_run": np.fromiter((bool(row[1]) for row in rows), dtype=np.bool_),
+        "run": ids.runs.numbers(row[2] for row in rows),
+    }
+    for side, at in (("source", 3), ("target", 7)):
+        columns[f"{side}_type"] = kind(at)
+        columns[f"{side}_dataset"] = ids.datasets.numbers(row[at + 1] for row in rows)
+        columns[f"{side}_job"] = ids.jobs.numbers(row[at + 2] for row in rows)
+        columns[f"{side}_run"] = ids.runs.numbers(row[at + 3] for row in rows)
+    return Table({**columns, **_interval(rows)})
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The index at change-log position `position`. The per-entity arrays have one place
+    more than the entities numbered when it was made: a later one reads that place."""
+
+    position: int
+    ids: Numberings
+    #: Each run's start and end (by run number), NO_START/NO_END where unknown.
+    run_started: Column
+    run_ended: Column
+    deleted_datasets: npt.NDArray[np.bool_]
+    deleted_jobs: npt.NDArray[np.bool_]
+    relations: Table
+    flows: Table
+    edges: Table
+    by_dataset: Adjacency
+    by_job: Adjacency
+    by_run: Adjacency
+    by_source: Adjacency
+    by_target: Adjacency
+    edges_by: dict[str, Adjacency]
+
+    def deleted(self, flags: npt.NDArray[np.bool_], numbers: Column) -> npt.NDArray[np.bool_]:
+        """`flags` (deleted datasets or jobs) of `numbers`; NONE is never deleted."""
+        return (numbers >= 0) & flags[np.minimum(np.maximum(numbers, 0), len(flags) - 1)]
+
+    def spans(self, runs: Column) -> tuple[Column, Column]:
+        """The start and end of each run of `runs` (NONE: a declaration, always in)."""
+        at = np.minimum(np.maximum(runs, 0), len(self.run_started) - 1)
+        return self.run_started[at], self.run_ended[at]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the version's columns and adjacency hold (the numberings' ids apart)."""
+        tables = self.relations.nbytes + self.flows.nbytes + self.edges.nbytes
+        adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
+        adjacency += list(self.edges_by.values())
+        runs = self.run_started.nbytes + self.run_ended.nbytes
+        return tables + runs + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+
+
+def load(conn: Connection, position: int, ids: Numberings | None = None) -> Graph:
+    """Every row of the derived graph as `conn`'s snapshot holds it."""
+    ids = ids or Numberings(Numbering(), Numbering(), Numbering(), Numbering(), Numbering())
+    ids.components.number("")
+    for text in graph_rows.entity_ids(conn, t.datasets):
+        ids.datasets.number(text)
+    for text in graph_rows.entity_ids(conn, t.jobs):
+        ids.jobs.number(text)
+    runs = graph_rows.run_rows(conn)
+    started, ended = _run_spans(None, runs, ids)
+    return _made(
+        position,
+        ids,
+        started,
+        ended,
+        set(graph_rows.deleted_ids(conn)),
+        _relations(graph_rows.relation_rows(conn), ids),
+        _flows(graph_rows.flow_rows(conn), ids),
+        _edges(graph_rows.job_edge_rows(conn), ids),
+    )
+
+
+def applied(
+    conn: Connection,
+    graph: Graph,
+    position: int,
+    runs: Collection[uuid.UUID],
+    owners: Collection[uuid.UUID],
+    entities: bool,
+) -> Graph:
+    """`graph` with the rows of `runs` and of the declarations of `owners` read again (and
+    the deletions, when `entities` changed), at `position`."""
+    ids = graph.ids
+    relations, flows, edges = graph.relations, graph.flows, graph.edges
+    if runs or owners:
+        changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
+        gone = np.array([n for n in changed if n is not None], dtype=np.int32)
+        relations = relations.where(~np.isin(relations["owner"], gone))
+        relations = relations.plus(_relations(graph_rows.relation_rows(conn, runs, owners), ids))
+        flows = flows.where(~np.isin(flows["owner"], gone))
+        flows = flows.plus(_flows(graph_rows.flow_rows(conn, runs, owners), ids))
+        edges = edges.where(~np.isin(edges["owner"], gone))
+        edges = edges.plus(_edges(graph_rows.job_edge_rows(conn, runs, owners), ids))
+    started, ended = graph.run_started, graph.run_ended
+    if runs:
+        started, ended = _run_spans(graph, graph_rows.run_rows(conn, runs), ids)
+    deleted = set(graph_rows.deleted_ids(conn)) if entities else _deleted_texts(graph)
+    if not (runs or owners):
+        return replace(
+            graph,
+            position=position,
+            deleted_datasets=_flags(ids.datasets, deleted),
+            deleted_jobs=_flags(ids.jobs, deleted),
+        )
+    return _made(position, ids, started, ended, deleted, relations, flows, edges)
+
+
+def _deleted_texts(graph: Graph) -> set[str]:
+    texts = graph.ids.datasets.texts
+    found = {texts[n] for n in np.flatnonzero(graph.deleted_datasets)}
+    jobs = graph.ids.jobs.texts
+    return found | {jobs[n] for n in np.flatnonzero(graph.deleted_jobs)}
+
+
+def _run_spans(
+    graph: Graph | None, rows: Sequence[graph_rows.RunRow], ids: Numberings
+) -> tuple[Column, Column]:
+    for run, job, _, _ in rows:
+        ids.runs.number(run)
+        ids.jobs.number(job)
+    size = len(ids.runs)
+    started = np.full(size, NO_START, dtype=np.int64)
+    ended = np.full(size, NO_END, dtype=np.int64)
+    if graph is not None:
+        known = min(size, len(graph.run_started) - 1)
+        started[:known] = graph.run_started[:known]
+        ended[:known] = graph.run_ended[:known]
+    for run, _, start, end in rows:
+        number = ids.runs.number(run)
+        started[number] = NO_START if start is None else start
+        ended[number] = NO_END if end is None else end
+    return started, ended
+
+
+def _flags(numbering: Numbering, texts: set[str]) -> npt.NDArray[np.bool_]:
+    """Whether each entity is deleted, with one place more for entities numbered later."""
+    flags = np.zeros(len(numbering) + 1, dtype=np.bool_)
+    for text in texts:
+        number = numbering.known(text)
+        if number is not None:
+            flags[number] = True
+    return flags
+
+
+def _made(
+    position: int,
+    ids: Numberings,
+    started: Column,
+    ended: Column,
+    deleted: set[str],
+    relations: Table,
+    flows: Table,
+    edges: Table,
+) -> Graph:
+    datasets, jobs = len(ids.datasets), len(ids.jobs)
+    # Runs numbered after this version was made stand at the last place: a run unknown here.
+    missing = len(ids.runs) + 1 - len(started)
+    started = np.concatenate([started, np.full(missing, NO_START, dtype=np.int64)])
+    ended = np.concatenate([ended, np.full(missing, NO_END, dtype=np.int64)])
+    return Graph(
+        position=position,
+        ids=ids,
+        run_started=started,
+        run_ended=ended,
+        deleted_datasets=_flags(ids.datasets, deleted),
+        deleted_jobs=_flags(ids.jobs, deleted),
+        relations=relations,
+        flows=flows,
+        edges=edges,
+        by_dataset=Adjacency(relations["dataset"], datasets),
+        by_job=Adjacency(relations["job"], jobs),
+        by_run=Adjacency(relations["run"], len(ids.runs)),
+        by_source=Adjacency(flows["source"], datasets),
+        by_target=Adjacency(flows["target"], datasets),
+        edges_by={
+            f"{side}_{kind}": Adjacency(
+                np.where(edges[f"{side}_type"] == code, edges[f"{side}_{kind}"], NONE).astype(
+                    np.int32
+                ),
+                datasets if kind == "dataset" else jobs,
+            )
+            for side in ("source", "target")
+            for kind, code in (("dataset", DATASET), ("job", JOB))
+        },
+    )

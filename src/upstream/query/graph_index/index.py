@@ -1,0 +1,150 @@
+"""The graph index of one process (design §6): loaded once, brought to each read's snapshot by
+the change log before the read walks it.
+
+One `GraphIndex` per database engine (`index_of`), so the server's workers, the CLI with
+`--db` and every test store each have their own. A read asks `graph(conn)` in its own
+transaction: the change log's position in that snapshot says which version answers it. The
+current version is brought forward under a lock by the changes the log lists (the rows the
+changed runs and owners own, read again in that same snapshot), so a reader never sees a
+half-applied change; versions are never modified, so readers walk them without a lock. A
+reader whose snapshot is older than the current version answers from the version of its
+position, kept for a while, or from a private load: never from a newer state than its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from sqlalchemy.engine import Connection, Engine
+
+from upstream.model.errors import IndexLoading
+from upstream.query.graph_index.graph import Graph, applied, load
+from upstream.store import change_log
+from upstream.store.engine import Store
+
+log = logging.getLogger("upstream.query")
+
+#: Versions kept for readers whose snapshot began before the newest change.
+_KEPT_VERSIONS = 8
+
+
+class GraphIndex:
+    """The index of one database, shared by the threads of one process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._versions: OrderedDict[int, Graph] = OrderedDict()
+        self._current: Graph | None = None
+        self._loading = threading.Event()
+        self._loaded = threading.Event()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    def begin_loading(self) -> None:
+        """Say that a load is under way (`load_now`, on a thread of its own): reads wait for
+        it rather than load the index themselves."""
+        self._loading.set()
+
+    def load_now(self, conn: Connection) -> None:
+        """Load the index. Should it fail, reads load it themselves."""
+        try:
+            self._at_snapshot(conn)
+        finally:
+            if not self._loaded.is_set():
+                self._loading.clear()
+
+    def graph(self, conn: Connection, wait: float | None = None) -> Graph:
+        """The index exactly as `conn`'s snapshot holds the graph. While a load started
+        elsewhere (`load_now`) runs, waits for it at most `wait` seconds (None: as long as
+        it takes), then raises IndexLoading."""
+        if self._loading.is_set() and not self._loaded.wait(wait):
+            raise IndexLoading("the lineage index is still loading; retry shortly")
+        return self._at_snapshot(conn)
+
+    def _at_snapshot(self, conn: Connection) -> Graph:
+        at = change_log.position(conn)
+        with self._lock:
+            current = self._current
+            if current is not None and current.position > at:
+                older = self._versions.get(at)
+                if older is not None:
+                    return older
+            else:
+                graph = self._brought_to(conn, current, at)
+                self._keep(graph)
+                return graph
+        return load(conn, at, current.ids)
+
+    def _brought_to(self, conn: Connection, current: Graph | None, at: int) -> Graph:
+        if current is not None and current.position == at:
+            return current
+        if current is None:
+            return load(conn, at)
+        try:
+            changes = change_log.changes_since(conn, current.position)
+        except change_log.ChangeLogGap:
+            return load(conn, at, current.ids)
+        if any(change.kind == change_log.RELOAD for change in changes):
+            return load(conn, at, current.ids)
+        runs = _ids(changes, change_log.RUNS)
+        owners = _ids(changes, change_log.DECLARATIONS)
+        entities = any(change.kind == change_log.ENTITIES for change in changes)
+        return applied(conn, current, at, runs, owners, entities)
+
+    def _keep(self, graph: Graph) -> None:
+        self._current = graph
+        self._versions[graph.position] = graph
+        while len(self._versions) > _KEPT_VERSIONS:
+            self._versions.popitem(last=False)
+        self._loaded.set()
+
+
+def _ids(changes: Iterable[change_log.Change], kind: str) -> set[uuid.UUID]:
+    return {i for change in changes if change.kind == kind for i in change.ids}
+
+
+_indexes: weakref.WeakKeyDictionary[Engine, GraphIndex] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def index_of(engine: Engine) -> GraphIndex:
+    """The index of the database `engine` reads, made on first use."""
+    with _registry_lock:
+        found = _indexes.get(engine)
+        if found is None:
+            found = _indexes[engine] = GraphIndex()
+        return found
+
+
+def load_in_background(store: Store) -> threading.Thread:
+    """Load the index of `store` on a thread of its own (a server's start): reads wait for
+    it, up to `LOAD_WAIT_SECONDS`."""
+    index = index_of(store.engine)
+    index.begin_loading()
+
+    def run() -> None:
+        try:
+            with store.read() as conn:
+                index.load_now(conn)
+        except Exception:  # reads load it themselves then; the cause goes to the log
+            log.exception("loading the lineage index failed")
+
+    thread = threading.Thread(target=run, name="upstream-graph-index", daemon=True)
+    thread.start()
+    return thread
+
+
+def graph_of(conn: Connection) -> Graph:
+    """The index at `conn`'s snapshot (waiting for a load in progress, within its bound)."""
+    return index_of(conn.engine).graph(conn, wait=LOAD_WAIT_SECONDS)
+
+
+#: Seconds a read waits for the index a server is loading before it answers 503.
+LOAD_WAIT_SECONDS = 20.0

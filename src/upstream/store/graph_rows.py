@@ -1,0 +1,218 @@
+"""The rows the in-memory graph index is made of (design §6), read whole or by owner.
+
+Each reader returns plain tuples with ids as their hyphenated text (`dialect.id_text`) and
+instants as integer microseconds since 1970 (`dialect.epoch_microseconds`), which the index
+numbers and packs into columns without making a `uuid.UUID` or a `datetime` per row. A reader
+given `runs` or `owners` reads only the rows those own, for a change the log names
+(`upstream.store.change_log`); without them it reads every row.
+
+Relations, flows and edges come in two sets: the current rows (`relations`, `flows`, the
+edges through `lineage_links`), and every declaration's rows with the interval it was in
+force, which answers as of a time read in place of the current declarations (design §4.5).
+Only edges with a job at one end are read: dataset walks follow nothing else of the edges.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store import schema as t
+from upstream.store.dialect import epoch_microseconds, id_filters, id_text
+
+#: (id, job id, started, ended): a run and its span; None where unknown.
+RunRow = tuple[Any, ...]
+#: (owner, dataset, job, run or None, access, component, from, until): the owner is the run,
+#: or the job or dataset that declared the row; from/until are None for a current row, and
+#: the interval a declaration was in force for a row of the history.
+RelationRow = tuple[Any, ...]
+#: (owner, source, target, job or None, run or None, inferred, started, ended, from, until).
+FlowRow = tuple[Any, ...]
+#: (owner, of a run, link run, source type, source dataset, source job, source run, target
+#: type, target dataset, target job, target run, from, until).
+EdgeRow = tuple[Any, ...]
+
+
+def _ids(dialect: str, *columns: Any) -> list[Any]:
+    return [id_text(c, dialect) for c in columns]
+
+
+def _when(column: Any, dialect: str) -> Any:
+    return epoch_microseconds(column, dialect)
+
+
+def _in_force(dialect: str) -> list[Any]:
+    d = t.declarations.c
+    return [_when(d.declared_at, dialect), _when(d.replaced_at, dialect)]
+
+
+def _no_interval() -> list[Any]:
+    return [sa.null(), sa.null()]
+
+
+def _matching(
+    conn: Connection, column: Any, ids: Collection[uuid.UUID] | None
+) -> Iterator[sa.ColumnElement[bool]]:
+    """Conditions selecting the rows `ids` own: one `true` for every row when `ids` is None."""
+    if ids is None:
+        yield sa.true()
+        return
+    yield from id_filters(conn, column, ids)
+
+
+def entity_ids(conn: Connection, table: sa.Table) -> list[str]:
+    """Every id of `table` (datasets or jobs)."""
+    return list(conn.execute(sa.select(id_text(table.c.id, conn.dialect.name))).scalars())
+
+
+def deleted_ids(conn: Connection) -> list[str]:
+    """Every deleted namespace, dataset and job."""
+    d = t.deletions.c
+    return list(conn.execute(sa.select(id_text(d.entity_id, conn.dialect.name))).scalars())
+
+
+def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> list[RunRow]:
+    dialect = conn.dialect.name
+    r = t.runs.c
+    columns = (*_ids(dialect, r.id, r.job_id), _when(r.started_at, dialect))
+    found: list[RunRow] = []
+    for matches in _matching(conn, r.id, runs):
+        query = sa.select(*columns, _when(r.ended_at, dialect)).where(matches)
+        found.extend(conn.execute(query).all())
+    return found
+
+
+def relation_rows(
+    conn: Connection,
+    runs: Collection[uuid.UUID] | None = None,
+    owners: Collection[uuid.UUID] | None = None,
+) -> list[RelationRow]:
+    """Current relations (all, or those of `runs` and of the declarations of `owners`) and
+    the declarations' history (all, or that of `owners`)."""
+    dialect = conn.dialect.name
+    r, h, d = t.relations.c, t.declared_relations.c, t.declarations.c
+    found: list[RelationRow] = []
+    owner = sa.func.coalesce(r.run_id, r.job_id)
+    current = [*_ids(dialect, owner, r.dataset_id, r.job_id, r.run_id), r.access, r.component]
+    for condition in _owned(conn, r.run_id, r.job_id, runs, owners):
+        query = sa.select(*current, *_no_interval()).where(condition)
+        found.extend(conn.execute(query).all())
+    history = [
+        *_ids(dialect, d.owner_id, h.dataset_id, h.job_id, h.run_id),
+        h.access,
+        h.component,
+    ]
+    for matches in _history_of(conn, runs, owners):
+        query = (
+            sa.select(*history, *_in_force(dialect))
+            .join_from(t.declared_relations, t.declarations, d.id == h.declaration_id)
+            .where(matches)
+        )
+        found.extend(conn.execute(query).all())
+    return found
+
+
+def flow_rows(
+    conn: Connection,
+    runs: Collection[uuid.UUID] | None = None,
+    owners: Collection[uuid.UUID] | None = None,
+) -> list[FlowRow]:
+    """Flows as `relation_rows` reads relations, each with its run's span."""
+    dialect = conn.dialect.name
+    f, h, d = t.flows.c, t.declared_flows.c, t.declarations.c
+    found: list[FlowRow] = []
+
+    def columns(owner: Any, c: Any) -> list[Any]:
+        ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, c.run_id)
+        return [*ids, c.inferred, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
+
+    for condition in _owned(conn, f.run_id, f.owner_id, runs, owners):
+        query = sa.select(*columns(f.owner_id, f), *_no_interval()).where(condition)
+        found.extend(conn.execute(query).all())
+    for matches in _history_of(conn, runs, owners):
+        query = (
+            sa.select(*columns(d.owner_id, h), *_in_force(dialect))
+            .join_from(t.declared_flows, t.declarations, d.id == h.declaration_id)
+            .where(matches)
+        )
+        found.extend(conn.execute(query).all())
+    return found
+
+
+def job_edge_rows(
+    conn: Connection,
+    runs: Collection[uuid.UUID] | None = None,
+    owners: Collection[uuid.UUID] | None = None,
+) -> list[EdgeRow]:
+    """Edges with a job at one end or both, as `relation_rows` reads relations: each stored
+    set's edges once per link to it, as every reader sees them (`upstream.store.edge_rows`)."""
+    dialect = conn.dialect.name
+    link, edge, h, d = (
+        t.lineage_links.c,
+        t.lineage_set_edges.c,
+        t.declared_edges.c,
+        t.declarations.c,
+    )
+    found: list[EdgeRow] = []
+
+    def columns(owner: Any, scope: Any, ends: Any) -> list[Any]:
+        return [
+            *_ids(dialect, owner),
+            scope.scope == "run",
+            *_ids(dialect, scope.run_id),
+            ends.source_type,
+            *_ids(dialect, ends.source_dataset_id, ends.source_job_id, ends.source_run_id),
+            ends.target_type,
+            *_ids(dialect, ends.target_dataset_id, ends.target_job_id, ends.target_run_id),
+        ]
+
+    def job_end(c: Any) -> sa.ColumnElement[bool]:
+        return sa.or_(c.source_type == "job", c.target_type == "job")
+
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+        query = (
+            sa.select(*columns(link.owner_id, link, edge), *_no_interval())
+            .join_from(t.lineage_set_edges, t.lineage_links, link.set_id == edge.set_id)
+            .where(job_end(edge), condition)
+        )
+        found.extend(conn.execute(query).all())
+    for matches in _history_of(conn, runs, owners):
+        query = (
+            sa.select(*columns(d.owner_id, h, h), *_in_force(dialect))
+            .join_from(t.declared_edges, t.declarations, d.id == h.declaration_id)
+            .where(job_end(h), matches)
+        )
+        found.extend(conn.execute(query).all())
+    return found
+
+
+def _owned(
+    conn: Connection,
+    run: Any,
+    owner: Any,
+    runs: Collection[uuid.UUID] | None,
+    owners: Collection[uuid.UUID] | None,
+) -> Iterator[sa.ColumnElement[bool]]:
+    """Conditions for the current rows of `runs` and of the declarations of `owners`
+    (every row when both are None)."""
+    if runs is None and owners is None:
+        yield sa.true()
+        return
+    yield from id_filters(conn, run, runs or ())
+    for matches in id_filters(conn, owner, owners or ()):
+        yield sa.and_(run.is_(None), matches)
+
+
+def _history_of(
+    conn: Connection, runs: Collection[uuid.UUID] | None, owners: Collection[uuid.UUID] | None
+) -> Iterator[sa.ColumnElement[bool]]:
+    """Conditions for the history rows of the declarations of `owners` (all when neither
+    `runs` nor `owners` is given; none for runs alone: runs declare nothing)."""
+    if runs is None and owners is None:
+        yield sa.true()
+        return
+    yield from id_filters(conn, t.declarations.c.owner_id, owners or ())
