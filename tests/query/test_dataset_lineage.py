@@ -635,4 +635,6 @@ def test_a_dataset_without_relations_is_alone(client: TestClient) -> None:
         "relations": [],
         "data": {"dataset.ns.D": {"entityId": {"type": "dataset", "namespace": NS, "name": "D"}}},
         "programs": {},
+        # Its only run started ten days before BASE_TIME, outside the window: the answer says so.
+        "latestRunOutsideWindow": "2026-10-22T12:00:00+00:00",
     }
