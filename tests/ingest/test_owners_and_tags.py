@@ -170,6 +170,17 @@ def test_include_names_only_what_an_answer_can_carry(orders: TestClient) -> None
     assert response.json()["errors"][0]["path"] == "include"
 
 
+def test_what_changed_in_lineage_refuses_include(orders: TestClient) -> None:
+    """The diff compares relations; it carries no owners, so asking for them is an error."""
+    response = orders.get(
+        f"/v3/namespaces/{NS}/datasets/orders/lineage/diff", params={"include": "owners"}
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"path": "include", "message": "applies to lineage, not to what changed in it"}
+    ]
+
+
 @pytest.mark.parametrize(
     ("change", "path"),
     [
