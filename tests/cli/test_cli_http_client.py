@@ -53,7 +53,7 @@ def test_field_paths_and_summaries_paths() -> None:
         client.field_lineage_summary("myns", "mytableds", "uniqueId", asked)
     assert [r.url.raw_path.decode() for r in recorder.requests] == [
         "/v3/namespaces/myns/datasets/mytableds/fields/a%2Fb/lineage?start=now-1d",
-        "/v3/namespaces/myns/datasets/mytableds/lineage/fields/uniqueId?levels=3&direction=incoming",
+        "/v3/namespaces/myns/datasets/mytableds/lineage/fields/uniqueId?direction=incoming&levels=3",
     ]
     assert "Authorization" not in recorder.requests[0].headers
 
@@ -63,8 +63,8 @@ def test_small_batches_go_plain_and_large_ones_gzipped() -> None:
     small = [{"eventType": "START"}]
     large = [{"padding": "x" * 1000, "n": n} for n in range(400)]
     with client_with(recorder) as client:
-        client.post(small)
-        client.post(large)
+        client.post_events(small)
+        client.post_events(large)
     plain, packed = recorder.requests
     assert "Content-Encoding" not in plain.headers
     assert json.loads(plain.content) == small
@@ -101,7 +101,7 @@ def test_errors_carry_status_message_and_located_problems(
     response: httpx.Response, status: int, message: str, errors: list[dict[str, Any]]
 ) -> None:
     with client_with(Recorder(response)) as client, pytest.raises(ApiRejected) as caught:
-        client.post([{}])
+        client.post_events([{}])
     assert (caught.value.status, caught.value.message, caught.value.errors) == (
         status,
         message,
