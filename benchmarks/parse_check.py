@@ -1,5 +1,5 @@
 """What refusing repeated keys costs the parse of a posted batch: the CPU per event of
-`ingest.strict_json.parse_json` now, against the same parse at an older revision (before the
+`model.strict_json.parse_json` now, against the same parse at an older revision (before the
 check), on the first events of a generated workload posted as batches of 500.
 
     python -m benchmarks.parse_check --size medium --before <revision>
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from upstream.ingest import json_shape
-from upstream.ingest.strict_json import parse_json
+from upstream.model.strict_json import parse_json
 
 OUT = Path(__file__).resolve().parent / "out"
 BATCH = 500

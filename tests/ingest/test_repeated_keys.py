@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
 from tests.readback import counts
-from upstream.ingest.strict_json import parse_json
 from upstream.model.errors import MalformedDocument
+from upstream.model.strict_json import parse_json
 from upstream.store.engine import Store
 
 JSON = {"content-type": "application/json"}

@@ -9,7 +9,7 @@ reported and reading resumes at the next line that starts with `{`, where the wr
 top-level event (nested objects are indented). In an array a syntax error ends that file,
 since nothing after it can be located reliably.
 
-Each event's text is held to the server's strict JSON (`ingest.strict_json.check_document`):
+Each event's text is held to the server's strict JSON (`model.strict_json.check_document`):
 a key repeated in an object (`job.name: repeated key`), a string no database stores or nesting
 too deep makes the entry unreadable, as it would make a posted body.
 """
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from upstream.ingest.strict_json import check_document
 from upstream.model.errors import MalformedDocument, json_syntax_reason
+from upstream.model.strict_json import check_document
 
 _DECODER = json.JSONDecoder()
 _BLANK = " \t\r\n"

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream.ingest.json_shape import ShapeLimits, check_batch_size, check_events, check_shape
-from upstream.ingest.strict_json import parse_json
 from upstream.model import json_text
 from upstream.model.errors import DocumentTooLarge, MalformedDocument
+from upstream.model.strict_json import parse_json
 
 
 @dataclass(frozen=True)
