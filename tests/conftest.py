@@ -115,9 +115,18 @@ def truncate_tables(url: str) -> None:
     engine = sa.create_engine(url)
     head = schema.change_log_head
     tables = ", ".join(t.name for t in schema.metadata.sorted_tables if t is not head)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY"))
-        conn.execute(head.update().values(position=0))
+    # A server of the previous test may still be loading its graph index from these tables;
+    # the TRUNCATE then deadlocks with its reads, and is simply tried again.
+    for attempt in range(5):
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY"))
+                conn.execute(head.update().values(position=0))
+            break
+        except sa.exc.OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2)
     engine.dispose()
 
 
