@@ -44,6 +44,12 @@ def test_any_json_value_has_the_standard_canonical_text(value: Any) -> None:
     assert canonical(value) == standard(value)
 
 
+@pytest.mark.parametrize("value", [6.103515625e-05, -6.103515625e-05, 1e-05, -2.5e-07])
+def test_a_small_float_alone_has_the_standard_text(value: float) -> None:
+    # The whole document is the number: nothing stands before it (found by hypothesis).
+    assert canonical(value) == standard(value)
+
+
 def test_integers_beyond_64_bits_are_parsed_exactly_by_the_slow_path() -> None:
     # orjson alone would parse the first as the float 1.8446744073709552e+19.
     assert loads(b'{"n": 18446744073709551616}') is None

@@ -86,7 +86,7 @@ def _writes_a_small_float(text: bytes) -> bool:
     fixed = text.find(_SMALL_FIXED)
     while fixed != -1:  # one search for the digits, then a look at what comes before them
         position = fixed - 1 if fixed > 0 and text[fixed - 1] == ord("-") else fixed
-        if position > 0 and text[position - 1] in _VALUE_START:
+        if position == 0 or text[position - 1] in _VALUE_START:  # 0: the whole text
             return True
         fixed = text.find(_SMALL_FIXED, fixed + 1)
     for found in _NEGATIVE_EXPONENT.finditer(text):
@@ -97,7 +97,7 @@ def _writes_a_small_float(text: bytes) -> bool:
             continue  # no digit before the `e`: a word, not a number
         if position > 0 and text[position - 1] == ord("-"):
             position -= 1
-        if position > 0 and text[position - 1] in _VALUE_START:
+        if position == 0 or text[position - 1] in _VALUE_START:  # 0: the whole text
             return True
     return False
 
