@@ -102,3 +102,14 @@ def dataset_row(store: Store, namespace: str, name: str) -> dict[str, Any]:
             t.datasets.c.namespace == namespace, t.datasets.c.name == name
         )
         return dict(conn.execute(query).mappings().one())
+
+
+def stored_run_ids(url: str) -> set[str]:
+    """The run ids of every event kept in the database at `url`: what was acknowledged must
+    be among them after an outage."""
+    store = Store(url)
+    try:
+        with store.read() as conn:
+            return {str(r) for r in conn.execute(sa.select(t.events.c.run_id)).scalars()}
+    finally:
+        store.dispose()

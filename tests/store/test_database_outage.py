@@ -24,11 +24,11 @@ from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
 from tests.conftest import LiveServer, truncate_tables
+from tests.readback import stored_run_ids
 from tests.tcp_proxy import TcpProxy, proxy_to
 from upstream.api.app import create_app
 from upstream.model.errors import StoreUnavailable
 from upstream.settings import Settings
-from upstream.store import schema as t
 from upstream.store.engine import Store, Timeouts
 
 UNAVAILABLE = {
@@ -71,15 +71,6 @@ def proxied_server(postgres_server: str, tmp_path: Path) -> Iterator[tuple[LiveS
         finally:
             proxy.resume()
             server.stop()
-
-
-def _stored_run_ids(url: str) -> set[str]:
-    store = Store(url)
-    try:
-        with store.read() as conn:
-            return {str(r) for r in conn.execute(sa.select(t.events.c.run_id)).scalars()}
-    finally:
-        store.dispose()
 
 
 @pytest.mark.slow
@@ -129,7 +120,7 @@ def test_a_hung_postgresql_gets_503s_in_time_and_recovers(
         acknowledged.append(after["run"]["runId"])
         assert http.get("/ready").status_code == 200
         assert http.get("/api/v1/namespaces/outage/datasets").status_code == 200
-    assert set(acknowledged) <= _stored_run_ids(postgres_server)
+    assert set(acknowledged) <= stored_run_ids(postgres_server)
     assert "Traceback" not in server.log()
 
 
@@ -176,7 +167,7 @@ def test_a_locked_sqlite_gets_503_and_recovers(tmp_path: Path, sqlite_template: 
         accepted = _event("unlocked")
         assert client.post("/api/v1/lineage", json=accepted).status_code == 201
     holder.close()
-    assert _stored_run_ids(settings.db_url) == {accepted["run"]["runId"]}
+    assert stored_run_ids(settings.db_url) == {accepted["run"]["runId"]}
 
 
 #: A statement that runs for seconds on either database.

@@ -21,12 +21,11 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from tests.builders import ds, run_event
 from tests.conftest import LiveServer
 from tests.private_postgres import private_cluster
-from upstream.store import schema as t
+from tests.readback import stored_run_ids
 from upstream.store.engine import Store
 from upstream.store.migrate import upgrade
 
@@ -62,15 +61,6 @@ def _timed(request: tuple[str, str, bytes | None]) -> tuple[str, int, float, str
         response = http.post(path, content=body, headers=JSON) if post else http.get(path)
         seconds = time.monotonic() - started
     return what, response.status_code, seconds, response.headers.get("retry-after")
-
-
-def _stored_runs(url: str) -> set[str]:
-    store = Store(url)
-    try:
-        with store.read() as conn:
-            return {str(r) for r in conn.execute(sa.select(t.events.c.run_id)).scalars()}
-    finally:
-        store.dispose()
 
 
 @pytest.mark.slow
@@ -125,5 +115,5 @@ def test_a_hung_postgresql_answers_every_request_503_in_time(tmp_path: Path) -> 
                 assert http.get("/ready").status_code == 200
         finally:
             server.stop()
-        assert set(acknowledged) <= _stored_runs(cluster.url)
+        assert set(acknowledged) <= stored_run_ids(cluster.url)
         assert "PendingRollbackError" not in server.log()
