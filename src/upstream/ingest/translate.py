@@ -26,6 +26,7 @@ from upstream.model.facets import (
     ComponentFacet,
     DatasetTypeFacet,
     HierarchyFacet,
+    JobDependenciesFacet,
     JobTypeFacet,
     LifecycleStateChangeFacet,
     LineageDatasetFacet,
@@ -57,6 +58,7 @@ from upstream.model.facts import (
 )
 from upstream.model.hierarchy import HIERARCHY_FACET
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.job_dependencies import JOB_DEPENDENCIES_FACET, dependencies_stated
 from upstream.model.ownership import OWNERSHIP_FACET, TAGS_FACET
 from upstream.model.workflow import temporary_by_type
 
@@ -98,6 +100,7 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
         parse_facet(TagsFacet, event.run.facets[TAGS_FACET], f"run.facets.{TAGS_FACET}")
     facts.runs.append(run)
     _parent(event, run, facts)
+    _job_dependencies(event, run, facts)
     lineage = _job_lineage(event.job.facets, owner)
     run.has_lineage_facet = lineage is not None
     _inputs_outputs(event, owner, lineage, facts, sql_lineage)
@@ -369,6 +372,19 @@ def _parent(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
         parent_run.root_run_id = root_id
         facts.jobs.append(JobFact(root_job, seen_as_parent=True))
         facts.runs.append(RunFact(root_id, root_job, event.eventTime, has_events=False))
+
+
+def _job_dependencies(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
+    """The `jobDependencies` facet: control-flow edges between job runs (design §3.3). The
+    jobs it names become jobs, as jobs a lineage facet names do; the runs stay ids."""
+    raw = event.run.facets.get(JOB_DEPENDENCIES_FACET)
+    if raw is None:
+        return
+    facet = parse_facet(JobDependenciesFacet, raw, f"run.facets.{JOB_DEPENDENCIES_FACET}")
+    stated = dependencies_stated(facet, run.run_id, run.job, event.eventTime)
+    facts.job_dependencies.extend(stated)
+    named = {ref for fact in stated for ref in (fact.upstream_job, fact.downstream_job)}
+    facts.jobs.extend(JobFact(ref) for ref in sorted(named - {run.job}))
 
 
 def _nominal_time(run: RunFact, facets: dict[str, Any]) -> None:

@@ -69,6 +69,26 @@ class JobLinkThrough(TypedDict):
     through: list[str]
 
 
+class DependencyRuns(TypedDict):
+    """The runs at the two ends of a job dependency, when the statement names them."""
+
+    upstream: str | None
+    downstream: str | None
+
+
+class JobDependencyEntry(TypedDict):
+    """Control flow (the `jobDependencies` run facet, design §3.3): the `upstream` program
+    runs before the `downstream` one, of this kind and by these rules, as these runs said."""
+
+    upstream: str
+    downstream: str
+    dependencyType: str | None
+    sequenceTriggerRule: str | None
+    statusTriggerRule: str | None
+    triggerRule: str | None
+    runs: list[DependencyRuns]
+
+
 class LineageAnswer(TypedDict):
     """Dataset or job lineage, CDAP's relations (design §4.2)."""
 
@@ -80,6 +100,8 @@ class LineageAnswer(TypedDict):
     programs: dict[str, ProgramEntry]
     #: Only with rollup=jobs.
     jobLinks: NotRequired[list[JobLinkThrough]]
+    #: Only in job lineage: control flow around the job, apart from the data flow.
+    jobDependencies: NotRequired[list[JobDependencyEntry]]
     truncated: NotRequired[bool]
     omittedNodes: NotRequired[int]
     omittedRelations: NotRequired[int]
@@ -178,6 +200,25 @@ class RunLineageEdge(TypedDict):
     datasetVersion: str
 
 
+class RunDependencyEnd(TypedDict):
+    """A job, and its run when the statement names one."""
+
+    namespace: str
+    name: str
+    runId: str | None
+
+
+class RunDependencyEntry(TypedDict):
+    """A job dependency (design §3.3) the run is an end of."""
+
+    upstream: RunDependencyEnd
+    downstream: RunDependencyEnd
+    dependencyType: str | None
+    sequenceTriggerRule: str | None
+    statusTriggerRule: str | None
+    triggerRule: str | None
+
+
 class RunLineageAnswer(TypedDict):
     """Runs and the dataset versions between them around one run (design §4.5)."""
 
@@ -188,6 +229,8 @@ class RunLineageAnswer(TypedDict):
     runs: list[RunOfRunLineage]
     datasetVersions: list[DatasetVersion]
     edges: list[RunLineageEdge]
+    #: Control flow: the job runs this run waited for and those that waited for it.
+    jobDependencies: list[RunDependencyEntry]
     truncated: NotRequired[bool]
 
 

@@ -29,6 +29,7 @@ from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.walk_reads import WalkReads
+from upstream.query.job_dependencies import dependencies_around, job_dependency_entries
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
@@ -74,7 +75,19 @@ def job_lineage(
         answers.append(
             dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
         )
-    return _merged(conn, answers, params, max_nodes)
+    return _with_dependencies(conn, _merged(conn, answers, params, max_nodes), job_id, params)
+
+
+def _with_dependencies(
+    conn: Connection, answer: LineageAnswer, job_id: uuid.UUID, params: LineageParams
+) -> LineageAnswer:
+    """`answer` with the control flow around the job (design §3.3), and the programs it
+    names: a separate list, so no data-flow relation comes from it."""
+    found = dependencies_around(conn, job_id, params.window, params.direction, params.levels)
+    entries, programs = job_dependency_entries(conn, found)
+    answer["jobDependencies"] = entries
+    answer["programs"] = dict(sorted({**programs, **answer["programs"]}.items()))
+    return answer
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:

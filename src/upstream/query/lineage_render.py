@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
-from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
+from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.lineage_params import LineageParams
@@ -88,15 +88,8 @@ def render(
         if dataset_id in temporary:
             entry["temporary"] = True
         data[data_keys[dataset_id]] = entry
-    program_entries: dict[str, ProgramEntry] = {
-        p.key: {
-            "entityId": {
-                "type": "workflow" if p.workflow else "job",
-                "namespace": p.namespace,
-                "name": p.name,
-            }
-        }
-        for p in programs.values()
+    shown_programs: dict[str, ProgramEntry] = {
+        p.key: {"entityId": _entity_of(p)} for p in programs.values()
     }
     response = cast(
         LineageAnswer,
@@ -106,7 +99,7 @@ def render(
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
             "relations": collapse(keyed, params.collapse, run_order),
             "data": dict(sorted(data.items())),
-            "programs": dict(sorted(program_entries.items())),
+            "programs": dict(sorted(shown_programs.items())),
         },
     )
     if omitted is not None:
@@ -143,6 +136,21 @@ def _programs(
             workflow = id_ in rolled_up or is_workflow(job_type, seen_as_parent)
             found[id_] = _Program(namespace, name, workflow)
     return found
+
+
+def program_entries(
+    conn: Connection, job_ids: Collection[str]
+) -> dict[str, tuple[str, ProgramEntry]]:
+    """Each job of `job_ids` (by id text) with its key and entry, as answers show programs."""
+    return {
+        job_id: (p.key, {"entityId": _entity_of(p)})
+        for job_id, p in _programs(conn, job_ids, ()).items()
+    }
+
+
+def _entity_of(program: _Program) -> EntityId:
+    kind = "workflow" if program.workflow else "job"
+    return {"type": kind, "namespace": program.namespace, "name": program.name}
 
 
 def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:

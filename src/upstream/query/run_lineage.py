@@ -31,6 +31,7 @@ from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
+from upstream.query.job_dependencies import run_dependencies
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.query.lineage_query import RunQuery
 from upstream.store import schema as t
@@ -354,6 +355,7 @@ def _render(
                 {"type": kind, "run": run, "datasetVersion": version}
                 for kind, run, version in sorted(edges)
             ],
+            "jobDependencies": run_dependencies(conn, params.run_id, params.direction),
         },
     )
     if truncated:

@@ -30,7 +30,8 @@ from upstream.store.months import with_months
 #: 7: a run's SQL resolves against the datasets of all its events, whatever their order.
 #: 8: OpenLineage's `datasetType` (JOB_OUTPUT, subtype TEMPORARY) marks relations temporary.
 #: 9: a COMPLETE_SNAPSHOT event of a streaming run supersedes its earlier events' lineage.
-DERIVED_VERSION = "9"
+#: 10: the `jobDependencies` run facet's control-flow edges (`job_dependencies`).
+DERIVED_VERSION = "10"
 
 
 @dataclass

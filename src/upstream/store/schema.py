@@ -326,6 +326,30 @@ flows = sa.Table(
     sa.Index("ix_flows_target", "target_dataset_id", "started_at"),
 )
 
+job_dependencies = sa.Table(
+    "job_dependencies",
+    metadata,
+    # Control flow between job runs (design §3.3), from the `jobDependencies` run facet: the
+    # upstream job (run) runs before the downstream one. One row per stating run and pair of
+    # ends (`upstream.model.job_dependencies`); derived, written when its run's event is, and
+    # removed with that run. No dataset walk reads it.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    # The run whose facet states the edge; its span places the edge in a window.
+    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("upstream_job_id", sa.Uuid, nullable=False, index=True),
+    # NULL when the statement names no run of that job.
+    sa.Column("upstream_run_id", sa.Uuid, index=True),
+    sa.Column("downstream_job_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("downstream_run_id", sa.Uuid, index=True),
+    # DIRECT_INVOCATION, IMPLICIT_DEPENDENCY… as the producer names it.
+    sa.Column("dependency_type", sa.Text),
+    sa.Column("sequence_trigger_rule", sa.Text),
+    sa.Column("status_trigger_rule", sa.Text),
+    sa.Column("trigger_rule", sa.Text),
+    # The event time of the statement that counts (the latest).
+    sa.Column("stated_at", Timestamp, nullable=False),
+)
+
 store_state = sa.Table(
     "store_state",
     metadata,

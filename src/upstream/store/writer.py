@@ -57,6 +57,7 @@ from upstream.store.dialect import (
     insert_rows_ignoring,
 )
 from upstream.store.flow_writer import Owners, rederive_flows
+from upstream.store.job_dependency_writer import store_job_dependencies
 from upstream.store.lineage_writer import delete_links, store_lineage
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
 
@@ -134,6 +135,7 @@ def apply_facts(
         store_lineage(conn, received_together, moment)
     owners.runs |= described
     rederive_flows(conn, owners)
+    store_job_dependencies(conn, batch)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), merge_version)
     symlinks = {s.id: s for f in batch for s in f.symlinks}
     new_symlinks = _insert_ignoring(
