@@ -32,9 +32,8 @@ def test_upstream_entries_end_at_the_run_and_carry_its_trigger_rule() -> None:
             "trigger_rule": "ALL_SUCCESS",
         }
     )
-    up, down = sorted(dependencies_stated(facet, RUN, JOB, AT), key=lambda f: f.upstream_job.name)[
-        ::-1
-    ]
+    stated = dependencies_stated(facet, RUN, JOB, AT)
+    up, down = sorted(stated, key=lambda f: f.upstream_job.name)
     assert (up.upstream_job, up.upstream_run, up.downstream_job, up.downstream_run) == (
         JobRef("pipeline", "extract"),
         None,

@@ -351,7 +351,8 @@ def test_a_run_naming_itself_is_no_dependency(client: TestClient, store: Store) 
 @pytest.mark.parametrize(
     ("bad", "path"),
     [
-        ({"upstream": [{"job": {"namespace": "a"}}]}, "run.facets.jobDependencies.upstream[0].job.name"),
+        ({"upstream": [{"job": {"namespace": "a"}}]},
+         "run.facets.jobDependencies.upstream[0].job.name"),
         ({"downstream": [{"job": {"namespace": "a", "name": "b"}, "run": {"runId": "x"}}]},
          "run.facets.jobDependencies.downstream[0].run.runId"),
         ({"upstream": "data-extract"}, "run.facets.jobDependencies.upstream"),
