@@ -198,6 +198,9 @@ class RunLineageEdge(TypedDict):
     type: Literal["read", "write"]
     run: str
     datasetVersion: str
+    #: When the run's read or write of the dataset appeared (ISO-8601): a streaming run's
+    #: edges keep the time they first appeared in its lineage (design §4.5).
+    since: str | None
 
 
 class RunDependencyEnd(TypedDict):
