@@ -378,3 +378,15 @@ def names_a_dataset_in(
         )
     ]
     return sa.or_(*found)
+
+
+def has_json_key(
+    conn: Connection, document: sa.ColumnElement[Any], key: str
+) -> sa.ColumnElement[bool]:
+    """The JSON object `document` holds `key` at its top level (a `facets` column holding a
+    facet), in a form each database answers without reading the rest of the document."""
+    if conn.dialect.name == "postgresql":
+        has: sa.ColumnElement[bool] = sa.cast(document, postgresql.JSONB).has_key(key)
+        return has
+    quoted = key.replace('"', '""')
+    return sa.func.json_type(document, f'$."{quoted}"').is_not(None)
