@@ -350,6 +350,28 @@ export interface LatestRuns {
   failedCount: number;
 }
 
+export interface MapGroup {
+  key: string;
+  containers: string[];
+  datasets: number;
+  flowsWithin: number;
+  deeper: boolean;
+}
+
+export interface MapEdge {
+  source: string;
+  target: string;
+  flows: number;
+}
+
+export interface HierarchyMap {
+  level: number;
+  within: string[];
+  depth: number;
+  groups: MapGroup[];
+  edges: MapEdge[];
+}
+
 // ---- calls ----
 
 export const api = {
@@ -374,6 +396,8 @@ export const api = {
   lineageDiff: (ns: string, name: string, query: Query) =>
     getJson<LineageDiff>(path("v3", "namespaces", ns, "datasets", name, "lineage", "diff"), query),
   runLineage: (id: string, query: Query) => getJson<RunLineage>(path("v3", "runs", id, "lineage"), query),
+  hierarchyMap: (level: number, within: string | null, asOf: string | null) =>
+    getJson<HierarchyMap>("/v3/lineage/graph", { rollup: "hierarchy", level, within, asOf }),
   tagReach: (tag: string, levels: number) => getJson<TagReach>(path("v3", "tags", tag, "reach"), { levels }),
   run: (id: string) => getJson<Run>(path("api", "v1", "jobs", "runs", id)),
   columnLineage: (nodeId: string, depth: number) =>

@@ -81,6 +81,23 @@ export const STYLE: StylesheetJson = [
       color: "#4b5563",
     },
   },
+  // The map (#/map): a group of datasets under one container; one that drills down is bolder.
+  {
+    selector: "node[kind = 'group']",
+    style: { shape: "round-rectangle", "background-color": "#e0f2fe", "border-color": "#0369a1" },
+  },
+  { selector: "node[kind = 'group'][?deeper]", style: { "border-width": 3 } },
+  {
+    selector: "edge[flows]",
+    style: {
+      label: "data(caption)",
+      "font-size": LABEL_FONT_SIZE,
+      "font-family": FONT,
+      "text-background-color": "#ffffff",
+      "text-background-opacity": 1,
+      "curve-style": "bezier",
+    },
+  },
   { selector: "node[?centre]", style: { "border-width": 4, "border-color": "#0f766e" } },
   {
     selector: "edge",

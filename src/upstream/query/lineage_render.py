@@ -176,12 +176,16 @@ def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str],
 def _temporary(
     conn: Connection, relations: list[ShownRelation], datasets: dict[str, tuple[str, str]]
 ) -> set[str]:
-    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4).
-    Only the datasets that may be (a mark, or a name ending with a run id) have their
+    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4),
+    and those a producer marks temporary in any run (`datasetType` TEMPORARY or JOB_OUTPUT,
+    the recorder's `temporary=True`), as `rollup=jobs` counts them: the UI draws them all
+    dashed. Only the datasets that may be (a mark, or a name ending with a run id) have their
     relations' run chains read."""
     index = WorkflowIndex(conn)
     names = {uuid.UUID(d): datasets[d][1] for d in {r.dataset_id for r in relations}}
     maybe = {str(d) for d in index.possibly_temporary(names)}
+    marked = {str(d) for d in index.marked_temporary(names)}
+    maybe -= marked
     candidates = [
         Relation(
             uuid.UUID(r.dataset_id),
@@ -196,4 +200,4 @@ def _temporary(
     index.load(r.run_id for r in candidates)
     pairs = workflow_pairs(candidates, index.workflow_of)
     temporary = index.temporaries(pairs, {d: names[d] for d, _ in pairs})
-    return {str(dataset) for dataset, _ in temporary}
+    return marked | {str(dataset) for dataset, _ in temporary}
