@@ -175,12 +175,25 @@ export interface DataEntry {
   temporary?: boolean;
 }
 
+/** Control flow between two programs (the `jobDependencies` run facet), apart from data flow. */
+export interface JobDependency {
+  upstream: string;
+  downstream: string;
+  dependencyType: string | null;
+  sequenceTriggerRule: string | null;
+  statusTriggerRule: string | null;
+  triggerRule: string | null;
+  runs: { upstream: string | null; downstream: string | null }[];
+}
+
 export interface LineageResponse {
   start: number | string;
   end: number | string;
   relations: Relation[];
   data: Record<string, DataEntry>;
   programs: Record<string, { entityId: EntityId }>;
+  /** Job lineage only: the job dependencies around the job. */
+  jobDependencies?: JobDependency[];
   truncated?: boolean;
   /** With no relation: when the latest run touching the dataset started, all its runs lying outside the window. */
   latestRunOutsideWindow?: string;

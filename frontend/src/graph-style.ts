@@ -116,6 +116,11 @@ export const STYLE: StylesheetJson = [
     selector: "edge[?field]",
     style: { "line-color": "#60a5fa", "target-arrow-color": "#60a5fa", width: 1.2, "z-index": 4 },
   },
+  // Control flow (a job dependency): the job on the left runs before the one on the right.
+  {
+    selector: "edge[?control]",
+    style: { "line-color": "#7c3aed", "target-arrow-color": "#7c3aed", "line-style": "dotted", width: 2 },
+  },
   // A diff: added green, removed red and dashed, kept as is; highlighted paths still win.
   {
     selector: "edge.change-added",

@@ -2048,3 +2048,44 @@ def test_the_map_says_when_a_level_is_too_deep(server: LiveServer, page: Any) ->
     page.goto(f"{server.url}/#/map?level=9&within=postgres%3A%252F%252Fmapdb%3A5432")
     page.wait_for_selector("[role=alert]")
     assert "level" in page.locator("[role=alert]").inner_text()
+
+
+def test_a_job_graph_draws_its_job_dependencies_dotted(server: LiveServer, page: Any) -> None:
+    """`transform` waits for `extract` (the `jobDependencies` run facet, 1-0-1) and reads what
+    it wrote: a data path extract → staged → transform, and a dotted control edge between the
+    two jobs."""
+    upstream_run = str(uuid.uuid4())
+    dependencies = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/JobDependenciesRunFacet.json",
+        "upstream": [
+            {
+                "job": {"namespace": "deps", "name": "extract"},
+                "run": {"runId": upstream_run},
+                "dependency_type": "DIRECT_INVOCATION",
+            }
+        ],
+    }
+    _post(
+        server.url,
+        [
+            run_event(("deps", "extract"), run_id=upstream_run, time=_recent(2),
+                      outputs=[ds("deps", "staged")]),
+            run_event(("deps", "transform"), time=_recent(), inputs=[ds("deps", "staged")],
+                      run_facets={"jobDependencies": dependencies}),
+        ],
+    )  # fmt: skip
+    page.goto(f"{server.url}/#/graph?type=job&ns=deps&name=transform&levels=1&direction=upstream")
+    drawn = _graph(page, "transform")
+    assert drawn["edges"] == [
+        ["extract", "staged"],
+        ["extract", "transform"],
+        ["staged", "transform"],
+    ]
+    control = page.evaluate(
+        """() => window.__upstreamGraph.cy.edges('[?control]').map((e) => [
+            e.source().data('name'), e.target().data('name'), e.data('dependency'),
+            e.style('line-style')])"""
+    )
+    assert control == [["extract", "transform", "DIRECT_INVOCATION", "dotted"]]
+    assert "runs before (job dependency)" in page.locator(".legend").inner_text()
