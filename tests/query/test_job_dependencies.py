@@ -24,9 +24,11 @@ from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, PRODUCER, ds, run_event
 from tests.conftest import post
+from upstream.api.app import create_app
 from upstream.ingest.rebuild import rebuild
 from upstream.model.identity import JobRef
 from upstream.retention import prune_store
+from upstream.settings import Settings
 from upstream.store import schema as t
 from upstream.store.change_log import RUNS, changes_since, position
 from upstream.store.engine import Store
@@ -398,3 +400,15 @@ def test_prune_removes_the_edges_of_the_runs_it_removes(client: TestClient, stor
     # raw-landing, named only by X's edge, goes; data-extract stays (T's edge names it).
     assert client.get(f"/api/v1/namespaces/{LANDING[0]}/jobs/{LANDING[1]}").status_code == 404
     assert client.get(f"/api/v1/namespaces/{EXTRACT[0]}/jobs/{EXTRACT[1]}").status_code == 200
+
+
+def test_a_capped_answer_keeps_the_nearest_dependencies(db_url: str) -> None:
+    """Three nodes at most: the job and the two it waits for fit, raw-landing (two hops
+    away) does not, and the answer says it was cut."""
+    settings = Settings(db_url=db_url, max_lineage_nodes=3)
+    with TestClient(create_app(settings, migrate=False)) as small:
+        post(small, *story())
+        answer = job_lineage(small, TRANSFORM, direction="upstream", levels=2)
+    assert answer["jobDependencies"] == WAITED_FOR
+    assert answer["truncated"] is True
+    assert set(answer["programs"]) == {key(EXTRACT), key(CLEANUP), key(TRANSFORM)}

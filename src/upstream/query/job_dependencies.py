@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -62,22 +62,24 @@ _COLUMNS = (
 
 def dependencies_around(
     conn: Connection, job_id: uuid.UUID, window: Window, direction: Direction, levels: int
-) -> set[Dependency]:
+) -> list[Dependency]:
     """The edges `levels` hops out from `job_id` along control flow in `direction`, stated
-    by runs that overlap `window` (and had started by its `as_of`)."""
+    by runs that overlap `window` (and had started by its `as_of`): nearest hop first, each
+    hop in a fixed order, so a cap keeps the nearest."""
     steps: tuple[Step, ...] = ("upstream", "downstream") if direction == "both" else (direction,)
-    found: set[Dependency] = set()
+    hops: dict[Dependency, int] = {}
     for step in steps:
         seen, frontier = {job_id}, {job_id}
-        for _ in range(levels):
+        for hop in range(levels):
             edges = _step(conn, frontier, step, window)
-            found |= edges
+            for edge in edges:
+                hops[edge] = min(hops.get(edge, hop), hop)
             reached = {e.upstream_job if step == "upstream" else e.downstream_job for e in edges}
             frontier = reached - seen
             seen |= reached
             if not frontier:
                 break
-    return found
+    return sorted(hops, key=lambda edge: (hops[edge], *(str(value) for value in edge)))
 
 
 def _step(
@@ -101,13 +103,23 @@ def _step(
 
 
 def job_dependency_entries(
-    conn: Connection, dependencies: Iterable[Dependency]
-) -> tuple[list[JobDependencyEntry], dict[str, ProgramEntry]]:
-    """The answer's entries for `dependencies`, and the programs they name by key."""
-    edges = list(dependencies)
+    conn: Connection, edges: list[Dependency], shown: Collection[str], room: int
+) -> tuple[list[JobDependencyEntry], dict[str, ProgramEntry], bool]:
+    """The answer's entries for `edges` (nearest first), the programs they name by key, and
+    whether some were left out: the jobs an answer does not show yet (`shown`: its keys) may
+    add at most `room` nodes, taken in the edges' order."""
     programs = program_entries(conn, {str(job) for e in edges for job in _jobs(e)})
-    grouped: dict[tuple[Any, ...], set[tuple[str, str]]] = defaultdict(set)
+    nodes, kept, cut = set(shown), [], False
     for e in edges:
+        new = {programs[str(job)][0] for job in _jobs(e)} - nodes
+        if len(new) > room:
+            cut = True
+            break
+        room -= len(new)
+        nodes |= new
+        kept.append(e)
+    grouped: dict[tuple[Any, ...], set[tuple[str, str]]] = defaultdict(set)
+    for e in kept:
         ends = (programs[str(e.upstream_job)][0], programs[str(e.downstream_job)][0])
         grouped[(*ends, *e[4:])].add((_text(e.upstream_run), _text(e.downstream_run)))
     entries: list[JobDependencyEntry] = []
@@ -121,7 +133,12 @@ def job_dependency_entries(
             ],
         }
         entries.append(entry)
-    return entries, dict(sorted(programs.values()))
+    named = {
+        key
+        for e in kept
+        for key in (programs[str(e.upstream_job)][0], programs[str(e.downstream_job)][0])
+    }
+    return entries, dict(sorted(v for v in programs.values() if v[0] in named)), cut
 
 
 def run_dependencies(

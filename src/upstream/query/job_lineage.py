@@ -75,16 +75,26 @@ def job_lineage(
         answers.append(
             dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
         )
-    return _with_dependencies(conn, _merged(conn, answers, params, max_nodes), job_id, params)
+    answer = _merged(conn, answers, params, max_nodes)
+    return _with_dependencies(conn, answer, job_id, params, max_nodes)
 
 
 def _with_dependencies(
-    conn: Connection, answer: LineageAnswer, job_id: uuid.UUID, params: LineageParams
+    conn: Connection,
+    answer: LineageAnswer,
+    job_id: uuid.UUID,
+    params: LineageParams,
+    max_nodes: int,
 ) -> LineageAnswer:
     """`answer` with the control flow around the job (design §3.3), and the programs it
-    names: a separate list, so no data-flow relation comes from it."""
+    names: a separate list, so no data-flow relation comes from it. The jobs it adds count
+    towards `max_nodes`, nearest hops first; a cut answer says `"truncated"`."""
     found = dependencies_around(conn, job_id, params.window, params.direction, params.levels)
-    entries, programs = job_dependency_entries(conn, found)
+    shown = {*answer["data"], *answer["programs"]}
+    room = max(0, max_nodes - len(shown))
+    entries, programs, cut = job_dependency_entries(conn, found, shown, room)
+    if cut:
+        answer["truncated"] = True
     answer["jobDependencies"] = entries
     answer["programs"] = dict(sorted({**programs, **answer["programs"]}.items()))
     return answer
