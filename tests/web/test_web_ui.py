@@ -1994,14 +1994,11 @@ def _map_estate(url: str) -> None:
     )
 
 
-def _map_drawn(page: Any, groups: int) -> dict[str, Any]:
-    page.wait_for_function(
-        "(n) => window.__upstreamMap && window.__upstreamMap.nodes().length === n "
-        "&& location.hash.startsWith('#/map')",
-        arg=groups,
-    )
+def _map_drawn(page: Any, level: int) -> dict[str, Any]:
+    """What the map of `level` draws, once it is drawn."""
+    page.wait_for_function("(level) => window.__upstreamMap?.level === level", arg=level)
     drawn: dict[str, Any] = page.evaluate(
-        """() => { const cy = window.__upstreamMap;
+        """() => { const cy = window.__upstreamMap.cy;
             return {
                 nodes: cy.nodes().map((n) => n.data('caption')).sort(),
                 edges: cy.edges().map((e) => [e.source().id(), e.target().id(), e.data('flows')]),
@@ -2031,10 +2028,11 @@ def test_the_map_groups_the_estate_and_drills_down(server: LiveServer, page: Any
     _shot(page, "23-map", docs=True)
     # One click on a group's box shows the containers inside it.
     page.evaluate(
-        "() => window.__upstreamMap.getElementById('postgres:%2F%2Fmapdb:5432/sales').emit('tap')"
+        "() => window.__upstreamMap.cy"
+        ".getElementById('postgres:%2F%2Fmapdb:5432/sales').emit('tap')"
     )
-    page.wait_for_function("() => location.hash.includes('level=3')")
-    assert _map_drawn(page, 2)["nodes"] == ["mart\n1 dataset", "public\n2 datasets"]
+    assert _map_drawn(page, 3)["nodes"] == ["mart\n1 dataset", "public\n2 datasets"]
+    assert _state(page) == {"level": "3", "within": "postgres:%2F%2Fmapdb:5432/sales"}
     assert _texts(page, "table.map-flows tbody td") == ["public", "mart", "2"]
     # The deepest containers hold the datasets themselves: nothing to drill into.
     assert page.locator("table.map-groups a").count() == 0

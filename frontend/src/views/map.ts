@@ -88,7 +88,8 @@ async function drawMap(stage: HTMLElement, answer: HierarchyMap): Promise<void> 
   cy.on("tap", "node[?deeper]", (event) => {
     go("map", { level: answer.level + 1, within: event.target.id() as string });
   });
-  (window as unknown as { __upstreamMap?: unknown }).__upstreamMap = cy;
+  // What the browser tests read: the drawing, and which level of which group it shows.
+  (window as unknown as { __upstreamMap?: unknown }).__upstreamMap = { cy, level: answer.level };
 }
 
 export async function renderMap(root: HTMLElement, params: URLSearchParams): Promise<void> {
