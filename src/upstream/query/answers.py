@@ -86,6 +86,10 @@ class LineageAnswer(TypedDict):
     #: With no relation: when the latest run touching the dataset started, every run of it
     #: lying outside the window (ISO-8601).
     latestRunOutsideWindow: NotRequired[str]
+    #: Only for a token limited to some namespaces: how many datasets and jobs it may not
+    #: see the walk stopped at, and how many relations with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class ImpactRun(TypedDict):

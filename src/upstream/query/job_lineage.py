@@ -18,6 +18,7 @@ from dataclasses import replace
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import (
     DataEntry,
@@ -47,17 +48,23 @@ def job_lineage(
     *,
     max_nodes: int,
     max_relations: int,
+    visibility: Visibility = EVERYTHING,
 ) -> LineageAnswer:
     """The lineage around one job in the response shape of dataset lineage (design §4.2);
     raises NotFound for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
-    each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
-    job_id = existing_job(conn, namespace, name)
+    each dataset's walk is capped at `max_relations` relations as dataset lineage is. With a
+    `visibility` that hides some namespaces, a hidden job is NotFound, the walks start only
+    from the datasets it shows, and `hiddenNodes` and `hiddenRelations` add up what the
+    job's own relations and each walk stopped at."""
+    job_id = existing_job(conn, namespace, name, visibility)
     own = _own_relations(conn, job_id, params)
     wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
         params.direction, {"read", "write"}
     )
-    seeds = sorted(_dataset_names(conn, {r.dataset_id for r in own if r.access in wanted}))
+    own_wanted = [r for r in own if r.access in wanted]
+    touched = _dataset_names(conn, {r.dataset_id for r in own_wanted})
+    seeds = sorted({seed for seed in touched.values() if visibility.shows(seed[0])})
     plain = replace(params, collapse=frozenset())
     answers: list[LineageAnswer] = []
     if params.direction != "both":
@@ -67,14 +74,35 @@ def job_lineage(
         centre = _centre_runs(conn, own, params)
         for seed in seeds:
             answer = dataset_lineage(
-                conn, *seed, across, max_nodes=max_nodes, max_relations=max_relations
+                conn,
+                *seed,
+                across,
+                max_nodes=max_nodes,
+                max_relations=max_relations,
+                visibility=visibility,
             )
             answers.append(_centred(answer, seed, (namespace, name), centre))
-    for seed in seeds:
-        answers.append(
-            dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
+    walked = [
+        dataset_lineage(
+            conn,
+            *seed,
+            plain,
+            max_nodes=max_nodes,
+            max_relations=max_relations,
+            visibility=visibility,
         )
-    return _merged(conn, answers, params, max_nodes)
+        for seed in seeds
+    ]
+    merged = _merged(conn, answers + walked, params, max_nodes)
+    if visibility.everything:
+        return merged
+    hidden = {i for i, (ns, _) in touched.items() if not visibility.shows(ns)}
+    hidden_own = {(r.dataset_id, r.run_id, r.access) for r in own_wanted if r.dataset_id in hidden}
+    return {
+        **merged,
+        "hiddenNodes": len(hidden) + sum(a.get("hiddenNodes", 0) for a in walked),
+        "hiddenRelations": len(hidden_own) + sum(a.get("hiddenRelations", 0) for a in walked),
+    }
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
@@ -90,14 +118,13 @@ def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -
     return own
 
 
-def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> set[tuple[str, str]]:
+def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
+    """The (namespace, name) of each dataset of `ids`."""
     d = t.datasets.c
-    found: set[tuple[str, str]] = set()
+    found: dict[uuid.UUID, tuple[str, str]] = {}
     for matches in id_filters(conn, d.id, ids):
-        found.update(
-            (namespace, name)
-            for namespace, name in conn.execute(sa.select(d.namespace, d.name).where(matches))
-        )
+        query = sa.select(d.id, d.namespace, d.name).where(matches)
+        found.update((i, (namespace, name)) for i, namespace, name in conn.execute(query))
     return found
 
 
