@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from upstream.model.errors import InvalidInput, Problem, shown
+from upstream.model.errors import Forbidden, InvalidInput, Problem, shown
 
 Action = Literal["read", "write"]
 ADMIN = "admin"
@@ -108,6 +108,19 @@ class Access:
     @property
     def may_write_anything(self) -> bool:
         return bool(self.write.patterns)
+
+    def require_write(self, namespace: str, what: str = "write to") -> None:
+        """Forbidden, naming the namespace, unless this access may write it."""
+        if not self.write.shows(namespace):
+            raise Forbidden(
+                f"this token may not {what} namespace {namespace!r}: that needs a scope "
+                f"write:<pattern> matching it"
+            )
+
+    def require_admin(self) -> None:
+        """Forbidden unless this access administers tokens."""
+        if not self.admin:
+            raise Forbidden("managing tokens needs an admin token")
 
 
 def parse_scopes(values: Sequence[object], path: str = "scopes") -> tuple[str, ...]:

@@ -1,5 +1,6 @@
-"""Hiding what a reader may not see in an answer already walked (design §5), for the walks
-that do not consult `VisibleNodes` themselves (the rolled-up walk).
+"""Hiding what a reader may not see in an answer already made (design §5): a lineage answer
+of a walk that does not consult `VisibleNodes` itself (the rolled-up walk), and the
+references of Marquez's documents.
 
 The rule is the walks' own: nothing hidden is shown, and nothing is reached through it. So
 after the relations with a hidden end are dropped, only what is still connected to the node
@@ -10,9 +11,12 @@ naming them.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TypeVar, cast
 
 from upstream.model.access import Visibility
 from upstream.query.answers import LineageAnswer, RelationEntry
+
+T = TypeVar("T")
 
 
 def hidden_from(answer: LineageAnswer, visibility: Visibility, seed: str) -> LineageAnswer:
@@ -68,3 +72,32 @@ def _reached(seed: str, neighbours: dict[str, set[str]]) -> set[str]:
             reached.add(other)
             frontier.append(other)
     return reached
+
+
+def without_hidden(doc: T, visibility: Visibility) -> T:
+    """`doc` (a Marquez-shaped answer) without the list items that refer to an entity in a
+    namespace `visibility` does not show: an item whose own `namespace`, or that of one of
+    its objects (`id`, `datasetVersionId`), is hidden. Lists and searches already leave
+    hidden entities out; this takes them out of what a shown one refers to (a job's
+    inputs, a run's dataset versions, a column's input fields, a dataset's symlinks)."""
+    if visibility.everything:
+        return doc
+    return cast(T, _scrubbed(doc, visibility))
+
+
+def _scrubbed(value: object, visibility: Visibility) -> object:
+    if isinstance(value, list):
+        return [_scrubbed(v, visibility) for v in value if not _refers_to_hidden(v, visibility)]
+    if isinstance(value, dict):
+        return {key: _scrubbed(v, visibility) for key, v in value.items()}
+    return value
+
+
+def _refers_to_hidden(item: object, visibility: Visibility) -> bool:
+    if not isinstance(item, dict):
+        return False
+    found = [item, *(v for v in item.values() if isinstance(v, dict))]
+    return any(
+        isinstance(ns := entry.get("namespace"), str) and not visibility.shows(ns)
+        for entry in found
+    )
