@@ -6,7 +6,8 @@ before anything of them is translated or stored.
   declared lineage); otherwise the whole post is Forbidden, naming the namespace.
 - The datasets a run read and wrote are recorded whatever their namespace (lineage crosses
   domains), but the facets of one in a namespace the token may not write are dropped, but
-  for those that state lineage (`LINEAGE_FACETS`): they never merge into the stored dataset. The event is kept as it was stored, so a rebuild derives the same.
+  for those that state lineage (`LINEAGE_FACETS`): they never merge into the stored
+  dataset. The event is kept as it was stored, so a rebuild derives the same.
 
 A document that is not an event (not an object, no job) is left for validation to refuse.
 """
