@@ -50,11 +50,15 @@ def request_refused(scope: Scope, status: int) -> None:
     access: Access | None = state.get("access")
     prefix = access.prefix if access is not None else state.get("token_prefix")
     token_id = access.token_id if access is not None else None
+    if prefix is not None:
+        token = prefix
+    else:
+        token = "a settings token" if access is not None else "no valid token"
     audit_log.warning(
         "refused %s %s with %s: %s",
         scope.get("method", "GET"),
         scope.get("path", ""),
-        prefix or "no issued token",
+        token,
         status,
         extra={"status": status, "token_id": token_id, "token_prefix": prefix},
     )

@@ -44,6 +44,7 @@ def dataset_lineage(
     max_relations: int,
     runs_in_order: bool = True,
     visibility: Visibility = EVERYTHING,
+    visible: VisibleNodes | None = None,
 ) -> LineageAnswer:
     """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
@@ -57,14 +58,16 @@ def dataset_lineage(
     `upstream.query.history_hint`). With a `visibility` that does not show every namespace,
     the walk neither shows nor passes through what it hides, and says how much it hid
     (`hiddenNodes`, `hiddenRelations`); a hidden dataset asked for is NotFound, as a
-    missing one is."""
+    missing one is. `visible`, when given, is the reader's view of the index that several
+    walks of one answer share, so what they stopped at is counted once (the caller reads
+    the counts from it)."""
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
-    visible: VisibleNodes | None = None
+    shared = visible
     if params.rollup != "workflow":
         graph = graph_of(conn)
-        visible = VisibleNodes.of(conn, graph, visibility)
+        visible = visible or VisibleNodes.of(conn, graph, visibility)
         number = graph.ids.datasets.known(str(seed))
         found = (
             {}
@@ -98,7 +101,7 @@ def dataset_lineage(
         answer = hidden_from(
             answer, visibility, entity_key("dataset", seed_ref.namespace, seed_ref.name)
         )
-    elif visible is not None:
+    elif visible is not None and shared is None:
         answer = {
             **answer,
             "hiddenNodes": visible.hidden_nodes,

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import replace
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -28,7 +29,10 @@ from upstream.query.answers import (
 )
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
@@ -82,27 +86,48 @@ def job_lineage(
                 visibility=visibility,
             )
             answers.append(_centred(answer, seed, (namespace, name), centre))
-    walked = [
-        dataset_lineage(
-            conn,
-            *seed,
-            plain,
-            max_nodes=max_nodes,
-            max_relations=max_relations,
-            visibility=visibility,
+    graph = graph_of(conn)
+    visible = VisibleNodes.of(conn, graph, visibility)
+    for seed in seeds:
+        answers.append(
+            dataset_lineage(
+                conn,
+                *seed,
+                plain,
+                max_nodes=max_nodes,
+                max_relations=max_relations,
+                visibility=visibility,
+                visible=visible,
+            )
         )
-        for seed in seeds
-    ]
-    merged = _merged(conn, answers + walked, params, max_nodes)
-    if visibility.everything:
+    merged = _merged(conn, answers, params, max_nodes)
+    if visible is None:
         return merged
-    hidden = {i for i, (ns, _) in touched.items() if not visibility.shows(ns)}
-    hidden_own = {(r.dataset_id, r.run_id, r.access) for r in own_wanted if r.dataset_id in hidden}
+    _count_own(graph, visible, own_wanted)
     return {
         **merged,
-        "hiddenNodes": len(hidden) + sum(a.get("hiddenNodes", 0) for a in walked),
-        "hiddenRelations": len(hidden_own) + sum(a.get("hiddenRelations", 0) for a in walked),
+        "hiddenNodes": visible.hidden_nodes,
+        "hiddenRelations": visible.hidden_relations,
     }
+
+
+def _count_own(graph: Graph, visible: VisibleNodes, own: list[Relation]) -> None:
+    """Count the job's own relations with hidden datasets among what the answer hid."""
+    known = [
+        (graph.ids.datasets.known(str(r.dataset_id)), graph.ids.jobs.known(str(r.job_id)), r)
+        for r in own
+    ]
+    rows = [
+        (dataset, job, NONE if r.run_id is None else graph.ids.runs.known(str(r.run_id)), r)
+        for dataset, job, r in known
+        if dataset is not None and job is not None
+    ]
+    columns = np.array(
+        [(d, j, NONE if run is None else run, r.access == "write") for d, j, run, r in rows],
+        dtype=np.int64,
+    ).reshape(-1, 4)
+    met = np.ones(len(columns), dtype=np.bool_)
+    visible.stop_at(columns[:, 0], columns[:, 1], columns[:, 2], columns[:, 3], met)
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
