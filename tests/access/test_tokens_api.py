@@ -42,8 +42,10 @@ def test_a_created_token_is_shown_once_and_stored_as_a_digest(
     }
     assert created["name"] == "finance team"
     assert created["scopes"] == ["read:finance/*", "write:postgres://wh:5432"]
-    assert created["token"].startswith("upt_") and created["prefix"] == created["token"][:12]
-    assert created["expiresAt"] is None and created["revokedAt"] is None
+    assert created["token"].startswith("upt_")
+    assert created["prefix"] == created["token"][:12]
+    assert created["expiresAt"] is None
+    assert created["revokedAt"] is None
     (row,) = stored_tokens(db_url)
     assert row.digest == digest_of(created["token"]) != created["token"]
     listed = server.get("/v3/tokens", headers=bearer(ADMIN))
@@ -64,7 +66,8 @@ def test_an_issued_token_reads_and_a_revoked_one_is_refused_at_once_by_every_pro
                 client.get("/api/v1/namespaces", headers=bearer(token["token"])).status_code == 200
             )
         revoked = server.delete(f"/v3/tokens/{token['id']}", headers=bearer(ADMIN))
-        assert revoked.status_code == 200 and revoked.json()["revokedAt"] is not None
+        assert revoked.status_code == 200
+        assert revoked.json()["revokedAt"] is not None
         for client in (server, other_process):
             answer = client.get("/api/v1/namespaces", headers=bearer(token["token"]))
             assert answer.status_code == 401
@@ -174,8 +177,10 @@ def test_creations_revocations_and_refusals_are_audited_and_counted(
         f"refused GET /api/v1/namespaces with {token['prefix']}",
         "refused POST /v3/tokens with a settings token",
     ]
-    assert lines[0].token_id == token["id"] and lines[0].token_prefix == token["prefix"]  # type: ignore[attr-defined]
-    assert lines[2].token_id is None and lines[2].status == 401  # type: ignore[attr-defined]
+    assert lines[0].token_id == token["id"]
+    assert lines[0].token_prefix == token["prefix"]
+    assert lines[2].token_id is None
+    assert lines[2].status == 401
     assert all(token["token"] not in r.getMessage() for r in lines)
     metrics = server.get("/metrics", headers=bearer(READ_ALL)).text
     assert 'upstream_tokens_changed_total{action="created"} 1.0' in metrics
