@@ -176,17 +176,22 @@ class AuthMiddleware:
         role = self.tokens.role_of(token)
         if role is None and token.startswith(TOKEN_MARK):
             scope["state"]["token_prefix"] = token[:PREFIX_LENGTH]
-            return await self._issued(scope["app"].state.store, token, method, needed)
+            return await self._issued(
+                scope["state"], scope["app"].state.store, token, method, needed
+            )
         if role is None:
             return 401, "the token is not valid on this server"
         if role < needed:
+            scope["state"]["access"] = role.access  # known, for the audit line
             return 403, (
                 f"a {role.name.lower()} token may not {method} {scope['path']}: "
                 f"that needs a {needed.name.lower()} token"
             )
         return role.access
 
-    async def _issued(self, store: Store, token: str, method: str, needed: Role) -> Access | Denial:
+    async def _issued(
+        self, state: dict[str, object], store: Store, token: str, method: str, needed: Role
+    ) -> Access | Denial:
         """The access of an issued token, read from the store now (never from a copy), so
         a revocation or an expiry holds at once."""
 
@@ -203,6 +208,7 @@ class AuthMiddleware:
             return 401, "the token has expired"
         access = Access.of_scopes(issued.scopes, token_id=str(issued.id), prefix=issued.prefix)
         if needed is Role.WRITE and not access.may_write_anything:
+            state["access"] = access  # known, for the audit line
             return 403, f"this token has no write scope: it may not {method} anything"
         return access
 
