@@ -118,10 +118,12 @@ class VisibleNodes:
         return _at(self.jobs, numbers)
 
     def stop_at(self, dataset: Ints, job: Ints, run: Ints, write: Ints, met: Flags) -> Flags:
-        """Which of these relations have both ends visible; those of `met` that do not are
-        counted as hidden relations the walk stopped at."""
-        shown = self.shows_datasets(dataset) & self.shows_jobs(job)
-        hidden = met & ~shown
+        """Which of these relations have both ends visible; those of `met` with one end
+        visible and the other hidden are counted as hidden relations the walk stopped at (a
+        relation between two hidden nodes is beyond where it stopped)."""
+        datasets, jobs = self.shows_datasets(dataset), self.shows_jobs(job)
+        shown = datasets & jobs
+        hidden = met & (datasets ^ jobs)
         if hidden.any():
             columns = (dataset, job, run, np.broadcast_to(write, dataset.shape))
             self._met.append(np.stack([c[hidden].astype(np.int64) for c in columns], axis=1))
