@@ -4,9 +4,9 @@ Admin only; the secret of a token is in the answer that creates it, and nowhere 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, cast
 
-from fastapi import APIRouter, Body, Depends, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from upstream.api.audit import token_created, token_revoked
@@ -16,10 +16,10 @@ from upstream.api.errors import documented
 from upstream.api.services import change
 from upstream.model.access import parse_scopes
 from upstream.model.errors import Forbidden, InvalidInput, NotFound
+from upstream.query.answers import TokenAnswer, TokensAnswer
 from upstream.store.access_tokens import create_token, list_tokens, revoke_token
 
 router = APIRouter(prefix="/v3/tokens", tags=["access tokens"])
-Doc = dict[str, Any]
 
 
 class NewToken(BaseModel):
@@ -54,7 +54,8 @@ AdminDep = Depends(_admin)
     status_code=201,
     summary="Issue a token scoped to namespaces (admin)",
     dependencies=[AdminDep, Depends(check_content_type)],
-    responses=documented(InvalidInput, Forbidden),
+    response_model=None,
+    responses={201: {"model": TokenAnswer}, **documented(InvalidInput, Forbidden)},
 )
 def post_token(
     request: Request,
@@ -62,7 +63,7 @@ def post_token(
     store: StoreDep,
     response: Response,
     body: Annotated[NewToken, Body()],
-) -> Doc:
+) -> TokenAnswer:
     """A new token: its secret is in this answer only (the server keeps a digest)."""
     scopes = parse_scopes(body.scopes)
     expires = body.expiresAt
@@ -70,32 +71,38 @@ def post_token(
         expires = expires.replace(tzinfo=UTC)
     token, secret = change(store, response, create_token, body.name, scopes, expires)
     token_created(request, access, token)
-    return {**token.doc(), "token": secret}
+    return cast(TokenAnswer, {**token.doc(), "token": secret})
 
 
 @router.get(
     "",
     summary="Issued tokens, never their secrets (admin)",
     dependencies=[AdminDep],
-    responses=documented(Forbidden),
+    response_model=None,
+    responses={200: {"model": TokensAnswer}, **documented(Forbidden)},
 )
-def get_tokens(store: StoreDep) -> dict[str, list[Doc]]:
+def get_tokens(store: StoreDep) -> TokensAnswer:
     """Every issued token, revoked and expired ones too, oldest first."""
     with store.read() as conn:
         tokens = list_tokens(conn)
-    return {"tokens": [token.doc() for token in tokens]}
+    return {"tokens": [cast(TokenAnswer, token.doc()) for token in tokens]}
 
 
 @router.delete(
     "/{token_id}",
     summary="Revoke a token at once, in every server process (admin)",
     dependencies=[AdminDep],
-    responses=documented(NotFound, Forbidden),
+    response_model=None,
+    responses={200: {"model": TokenAnswer}, **documented(NotFound, Forbidden)},
 )
 def delete_token(
-    token_id: str, request: Request, access: AccessDep, store: StoreDep, response: Response
-) -> Doc:
+    token_id: Annotated[str, Path(description="The token's id, as `GET /v3/tokens` lists it")],
+    request: Request,
+    access: AccessDep,
+    store: StoreDep,
+    response: Response,
+) -> TokenAnswer:
     """Revoke a token: every request with it is refused from now on (401)."""
     token = change(store, response, revoke_token, token_id)
     token_revoked(request, access, token)
-    return token.doc()
+    return cast(TokenAnswer, token.doc())
