@@ -183,7 +183,8 @@ def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> No
         "/v3/lineage/graph",
         "/api/v1/lineage",
         "/api/v1/search",
-        "/v3/namespaces",
+        "/v3/tags/pii/reach",
+        "/v3/runs/00000000-0000-4000-8000-000000000002/lineage",
     ],
 )
 def test_an_answer_not_filtered_yet_refuses_a_scoped_token(estate: TestClient, path: str) -> None:
@@ -196,4 +197,20 @@ def test_an_answer_not_filtered_yet_refuses_a_scoped_token(estate: TestClient, p
 
 def test_a_token_reading_everything_by_pattern_is_not_refused(estate: TestClient) -> None:
     everything = issue(estate, "read:*")["token"]
-    assert estate.get("/v3/namespaces", headers=bearer(everything)).status_code == 200
+    assert estate.get("/v3/lineage/graph", headers=bearer(everything)).status_code == 200
+
+
+def test_the_estate_pages_show_only_readable_namespaces(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    counts = estate.get("/v3/namespaces", headers=bearer(finance)).json()
+    assert [(n["name"], n["datasets"], n["jobs"]) for n in counts["namespaces"]] == [
+        (FIN_JOBS, 0, 2),
+        (FIN_DS, 3, 0),
+    ]
+    assert counts["totalCount"] == 2
+    written = estate.get("/v3/datasets/recently-written", headers=bearer(finance)).json()
+    assert sorted(d["name"] for d in written["datasets"]) == ["costs", "invoices"]
+    assert written["totalCount"] == 2
+    runs = estate.get("/v3/jobs/latest-runs", headers=bearer(finance)).json()
+    assert sorted(r["job"]["name"] for r in runs["runs"]) == ["build_invoices", "costs"]
+    assert runs["totalCount"] == 2

@@ -76,7 +76,6 @@ UNFILTERED_ROUTERS = [
     lineage_graph.router,
     run_lineage.router,
     tag_reach.router,
-    estate.router,
     marquez_lineage.router,
     marquez_web.router,
 ]
