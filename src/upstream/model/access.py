@@ -102,10 +102,6 @@ class Access:
         )
 
     @property
-    def may_read_anything(self) -> bool:
-        return bool(self.read.patterns)
-
-    @property
     def may_write_anything(self) -> bool:
         return bool(self.write.patterns)
 
