@@ -50,6 +50,12 @@ delete_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(delete_app, name="delete")
+token_app = typer.Typer(
+    help="Issue, list and revoke access tokens scoped to namespaces (needs an admin token, "
+    "or --db). Example: upstream token create finance-readers --scope 'read:finance/*'",
+    no_args_is_help=True,
+)
+app.add_typer(token_app, name="token")
 
 
 def _database(value: str | None) -> str | None:
@@ -375,6 +381,74 @@ def delete_namespace(
     Example: upstream delete namespace staging --token $TOKEN
     """
     _delete(ctx, _target(ctx, url, token, db), "namespace", namespace, None)
+
+
+def _print_json(document: object) -> None:
+    import json
+
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+@token_app.command("create")
+def token_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Who or what uses the token (a team, a pipeline).")],
+    scope: Annotated[
+        list[str],
+        typer.Option(
+            "--scope",
+            help="read:<namespace pattern>, write:<namespace pattern> (implies read) or admin; "
+            "a pattern is a namespace or a prefix ending in * (repeatable).",
+        ),
+    ],
+    expires: Annotated[
+        str | None,
+        typer.Option(help="When the token stops working: now+90d, or an ISO-8601 time."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Issue a token; prints it with its secret, which is shown this once.
+
+    Example: upstream token create dbt --scope 'write:postgres://wh:5432' --expires now+90d
+    """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import issue
+
+    with reported_failures(ctx):
+        _print_json(issue(_target(ctx, url, token, db), name, scope, expires))
+
+
+@token_app.command("list")
+def token_list(
+    ctx: typer.Context,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """List the issued tokens (never their secrets), revoked and expired ones too."""
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import listed
+
+    with reported_failures(ctx):
+        _print_json(listed(_target(ctx, url, token, db)))
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context,
+    token_id: Annotated[str, typer.Argument(help="The id `token list` shows.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Revoke a token: every server refuses it from the next request on."""
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import revoked
+
+    with reported_failures(ctx):
+        _print_json(revoked(_target(ctx, url, token, db), token_id))
 
 
 @app.command()

@@ -33,7 +33,9 @@ from upstream.api.routes import (
     openlineage,
     run_lineage,
     tag_reach,
+    tokens,
 )
+from upstream.api.scoped import EveryNamespace, NamespaceInPath
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.collector import tune_collector
@@ -66,6 +68,18 @@ READ_ROUTERS = [
     (tag_reach.router, ReadAfter),
 ]
 
+#: The routers whose answers are not filtered by namespace yet: a token limited to some
+#: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
+UNFILTERED_ROUTERS = [
+    field_lineage.router,
+    impact.router,
+    lineage_graph.router,
+    run_lineage.router,
+    tag_reach.router,
+    marquez_lineage.router,
+    marquez_web.router,
+]
+
 ROUTERS = [
     health.router,
     openlineage.router,
@@ -84,6 +98,7 @@ ROUTERS = [
     run_lineage.router,
     tag_reach.router,
     estate.router,
+    tokens.router,
 ]
 
 
@@ -160,7 +175,11 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     for router in ROUTERS:
         # A read may name the position of a write it must see (`?after=`).
         reads = next((depends for read, depends in READ_ROUTERS if read is router), None)
-        app.include_router(router, dependencies=[reads] if reads is not None else [])
+        # A namespace named in the path is checked against the token's scopes first.
+        depends = [NamespaceInPath] + ([reads] if reads is not None else [])
+        if any(router is unfiltered for unfiltered in UNFILTERED_ROUTERS):
+            depends.insert(0, EveryNamespace)
+        app.include_router(router, dependencies=depends)
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)

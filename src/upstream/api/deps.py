@@ -13,6 +13,7 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from upstream.ingest.group_commit import GroupCommit
+from upstream.model.access import Access, Visibility
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
@@ -109,3 +110,18 @@ async def _wait_for(request: Request, wanted: int | None) -> None:
 ReadAfter = Depends(read_after)
 #: The same for Marquez's read routes.
 ReadAfterInMarquez = Depends(read_after_in_marquez)
+
+
+async def get_access(request: Request) -> Access:
+    """What the request's token may do (`api.auth.AuthMiddleware` put it there)."""
+    access: Access = request.state.access
+    return access
+
+
+async def get_visibility(request: Request) -> Visibility:
+    """The namespaces the request's token may read."""
+    return (await get_access(request)).read
+
+
+AccessDep = Annotated[Access, Depends(get_access)]
+VisibilityDep = Annotated[Visibility, Depends(get_visibility)]

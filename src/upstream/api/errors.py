@@ -21,6 +21,7 @@ from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
     Conflict,
     DocumentTooLarge,
+    Forbidden,
     IndexLoading,
     InvalidInput,
     InvalidParameter,
@@ -53,6 +54,7 @@ STATUS: dict[type[ServiceError], int] = {
     MalformedDocument: 400,
     DocumentTooLarge: 413,
     Conflict: 422,
+    Forbidden: 403,
     StoreUnavailable: 503,
     # The write a read waits for is stored; this server's view has not caught up with it.
     NotCaughtUp: 503,
@@ -73,6 +75,8 @@ MEANING: dict[type[ServiceError], str] = {
     "repeated, nested too deep); the message names the path; nothing was stored",
     DocumentTooLarge: "The body, a batch or an event is over a limit; nothing was stored",
     Conflict: "The document contradicts what is stored; nothing was stored",
+    Forbidden: "The token's scopes do not allow this (the message names the namespace or "
+    "the scope missing); nothing was stored",
     StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
     "(re-sending events is safe)",
     IndexLoading: "The server is still loading its lineage index; retry after Retry-After seconds",

@@ -26,6 +26,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from upstream.api.audit import request_refused
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
@@ -124,6 +125,19 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.access_refused = Counter(
+            "upstream_access_refused",
+            "Requests refused for their token: status=401 (none, unknown, expired or "
+            "revoked) or 403 (a role or scope that does not allow it).",
+            ["status"],
+            registry=self.registry,
+        )
+        self.tokens_changed = Counter(
+            "upstream_tokens_changed",
+            "Issued tokens created and revoked, by action.",
+            ["action"],
+            registry=self.registry,
+        )
         self._pool: _PoolCollector | None = None
 
     def watch_pool(self, store: Store) -> None:
@@ -147,6 +161,8 @@ class Metrics:
         self.latency.labels(method, route).observe(seconds)
         if method == "POST" and route != UNMATCHED_ROUTE and status >= 400:
             self.ingest_rejected.labels(rejection_reason(status)).inc()
+        if status in (401, 403):
+            self.access_refused.labels(str(status)).inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text of every metric, summed over workers in multiprocess mode."""
@@ -209,6 +225,8 @@ class MetricsMiddleware:
             self.metrics.observe(
                 scope["method"], route_template(scope), status, time.perf_counter() - started
             )
+            if status in (401, 403):
+                request_refused(scope, status)
 
 
 def metrics_of(request: Request) -> Metrics:

@@ -14,6 +14,7 @@ from upstream.commands.state import debugging
 from upstream.model.errors import (
     Conflict,
     DocumentTooLarge,
+    Forbidden,
     IndexLoading,
     InvalidInput,
     InvalidParameter,
@@ -37,6 +38,7 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     MalformedDocument: 1,
     DocumentTooLarge: 1,
     Conflict: 1,
+    Forbidden: 1,
     StoreUnavailable: 1,
     NotCaughtUp: 1,
     IndexLoading: 1,

@@ -80,6 +80,12 @@ class Conflict(InvalidInput):
     job). It is refused like any invalid input, located in the document."""
 
 
+class Forbidden(ServiceError, PermissionError):
+    """The token may not do this: write a namespace its scopes do not open, or manage
+    tokens without `admin`. The message names the namespace (which the token could name
+    itself) and what scope is missing; nothing was stored."""
+
+
 class StoreUnavailable(ServiceError):
     """The database cannot do the work now (unreachable, restarting, overloaded); retrying
     later may succeed, and re-sending events is safe."""

@@ -108,6 +108,10 @@ class LineageAnswer(TypedDict):
     #: With no relation: when the latest run touching the dataset started, every run of it
     #: lying outside the window (ISO-8601).
     latestRunOutsideWindow: NotRequired[str]
+    #: Only for a token limited to some namespaces: how many datasets and jobs it may not
+    #: see the walk stopped at, and how many relations with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class ImpactRun(TypedDict):
@@ -515,3 +519,26 @@ class LatestRunsAnswer(TypedDict):
     runs: list[LatestRun]
     totalCount: int
     failedCount: int
+
+
+class TokenAnswer(TypedDict):
+    """An issued access token (design §5), never its secret but in `token`, in the answer
+    that creates it."""
+
+    id: str
+    name: str
+    #: The first characters of the token, to tell tokens apart in lists and logs.
+    prefix: str
+    #: read:<namespace pattern>, write:<namespace pattern> or admin.
+    scopes: list[str]
+    createdAt: str
+    expiresAt: str | None
+    revokedAt: str | None
+    #: Only in the answer that creates it: the token itself, shown this once.
+    token: NotRequired[str]
+
+
+class TokensAnswer(TypedDict):
+    """Every issued token, oldest first."""
+
+    tokens: list[TokenAnswer]

@@ -586,3 +586,20 @@ change_log_head = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("position", sa.BigInteger, nullable=False),
 )
+
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    # Tokens an admin issued (`upstream.store.access_tokens`): only the SHA-256 digest of the
+    # secret, and its first characters (`prefix`) so people can tell tokens apart. People
+    # make them, not events: no derived table, a rebuild keeps it. A revoked token keeps its
+    # row (the audit trail names it).
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("prefix", sa.Text, nullable=False),
+    sa.Column("digest", sa.Text, nullable=False, unique=True),
+    sa.Column("scopes", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp),
+    sa.Column("revoked_at", Timestamp),
+)
