@@ -40,7 +40,7 @@ from upstream.collector import tune_collector
 from upstream.ingest.group_commit import GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
-from upstream.query.graph_index.index import load_in_background
+from upstream.query.graph_index.index import load_in_background, share_index
 from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
@@ -108,6 +108,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         )
         if migrate:
             prepare_store(store)
+        if settings.read_database_url:  # after the migration: it runs on the primary
+            replicas = store.read_from_replicas(
+                settings.read_database_url,
+                settings.max_replica_lag,
+                settings.replica_lag_fallback,
+            )
+            for replica in replicas.engines:
+                share_index(replica, store.engine)
         app.state.store = store
         load_in_background(store)
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)

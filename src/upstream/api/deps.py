@@ -16,6 +16,7 @@ from upstream.ingest.group_commit import GroupCommit
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
+from upstream.store.replicas import reads_must_include
 
 
 async def get_store(request: Request) -> Store:
@@ -100,6 +101,7 @@ async def read_after_in_marquez(request: Request, position: PositionHeader = Non
 
 async def _wait_for(request: Request, wanted: int | None) -> None:
     if wanted is not None:
+        reads_must_include(wanted)  # the request's reads are checked against it (a replica's)
         views: Views = request.app.state.views
         settings: Settings = request.app.state.settings
         await run_in_threadpool(views.wait_for, wanted, settings.position_wait)

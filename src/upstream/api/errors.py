@@ -27,6 +27,7 @@ from upstream.model.errors import (
     MalformedDocument,
     NotCaughtUp,
     NotFound,
+    ReplicasBehind,
     ServiceError,
     StoreUnavailable,
     path_of,
@@ -133,7 +134,7 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         # loading: a client should retry.
         message = (
             exc.message
-            if isinstance(exc, IndexLoading)
+            if isinstance(exc, IndexLoading | ReplicasBehind)
             else "the database is unavailable; retry later (re-sending events is safe)"
         )
         response = error_response(status, message)
