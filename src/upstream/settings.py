@@ -249,6 +249,21 @@ class Settings(BaseSettings):
         description="Kafka consumers each `upstream serve` process runs beside the API "
         "(0: none; `upstream consume` runs them on their own).",
     )
+    publish_to_kafka: bool = Field(
+        False,
+        description="Make `upstream serve` a publishing front: posted OpenLineage events are "
+        "validated as always, then published to kafka_topic (keyed as OpenLineage's Kafka "
+        "transport keys them) for `upstream consume` to store, and answered once Kafka "
+        "acknowledged them; reads are served as always. Needs kafka_bootstrap_servers.",
+    )
+    kafka_publish_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Seconds a publishing front waits for Kafka to acknowledge a post's "
+        "events before it answers 503 with Retry-After (events not acknowledged by then are "
+        "given up, never sent later).",
+    )
     kafka_options: dict[str, str | int | float | bool] = Field(
         {},
         title="table",
@@ -302,6 +317,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 "UPSTREAM_KAFKA_CONSUMERS needs UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka "
                 "brokers to read from"
+            )
+        if self.publish_to_kafka and not self.kafka_bootstrap_servers.strip():
+            raise ValueError(
+                "UPSTREAM_PUBLISH_TO_KAFKA (--publish-to-kafka) needs "
+                "UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka brokers to publish to"
             )
         return self
 

@@ -12,7 +12,7 @@ from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
@@ -34,6 +34,12 @@ async def get_group_commit(request: Request) -> GroupCommit:
     return group_commit
 
 
+async def get_event_writer(request: Request) -> EventWriter:
+    """Where posted OpenLineage events go: the store, or Kafka on a publishing front."""
+    writer: EventWriter = request.app.state.event_writer
+    return writer
+
+
 async def current_time() -> datetime:
     """Now, for answers relative to it (the dashboard's last day or week); tests override it."""
     return datetime.now(UTC)
@@ -42,6 +48,7 @@ async def current_time() -> datetime:
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]
+EventWriterDep = Annotated[EventWriter, Depends(get_event_writer)]
 NowDep = Annotated[datetime, Depends(current_time)]
 
 

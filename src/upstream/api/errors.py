@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
+    BrokerUnavailable,
     Conflict,
     DocumentTooLarge,
     IndexLoading,
@@ -134,7 +135,7 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         # loading: a client should retry.
         message = (
             exc.message
-            if isinstance(exc, IndexLoading | ReplicasBehind)
+            if isinstance(exc, IndexLoading | ReplicasBehind | BrokerUnavailable)
             else "the database is unavailable; retry later (re-sending events is safe)"
         )
         response = error_response(status, message)

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_events
-from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
+from upstream.api.deps import POSITION_DOC, EventWriterDep, SettingsDep, answer_position
 from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
@@ -52,7 +52,7 @@ router = APIRouter(tags=["openlineage"])
 )
 async def post_lineage(
     request: Request,
-    writer: GroupCommitDep,
+    writer: EventWriterDep,
     settings: SettingsDep,
     atomic: Annotated[
         bool,
