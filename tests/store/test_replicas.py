@@ -4,8 +4,10 @@ answered by a snapshot that includes it (`upstream.store.replicas`)."""
 from __future__ import annotations
 
 import contextvars
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -13,9 +15,9 @@ import sqlalchemy as sa
 from tests.private_postgres import PrivateCluster, primary_and_replica
 from upstream.store import schema as t
 from upstream.store.change_log import RUNS, position, record
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts, create_engine
 from upstream.store.migrate import upgrade
-from upstream.store.replicas import reads_must_include
+from upstream.store.replicas import Replica, ReplicaSet, reads_must_include
 
 pytestmark = pytest.mark.postgres
 
@@ -106,3 +108,47 @@ def test_the_lag_counts_from_the_oldest_write_the_replica_lacks(
     assert lagging.positions == 2
     assert lagging.seconds >= elapsed.total_seconds()
     assert lagging.name == replica.url
+
+
+def test_a_replica_given_up_is_taken_back_only_once_it_has_caught_up(
+    store: Store, pair: tuple[PrivateCluster, PrivateCluster]
+) -> None:
+    primary, replica = pair
+    probe = Timeouts(2, 2, 2, 2)
+    shift = [timedelta(0)]
+    replicas = ReplicaSet(
+        [
+            Replica(
+                "replica",
+                create_engine(replica.url, pool_size=1, timeouts=probe),
+                create_engine(replica.url, pool_size=1, timeouts=probe),
+            )
+        ],
+        create_engine(primary.url, pool_size=1, timeouts=probe),
+        max_lag=5,
+        fallback="primary",
+        now=lambda: datetime.now(UTC) + shift[0],
+    )
+    (watched,) = replicas.replicas
+    try:
+        assert replicas.engine_for_reads() is watched.engine
+        replica.pause_replay()
+        store.write_at(_append)
+        shift[0] = timedelta(seconds=60)  # the missing write is a minute old
+        replicas.measure()
+        assert replicas.engine_for_reads() is None
+        shift[0] = timedelta(0)  # close enough again, but behind what the primary had
+        replicas.measure()
+        assert watched.lag.seconds <= 5
+        assert replicas.engine_for_reads() is None
+        replica.resume_replay()
+        deadline = time.monotonic() + 30
+        while replicas.engine_for_reads() is None:
+            assert time.monotonic() < deadline, "the replica was not taken back"
+            replicas.measure()
+            time.sleep(0.1)
+        assert watched.lag.positions == 0
+    finally:
+        replicas.close()
+        for replica_set_engine in replicas.engines:
+            replica_set_engine.dispose()

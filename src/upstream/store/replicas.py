@@ -71,6 +71,8 @@ class ReplicaLag:
     seconds: float
     #: Positions the replica is behind the primary; None when it does not answer.
     positions: int | None
+    #: The newest position the replica has replayed; None when it does not answer.
+    replayed: int | None = None
 
     @property
     def answers(self) -> bool:
@@ -86,6 +88,8 @@ class Replica:
         self.engine = engine
         self.probe = probe
         self.lag = ReplicaLag(name, math.inf, None)
+        #: Whether reads may use it (see `ReplicaSet.measure`).
+        self.serving = False
 
 
 class ReplicaSet:
@@ -105,6 +109,8 @@ class ReplicaSet:
         self.fallback = fallback
         self._primary_probe = primary_probe
         self._now = now
+        #: The primary's newest position, as last measured.
+        self._primary_newest = 0
         self._stopped = threading.Event()
         self.measure()
         self._thread = threading.Thread(
@@ -123,9 +129,9 @@ class ReplicaSet:
         return lag.seconds <= self.max_lag
 
     def engine_for_reads_now(self) -> Engine | None:
-        """The first replica close enough behind; None when there is none."""
+        """The first replica reads may use; None when there is none."""
         for replica in self.replicas:
-            if self.close_enough(replica.lag):
+            if replica.serving:
                 return replica.engine
         return None
 
@@ -141,14 +147,22 @@ class ReplicaSet:
         )
 
     def measure(self) -> None:
-        """Measure every replica now (the thread does it every `CHECK_EVERY` seconds)."""
+        """Measure every replica now (the thread does it every `CHECK_EVERY` seconds), and
+        say which reads may use: one close enough behind, except that a replica given up is
+        taken back only once it has replayed what the primary had at the measurement
+        before. Reads on the primary meanwhile brought the graph index to the primary's
+        positions; a replica still behind them would have each read load its own older
+        copy of the index."""
+        primary_before = self._primary_newest
         for replica in self.replicas:
             lag = self._lag_of(replica)
-            if self.close_enough(lag) != self.close_enough(replica.lag) or (
-                lag.answers != replica.lag.answers
-            ):
-                self._log_change(lag)
+            serving = self.close_enough(lag) and (
+                replica.serving or (lag.replayed is not None and lag.replayed >= primary_before)
+            )
+            if serving != replica.serving or lag.answers != replica.lag.answers:
+                self._log_change(lag, serving)
             replica.lag = lag
+            replica.serving = serving
 
     def close(self) -> None:
         self._stopped.set()
@@ -165,7 +179,7 @@ class ReplicaSet:
             with replica.probe.connect() as conn:
                 replayed = position(conn)
             with self._primary_probe.connect() as conn:
-                newest = position(conn)
+                newest = self._primary_newest = position(conn)
                 oldest_missing = conn.execute(
                     sa.select(t.change_log.c.recorded_at)
                     .where(t.change_log.c.position > replayed)
@@ -179,16 +193,17 @@ class ReplicaSet:
         seconds = 0.0
         if oldest_missing is not None:
             seconds = max((self._now() - oldest_missing).total_seconds(), 0.0)
-        return ReplicaLag(replica.name, seconds, max(newest - replayed, 0))
+        return ReplicaLag(replica.name, seconds, max(newest - replayed, 0), replayed)
 
-    def _log_change(self, lag: ReplicaLag) -> None:
+    def _log_change(self, lag: ReplicaLag, serving: bool) -> None:
         if not lag.answers:
             return  # logged with its cause
-        if self.close_enough(lag):
+        if serving:
             log.info("reading from replica %s again (%.1f s behind)", lag.name, lag.seconds)
         else:
             log.warning(
-                "replica %s lags %.1f s (more than max_replica_lag, %g s): not reading from it",
+                "not reading from replica %s (%.1f s behind) until it is within "
+                "max_replica_lag (%g s) and has caught up",
                 lag.name,
                 lag.seconds,
                 self.max_lag,
