@@ -90,6 +90,8 @@ class Store:
         self.timeouts = timeouts
         #: The read replicas, once `read_from_replicas` named some.
         self.replicas: ReplicaSet | None = None
+        #: Watches the connections that measure the replicas' lag.
+        self._probe_watchdog = Watchdog()
         self.watchdog = Watchdog()
         self.breaker = OutageBreaker()
         self.clock = OperationClock(timeouts.statement)
@@ -129,25 +131,19 @@ class Store:
         several statements could see half of a concurrent write; REPEATABLE READ holds one
         snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
         read transaction is a snapshot already."""
-        with self.breaker.attempt(), outage_guard(), self.clock.running():
-            replica = None if primary else self._replica_for_reads()
-            if replica is not None:
-                with self._snapshot(replica) as conn:
-                    # The position the request's read names, else the primary's snapshot.
-                    if includes_wanted(conn):
-                        yield conn
-                        return
-            with self._snapshot(self.engine) as conn:
+        replica = None if primary else self._replica_for_reads()
+        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
+            # The position the request's read names, else the primary's snapshot.
+            if replica is None or includes_wanted(conn):
                 yield conn
+                return
+        with self._guarded(None), self._snapshot(self.engine) as conn:
+            yield conn
 
     def read_position(self) -> int:
         """The newest position reads see now: the primary's, or the replica's they use."""
-        with (
-            self.breaker.attempt(),
-            outage_guard(),
-            self.clock.running(),
-            self._snapshot(self._replica_for_reads() or self.engine) as conn,
-        ):
+        replica = self._replica_for_reads()
+        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
             return position(conn)
 
     def read_from_replicas(
@@ -158,6 +154,7 @@ class Store:
         migrations and locks stay on the primary, so a server migrates before it calls
         this."""
         probe = Timeouts(PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS)
+        watchdog = self._probe_watchdog
         replicas = [
             Replica(
                 sa.make_url(url).render_as_string(hide_password=True),
@@ -168,18 +165,29 @@ class Store:
                     watchdog=self.watchdog,
                     clock=self.clock,
                 ),
-                create_engine(url, pool_size=1, timeouts=probe),
+                create_engine(url, pool_size=1, timeouts=probe, watchdog=watchdog),
             )
             for url in urls
         ]
         primary_probe = create_engine(
-            self.url.render_as_string(hide_password=False), pool_size=1, timeouts=probe
+            self.url.render_as_string(hide_password=False),
+            pool_size=1,
+            timeouts=probe,
+            watchdog=watchdog,
         )
         self.replicas = ReplicaSet(replicas, primary_probe, max_lag=max_lag, fallback=fallback)
         return self.replicas
 
     def _replica_for_reads(self) -> Engine | None:
         return None if self.replicas is None else self.replicas.engine_for_reads()
+
+    @contextmanager
+    def _guarded(self, replica: Engine | None) -> Iterator[None]:
+        """A read's bounds and outage handling; a replica's failure is not the primary's,
+        so it leaves the outage breaker (which writes consult too) alone."""
+        breaker = self.breaker.attempt() if replica is None else nullcontext()
+        with breaker, outage_guard(), self.clock.running():
+            yield
 
     @contextmanager
     def _snapshot(self, engine: Engine) -> Iterator[Connection]:
@@ -235,6 +243,7 @@ class Store:
             self.replicas.close()
             for engine in self.replicas.engines:
                 engine.dispose()
+        self._probe_watchdog.close()
         self.engine.dispose()
         self.watchdog.close()
 
