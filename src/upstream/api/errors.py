@@ -59,6 +59,8 @@ STATUS: dict[type[ServiceError], int] = {
     # The write a read waits for is stored; this server's view has not caught up with it.
     NotCaughtUp: 503,
     IndexLoading: 503,
+    ReplicasBehind: 503,
+    BrokerUnavailable: 503,
 }
 
 #: Seconds a client asked for a position this server has not caught up with waits to ask again.
@@ -80,6 +82,10 @@ MEANING: dict[type[ServiceError], str] = {
     IndexLoading: "The server is still loading its lineage index; retry after Retry-After seconds",
     NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
     "retry after Retry-After seconds",
+    ReplicasBehind: "Every read replica lags more than max_replica_lag behind the primary; "
+    "retry after Retry-After seconds",
+    BrokerUnavailable: "Kafka did not acknowledge the events (a publishing front); retry after "
+    "Retry-After seconds (re-sending events is safe)",
 }
 #: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
 #: service runs.
