@@ -187,6 +187,15 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
+    publish_to_kafka: Annotated[
+        bool | None,
+        typer.Option(
+            "--publish-to-kafka",
+            help="Publish posted OpenLineage events to Kafka (UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, "
+            "UPSTREAM_KAFKA_TOPIC) for `upstream consume` to store, answering once Kafka has "
+            "them; reads are served as always.",
+        ),
+    ] = None,
 ) -> None:
     """Start the API and web UI (migrating the database first).
 
@@ -202,7 +211,9 @@ def serve(
     from upstream.store.engine import Store
 
     try:
-        settings = load_settings(db_url=db, host=host, port=port, workers=workers)
+        settings = load_settings(
+            db_url=db, host=host, port=port, workers=workers, publish_to_kafka=publish_to_kafka
+        )
         sock = listening_socket(settings.host, settings.port)  # a port in use fails first
     except SettingsError as exc:
         raise _fail(f"{exc} (fix it in the environment or the config file)") from None
@@ -210,6 +221,8 @@ def serve(
         raise _fail(str(exc)) from None
     # Workers are separate processes that read their settings from the environment.
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
+    if settings.publish_to_kafka:
+        os.environ["UPSTREAM_PUBLISH_TO_KAFKA"] = "true"
     store = Store(settings.db_url)
     try:
         prepare(store, Console(stderr=True))

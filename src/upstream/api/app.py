@@ -39,10 +39,10 @@ from upstream.api.scoped import EveryNamespace, NamespaceInPath
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.collector import tune_collector
-from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
-from upstream.query.graph_index.index import load_in_background
+from upstream.query.graph_index.index import load_in_background, share_index
 from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
@@ -123,9 +123,18 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         )
         if migrate:
             prepare_store(store)
+        if settings.read_database_url:  # after the migration: it runs on the primary
+            replicas = store.read_from_replicas(
+                settings.read_database_url,
+                settings.max_replica_lag,
+                settings.replica_lag_fallback,
+            )
+            for replica in replicas.engines:
+                share_index(replica, store.engine)
         app.state.store = store
         load_in_background(store)
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
+        app.state.event_writer = _event_writer(settings, app.state.group_commit)
         app.state.views = Views(store)
         app_metrics.watch_pool(store)
         consumers = _kafka_consumers(settings, store, app_metrics)
@@ -152,6 +161,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                     task.cancel()
             if consumers is not None:
                 await run_in_threadpool(consumers.stop)
+            if app.state.event_writer is not app.state.group_commit:
+                await app.state.event_writer.close()
             await app.state.group_commit.close()
             store.dispose()
 
@@ -186,6 +197,21 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _event_writer(settings: Settings, group_commit: GroupCommit) -> EventWriter:
+    """Where posted OpenLineage events go: Kafka on a publishing front, else the store."""
+    if not settings.publish_to_kafka:
+        return group_commit
+    from upstream.kafka.publisher import KafkaPublisher
+
+    log.info("publishing posted events to Kafka topic %s", settings.kafka_topic)
+    return KafkaPublisher(
+        settings.kafka_bootstrap_servers,
+        settings.kafka_topic,
+        timeout=settings.kafka_publish_timeout,
+        client_options=settings.kafka_options,
+    )
 
 
 def _kafka_consumers(

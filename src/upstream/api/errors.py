@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
+    BrokerUnavailable,
     Conflict,
     DocumentTooLarge,
     Forbidden,
@@ -28,6 +29,7 @@ from upstream.model.errors import (
     MalformedDocument,
     NotCaughtUp,
     NotFound,
+    ReplicasBehind,
     ServiceError,
     StoreUnavailable,
     path_of,
@@ -59,6 +61,8 @@ STATUS: dict[type[ServiceError], int] = {
     # The write a read waits for is stored; this server's view has not caught up with it.
     NotCaughtUp: 503,
     IndexLoading: 503,
+    ReplicasBehind: 503,
+    BrokerUnavailable: 503,
 }
 
 #: Seconds a client asked for a position this server has not caught up with waits to ask again.
@@ -82,6 +86,10 @@ MEANING: dict[type[ServiceError], str] = {
     IndexLoading: "The server is still loading its lineage index; retry after Retry-After seconds",
     NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
     "retry after Retry-After seconds",
+    ReplicasBehind: "Every read replica lags more than max_replica_lag behind the primary; "
+    "retry after Retry-After seconds",
+    BrokerUnavailable: "Kafka did not acknowledge the events (a publishing front); retry after "
+    "Retry-After seconds (re-sending events is safe)",
 }
 #: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
 #: service runs.
@@ -137,7 +145,7 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         # loading: a client should retry.
         message = (
             exc.message
-            if isinstance(exc, IndexLoading)
+            if isinstance(exc, IndexLoading | ReplicasBehind | BrokerUnavailable)
             else "the database is unavailable; retry later (re-sending events is safe)"
         )
         response = error_response(status, message)

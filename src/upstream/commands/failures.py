@@ -12,6 +12,7 @@ import typer
 from upstream.client.http import ApiRejected, UpstreamError
 from upstream.commands.state import debugging
 from upstream.model.errors import (
+    BrokerUnavailable,
     Conflict,
     DocumentTooLarge,
     Forbidden,
@@ -21,6 +22,7 @@ from upstream.model.errors import (
     MalformedDocument,
     NotCaughtUp,
     NotFound,
+    ReplicasBehind,
     ServiceError,
     StoreUnavailable,
 )
@@ -42,6 +44,8 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     StoreUnavailable: 1,
     NotCaughtUp: 1,
     IndexLoading: 1,
+    ReplicasBehind: 1,
+    BrokerUnavailable: 1,
 }
 
 

@@ -95,6 +95,16 @@ class StoreUnavailable(ServiceError):
         self.reason = reason
 
 
+class ReplicasBehind(StoreUnavailable):
+    """Every read replica lags too far behind the primary, and reads must not go to the
+    primary (`replica_lag_fallback = "unavailable"`); retrying later may succeed."""
+
+
+class BrokerUnavailable(StoreUnavailable):
+    """Kafka did not take or acknowledge a publishing front's events; re-sending them later
+    is safe."""
+
+
 class NotCaughtUp(ServiceError):
     """A read asked for a change-log position (`after`) that this process's view does not
     include yet, and did not catch up within the wait allowed; asking again shortly (or

@@ -13,7 +13,7 @@ from upstream.api.body import read_events
 from upstream.api.deps import (
     POSITION_DOC,
     AccessDep,
-    GroupCommitDep,
+    EventWriterDep,
     SettingsDep,
     answer_position,
 )
@@ -62,7 +62,7 @@ router = APIRouter(tags=["openlineage"])
 )
 async def post_lineage(
     request: Request,
-    writer: GroupCommitDep,
+    writer: EventWriterDep,
     settings: SettingsDep,
     access: AccessDep,
     atomic: Annotated[
