@@ -5,7 +5,7 @@ ends. Derived from the raw events: the derivation rules' version changes with it
 start (or `upstream db rebuild`) fills it from the events already kept.
 
 Revision ID: 0016
-Revises: 0012
+Revises: 0015
 Create Date: 2026-12-03
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0012"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
