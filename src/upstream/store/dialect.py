@@ -325,6 +325,18 @@ def for_update(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
     return query.with_for_update() if conn.dialect.name == "postgresql" else query
 
 
+def check_keys_at_commit(conn: Connection) -> None:
+    """Check this transaction's foreign keys at its commit, not at each statement: a write
+    stores its runs' rows before the jobs, datasets and sets they name
+    (`store.writer.write_shared_rows`).
+    On PostgreSQL that holds for the keys declared deferrable (migration 0013); SQLite defers
+    every key until the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET CONSTRAINTS ALL DEFERRED")
+    else:
+        conn.exec_driver_sql("PRAGMA defer_foreign_keys = ON")
+
+
 def advisory_xact_locks(
     conn: Connection, ids: Iterable[uuid.UUID], *, shared: bool = False
 ) -> None:
