@@ -403,8 +403,8 @@ def test_the_migrated_schema_is_the_schema_the_code_declares(db_url: str) -> Non
 
 
 def _without_deferrable_keys(differences: list[Any]) -> list[Any]:
-    """`differences` but the foreign keys declared deferrable (checked at commit on
-    PostgreSQL): SQLAlchemy reflects no key options from SQLite, so each looks removed and
+    """`differences` but the foreign keys declared deferrable (checked at the end of a write
+    on PostgreSQL): SQLAlchemy reflects no key options from SQLite, so each looks removed and
     added again there; SQLite defers every key of a write itself (`PRAGMA defer_foreign_keys`)."""
 
     def ends(key: sa.ForeignKeyConstraint) -> tuple[Any, ...]:

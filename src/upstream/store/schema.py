@@ -52,7 +52,7 @@ class Timestamp(sa.TypeDecorator[datetime]):
 def _checked_at_commit(target: str) -> sa.ForeignKey:
     """A key from a run's row to a row batches share (a job, a dataset, a set): a write
     stores its runs' rows before the shared ones (`upstream.store.writer.write_shared_rows`),
-    so it checks these keys at its commit; any other statement checks them at once
+    so it checks these keys after that step; any other statement checks them at once
     (migration 0013)."""
     return sa.ForeignKey(target, deferrable=True, initially="IMMEDIATE")
 

@@ -52,7 +52,8 @@ from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import (
     advisory_xact_locks,
-    check_keys_at_commit,
+    check_deferred_keys,
+    defer_key_checks,
     for_update,
     id_filters,
     insert_rows_ignoring,
@@ -114,8 +115,8 @@ def apply_facts(
     datasets, declarations, sets) last, in one short step (`write_shared_rows`), so that
     concurrent writers naming the same jobs and datasets wait on each other only for that
     step and its commit, never for a whole batch. The keys from the runs' rows to the shared
-    ones are checked at commit (`dialect.check_keys_at_commit`)."""
-    check_keys_at_commit(conn)
+    ones are checked after that step (`dialect.defer_key_checks`)."""
+    defer_key_checks(conn)
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
@@ -142,6 +143,7 @@ def apply_facts(
     _run_operation_sets(conn, batch)
     record(conn, RUNS, runs | described)
     write_shared_rows(conn, batch, at)
+    check_deferred_keys(conn)
     return stale
 
 

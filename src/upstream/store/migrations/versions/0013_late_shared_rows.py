@@ -5,9 +5,9 @@ datasets it names first and held them for its whole transaction, so batches nami
 ones waited in turn until the lock timeout answered 503. A write now stores its runs' rows
 first and the rows batches share last, in one short ordered step
 (`upstream.store.writer.write_shared_rows`). The foreign keys from a run's rows to those
-shared rows become deferrable, so a write checks them at its commit (`SET CONSTRAINTS ALL
-DEFERRED`); every other statement still checks them at once. SQLite defers its checks per
-transaction (`PRAGMA defer_foreign_keys`) and has nothing to change.
+shared rows become deferrable, so a write checks them after that step (`SET CONSTRAINTS ALL
+DEFERRED`, then `IMMEDIATE`); every other statement still checks them at once. SQLite
+defers its checks per transaction (`PRAGMA defer_foreign_keys`) and has nothing to change.
 
 Revision ID: 0013
 Revises: 0012
