@@ -119,9 +119,9 @@ def test_writers_naming_the_same_rows_are_not_failed_by_one_held_open(
 ) -> None:
     truncate_tables(postgres_server)
     env = {"UPSTREAM_DB_LOCK_TIMEOUT": str(LOCK_TIMEOUT)}
-    server = LiveServer(postgres_server, tmp_path, env=env).start("--workers", "2")
     held = HeldWriter(postgres_server, monkeypatch)
     batches = [_batch() for _ in range(WRITERS)]
+    server = LiveServer(postgres_server, tmp_path, env=env).start("--workers", "2")
     try:
         held.start()
         started = time.monotonic()
