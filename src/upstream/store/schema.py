@@ -49,6 +49,14 @@ class Timestamp(sa.TypeDecorator[datetime]):
         return None if value is None else in_utc(value)
 
 
+def _checked_at_commit(target: str) -> sa.ForeignKey:
+    """A key from a run's row to a row batches share (a job, a dataset, a set): a write
+    stores its runs' rows before the shared ones (`upstream.store.writer.write_shared_rows`),
+    so it checks these keys after that step; any other statement checks them at once
+    (migration 0013)."""
+    return sa.ForeignKey(target, deferrable=True, initially="IMMEDIATE")
+
+
 namespaces = sa.Table(
     "namespaces",
     metadata,
@@ -120,7 +128,7 @@ runs = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
     # Parent run (the workflow run, or an intermediate task) and the root of the chain.
     sa.Column("parent_run_id", sa.Uuid, index=True),
     sa.Column("root_run_id", sa.Uuid),
@@ -149,8 +157,8 @@ relations = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("access", sa.Text, nullable=False),
     sa.Column("component", sa.Text, nullable=False),
@@ -280,7 +288,7 @@ lineage_links = sa.Table(
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("job_id", sa.Uuid, index=True),
     sa.Column("target_dataset_id", sa.Uuid),
-    sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), nullable=False, index=True),
+    sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
@@ -417,7 +425,7 @@ dataset_versions = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
     sa.Column("fields", Json, nullable=False),
     sa.Column("facets", Json, nullable=False),
@@ -470,12 +478,12 @@ run_operation_sets = sa.Table(
     sa.Column(
         "operation_set_id",
         sa.Uuid,
-        sa.ForeignKey("operation_sets.id"),
+        _checked_at_commit("operation_sets.id"),
         nullable=False,
         index=True,
     ),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False),
     sa.Column("component", sa.Text, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
 )
