@@ -4,8 +4,7 @@
 Every kind of field edge counts alike — recorded operations, the lineage facet's `fields`,
 `columnLineage`, the parsed `sql` facet — because they are all stored as dataset-field ->
 dataset-field edges; each reached field says by which origins' edges it was reached at its
-nearest hop. The walk is one recursive statement (`store.walks.field_reach`) whatever
-`levels` is.
+nearest hop. The walk runs on the graph index (`query.graph_index.field_walk.field_reach`).
 """
 
 from __future__ import annotations
@@ -20,8 +19,9 @@ from upstream.model.direction import Step
 from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, require_field
+from upstream.query.graph_index.field_walk import field_reach
+from upstream.query.graph_index.index import graph_of
 from upstream.query.lookup import existing_dataset
-from upstream.store.walks import field_reach
 
 FieldNode = tuple[uuid.UUID, str]
 
@@ -36,9 +36,10 @@ def field_summary(
     start = (dataset.id, field_name)
     result: dict[str, list[FieldsOfDataset]] = {}
     sides: tuple[tuple[str, Step], ...] = (("incoming", "upstream"), ("outgoing", "downstream"))
+    graph = graph_of(conn)
     for side, step in sides:
         if query.direction in (side, "both"):
-            reached = field_reach(conn, [start], step, query.levels, query.window)
+            reached = field_reach(graph, [start], step, query.levels, query.window)
             result[side] = render_fields_by_dataset(conn, reached, reached)
     return cast(FieldSummaryAnswer, result)
 

@@ -2,8 +2,8 @@
 through every origin of field edges — where a PII column's data went.
 
 A tag on a dataset tags each field the dataset lists. The walk is the field summaries' walk
-(`field_reach`), started from all the tagged fields at once, so a field reached from two of
-them is found once.
+on the graph index (`field_reach`), started from all the tagged fields at once, so a field
+reached from two of them is found once.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from upstream.model.errors import NotFound
 from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_summary import FieldNode, render_fields_by_dataset
+from upstream.query.graph_index.field_walk import field_reach
+from upstream.query.graph_index.index import graph_of
 from upstream.store import schema as t
 from upstream.store.deletion import visible
-from upstream.store.walks import field_reach
 
 
 def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
@@ -36,7 +37,7 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     )
     for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, visible(d))):
         tagged.update((row.id, field["name"]) for field in row.fields or [] if field.get("name"))
-    reached = field_reach(conn, tagged, "downstream", query.levels, query.window)
+    reached = field_reach(graph_of(conn), tagged, "downstream", query.levels, query.window)
     return {
         "tag": tag,
         "levels": query.levels,
