@@ -18,7 +18,9 @@ question's window makes the set's edges count.
   declaration's history is read again whole for its owner.
 
 Bytes: an edge of a set holds 33 bytes of columns and 16 of adjacency (49); a link 30 and
-8 (38); the nodes 8 bytes each. `FieldGraph.nbytes` counts them.
+8 (38); a node 8 for its key and 16 for its place in the adjacency (24). `FieldGraph.nbytes`
+counts them (the small benchmark workload: 5,465 field edges, 1,335 links, 3,569 nodes,
+403 KB).
 """
 
 from __future__ import annotations

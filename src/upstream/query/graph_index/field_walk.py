@@ -62,20 +62,16 @@ class FieldEdges:
     def counted(self, rows: Ints) -> Flags:
         """Which of the edge rows `rows` the question counts: those of a set with a link in
         force and in its window (any current link, without a window)."""
-        if not len(rows):
-            return np.zeros(0, dtype=np.bool_)
-        sets, inverse = np.unique(self.fields.edges["set"][rows], return_inverse=True)
-        links, owner = self.fields.links_by_set.rows_of(sets)
+        links, owner = self.fields.links_by_set.rows_of(self.fields.edges["set"][rows])
         table = self.fields.links
         if self.view is None:
             keep = table["current"][links]
         else:
             keep = self.view.in_force(table, links, table["of_run"][links])
             keep &= self.view.run_in_window(table["run"][links].astype(np.int64))
-        counted = np.zeros(len(sets), dtype=np.bool_)
+        counted = np.zeros(len(rows), dtype=np.bool_)
         counted[owner[keep]] = True
-        found: Flags = counted[inverse]
-        return found
+        return counted
 
     def live(self, datasets: npt.NDArray[np.integer]) -> Flags:
         return ~self.graph.deleted(self.graph.deleted_datasets, datasets)

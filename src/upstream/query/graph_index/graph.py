@@ -167,8 +167,9 @@ class Graph:
         tables = self.relations.nbytes + self.flows.nbytes + self.edges.nbytes
         adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
         adjacency += list(self.edges_by.values())
-        runs = self.run_started.nbytes + self.run_ended.nbytes + self.fields.nbytes
-        return tables + runs + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        runs = self.run_started.nbytes + self.run_ended.nbytes
+        adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        return tables + runs + adjacent + self.fields.nbytes
 
 
 def load(conn: Connection, position: int, ids: Numberings | None = None) -> Graph:
