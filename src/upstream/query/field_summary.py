@@ -16,6 +16,7 @@ from typing import cast
 from sqlalchemy.engine import Connection
 
 from upstream.model.direction import Step
+from upstream.model.identity import DatasetRef
 from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, require_field
@@ -34,24 +35,28 @@ def field_summary(
     dataset = existing_dataset(conn, namespace, name)
     require_field(conn, dataset, field_name)
     start = (dataset.id, field_name)
-    result: dict[str, list[FieldsOfDataset]] = {}
     sides: tuple[tuple[str, Step], ...] = (("incoming", "upstream"), ("outgoing", "downstream"))
     graph = graph_of(conn)
-    for side, step in sides:
-        if query.direction in (side, "both"):
-            reached = field_reach(graph, [start], step, query.levels, query.window)
-            result[side] = render_fields_by_dataset(conn, reached, reached)
+    reached = {
+        side: field_reach(graph, [start], step, query.levels, query.window)
+        for side, step in sides
+        if query.direction in (side, "both")
+    }
+    names = dataset_names(conn, {d for found in reached.values() for d, _ in found})
+    result = {
+        side: render_fields_by_dataset(names, found, found) for side, found in reached.items()
+    }
     return cast(FieldSummaryAnswer, result)
 
 
 def render_fields_by_dataset(
-    conn: Connection,
+    names: Mapping[uuid.UUID, DatasetRef],
     fields: Collection[FieldNode],
     origins: Mapping[FieldNode, Collection[str]] | None = None,
 ) -> list[FieldsOfDataset]:
-    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted;
-    with `origins`, each entry also says, per field, what stated the edges that reached it."""
-    names = dataset_names(conn, {d for d, _ in fields})
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name (`names`, read
+    once for a whole answer), fields sorted; with `origins`, each entry also says, per field,
+    what stated the edges that reached it."""
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for dataset_id, field_name in fields:
         by_dataset.setdefault(dataset_id, []).append(field_name)

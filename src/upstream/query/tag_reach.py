@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.errors import NotFound
 from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
+from upstream.query.field_operation_sets import dataset_names
 from upstream.query.field_summary import FieldNode, render_fields_by_dataset
 from upstream.query.graph_index.field_walk import field_reach
 from upstream.query.graph_index.index import graph_of
@@ -38,9 +39,10 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, visible(d))):
         tagged.update((row.id, field["name"]) for field in row.fields or [] if field.get("name"))
     reached = field_reach(graph_of(conn), tagged, "downstream", query.levels, query.window)
+    names = dataset_names(conn, {d for d, _ in (*tagged, *reached)})
     return {
         "tag": tag,
         "levels": query.levels,
-        "tagged": render_fields_by_dataset(conn, tagged),
-        "reach": render_fields_by_dataset(conn, reached, reached),
+        "tagged": render_fields_by_dataset(names, tagged),
+        "reach": render_fields_by_dataset(names, reached, reached),
     }
