@@ -4,8 +4,8 @@ through every origin of field edges — where a PII column's data went.
 A tag on a dataset tags each field the dataset lists. Tags come from both places people see
 them: those set through the API, and those of the datasets' `tags` facets (design §3.3; a
 facet tag naming a `field` tags that field, one naming none the whole dataset). The walk is
-the field summaries' walk (`field_reach`), started from all the tagged fields at once, so a
-field reached from two of them is found once.
+the field summaries' walk on the graph index (`field_reach`), started from all the tagged
+fields at once, so a field reached from two of them is found once.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from upstream.model.errors import NotFound
 from upstream.model.ownership import TAGS_FACET, tags_in
 from upstream.query.answers import TagReachAnswer
 from upstream.query.field_lineage import FieldQuery
+from upstream.query.field_operation_sets import dataset_names
 from upstream.query.field_summary import FieldNode, render_fields_by_dataset
+from upstream.query.graph_index.field_walk import field_reach
+from upstream.query.graph_index.index import graph_of
 from upstream.store import schema as t
 from upstream.store.deletion import visible
 from upstream.store.dialect import has_json_key
-from upstream.store.walks import field_reach
 
 
 def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
@@ -46,12 +48,13 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, visible(d))):
         tagged.update(_every_field(row.id, row.fields))
     tagged |= from_facets or set()
-    reached = field_reach(conn, tagged, "downstream", query.levels, query.window)
+    reached = field_reach(graph_of(conn), tagged, "downstream", query.levels, query.window)
+    names = dataset_names(conn, {d for d, _ in (*tagged, *reached)})
     return {
         "tag": tag,
         "levels": query.levels,
-        "tagged": render_fields_by_dataset(conn, tagged),
-        "reach": render_fields_by_dataset(conn, reached, reached),
+        "tagged": render_fields_by_dataset(names, tagged),
+        "reach": render_fields_by_dataset(names, reached, reached),
     }
 
 
