@@ -33,7 +33,7 @@ RelationRow = tuple[Any, ...]
 #: (owner, source, target, job or None, run or None, inferred, started, ended, from, until).
 FlowRow = tuple[Any, ...]
 #: (owner, of a run, link run, source type, source dataset, source job, source run, target
-#: type, target dataset, target job, target run, from, until).
+#: type, target dataset, target job, target run, either end a field, from, until).
 EdgeRow = tuple[Any, ...]
 
 
@@ -168,6 +168,7 @@ def job_edge_rows(
             *_ids(dialect, ends.source_dataset_id, ends.source_job_id, ends.source_run_id),
             ends.target_type,
             *_ids(dialect, ends.target_dataset_id, ends.target_job_id, ends.target_run_id),
+            sa.or_(ends.source_field.is_not(None), ends.target_field.is_not(None)),
         ]
 
     def job_end(c: Any) -> sa.ColumnElement[bool]:

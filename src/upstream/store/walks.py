@@ -19,7 +19,6 @@ from upstream.model.direction import Step
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
-from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
 from upstream.store.dialect import constant, frontier, id_filters, planned_once
 from upstream.store.edge_rows import EDGES
@@ -29,8 +28,6 @@ from upstream.store.window import (
     flows_as_of,
     run_in_window,
 )
-
-_F = t.flows.c
 
 
 def flow_in_window(flow: Any, window: Bounds | None) -> sa.ColumnElement[bool]:
@@ -81,17 +78,8 @@ def flow_set(
     return found
 
 
-#: A node of the walk: ("dataset" | "job", id).
+#: A node of the walk: ("dataset", id).
 Node = tuple[str, uuid.UUID]
-
-
-def marquez_reach(conn: Connection, seed: Node, direction: Step, depth: int) -> dict[Node, int]:
-    """Every node the Marquez graph's walk (`query.marquez.lineage`) expands in
-    `direction` within `depth` job levels, over all runs: from a dataset, the jobs that
-    wrote (read, downstream) it ("reached": only their job -> job edges are followed) and
-    the datasets its flows come from (go to); from a job, the datasets it read (wrote) and
-    the jobs its job -> job edges connect it to."""
-    return _reach(conn, [seed], _marquez_steps(direction), depth)
 
 
 @dataclass(frozen=True)
@@ -262,20 +250,3 @@ def field_reach(
         if origin is not None and nearest.get(node) == depth:
             reached[node].add(ORIGIN_SHOWN[origin])
     return reached
-
-
-def _marquez_steps(direction: Step) -> list[_Step]:
-    near, far = ("source", "target") if direction == "downstream" else ("target", "source")
-    near_access, far_access = ("read", "write") if direction == "downstream" else ("write", "read")
-    r, e = t.relations.c, EDGES.c
-    flow_near, flow_far = (getattr(_F, f"{side}_dataset_id") for side in (near, far))
-    job_near, job_far = (getattr(e, f"{side}_job_id") for side in (near, far))
-    job_to_job = (e.source_type == "job", e.target_type == "job")
-    return [
-        _Step("dataset", flow_near, "dataset", flow_far, 1),
-        _Step("dataset", flow_near, "reached", _F.job_id, 0),
-        _Step("dataset", r.dataset_id, "reached", r.job_id, 0, (r.access == near_access,)),
-        _Step("reached", job_near, "job", job_far, 1, job_to_job),
-        _Step("job", job_near, "job", job_far, 1, job_to_job),
-        _Step("job", r.job_id, "dataset", r.dataset_id, 1, (r.access == far_access,)),
-    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -122,6 +123,8 @@ def _edges(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
         columns[f"{side}_dataset"] = ids.datasets.numbers(row[at + 1] for row in rows)
         columns[f"{side}_job"] = ids.jobs.numbers(row[at + 2] for row in rows)
         columns[f"{side}_run"] = ids.runs.numbers(row[at + 3] for row in rows)
+    # An end that is a dataset's field (a job's edge to or from one field).
+    columns["fields"] = np.fromiter((bool(row[11]) for row in rows), dtype=np.bool_)
     return Table({**columns, **_interval(rows)})
 
 
@@ -155,6 +158,17 @@ class Graph:
         """The start and end of each run of `runs` (NONE: a declaration, always in)."""
         at = np.minimum(np.maximum(runs, 0), len(self.run_started) - 1)
         return self.run_started[at], self.run_ended[at]
+
+    @cached_property
+    def dataset_order(self) -> Column:
+        """Each dataset number's place in the order of the ids' text (the order the store
+        sorts uuids in), for walks whose answer depends on the order nodes are met in."""
+        return _text_order(self.ids.datasets)
+
+    @cached_property
+    def job_order(self) -> Column:
+        """As `dataset_order`, for jobs."""
+        return _text_order(self.ids.jobs)
 
     @property
     def nbytes(self) -> int:
@@ -248,6 +262,16 @@ def _run_spans(
         started[number] = NO_START if start is None else start
         ended[number] = NO_END if end is None else end
     return started, ended
+
+
+def _text_order(numbering: Numbering) -> Column:
+    """The place of each number's id in the sorted ids, with one place more (the last) for
+    ids numbered later: no row of this version holds one."""
+    texts = numbering.texts[:]
+    order = np.zeros(len(texts) + 1, dtype=np.int64)
+    order[np.argsort(np.array(texts, dtype="U36"), kind="stable")] = np.arange(len(texts))
+    order[-1] = len(texts)
+    return order
 
 
 def _flags(numbering: Numbering, texts: set[str]) -> npt.NDArray[np.bool_]:
