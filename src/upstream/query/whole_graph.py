@@ -54,7 +54,7 @@ def lineage_graph(
     data: dict[str, Any] = {}
     for row in rows[:max_nodes]:
         datasets[str(row.id)] = entity_key("dataset", row.namespace, row.name)
-        data[datasets[row.id]] = _entity("dataset", row.namespace, row.name)
+        data[datasets[str(row.id)]] = _entity("dataset", row.namespace, row.name)
     jobs: dict[str, str] = {}
     entities: dict[str, Any] = {}
     j = t.jobs
