@@ -34,8 +34,11 @@ from tests.conftest import truncate_tables
 from upstream.ingest.service import ingest_documents
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.window import Window
-from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.dataset_walk import ShownRelation, microseconds, walk_relations
+from upstream.query.graph_index.graph_export import EdgeEnd, flows_out_of, job_edges
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.marquez_walk import marquez_graph
+from upstream.query.graph_index.run_walk import run_links
 from upstream.store import schema as t
 from upstream.store.deletion import mark_deleted
 from upstream.store.edge_rows import EDGES
@@ -44,6 +47,7 @@ from upstream.store.engine import Store
 NS = "prop"
 DATASETS = [f"d{i}" for i in range(5)]
 JOBS = [f"j{i}" for i in range(3)]
+VERSIONS = ["v1", "v2"]
 
 
 def _when(hour: int) -> datetime:
@@ -59,6 +63,12 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
     start = draw(st.integers(0, 40))
     inputs = draw(st.lists(st.sampled_from(DATASETS), max_size=2, unique=True))
     outputs = draw(st.lists(st.sampled_from(DATASETS), max_size=2, unique=True))
+    # Some reads and writes name a version (run lineage links them by it).
+    named = {
+        d: {"version": {"datasetVersion": v}}
+        for d in {*inputs, *outputs}
+        if (v := draw(st.sampled_from([None, *VERSIONS])))
+    }
     facets: dict[str, Any] = {}
     if draw(st.booleans()) and outputs:
         other = (NS, draw(st.sampled_from(JOBS)))
@@ -75,7 +85,7 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
             run_id=run_id,
             event_type="START",
             time=_when(start),
-            inputs=[ds(NS, d) for d in inputs],
+            inputs=[ds(NS, d, **named.get(d, {})) for d in inputs],
         ),
     ]
     if draw(st.booleans()):
@@ -84,12 +94,12 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
                 job,
                 run_id=run_id,
                 time=_when(start + draw(st.integers(0, 6))),
-                outputs=[ds(NS, d) for d in outputs],
+                outputs=[ds(NS, d, **named.get(d, {})) for d in outputs],
                 job_facets=facets,
             )
         )
     else:
-        events[0]["outputs"] = [ds(NS, d) for d in outputs]
+        events[0]["outputs"] = [ds(NS, d, **named.get(d, {})) for d in outputs]
         events[0]["job"]["facets"] = facets
     return events
 
@@ -353,3 +363,205 @@ def test_index_walks_equal_the_naive_walk(
                             else walk_relations(graph_index, number, mode, levels, window)
                         )
                         assert found == expected, (mode, levels, window, seed)
+
+
+# -- the Marquez graph, run lineage and the whole graph -------------------------------------
+
+
+def naive_marquez(
+    rows: _Rows, kind: str, seed: uuid.UUID, depth: int, max_nodes: int
+) -> tuple[set[str], set[str], bool]:
+    """Design §4.4 written plainly: per level, downstream then upstream, each direction's
+    step adds nodes in the order of sorted rows, and the graph stops growing at the cap."""
+    window = rows.window
+    relations = {
+        (r.dataset_id, r.job_id, r.access)
+        for r in rows.relations
+        if rows.run_in(r.run_id) and rows.live(r.dataset_id, r.job_id)
+    }
+    flows = {
+        (f.source_dataset_id, f.target_dataset_id, f.job_id, f.run_id)
+        for f in rows.flows
+        if (f.run_id is None or _in_window(f.started_at, f.ended_at, window))
+        and rows.live(f.source_dataset_id, f.target_dataset_id, f.job_id)
+    }
+    links = {
+        (e.source_job_id, e.target_job_id)
+        for e in rows.edges
+        if e.source_type == e.target_type == "job" and rows.live(e.source_job_id, e.target_job_id)
+    }
+    graph: list[tuple[str, uuid.UUID]] = []
+    cut = [False]
+
+    def add(node: tuple[str, uuid.UUID]) -> bool:
+        if node in graph:
+            return True
+        if len(graph) >= max_nodes:
+            cut[0] = True
+            return False
+        graph.append(node)
+        return True
+
+    def reach(
+        node: tuple[str, uuid.UUID],
+        seen: set[tuple[str, uuid.UUID]],
+        following: set[tuple[str, uuid.UUID]],
+    ) -> None:
+        if add(node) and node not in seen:
+            seen.add(node)
+            following.add(node)
+
+    add((kind, seed))
+    walks = {step: ({(kind, seed)}, {(kind, seed)}) for step in ("downstream", "upstream")}
+    for _ in range(depth):
+        if not any(frontier for frontier, _ in walks.values()):
+            break
+        for step, (frontier, seen) in list(walks.items()):
+            down = step == "downstream"
+            near, far = ("read", "write") if down else ("write", "read")
+            following: set[tuple[str, uuid.UUID]] = set()
+            datasets = {n for k, n in frontier if k == "dataset"}
+            jobs = {n for k, n in frontier if k == "job"}
+            met: set[uuid.UUID] = set()
+            for _, j, _ in sorted(r for r in relations if r[0] in datasets and r[2] == near):
+                if add(("job", j)):
+                    met.add(j)
+            anchored = [f for f in flows if (f[0] if down else f[1]) in datasets]
+            for source, target, job, _ in sorted(
+                anchored, key=lambda f: (f[0].int, f[1].int, f[2].int if f[2] else -1)
+            ):
+                if job is not None:
+                    if not add(("job", job)):
+                        continue
+                    met.add(job)
+                reach(("dataset", target if down else source), seen, following)
+            for d, _, _ in sorted(r for r in relations if r[1] in jobs and r[2] == far):
+                reach(("dataset", d), seen, following)
+            linked = [pair for pair in links if (pair[0] if down else pair[1]) in jobs | met]
+            for source, target in sorted(linked):
+                reach(("job", target if down else source), seen, following)
+            walks[step] = (following, seen)
+    datasets_found = {str(n) for k, n in graph if k == "dataset"}
+    return datasets_found, {str(n) for k, n in graph if k == "job"}, cut[0]
+
+
+def naive_run_links(
+    store: Store, seed: uuid.UUID, direction: str, levels: int, as_of: datetime | None
+) -> set[tuple[str, str, str | None, int]]:
+    """Design §4.5 written plainly: each read's writer by the rule, least levels by
+    relaxing every link until nothing changes."""
+    with store.read() as conn:
+        runs = {r.id: r for r in conn.execute(sa.select(t.runs))}
+        relations = [r for r in conn.execute(sa.select(t.relations)) if r.run_id is not None]
+    writes = [r for r in relations if r.access == "write"]
+
+    def writer_of(read: Any) -> uuid.UUID | None:
+        others = [w for w in writes if w.dataset_id == read.dataset_id and w.run_id != read.run_id]
+        named = [w for w in others if read.version is not None and w.version == read.version]
+        if named:
+            return max(named, key=lambda w: (w.event_time, w.run_id.int)).run_id
+        started = runs[read.run_id].started_at
+        done = [
+            w
+            for w in others
+            if runs[w.run_id].state == "COMPLETE"
+            and runs[w.run_id].ended_at is not None
+            and started is not None
+            and runs[w.run_id].ended_at <= started
+        ]
+        latest = max(done, key=lambda w: (runs[w.run_id].ended_at, w.run_id.int), default=None)
+        return None if latest is None else latest.run_id
+
+    reads = [(r, writer_of(r)) for r in relations if r.access == "read"]
+    depth = {seed: 0}
+    links: dict[tuple[str, str, str | None], int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for read, writer in reads:
+            near = read.run_id if direction == "upstream" else writer
+            far = writer if direction == "upstream" else read.run_id
+            if near not in depth or depth[near] + 1 > levels:
+                continue
+            if direction == "downstream":
+                started = runs[read.run_id].started_at
+                if writer is None or writer == read.run_id:
+                    continue
+                if as_of is not None and (started is None or started > as_of):
+                    continue
+            level = depth[near] + 1
+            key = (str(read.run_id), str(read.dataset_id), None if writer is None else str(writer))
+            links[key] = min(level, links.get(key, level))
+            if far is not None and level < depth.get(far, levels + 1):
+                depth[far] = level
+                changed = True
+    return {(*key, level) for key, level in links.items()}
+
+
+MARQUEZ_WINDOWS: list[Window | None] = [None, Window.until(_when(20))]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=_graphs())
+def test_index_answers_marquez_runs_and_export_as_the_rows_say(
+    fresh: Any, graph: tuple[list[dict[str, Any]], list[str]]
+) -> None:
+    events, deleted = graph
+    store = fresh()
+    for event in events:
+        ingest_documents(store, [event], batch=False)
+    datasets = [DatasetRef(NS, name).id for name in deleted if name.startswith("d")]
+    jobs = [JobRef(NS, name).id for name in deleted if name.startswith("j")]
+    store.write(lambda conn: mark_deleted(conn, "dataset", datasets, BASE_TIME + timedelta(days=9)))
+    store.write(lambda conn: mark_deleted(conn, "job", jobs, BASE_TIME + timedelta(days=9)))
+    seeds = [("dataset", DatasetRef(NS, name).id) for name in DATASETS if name not in deleted]
+    seeds += [("job", JobRef(NS, name).id) for name in JOBS if name not in deleted]
+    for window in MARQUEZ_WINDOWS:
+        # Every run of these events started: a wide window holds every run, as no window does.
+        rows = _Rows(store, window or Window(_when(-1000), _when(1000)))
+        with store.read() as conn:
+            index = graph_of(conn)
+        for kind, seed in seeds:
+            for depth in (1, 3):
+                for max_nodes in (3, 1000):
+                    found = marquez_graph(index, kind, str(seed), depth, max_nodes, window)
+                    expected = naive_marquez(rows, kind, seed, depth, max_nodes)
+                    assert (found.datasets, found.jobs, found.truncated) == expected, (
+                        kind, seed, depth, max_nodes, window,
+                    )  # fmt: skip
+        every = {str(DatasetRef(NS, name).id) for name in DATASETS}
+        in_window = {
+            (str(f.source_dataset_id), str(f.target_dataset_id), _text(f.job_id), _text(f.run_id))
+            for f in rows.flows
+            if (f.run_id is None or _in_window(f.started_at, f.ended_at, rows.window))
+            and rows.live(f.source_dataset_id, f.target_dataset_id, f.job_id)
+        }
+        assert {f[:4] for f in flows_out_of(index, every, window)} == in_window
+        job_ends = {
+            (
+                EdgeEnd(e.source_type, _text(getattr(e, f"source_{e.source_type}_id"))),
+                EdgeEnd(e.target_type, _text(getattr(e, f"target_{e.target_type}_id"))),
+            )
+            for e in rows.edges
+            if e.source_field is None and e.target_field is None
+        }
+        assert job_edges(index, window) == job_ends
+    with store.read() as conn:
+        index = graph_of(conn)
+        run_ids = list(conn.execute(sa.select(t.runs.c.id)).scalars())
+    for run in run_ids:
+        for direction in ("upstream", "downstream"):
+            for levels in (1, 3):
+                for as_of in (None, _when(20)):
+                    at = None if as_of is None else microseconds(as_of)
+                    found_links = run_links(index, str(run), direction, levels, at)
+                    expected_links = naive_run_links(store, run, direction, levels, as_of)
+                    assert set(found_links) == expected_links, (run, direction, levels, as_of)
+
+
+def _text(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)

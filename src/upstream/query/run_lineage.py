@@ -8,9 +8,8 @@ started. A run still writing D when R started, or one that failed, made no versi
 read: the earlier complete version counts. Downstream is the same rule read the other way:
 the readers of W's outputs are the runs whose read resolves to W.
 
-Each direction is one recursive statement (both dialects): a link (reader, dataset, writer)
-per step, `levels` steps at most, so a walk of any depth is one round trip; the runs' and
-datasets' details are a fixed number more.
+The walk runs on the graph index (`upstream.query.graph_index.run_walk`); the runs' and
+datasets' details are read by id, a fixed number of statements.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any, Literal, NamedTuple, cast
 
 import sqlalchemy as sa
@@ -31,12 +29,14 @@ from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
+from upstream.query.graph_index.dataset_walk import microseconds
+from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.run_walk import run_links
 from upstream.query.job_dependencies import run_dependencies
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.query.lineage_query import RunQuery
 from upstream.store import schema as t
-from upstream.store.dialect import few_rows, frontier, id_filters, planned_once
-from upstream.store.window import run_started_by
+from upstream.store.dialect import id_filters
 
 DEFAULT_RUN_LEVELS = 5
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}")
@@ -109,159 +109,21 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
         raise NotFound(f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)")
 
 
-# -- the walk -------------------------------------------------------------------------------
+# -- the walk ------------------------------------------------------------------------------
 
 
 def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Link]:
-    statement = _statement(direction, params.as_of is not None)
-    bound: dict[str, Any] = {"seed": params.run_id, "levels": params.levels}
-    if params.as_of is not None:
-        bound["as_of"] = params.as_of
-    with planned_once(conn, params.as_of):
-        rows = conn.execute(statement, bound).all()
-    if direction == "upstream":
-        return {Link(reader, dataset, writer, level) for reader, dataset, writer, level in rows}
-    return {Link(reader, dataset, writer, level) for writer, dataset, reader, level in rows}
-
-
-def _writer_of(read: sa.FromClause, reader: sa.FromClause) -> sa.ColumnElement[Any]:
-    """The run that wrote the version of `read.dataset_id` that the `read` (a relations row
-    of run `reader`) read: the rule in the module docstring, ties by the later run id."""
-    named_write = t.relations.alias("named_write")
-    named = (
-        sa.select(named_write.c.run_id)
-        .where(
-            named_write.c.dataset_id == read.c.dataset_id,
-            named_write.c.access == "write",
-            named_write.c.run_id.is_not(None),
-            named_write.c.run_id != read.c.run_id,
-            named_write.c.version == read.c.version,
+    as_of = None if params.as_of is None else microseconds(params.as_of)
+    found = run_links(graph_of(conn), str(params.run_id), direction, params.levels, as_of)
+    return {
+        Link(
+            uuid.UUID(link.reader),
+            uuid.UUID(link.dataset),
+            None if link.writer is None else uuid.UUID(link.writer),
+            link.level,
         )
-        .order_by(named_write.c.event_time.desc(), named_write.c.run_id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    write = t.relations.alias("latest_write")
-    writer = t.runs.alias("writer_run")
-    latest = (
-        sa.select(write.c.run_id)
-        .join(writer, writer.c.id == write.c.run_id)
-        .where(
-            write.c.dataset_id == read.c.dataset_id,
-            write.c.access == "write",
-            write.c.run_id != read.c.run_id,
-            writer.c.state == "COMPLETE",
-            writer.c.ended_at <= reader.c.started_at,
-        )
-        .order_by(writer.c.ended_at.desc(), writer.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    return sa.func.coalesce(named, latest)
-
-
-@cache
-def _statement(direction: Step, as_of: bool) -> sa.Select[Any]:
-    """The recursive walk; built once per direction and kind of bound (statements are
-    immutable), its parameters bound per query."""
-    if direction == "upstream":
-        return _upstream()
-    return _downstream(sa.bindparam("as_of", type_=t.runs.c.started_at.type) if as_of else None)
-
-
-def _upstream() -> sa.Select[Any]:
-    """Links (reader, dataset, writer, level): the queried run's reads, then its writers'
-    reads, one level further each step. No `as_of` bound is needed: each writer completed
-    before its reader started, and the queried run had started by `as_of`."""
-    read, reader = t.relations.alias("read"), t.runs.alias("reader")
-    start = (
-        sa.select(
-            read.c.run_id.label("reader"),
-            read.c.dataset_id.label("dataset"),
-            _writer_of(read, reader).label("writer"),
-            sa.literal(1).label("level"),
-        )
-        .join(reader, reader.c.id == read.c.run_id)
-        .where(read.c.run_id == sa.bindparam("seed"), read.c.access == "read")
-        .cte("run_links", recursive=True)
-    )
-    step_read, step_reader = t.relations.alias("step_read"), t.runs.alias("step_reader")
-    step = (
-        sa.select(
-            step_read.c.run_id,
-            step_read.c.dataset_id,
-            _writer_of(step_read, step_reader),
-            start.c.level + 1,
-        )
-        .select_from(start)
-        .join(step_read, step_read.c.run_id == start.c.writer)
-        .join(step_reader, step_reader.c.id == step_read.c.run_id)
-        .where(step_read.c.access == "read", few_rows(start.c.level < sa.bindparam("levels")))
-    )
-    links = start.union(step)
-    return sa.select(links.c.reader, links.c.dataset, links.c.writer, links.c.level)
-
-
-def _downstream(as_of: sa.BindParameter[Any] | None) -> sa.Select[Any]:
-    """Links (writer, dataset, reader, level): the runs whose reads resolve to the queried
-    run's writes, then to theirs, one level further each step."""
-
-    def readers_of(suffix: str) -> tuple[sa.FromClause, ...]:
-        read = t.relations.alias(f"read_{suffix}")
-        reader = t.runs.alias(f"reader_{suffix}")
-        writer = t.runs.alias(f"writer_{suffix}")
-        return read, reader, writer
-
-    def linked(
-        write: sa.FromClause, read: sa.FromClause, reader: sa.FromClause, writer: sa.FromClause
-    ) -> list[sa.ColumnElement[bool]]:
-        return [
-            write.c.access == "write",
-            read.c.dataset_id == write.c.dataset_id,
-            read.c.access == "read",
-            read.c.run_id != write.c.run_id,
-            reader.c.id == read.c.run_id,
-            writer.c.id == write.c.run_id,
-            # A cheap bound first: the time rule needs the write done before the read began.
-            sa.or_(read.c.version.is_not(None), writer.c.ended_at <= reader.c.started_at),
-            run_started_by(reader, as_of),
-            _writer_of(read, reader) == write.c.run_id,
-        ]
-
-    write = t.relations.alias("write")
-    read, reader, writer = readers_of("start")
-    start = (
-        sa.select(
-            write.c.run_id.label("writer"),
-            write.c.dataset_id.label("dataset"),
-            read.c.run_id.label("reader"),
-            sa.literal(1).label("level"),
-        )
-        .select_from(write)
-        .join(read, read.c.dataset_id == write.c.dataset_id)
-        .join(reader, reader.c.id == read.c.run_id)
-        .join(writer, writer.c.id == write.c.run_id)
-        .where(write.c.run_id == sa.bindparam("seed"), *linked(write, read, reader, writer))
-        .cte("run_links", recursive=True)
-    )
-    step_write = t.relations.alias("step_write")
-    step_read, step_reader, step_writer = readers_of("step")
-    step = (
-        sa.select(
-            step_write.c.run_id, step_write.c.dataset_id, step_read.c.run_id, start.c.level + 1
-        )
-        .select_from(start)
-        .join(step_write, step_write.c.run_id == start.c.reader)
-        .join(step_read, step_read.c.dataset_id == step_write.c.dataset_id)
-        .join(step_reader, step_reader.c.id == step_read.c.run_id)
-        .join(step_writer, step_writer.c.id == step_write.c.run_id)
-        .where(
-            frontier(start.c.level < sa.bindparam("levels"), as_of),
-            *linked(step_write, step_read, step_reader, step_writer),
-        )
-    )
-    links = start.union(step)
-    return sa.select(links.c.writer, links.c.dataset, links.c.reader, links.c.level)
+        for link in found
+    }
 
 
 def _nearest(links: Iterable[Link], seed: uuid.UUID, max_nodes: int) -> tuple[list[Link], bool]:

@@ -4,12 +4,13 @@ Every dataset and job, the dataset-to-dataset flows with the job that made each 
 derived `flows` table, so the lineage facet's precedence and the inputs x outputs inference are
 the same as everywhere else), and the explicit edges that touch a job itself (job -> job,
 dataset -> job, job -> dataset), which have no dataset-level flow to stand for them. Keys and
-entity ids have the shape of the dataset lineage response (design §4.2).
+entity ids have the shape of the dataset lineage response (design §4.2). The flows and edges
+come from the graph index (`upstream.query.graph_index.graph_export`); the names of the
+datasets and jobs from the database.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from typing import Any, cast
 
@@ -20,10 +21,11 @@ from upstream.model.keys import EntityKind, entity_key
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import GraphAnswer
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.graph_export import EdgeEnd, flows_out_of, job_edges
+from upstream.query.graph_index.index import graph_of
 from upstream.store import schema as t
 from upstream.store.deletion import visible
-from upstream.store.walks import flows
-from upstream.store.window import edges_as_of, run_in_window
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
 FlowKey = tuple[str, str, str | None]
@@ -48,21 +50,22 @@ def lineage_graph(
         query = query.limit(max_nodes + 1)
     rows = conn.execute(query).all()
     truncated = max_nodes is not None and len(rows) > max_nodes
-    datasets: dict[uuid.UUID, str] = {}
+    datasets: dict[str, str] = {}
     data: dict[str, Any] = {}
     for row in rows[:max_nodes]:
-        datasets[row.id] = entity_key("dataset", row.namespace, row.name)
-        data[datasets[row.id]] = _entity("dataset", row.namespace, row.name)
-    jobs: dict[uuid.UUID, str] = {}
+        datasets[str(row.id)] = entity_key("dataset", row.namespace, row.name)
+        data[datasets[str(row.id)]] = _entity("dataset", row.namespace, row.name)
+    jobs: dict[str, str] = {}
     entities: dict[str, Any] = {}
     j = t.jobs
     query = sa.select(j.c.id, j.c.namespace, j.c.name, j.c.job_type, j.c.seen_as_parent)
     for job in conn.execute(query):
         kind: EntityKind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
-        jobs[job.id] = entity_key(kind, job.namespace, job.name)
-        entities[jobs[job.id]] = _entity(kind, job.namespace, job.name)
-    found_flows = _flows(conn, datasets, jobs, window)
-    links = _job_links(conn, datasets, jobs, window)
+        key = jobs[str(job.id)] = entity_key(kind, job.namespace, job.name)
+        entities[key] = _entity(kind, job.namespace, job.name)
+    graph = graph_of(conn)
+    found_flows = _flows(graph, datasets, jobs, window)
+    links = _job_links(graph, datasets, jobs, window)
     named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
     programs = {key: entities[key] for key in sorted(named & entities.keys())}
     if max_nodes is not None and len(data) + len(programs) > max_nodes:
@@ -77,15 +80,15 @@ def lineage_graph(
             if {f["source"], f["target"]} <= kept_data and f["program"] in kept | {None}
         ]
         links = [link for link in links if {link["source"], link["target"]} <= kept]
-    graph: dict[str, Any] = {
+    answer: dict[str, Any] = {
         "data": dict(sorted(data.items())),
         "programs": programs,
         "flows": found_flows,
         "links": links,
     }
     if truncated:
-        graph["truncated"] = True
-    return cast(GraphAnswer, graph)
+        answer["truncated"] = True
+    return cast(GraphAnswer, answer)
 
 
 def _within_cap(
@@ -117,21 +120,18 @@ def _within_cap(
 
 
 def _flows(
-    conn: Connection,
-    datasets: dict[uuid.UUID, str],
-    jobs: dict[uuid.UUID, str],
-    window: Window | None,
+    graph: Graph, datasets: dict[str, str], jobs: dict[str, str], window: Window | None
 ) -> list[dict[str, Any]]:
     """One entry per (source, target, job), counting its runs; inferred only when every run's
     flow was inferred."""
-    runs: dict[FlowKey, set[uuid.UUID | None]] = defaultdict(set)
+    runs: dict[FlowKey, set[str | None]] = defaultdict(set)
     explicit: set[FlowKey] = set()
-    for flow in flows(conn, datasets.keys(), "downstream", window):
+    for flow in flows_out_of(graph, datasets.keys(), window):
         if flow.target not in datasets:
             continue
-        program = jobs.get(flow.job_id) if flow.job_id else None
+        program = jobs.get(flow.job) if flow.job else None
         key = (datasets[flow.source], datasets[flow.target], program)
-        runs[key].add(flow.run_id)
+        runs[key].add(flow.run)
         if not flow.inferred:
             explicit.add(key)
     return [
@@ -147,54 +147,27 @@ def _flows(
 
 
 def _job_links(
-    conn: Connection,
-    datasets: dict[uuid.UUID, str],
-    jobs: dict[uuid.UUID, str],
-    window: Window | None,
+    graph: Graph, datasets: dict[str, str], jobs: dict[str, str], window: Window | None
 ) -> list[dict[str, str]]:
-    e = edges_as_of(window)
-    query = (
-        sa.select(
-            e.c.source_type,
-            e.c.source_dataset_id,
-            e.c.source_job_id,
-            e.c.target_type,
-            e.c.target_dataset_id,
-            e.c.target_job_id,
-        )
-        .where(sa.or_(e.c.source_type == "job", e.c.target_type == "job"))
-        .where(
-            e.c.source_field.is_(None),
-            e.c.target_field.is_(None),
-            run_in_window(e.c.run_id, window),
-        )
-        .distinct()
-    )
     links: set[tuple[str, str]] = set()
-    for row in conn.execute(query):
-        source = _end(row.source_type, row.source_dataset_id, row.source_job_id, datasets, jobs)
-        target = _end(row.target_type, row.target_dataset_id, row.target_job_id, datasets, jobs)
+    for source_end, target_end in job_edges(graph, window):
+        source = _end(source_end, datasets, jobs)
+        target = _end(target_end, datasets, jobs)
         if source and target and source != target:
             links.add((source, target))
     return [{"source": s, "target": target} for s, target in sorted(links)]
 
 
-def _end(
-    kind: str,
-    dataset_id: uuid.UUID | None,
-    job_id: uuid.UUID | None,
-    datasets: dict[uuid.UUID, str],
-    jobs: dict[uuid.UUID, str],
-) -> str | None:
-    if kind == "job":
-        return jobs.get(job_id) if job_id else None
-    return datasets.get(dataset_id) if dataset_id else None
+def _end(end: EdgeEnd, datasets: dict[str, str], jobs: dict[str, str]) -> str | None:
+    if end.id is None:
+        return None
+    return (jobs if end.kind == "job" else datasets).get(end.id)
 
 
 def _entity(kind: str, namespace: str, name: str) -> dict[str, Any]:
     return {"entityId": {"type": kind, "namespace": namespace, "name": name}}
 
 
-def _sort_key(item: tuple[FlowKey, set[uuid.UUID | None]]) -> tuple[str, str, str]:
+def _sort_key(item: tuple[FlowKey, set[str | None]]) -> tuple[str, str, str]:
     (source, target, program), _ = item
     return (source, target, program or "")

@@ -32,16 +32,18 @@ from sqlalchemy.engine import Connection
 from upstream.store import schema as t
 from upstream.store.dialect import epoch_microseconds, id_filters, id_text
 
-#: (id, job id, started, ended): a run and its span; None where unknown.
+#: (id, job id, started, ended, completed): a run, its span (None where unknown) and whether
+#: its state is COMPLETE.
 RunRow = tuple[Any, ...]
-#: (owner, dataset, job, run or None, access, component, from, until): the owner is the run,
-#: or the job or dataset that declared the row; from/until are None for a current row, and
-#: the interval a declaration was in force for a row of the history.
+#: (owner, dataset, job, run or None, access, component, version, event time, from, until):
+#: the owner is the run, or the job or dataset that declared the row; the version is the one
+#: the producer named (or None); from/until are None for a current row, and the interval a
+#: declaration was in force for a row of the history.
 RelationRow = tuple[Any, ...]
 #: (owner, source, target, job or None, run or None, inferred, started, ended, from, until).
 FlowRow = tuple[Any, ...]
 #: (owner, of a run, link run, source type, source dataset, source job, source run, target
-#: type, target dataset, target job, target run, from, until).
+#: type, target dataset, target job, target run, either end a field, from, until).
 EdgeRow = tuple[Any, ...]
 
 
@@ -86,10 +88,15 @@ def deleted_ids(conn: Connection) -> list[str]:
 def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> list[RunRow]:
     dialect = conn.dialect.name
     r = t.runs.c
-    columns = (*_ids(dialect, r.id, r.job_id), _when(r.started_at, dialect))
+    columns = (
+        *_ids(dialect, r.id, r.job_id),
+        _when(r.started_at, dialect),
+        _when(r.ended_at, dialect),
+        sa.func.coalesce(r.state == "COMPLETE", sa.false()),
+    )
     found: list[RunRow] = []
     for matches in _matching(conn, r.id, runs):
-        query = sa.select(*columns, _when(r.ended_at, dialect)).where(matches)
+        query = sa.select(*columns).where(matches)
         found.extend(conn.execute(query).all())
     return found
 
@@ -105,7 +112,13 @@ def relation_rows(
     r, h, d = t.relations.c, t.declared_relations.c, t.declarations.c
     found: list[RelationRow] = []
     owner = sa.func.coalesce(r.run_id, r.job_id)
-    current = [*_ids(dialect, owner, r.dataset_id, r.job_id, r.run_id), r.access, r.component]
+    current = [
+        *_ids(dialect, owner, r.dataset_id, r.job_id, r.run_id),
+        r.access,
+        r.component,
+        r.version,
+        _when(r.event_time, dialect),
+    ]
     for condition in _owned(conn, r.run_id, r.job_id, runs, owners):
         query = sa.select(*current, *_no_interval()).where(condition)
         found.extend(conn.execute(query).all())
@@ -113,6 +126,8 @@ def relation_rows(
         *_ids(dialect, d.owner_id, h.dataset_id, h.job_id, h.run_id),
         h.access,
         h.component,
+        h.version,
+        _when(h.event_time, dialect),
     ]
     for matches in _history_of(conn, runs, owners):
         query = (
@@ -176,6 +191,7 @@ def job_edge_rows(
             *_ids(dialect, ends.source_dataset_id, ends.source_job_id, ends.source_run_id),
             ends.target_type,
             *_ids(dialect, ends.target_dataset_id, ends.target_job_id, ends.target_run_id),
+            sa.or_(ends.source_field.is_not(None), ends.target_field.is_not(None)),
         ]
 
     def job_end(c: Any) -> sa.ColumnElement[bool]:

@@ -70,18 +70,24 @@ def microseconds(moment: datetime) -> int:
 
 @dataclass(frozen=True)
 class _Bounds:
-    start: int
-    end: int
+    """A window's instants; all None for an answer over every run (the Marquez graph)."""
+
+    start: int | None
+    end: int | None
     as_of: int | None
 
     @classmethod
-    def of(cls, window: Window) -> _Bounds:
+    def of(cls, window: Window | None) -> _Bounds:
+        if window is None:
+            return cls(None, None, None)
         as_of = None if window.as_of is None else microseconds(window.as_of)
         return cls(microseconds(window.start), microseconds(window.end), as_of)
 
     def overlaps(self, runs: Ints, started: Ints, ended: Ints) -> Flags:
         """Rows without a run (declared) are in; a run's when its span overlaps the window
-        and it had started by the `as_of` time."""
+        and it had started by the `as_of` time (every run's without a window)."""
+        if self.start is None or self.end is None:
+            return np.ones(len(runs), dtype=np.bool_)
         inside = (started < self.end) & (ended >= self.start)
         if self.as_of is not None:
             inside &= started <= self.as_of
@@ -90,9 +96,12 @@ class _Bounds:
 
 
 class WalkView:
-    """One walk's view of a graph version: the rows in force and in the window."""
+    """One walk's view of a graph version: the rows in force and in the window (every
+    current row without one)."""
 
-    def __init__(self, graph: Graph, window: Window, visible: VisibleNodes | None = None) -> None:
+    def __init__(
+        self, graph: Graph, window: Window | None, visible: VisibleNodes | None = None
+    ) -> None:
         self.graph = graph
         self.bounds = _Bounds.of(window)
         self.visible = visible
@@ -120,10 +129,16 @@ class WalkView:
 
     def flows(self, by: Adjacency, nodes: Ints) -> tuple[Ints, Ints]:
         """The flows of `nodes` with a job, in force and in the window."""
+        rows, owner = self.all_flows(by, nodes)
+        keep = self.graph.flows["job"][rows] != NONE
+        return rows[keep], owner[keep]
+
+    def all_flows(self, by: Adjacency, nodes: Ints) -> tuple[Ints, Ints]:
+        """The flows of `nodes` in force and in the window, with a job or declared without."""
         rows, owner = by.rows_of(nodes)
         f = self.graph.flows
         runs = f["run"][rows]
-        keep = self.in_force(f, rows, runs != NONE) & (f["job"][rows] != NONE)
+        keep = self.in_force(f, rows, runs != NONE)
         keep &= self.bounds.overlaps(runs, f["started"][rows], f["ended"][rows])
         return rows[keep], owner[keep]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +44,8 @@ class Numberings:
     runs: Numbering
     owners: Numbering
     components: Numbering
+    #: The dataset versions producers named (run lineage, design §4.5).
+    versions: Numbering
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def _relations(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
             "run": ids.runs.numbers(row[3] for row in rows),
             "write": np.fromiter((row[4] == "write" for row in rows), dtype=np.bool_),
             "component": ids.components.numbers(row[5] for row in rows),
+            "version": ids.versions.numbers(row[6] for row in rows),
+            "event_time": _instants([row[7] for row in rows], 0),
             **_interval(rows),
         }
     )
@@ -125,6 +130,8 @@ def _edges(rows: Sequence[Sequence[Any]], ids: Numberings) -> Table:
         columns[f"{side}_dataset"] = ids.datasets.numbers(row[at + 1] for row in rows)
         columns[f"{side}_job"] = ids.jobs.numbers(row[at + 2] for row in rows)
         columns[f"{side}_run"] = ids.runs.numbers(row[at + 3] for row in rows)
+    # An end that is a dataset's field (a job's edge to or from one field).
+    columns["fields"] = np.fromiter((bool(row[11]) for row in rows), dtype=np.bool_)
     return Table({**columns, **_interval(rows)})
 
 
@@ -138,6 +145,8 @@ class Graph:
     #: Each run's start and end (by run number), NO_START/NO_END where unknown.
     run_started: Column
     run_ended: Column
+    #: Whether each run's state is COMPLETE (run lineage: only such a run made a version).
+    run_completed: npt.NDArray[np.bool_]
     deleted_datasets: npt.NDArray[np.bool_]
     deleted_jobs: npt.NDArray[np.bool_]
     relations: Table
@@ -161,13 +170,24 @@ class Graph:
         at = np.minimum(np.maximum(runs, 0), len(self.run_started) - 1)
         return self.run_started[at], self.run_ended[at]
 
+    @cached_property
+    def dataset_order(self) -> Column:
+        """Each dataset number's place in the order of the ids' text (the order the store
+        sorts uuids in), for walks whose answer depends on the order nodes are met in."""
+        return _text_order(self.ids.datasets)
+
+    @cached_property
+    def job_order(self) -> Column:
+        """As `dataset_order`, for jobs."""
+        return _text_order(self.ids.jobs)
+
     @property
     def nbytes(self) -> int:
         """Bytes the version's columns and adjacency hold (the numberings' ids apart)."""
         tables = self.relations.nbytes + self.flows.nbytes + self.edges.nbytes
         adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
         adjacency += list(self.edges_by.values())
-        runs = self.run_started.nbytes + self.run_ended.nbytes
+        runs = self.run_started.nbytes + self.run_ended.nbytes + self.run_completed.nbytes
         adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
         return tables + runs + adjacent + self.fields.nbytes
 
@@ -177,20 +197,18 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
     # Imported here: the field graph is made of this module's tables.
     from upstream.query.graph_index import field_graph
 
-    ids = ids or Numberings(Numbering(), Numbering(), Numbering(), Numbering(), Numbering())
+    ids = ids or Numberings(*(Numbering() for _ in range(6)))
     ids.components.number("")
     for text in graph_rows.entity_ids(conn, t.datasets):
         ids.datasets.number(text)
     for text in graph_rows.entity_ids(conn, t.jobs):
         ids.jobs.number(text)
     runs = graph_rows.run_rows(conn)
-    started, ended = _run_spans(None, runs, ids)
     fields = field_graph.load(conn, ids)
     return _made(
         position,
         ids,
-        started,
-        ended,
+        _run_columns(None, runs, ids),
         set(graph_rows.deleted_ids(conn)),
         _relations(graph_rows.relation_rows(conn), ids),
         _flows(graph_rows.flow_rows(conn), ids),
@@ -223,9 +241,9 @@ def applied(
         edges = edges.where(~np.isin(edges["owner"], gone))
         edges = edges.plus(_edges(graph_rows.job_edge_rows(conn, runs, owners), ids))
     fields = field_graph.applied(conn, graph.fields, ids, runs, owners)
-    started, ended = graph.run_started, graph.run_ended
+    run_columns = (graph.run_started, graph.run_ended, graph.run_completed)
     if runs:
-        started, ended = _run_spans(graph, graph_rows.run_rows(conn, runs), ids)
+        run_columns = _run_columns(graph, graph_rows.run_rows(conn, runs), ids)
     deleted = set(graph_rows.deleted_ids(conn)) if entities else _deleted_texts(graph)
     if not (runs or owners):
         return replace(
@@ -234,7 +252,7 @@ def applied(
             deleted_datasets=_flags(ids.datasets, deleted),
             deleted_jobs=_flags(ids.jobs, deleted),
         )
-    return _made(position, ids, started, ended, deleted, relations, flows, edges, fields)
+    return _made(position, ids, run_columns, deleted, relations, flows, edges, fields)
 
 
 def _deleted_texts(graph: Graph) -> set[str]:
@@ -244,24 +262,42 @@ def _deleted_texts(graph: Graph) -> set[str]:
     return found | {jobs[n] for n in np.flatnonzero(graph.deleted_jobs)}
 
 
-def _run_spans(
+RunColumns = tuple[Column, Column, npt.NDArray[np.bool_]]
+
+
+def _run_columns(
     graph: Graph | None, rows: Sequence[graph_rows.RunRow], ids: Numberings
-) -> tuple[Column, Column]:
-    for run, job, _, _ in rows:
+) -> RunColumns:
+    """Each run's start, end and whether it completed, by run number: `graph`'s, with
+    `rows` read again."""
+    for run, job, *_ in rows:
         ids.runs.number(run)
         ids.jobs.number(job)
     size = len(ids.runs)
     started = np.full(size, NO_START, dtype=np.int64)
     ended = np.full(size, NO_END, dtype=np.int64)
+    completed = np.zeros(size, dtype=np.bool_)
     if graph is not None:
         known = min(size, len(graph.run_started) - 1)
         started[:known] = graph.run_started[:known]
         ended[:known] = graph.run_ended[:known]
-    for run, _, start, end in rows:
+        completed[:known] = graph.run_completed[:known]
+    for run, _, start, end, complete in rows:
         number = ids.runs.number(run)
         started[number] = NO_START if start is None else start
         ended[number] = NO_END if end is None else end
-    return started, ended
+        completed[number] = bool(complete)
+    return started, ended, completed
+
+
+def _text_order(numbering: Numbering) -> Column:
+    """The place of each number's id in the sorted ids, with one place more (the last) for
+    ids numbered later: no row of this version holds one."""
+    texts = numbering.texts[:]
+    order = np.zeros(len(texts) + 1, dtype=np.int64)
+    order[np.argsort(np.array(texts, dtype="U36"), kind="stable")] = np.arange(len(texts))
+    order[-1] = len(texts)
+    return order
 
 
 def _flags(numbering: Numbering, texts: set[str]) -> npt.NDArray[np.bool_]:
@@ -277,8 +313,7 @@ def _flags(numbering: Numbering, texts: set[str]) -> npt.NDArray[np.bool_]:
 def _made(
     position: int,
     ids: Numberings,
-    started: Column,
-    ended: Column,
+    run_columns: RunColumns,
     deleted: set[str],
     relations: Table,
     flows: Table,
@@ -287,14 +322,17 @@ def _made(
 ) -> Graph:
     datasets, jobs = len(ids.datasets), len(ids.jobs)
     # Runs numbered after this version was made stand at the last place: a run unknown here.
+    started, ended, completed = run_columns
     missing = len(ids.runs) + 1 - len(started)
     started = np.concatenate([started, np.full(missing, NO_START, dtype=np.int64)])
     ended = np.concatenate([ended, np.full(missing, NO_END, dtype=np.int64)])
+    completed = np.concatenate([completed, np.zeros(missing, dtype=np.bool_)])
     return Graph(
         position=position,
         ids=ids,
         run_started=started,
         run_ended=ended,
+        run_completed=completed,
         deleted_datasets=_flags(ids.datasets, deleted),
         deleted_jobs=_flags(ids.jobs, deleted),
         relations=relations,

@@ -100,11 +100,8 @@ class WalkReads:
         """Flows into (upstream) or out of (downstream) `ids` in the window."""
         graph, f = self.graph, self.graph.flows
         by = graph.by_target if self.mode == "upstream" else graph.by_source
-        rows, _ = by.rows_of(self._numbers(graph.ids.datasets, ids))
-        runs = f["run"][rows]
-        keep = self.view.in_force(f, rows, runs != NONE)
-        keep &= self.view.bounds.overlaps(runs, f["started"][rows], f["ended"][rows])
-        keep &= self.view.live_datasets(f["source"][rows].astype(np.int64))
+        rows, _ = self.view.all_flows(by, self._numbers(graph.ids.datasets, ids))
+        keep = self.view.live_datasets(f["source"][rows].astype(np.int64))
         keep &= self.view.live_datasets(f["target"][rows].astype(np.int64))
         keep &= self.view.live_jobs(f["job"][rows].astype(np.int64))
         rows = rows[keep]
