@@ -32,6 +32,7 @@ from upstream.api.routes import (
     marquez_web,
     openlineage,
     run_lineage,
+    subscriptions,
     tag_reach,
 )
 from upstream.api.upload_rate import UploadRateMiddleware
@@ -45,6 +46,7 @@ from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
+from upstream.watch.background import Watcher
 from upstream.web import routes as web_routes
 
 if TYPE_CHECKING:
@@ -84,6 +86,7 @@ ROUTERS = [
     run_lineage.router,
     tag_reach.router,
     estate.router,
+    subscriptions.router,
 ]
 
 
@@ -129,6 +132,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # Start-up (the migration) made this month's partitions and the next ones; nothing
         # to make on SQLite.
         partitioning = asyncio.create_task(make_partitions_daily(store))
+        watcher = Watcher(store, settings).start() if settings.watch else None
         try:
             yield
         finally:
@@ -137,6 +141,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                     task.cancel()
             if consumers is not None:
                 await run_in_threadpool(consumers.stop)
+            if watcher is not None:
+                await run_in_threadpool(watcher.stop)
             await app.state.group_commit.close()
             store.dispose()
 
