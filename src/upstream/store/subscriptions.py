@@ -103,19 +103,26 @@ def advance_cursor(
     c = t.watch_cursor
     if not had_row:
         inserted = conn.execute(
-            sa.insert(c).from_select(
+            sa.insert(c)
+            .from_select(
                 ["id", "position", "swept_at"],
                 sa.select(
                     sa.literal(_CURSOR), sa.literal(to), sa.literal(swept_at, t.Timestamp)
                 ).where(~sa.exists().where(c.c.id == _CURSOR)),
             )
+            .returning(c.c.id)
         )
-        return inserted.rowcount == 1
+        return inserted.first() is not None
     values: dict[str, Any] = {"position": to}
     if swept_at is not None:
         values["swept_at"] = swept_at
-    moved = conn.execute(c.update().where(c.c.id == _CURSOR, c.c.position == read).values(**values))
-    return moved.rowcount == 1
+    moved = conn.execute(
+        c.update()
+        .where(c.c.id == _CURSOR, c.c.position == read)
+        .values(**values)
+        .returning(c.c.id)
+    )
+    return moved.first() is not None
 
 
 def add_notifications(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:

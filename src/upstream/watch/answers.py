@@ -3,7 +3,9 @@ for the OpenAPI document (design §4.8)."""
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import NotRequired
+
+from typing_extensions import TypedDict
 
 from upstream.query.answers import DataEntry, EntityId, ProgramEntry, RelationEntry
 
