@@ -94,7 +94,9 @@ def test_a_new_reader_downstream_is_one_relation_added_notification(
         relation("dash", "report", "write", [run]),
         relation("orders", "report", "read", [run]),
     ]
-    assert sent["removed"] == [] and sent["deleted"] == [] and sent["failedRuns"] == []
+    assert sent["removed"] == []
+    assert sent["deleted"] == []
+    assert sent["failedRuns"] == []
     assert sorted(sent["data"]) == [f"dataset.{NS}.dash", f"dataset.{NS}.orders"]
     assert sent["programs"] == {
         f"job.{NS}.report": {"entityId": {"type": "job", "namespace": NS, "name": "report"}}
@@ -260,7 +262,8 @@ def test_a_dispatcher_behind_another_stores_nothing(
     with store.read() as conn:
         first = dispatcher._round(conn, links, timedelta(days=1), recent(0))
         second = dispatcher._round(conn, links, timedelta(days=1), recent(0))
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert store.write(lambda conn: dispatcher._store(conn, first)) == 1
     assert store.write(lambda conn: dispatcher._store(conn, second)) == 0
     deliver(store)
