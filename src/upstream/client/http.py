@@ -128,7 +128,24 @@ class UpstreamClient:
             path += f"/{kind}/{segment(name)}"
         self._request("DELETE", path)
 
+    def subscribe(self, subscription: Mapping[str, Any]) -> JsonObject:
+        """Create a subscription (`POST /v3/subscriptions`); the answer holds its secret."""
+        return self._json("POST", "/v3/subscriptions", body=subscription)
+
+    def unsubscribe(self, subscription: str) -> None:
+        self._request("DELETE", f"/v3/subscriptions/{segment(subscription)}")
+
+    def redeliver(self, subscription: str, delivery: str) -> JsonObject:
+        path = f"/v3/subscriptions/{segment(subscription)}/deliveries/{segment(delivery)}"
+        return self._json("POST", f"{path}/redeliver")
+
     # -- reads ------------------------------------------------------------------------------
+
+    def subscriptions(self) -> JsonObject:
+        return self._json("GET", "/v3/subscriptions")
+
+    def deliveries(self, subscription: str) -> JsonObject:
+        return self._json("GET", f"/v3/subscriptions/{segment(subscription)}/deliveries")
 
     def health(self) -> JsonObject:
         return self._json("GET", "/health")
@@ -180,9 +197,11 @@ class UpstreamClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _json(self, method: str, path: str, *, query: object = None) -> JsonObject:
+    def _json(
+        self, method: str, path: str, *, query: object = None, body: Any = None
+    ) -> JsonObject:
         params = None if query is None else url_parameters(query)
-        response = self._request(method, path, params=params)
+        response = self._request(method, path, params=params, body=body)
         try:
             document = response.json()
         except ValueError:

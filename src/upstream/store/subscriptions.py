@@ -117,10 +117,7 @@ def advance_cursor(
     if swept_at is not None:
         values["swept_at"] = swept_at
     moved = conn.execute(
-        c.update()
-        .where(c.c.id == _CURSOR, c.c.position == read)
-        .values(**values)
-        .returning(c.c.id)
+        c.update().where(c.c.id == _CURSOR, c.c.position == read).values(**values).returning(c.c.id)
     )
     return moved.first() is not None
 
