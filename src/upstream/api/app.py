@@ -163,6 +163,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         UploadRateMiddleware, grace=settings.client_timeout, min_rate=settings.min_upload_rate
     )
     app.add_middleware(AuthMiddleware, tokens=tokens)
+    app.webhooks.include_router(subscriptions.webhooks)
     for router in ROUTERS:
         # A read may name the position of a write it must see (`?after=`).
         reads = next((depends for read, depends in READ_ROUTERS if read is router), None)

@@ -27,6 +27,8 @@ from upstream.watch.answers import (
 )
 
 router = APIRouter(tags=["subscriptions"])
+#: What a subscription's webhook receives, documented under the OpenAPI `webhooks`.
+webhooks = APIRouter(tags=["subscriptions"])
 
 _BODY = {
     "requestBody": {
@@ -36,24 +38,6 @@ _BODY = {
         '"changes": [...], "activeDays": 30, "deliver": {"webhook": {"url", "secret"}} or '
         '{"kafka": {"topic"}}}',
         "content": {"application/json": {"schema": {"type": "object"}}},
-    },
-    # The body every delivery carries, for receivers to read.
-    "callbacks": {
-        "notification": {
-            "{$request.body#/deliver/webhook/url}": {
-                "post": {
-                    "summary": "A change of the watched lineage",
-                    "requestBody": {
-                        "content": {
-                            "application/json": {
-                                "schema": {"$ref": "#/components/schemas/WatchNotification"}
-                            }
-                        }
-                    },
-                    "responses": {"200": {"description": "Received (any 2xx)"}},
-                }
-            }
-        }
     },
 }
 
@@ -65,7 +49,6 @@ _BODY = {
     response_model=None,
     responses={
         201: {"model": Subscription},
-        299: {"model": WatchNotification, "description": "(The body of each notification.)"},
         **documented(InvalidInput),
     },
     openapi_extra=_BODY,
@@ -147,3 +130,14 @@ def post_redeliver(
 ) -> Redelivery:
     answer = change(store, response, service.redeliver, subscription, delivery)
     return Redelivery(id=answer["id"], state=answer["state"])
+
+
+@webhooks.post(
+    "lineage-changed",
+    summary="A change of a watched lineage, posted to a subscription's webhook",
+    description="Signed in X-Upstream-Signature: sha256=<hex HMAC-SHA256 of the exact body "
+    "with the subscription's secret>. Answer 2xx; anything else is retried (5xx, 408, 429, "
+    "no answer) or ends the delivery (other answers). The same `id` on every retry.",
+)
+def lineage_changed(body: WatchNotification) -> None:
+    """Documentation only: the server sends this, it does not serve it."""
