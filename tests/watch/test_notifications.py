@@ -219,6 +219,17 @@ def test_a_failed_run_that_wrote_into_the_radius(
     assert len(receiver.documents()) == 1
 
 
+def test_a_failure_written_before_the_subscription_is_not_news(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """The dispatcher has not looked at the failure yet when the subscription is made."""
+    post(app, job_run("etl", ["raw"], ["orders"]), job_run("report", ["orders"], ["dash"]))
+    post(app, job_run("report", ["orders"], ["dash"], event_type="FAIL"))
+    subscribe(app, receiver, "orders", direction="downstream")
+    notify(store)
+    assert receiver.documents() == []
+
+
 def test_relations_with_no_run_in_the_active_days_are_removed_at_the_sweep(
     app: TestClient, store: Store, receiver: Receiver
 ) -> None:

@@ -65,6 +65,11 @@ def test_an_entity_outside_the_radius_deleted_is_not_told() -> None:
     assert change.deleted == frozenset()
 
 
+def test_the_starting_position_is_kept() -> None:
+    _, kept = compare(Radius(since=7), frozenset({READ}), "orders", frozenset(), [])
+    assert kept.since == 7
+
+
 def test_a_failed_run_is_told_once() -> None:
     failure = FailedRun("run-1", "report", "FAIL", ("dash",))
     change, kept = compare(
@@ -77,7 +82,7 @@ def test_a_failed_run_is_told_once() -> None:
 
 
 def test_a_radius_reads_back_what_it_wrote() -> None:
-    radius = Radius(frozenset({READ, WRITE}), frozenset({"x"}), ("run-1",))
+    radius = Radius(frozenset({READ, WRITE}), frozenset({"x"}), ("run-1",), since=12)
     assert Radius.from_json(radius.as_json()) == radius
 
 

@@ -233,6 +233,9 @@ class Radius:
     relations: frozenset[RadiusRelation] = frozenset()
     deleted: frozenset[str] = frozenset()
     failed_runs: tuple[str, ...] = ()
+    #: The change-log position the subscription was made at: what was written before it is
+    #: the starting point, never news (a failure committed before it is not told).
+    since: int = 0
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -244,6 +247,7 @@ class Radius:
             "relations": sorted(list(r) for r in self.relations),
             "deleted": sorted(self.deleted),
             "failedRuns": list(self.failed_runs),
+            "since": self.since,
         }
 
     @classmethod
@@ -252,6 +256,7 @@ class Radius:
             frozenset(RadiusRelation(*r) for r in stored["relations"]),
             frozenset(stored["deleted"]),
             tuple(stored["failedRuns"]),
+            stored["since"],
         )
 
 
@@ -318,7 +323,7 @@ def compare(
     )
     remembered = (*before.failed_runs, *(f.run_id for f in new_failures))[-KEEP_FAILED_RUNS:]
     still_deleted = (before.deleted | newly_deleted) - revived
-    return change, Radius(after_relations, frozenset(still_deleted), remembered)
+    return change, Radius(after_relations, frozenset(still_deleted), remembered, before.since)
 
 
 def sign(secret: str, body: bytes) -> str:

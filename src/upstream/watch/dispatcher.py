@@ -52,6 +52,8 @@ class Touched:
     ids: frozenset[str]
     failed: tuple[rows.FailedWrite, ...]
     everything: bool
+    #: The newest position each run changed at.
+    run_positions: dict[uuid.UUID, int]
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,9 @@ def _round(conn: Connection, links: Links, sweep_every: timedelta, now: datetime
         return None
     subscriptions = rows.subscriptions(conn)
     if not subscriptions:
-        # Nothing to tell anyone: the cursor stays, and the first subscription's radius is
-        # taken when it is made.
-        return None
+        # Nothing to tell anyone: the cursor moves on (when the log did), so a first
+        # subscription starts from its own time.
+        return None if newest == read else Round(read, newest, had_cursor, now, {}, [])
     touched = _touched(conn, read, sweep)
     radii: dict[uuid.UUID, dict[str, Any]] = {}
     notes: list[dict[str, Any]] = []
@@ -106,7 +108,8 @@ def _round(conn: Connection, links: Links, sweep_every: timedelta, now: datetime
         after = radius_of(shown)
         watched = before.nodes | before.deleted | {str(seed)} | {n for r in after for n in r[:2]}
         deleted_now = rows.deleted_among(conn, watched)
-        failed = _failed_runs(touched.failed, after | before.relations, str(seed))
+        news = [w for w in touched.failed if touched.run_positions[w.run_id] > before.since]
+        failed = _failed_runs(news, after | before.relations, str(seed))
         change, remembered = compare(before, after, str(seed), deleted_now, failed)
         if remembered != before:
             radii[subscription.id] = remembered.as_json()
@@ -124,17 +127,18 @@ def _touched(conn: Connection, read: int, sweep: bool) -> Touched:
     try:
         changes = change_log.changes_since(conn, read)
     except change_log.ChangeLogGap:
-        return Touched(frozenset(), (), everything=True)
-    runs = {i for c in changes if c.kind == change_log.RUNS for i in c.ids}
+        return Touched(frozenset(), (), everything=True, run_positions={})
+    run_positions = {i: c.position for c in changes if c.kind == change_log.RUNS for i in c.ids}
+    runs = set(run_positions)
     named = {str(i) for c in changes if c.kind != change_log.RUNS for i in c.ids}
     reload = any(c.kind == change_log.RELOAD for c in changes)
     ids = frozenset(named | rows.touched_by_runs(conn, runs))
     failed = tuple(rows.failed_writes(conn, runs, FAILED_STATES))
-    return Touched(ids, failed, everything=sweep or reload)
+    return Touched(ids, failed, everything=sweep or reload, run_positions=run_positions)
 
 
 def _failed_runs(
-    writes: tuple[rows.FailedWrite, ...], relations: frozenset[Any], seed: str
+    writes: list[rows.FailedWrite], relations: frozenset[Any], seed: str
 ) -> list[FailedRun]:
     """The failed runs that wrote a dataset of the radius, as a job of the radius."""
     datasets = {r.dataset_id for r in relations} | {seed}

@@ -18,6 +18,7 @@ from upstream.model.watch import Radius, SubscriptionSpec, parse_subscription, p
 from upstream.query.lookup import existing_dataset
 from upstream.query.watch_radius import radius_of, radius_walk, watched_dataset
 from upstream.store import subscriptions as rows
+from upstream.store.change_log import position
 
 #: Notifications a delivery log page holds unless asked.
 DEFAULT_PAGE = 50
@@ -58,7 +59,7 @@ def create_subscription(
     except NotFound as exc:
         raise InvalidInput.at("watch.dataset", str(exc)) from None
     seed = watched_dataset(conn, spec)
-    radius = Radius(radius_of(radius_walk(conn, spec, seed, now)))
+    radius = Radius(radius_of(radius_walk(conn, spec, seed, now)), since=position(conn))
     row = rows.SubscriptionRow(uuid.uuid4(), spec.as_json(), secret, radius.as_json(), now)
     rows.add_subscription(conn, row)
     answer = _shown(row)
