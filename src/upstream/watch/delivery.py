@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
+from sqlalchemy.engine import Connection
 
 from upstream.model.watch import SIGNATURE_HEADER, RetryPolicy, SubscriptionSpec, retryable, sign
 from upstream.store import subscriptions as rows
@@ -121,49 +122,60 @@ class Deliverer:
     ) -> None:
         self.store = store
         self.policy = policy
-        self.lease = timedelta(seconds=timeout * 3 + 30)
+        #: How long a sender holds each notification it takes: longer than its send.
+        self.lease = timedelta(seconds=timeout * 2 + 5)
         self.webhook = WebhookSink(timeout)
         self._make_kafka = kafka
         self._kafka: KafkaSink | None = None
 
     def deliver_due(self, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> int:
         """Send every notification due now that no other process holds; how many were
-        delivered."""
+        delivered. A round takes its notifications in one transaction and records what
+        became of them in one more, so a dead receiver costs two short writes a round,
+        whatever the number of its notifications."""
         with self.store.read() as conn:
             due = rows.due(conn, now(), ROUND)
-        return sum(self._deliver(notification, now) for notification in due)
-
-    def _deliver(self, notification: uuid.UUID, now: Callable[[], datetime]) -> bool:
+        if not due:
+            return 0
         taken = now()
+        until = taken + self.lease * len(due)
         held = self.store.write(
-            lambda conn: (
-                rows.outbound(conn, notification)
-                if rows.claim(conn, notification, taken, taken + self.lease)
-                else None
-            )
+            lambda conn: [
+                found
+                for notification in due
+                if rows.claim(conn, notification, taken, until)
+                and (found := rows.outbound(conn, notification)) is not None
+            ]
         )
-        if held is None:
-            return False
-        spec = SubscriptionSpec.from_json(held.spec)
-        outcome = self._sink(spec).send(spec, held.subscription_id, held.body, held.secret)
-        tries = held.tries + 1
+        sent = [(note, self._send(note)) for note in held]
         ended = now()
-        if outcome.delivered:
-            state, later = rows.DELIVERED, ended
-        elif retryable(outcome.status) and not self.policy.exhausted(tries):
-            state, later = rows.PENDING, ended + self.policy.delay(tries)
-        else:
-            state, later = rows.DEAD, ended
-            log.warning(
-                "notification %s to subscription %s is dead: %s",
-                notification,
-                held.subscription_id,
-                outcome.error,
-            )
-        self.store.write(
-            lambda conn: rows.record_attempt(
+        self.store.write(lambda conn: self._record(conn, sent, ended))
+        return sum(outcome.delivered for _, outcome in sent)
+
+    def _send(self, note: rows.Outbound) -> Outcome:
+        spec = SubscriptionSpec.from_json(note.spec)
+        return self._sink(spec).send(spec, note.subscription_id, note.body, note.secret)
+
+    def _record(
+        self, conn: Connection, sent: list[tuple[rows.Outbound, Outcome]], ended: datetime
+    ) -> None:
+        for note, outcome in sent:
+            tries = note.tries + 1
+            if outcome.delivered:
+                state, later = rows.DELIVERED, ended
+            elif retryable(outcome.status) and not self.policy.exhausted(tries):
+                state, later = rows.PENDING, ended + self.policy.delay(tries)
+            else:
+                state, later = rows.DEAD, ended
+                log.warning(
+                    "notification %s to subscription %s is dead: %s",
+                    note.id,
+                    note.subscription_id,
+                    outcome.error,
+                )
+            rows.record_attempt(
                 conn,
-                notification,
+                note.id,
                 ended,
                 outcome.status,
                 outcome.error,
@@ -171,8 +183,6 @@ class Deliverer:
                 tries=tries,
                 next_attempt_at=later,
             )
-        )
-        return outcome.delivered
 
     def _sink(self, spec: SubscriptionSpec) -> Sink:
         if spec.sink == "webhook":
