@@ -12,7 +12,6 @@ any of this: it only appended to the change log, as every write does.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,8 +39,6 @@ from upstream.store import change_log
 from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
 from upstream.watch.payload import Links, notification_body
-
-log = logging.getLogger("upstream.watch")
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,6 @@ from upstream.query.watch_radius import radius_of, radius_walk, watched_dataset
 from upstream.store import subscriptions as rows
 from upstream.store.change_log import position
 
-#: Notifications a delivery log page holds unless asked.
-DEFAULT_PAGE = 50
-
 
 def checked_subscription(
     body: Any, *, max_levels: int, allow_private: bool
@@ -76,7 +73,7 @@ def get_subscription(conn: Connection, subscription: str) -> dict[str, Any]:
     return _shown(_row(conn, subscription))
 
 
-def delete_subscription(conn: Connection, subscription: str, now: datetime) -> None:
+def delete_subscription(conn: Connection, subscription: str) -> None:
     if not rows.remove_subscription(conn, _id(subscription)):
         raise NotFound(f"subscription {subscription!r} not found")
 

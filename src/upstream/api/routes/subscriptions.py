@@ -4,7 +4,6 @@ route does."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -99,7 +98,7 @@ def get_subscription(subscription: str, store: StoreDep) -> JsonAnswer[dict[str,
     responses=documented(NotFound),
 )
 def delete_subscription(subscription: str, store: StoreDep) -> Response:
-    store.write(lambda conn: service.delete_subscription(conn, subscription, datetime.now(UTC)))
+    store.write(lambda conn: service.delete_subscription(conn, subscription))
     return Response(status_code=204)
 
 
