@@ -5,6 +5,7 @@ Results go to benchmarks/out/results-<size>.json (git-ignored) and are printed a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from benchmarks.prune import run_prune
 from benchmarks.queries import load_store, run_queries
 from benchmarks.scoped_walks import run_scoped_walks
 from benchmarks.startup import TARGET_SECONDS, measure
+from benchmarks.watch import run_watch
 from upstream.store.engine import Store
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -294,6 +296,25 @@ def prune_command(
             f"{figures['prune_s']} s, by rows (dry run) {figures['by_rows_s']} s; "
             f"load {figures['load']}"
         )
+
+
+@app.command("watch")
+def watch_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    db: DbOption = None,
+    subscriptions: Annotated[int, typer.Option(help="Subscriptions with a dead webhook.")] = 100,
+    out: OutOption = OUT,
+) -> None:
+    """Batched ingest events/s with subscriptions whose webhook is dead, against none."""
+    _size(size)
+    data_dir = _workload(size, seed, out)
+    results = report.load_results(out, size)
+    for kind in _kinds(db):
+        row = run_watch(kind, data_dir, out, subscriptions=subscriptions).as_dict()
+        results.setdefault("watch", {})[kind] = row
+        report.save_results(out, size, results)
+        typer.echo(json.dumps(row))
 
 
 @app.command("startup")

@@ -23,7 +23,7 @@ ADAPTERS = ("api", "cli", "commands", "client", "kafka", "web")
 COMPOSITION_ROOTS = ("api", "cli", "commands")
 #: Layers below the adapters: pure types, the store and the services, which any adapter may
 #: call, so none of them may depend on a web framework.
-BELOW_ADAPTERS = ("model", "store", "ingest", "query")
+BELOW_ADAPTERS = ("model", "store", "ingest", "query", "watch")
 WEB_FRAMEWORKS = ("fastapi", "starlette")
 #: Where SQL may be built: the store, and the read services that compose its statements.
 SQL_LAYERS = ("store", "query")

@@ -56,6 +56,13 @@ token_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(token_app, name="token")
+watch_app = typer.Typer(
+    help="Be told when a dataset's lineage changes: subscriptions delivered to a webhook or a "
+    "Kafka topic by the server. Example: upstream watch add warehouse sales.orders "
+    "--direction upstream --levels 3 --webhook https://hooks.example.com/lineage",
+    no_args_is_help=True,
+)
+app.add_typer(watch_app, name="watch")
 
 
 def _database(value: str | None) -> str | None:
@@ -1145,3 +1152,128 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+SubscriptionArgument = Annotated[
+    str, typer.Argument(help="The subscription's id.", show_default=False)
+]
+
+
+def _watching(
+    ctx: typer.Context, work: Callable[[Target], str], url: str, token: str | None
+) -> None:
+    from upstream.commands.failures import reported_failures
+
+    with reported_failures(ctx):
+        typer.echo(work(_target(ctx, url, token, None)))
+
+
+@watch_app.command("add")
+def watch_add(
+    ctx: typer.Context,
+    namespace: NamespaceArgument,
+    dataset: Annotated[str, typer.Argument(help="The dataset to watch.", show_default=False)],
+    webhook: Annotated[
+        str | None, typer.Option(help="Deliver to this http(s) URL.", show_default=False)
+    ] = None,
+    secret: Annotated[
+        str | None,
+        typer.Option(
+            help="The webhook's signing secret (16 characters or more); the server makes one "
+            "when none is given, and shows it once.",
+            show_default=False,
+        ),
+    ] = None,
+    kafka_topic: Annotated[
+        str | None,
+        typer.Option(
+            help="Deliver to this topic of the server's Kafka brokers instead.", show_default=False
+        ),
+    ] = None,
+    direction: Annotated[str, typer.Option(help="upstream, downstream or both.")] = "downstream",
+    levels: Annotated[int, typer.Option(help="How many levels of lineage to watch.")] = 1,
+    changes: Annotated[
+        str | None,
+        typer.Option(
+            help="Kinds of change, comma-separated (relation_added, relation_removed, deleted, "
+            "revived, run_failed); default all.",
+            show_default=False,
+        ),
+    ] = None,
+    active_days: Annotated[
+        int, typer.Option(help="A relation is watched while it had a run in this many days.")
+    ] = 30,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Watch a dataset's lineage; prints the subscription, with its secret.
+
+    Example: upstream watch add warehouse dashboards.revenue --direction upstream --levels 3
+    --webhook https://hooks.example.com/lineage
+    """
+    from upstream.commands.watch import subscription_body, watch
+
+    if (webhook is None) == (kafka_topic is None):
+        raise typer.BadParameter(
+            "give one of --webhook or --kafka-topic", ctx, param_hint="--webhook"
+        )
+    body = subscription_body(
+        namespace,
+        dataset,
+        webhook=webhook,
+        secret=secret,
+        kafka_topic=kafka_topic,
+        direction=direction,
+        levels=levels,
+        changes=changes,
+        active_days=active_days,
+    )
+    _watching(ctx, lambda target: watch(target, body), url, token)
+
+
+@watch_app.command("list")
+def watch_list(ctx: typer.Context, url: UrlOption = DEFAULT_URL, token: TokenOption = None) -> None:
+    """List the server's subscriptions (JSON)."""
+    from upstream.commands.watch import list_subscriptions
+
+    _watching(ctx, list_subscriptions, url, token)
+
+
+@watch_app.command("stop")
+def watch_stop(
+    ctx: typer.Context,
+    subscription: SubscriptionArgument,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Stop a subscription; its undelivered notifications are dropped."""
+    from upstream.commands.watch import stop
+
+    _watching(ctx, lambda target: stop(target, subscription), url, token)
+
+
+@watch_app.command("deliveries")
+def watch_deliveries(
+    ctx: typer.Context,
+    subscription: SubscriptionArgument,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """A subscription's notifications, newest first, with every delivery attempt (JSON)."""
+    from upstream.commands.watch import deliveries
+
+    _watching(ctx, lambda target: deliveries(target, subscription), url, token)
+
+
+@watch_app.command("redeliver")
+def watch_redeliver(
+    ctx: typer.Context,
+    subscription: SubscriptionArgument,
+    delivery: Annotated[str, typer.Argument(help="The notification's id.", show_default=False)],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+) -> None:
+    """Send a notification again, a dead one too."""
+    from upstream.commands.watch import redeliver
+
+    _watching(ctx, lambda target: redeliver(target, subscription, delivery), url, token)

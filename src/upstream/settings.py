@@ -310,6 +310,52 @@ class Settings(BaseSettings):
         description="Least severe level of the server's own log lines (other libraries write "
         "warnings and worse only).",
     )
+    watch: bool = Field(
+        True,
+        description="Run the dispatcher and deliverer of subscriptions (`/v3/subscriptions`) in "
+        "this process; any number of processes may, each notification is still created and "
+        "sent once.",
+    )
+    public_url: str = Field(
+        "",
+        description="The address users reach this server's web UI at (https://lineage.example"
+        ".com), for the links in notifications; empty: links are paths on the server.",
+    )
+    allow_private_webhooks: bool = Field(
+        False,
+        description="Let subscriptions deliver to webhooks on loopback, private or link-local "
+        "addresses; off, such a URL is refused, so whoever may subscribe cannot make the "
+        "server post into its own network.",
+    )
+    watch_poll_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds between two looks at the change log for changes to notify.",
+    )
+    watch_sweep_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="Seconds between two looks at every subscription's radius, which tells "
+        "relations that aged out of a subscription's activeDays as removed.",
+    )
+    watch_retry_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Wait before the first retry of a failed delivery; each retry waits twice "
+        "as long as the one before (with jitter), up to watch_retry_max_seconds.",
+    )
+    watch_retry_max_seconds: float = Field(
+        3600.0, gt=0, description="Longest wait between two tries of one delivery."
+    )
+    watch_max_attempts: int = Field(
+        10,
+        ge=1,
+        description="Tries of one delivery before it is dead (shown in the delivery log, and "
+        "sent again only by a redeliver).",
+    )
+    watch_timeout_seconds: float = Field(
+        10.0, gt=0, description="Seconds a webhook or Kafka broker has to accept a delivery."
+    )
 
     @model_validator(mode="after")
     def _consumers_need_brokers(self) -> Settings:

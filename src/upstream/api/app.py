@@ -32,6 +32,7 @@ from upstream.api.routes import (
     marquez_web,
     openlineage,
     run_lineage,
+    subscriptions,
     tag_reach,
     tokens,
 )
@@ -47,6 +48,7 @@ from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
+from upstream.watch.background import Watcher
 from upstream.web import routes as web_routes
 
 if TYPE_CHECKING:
@@ -99,6 +101,7 @@ ROUTERS = [
     tag_reach.router,
     estate.router,
     tokens.router,
+    subscriptions.router,
 ]
 
 
@@ -153,6 +156,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # Start-up (the migration) made this month's partitions and the next ones; nothing
         # to make on SQLite.
         partitioning = asyncio.create_task(make_partitions_daily(store))
+        watcher = Watcher(store, settings).start() if settings.watch else None
         try:
             yield
         finally:
@@ -163,6 +167,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 await run_in_threadpool(consumers.stop)
             if app.state.event_writer is not app.state.group_commit:
                 await app.state.event_writer.close()
+            if watcher is not None:
+                await run_in_threadpool(watcher.stop)
             await app.state.group_commit.close()
             store.dispose()
 
@@ -183,6 +189,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         UploadRateMiddleware, grace=settings.client_timeout, min_rate=settings.min_upload_rate
     )
     app.add_middleware(AuthMiddleware, tokens=tokens)
+    app.webhooks.include_router(subscriptions.webhooks)
     for router in ROUTERS:
         # A read may name the position of a write it must see (`?after=`).
         reads = next((depends for read, depends in READ_ROUTERS if read is router), None)

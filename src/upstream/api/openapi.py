@@ -68,6 +68,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
                 version=app.version,
                 description=app.description,
                 routes=app.routes,
+                webhooks=app.webhooks.routes,
             )
             _stock_errors_removed(document)
             _route_errors_documented(routes, document)

@@ -135,7 +135,7 @@ class UpstreamClient:
     ) -> JsonObject:
         """Issue a token (`POST /v3/tokens`); the answer holds its secret, shown this once."""
         body = {"name": name, "scopes": list(scopes), "expiresAt": expires_at}
-        return self._document(self._request("POST", "/v3/tokens", body=body), "/v3/tokens")
+        return self._json("POST", "/v3/tokens", body=body)
 
     def list_tokens(self) -> JsonObject:
         """The issued tokens, without their secrets (`GET /v3/tokens`)."""
@@ -143,10 +143,28 @@ class UpstreamClient:
 
     def revoke_token(self, token_id: str) -> JsonObject:
         """Revoke a token at once (`DELETE /v3/tokens/{id}`)."""
-        path = f"/v3/tokens/{segment(token_id)}"
-        return self._document(self._request("DELETE", path), path)
+        return self._json("DELETE", f"/v3/tokens/{segment(token_id)}")
+
+    # -- subscriptions ------------------------------------------------------------------------
+
+    def subscribe(self, subscription: Mapping[str, Any]) -> JsonObject:
+        """Create a subscription (`POST /v3/subscriptions`); the answer holds its secret."""
+        return self._json("POST", "/v3/subscriptions", body=subscription)
+
+    def unsubscribe(self, subscription: str) -> None:
+        self._request("DELETE", f"/v3/subscriptions/{segment(subscription)}")
+
+    def redeliver(self, subscription: str, delivery: str) -> JsonObject:
+        path = f"/v3/subscriptions/{segment(subscription)}/deliveries/{segment(delivery)}"
+        return self._json("POST", f"{path}/redeliver")
 
     # -- reads ------------------------------------------------------------------------------
+
+    def subscriptions(self) -> JsonObject:
+        return self._json("GET", "/v3/subscriptions")
+
+    def deliveries(self, subscription: str) -> JsonObject:
+        return self._json("GET", f"/v3/subscriptions/{segment(subscription)}/deliveries")
 
     def health(self) -> JsonObject:
         return self._json("GET", "/health")
@@ -198,9 +216,11 @@ class UpstreamClient:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _json(self, method: str, path: str, *, query: object = None) -> JsonObject:
+    def _json(
+        self, method: str, path: str, *, query: object = None, body: Any = None
+    ) -> JsonObject:
         params = None if query is None else url_parameters(query)
-        response = self._request(method, path, params=params)
+        response = self._request(method, path, params=params, body=body)
         return self._document(response, path)
 
     def _document(self, response: httpx.Response, path: str) -> JsonObject:

@@ -27,6 +27,7 @@ from upstream.kafka.progress import progress_line
 from upstream.logs import configure_logging
 from upstream.settings import Settings
 from upstream.store.engine import Store
+from upstream.watch.background import Watcher
 
 
 def consume(settings: Settings, console: Console, metrics_port: int | None = None) -> Totals:
@@ -52,8 +53,14 @@ def consume(settings: Settings, console: Console, metrics_port: int | None = Non
             consumer = LineageConsumer(store, config, ConsumerMetrics(registry), stop)
         except KafkaException as exc:
             raise CliError(f"the Kafka client refuses its settings: {kafka_reason(exc)}") from None
-        with _stopped_by_signals(stop), _progress(console, consumer.totals):
-            consumer.run()
+        # Notifications of what is consumed are sent from here too (design §4.8).
+        watcher = Watcher(store, settings).start() if settings.watch else None
+        try:
+            with _stopped_by_signals(stop), _progress(console, consumer.totals):
+                consumer.run()
+        finally:
+            if watcher is not None:
+                watcher.stop()
         return consumer.totals
     finally:
         store.dispose()

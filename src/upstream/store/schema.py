@@ -611,3 +611,64 @@ access_tokens = sa.Table(
     sa.Column("expires_at", Timestamp),
     sa.Column("revoked_at", Timestamp),
 )
+
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    # What a team watches and where it is told (`upstream.watch`). People make these, not
+    # events: no derived table, a rebuild keeps them. `radius` is what the dispatcher last saw
+    # of the watched lineage, the "before" of the next change.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("spec", Json, nullable=False),
+    sa.Column("secret", sa.Text, nullable=False),
+    sa.Column("radius", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+watch_cursor = sa.Table(
+    "watch_cursor",
+    metadata,
+    # One row: the change-log position the dispatcher has turned into notifications, and when
+    # it last looked at every subscription (`upstream.store.subscriptions`).
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("swept_at", Timestamp, nullable=False),
+)
+
+notifications = sa.Table(
+    "notifications",
+    metadata,
+    # One message to one subscription's receiver: its exact body, and its delivery state
+    # (pending, delivered, dead); a sender holds it while `leased_until` is ahead.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column(
+        "subscription_id",
+        sa.Uuid,
+        sa.ForeignKey("subscriptions.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("tries", sa.Integer, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False, index=True),
+    sa.Column("leased_until", Timestamp, nullable=True),
+    sa.Column("delivered_at", Timestamp, nullable=True),
+)
+
+delivery_attempts = sa.Table(
+    "delivery_attempts",
+    metadata,
+    # Every try to deliver a notification: the receiver's status, or the error.
+    sa.Column(
+        "notification_id",
+        sa.Uuid,
+        sa.ForeignKey("notifications.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("attempt", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("at", Timestamp, nullable=False),
+    sa.Column("status", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+)

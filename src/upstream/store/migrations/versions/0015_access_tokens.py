@@ -4,7 +4,7 @@ Tokens an admin issues, each with read and write scopes per namespace pattern: o
 of the secret and its prefix are kept. People make them, not events: a rebuild keeps them.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-03
 """
 
@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql
 _JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

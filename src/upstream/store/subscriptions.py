@@ -1,0 +1,318 @@
+"""The statements of watching lineage (design §4.8): subscriptions, the dispatcher's cursor,
+notifications and their delivery attempts.
+
+Exactly-once creation across processes needs no lock held while the dispatcher thinks: it
+reads the changes after the cursor on one snapshot, works out the notifications, then, in
+one write transaction, moves the cursor *from the position it read* (`advance_cursor`, a
+compare-and-set) and stores them. A process that lost the race to another moves nothing,
+rolls back and stores nothing. Delivery takes each notification with a lease
+(`claim`), a compare-and-set too, so two processes never send one notification at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from upstream.store import schema as t
+from upstream.store.dialect import id_filters
+
+PENDING = "pending"
+DELIVERED = "delivered"
+DEAD = "dead"
+_CURSOR = 1
+
+
+class SubscriptionRow(NamedTuple):
+    id: uuid.UUID
+    spec: dict[str, Any]
+    secret: str
+    radius: dict[str, Any]
+    created_at: datetime
+
+
+class NotificationRow(NamedTuple):
+    id: uuid.UUID
+    subscription_id: uuid.UUID
+    body: str
+    state: str
+    tries: int
+    created_at: datetime
+    next_attempt_at: datetime
+    delivered_at: datetime | None
+
+
+class AttemptRow(NamedTuple):
+    notification_id: uuid.UUID
+    attempt: int
+    at: datetime
+    status: int | None
+    error: str | None
+
+
+def add_subscription(conn: Connection, row: SubscriptionRow) -> None:
+    conn.execute(t.subscriptions.insert().values(row._asdict()))
+
+
+def subscriptions(
+    conn: Connection, ids: Collection[uuid.UUID] | None = None
+) -> list[SubscriptionRow]:
+    """Every subscription (or those of `ids`), oldest first."""
+    s = t.subscriptions.c
+    query = sa.select(s.id, s.spec, s.secret, s.radius, s.created_at).order_by(s.created_at, s.id)
+    if ids is not None:
+        query = query.where(s.id.in_(list(ids)))
+    return [SubscriptionRow(*row) for row in conn.execute(query)]
+
+
+def remove_subscription(conn: Connection, subscription: uuid.UUID) -> bool:
+    """Delete a subscription with its notifications; False when there was none."""
+    n = t.notifications.c
+    notes = sa.select(n.id).where(n.subscription_id == subscription)
+    conn.execute(
+        t.delivery_attempts.delete().where(t.delivery_attempts.c.notification_id.in_(notes))
+    )
+    conn.execute(t.notifications.delete().where(n.subscription_id == subscription))
+    gone = conn.execute(t.subscriptions.delete().where(t.subscriptions.c.id == subscription))
+    return gone.rowcount > 0
+
+
+def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any]) -> None:
+    s = t.subscriptions
+    conn.execute(s.update().where(s.c.id == subscription).values(radius=radius))
+
+
+def cursor(conn: Connection) -> tuple[int, datetime | None]:
+    """The change-log position the dispatcher has handled, and when it last looked at every
+    subscription (None: never)."""
+    c = t.watch_cursor.c
+    row = conn.execute(sa.select(c.position, c.swept_at).where(c.id == _CURSOR)).first()
+    return (0, None) if row is None else (int(row.position), row.swept_at)
+
+
+def advance_cursor(
+    conn: Connection, read: int, to: int, swept_at: datetime | None, *, had_row: bool
+) -> bool:
+    """Move the cursor from `read` (what this dispatcher read) to `to`; False, changing
+    nothing, when another dispatcher moved it first. `swept_at` None keeps the old time."""
+    c = t.watch_cursor
+    if not had_row:
+        inserted = conn.execute(
+            sa.insert(c)
+            .from_select(
+                ["id", "position", "swept_at"],
+                sa.select(
+                    sa.literal(_CURSOR), sa.literal(to), sa.literal(swept_at, t.Timestamp)
+                ).where(~sa.exists().where(c.c.id == _CURSOR)),
+            )
+            .returning(c.c.id)
+        )
+        return inserted.first() is not None
+    values: dict[str, Any] = {"position": to}
+    if swept_at is not None:
+        values["swept_at"] = swept_at
+    moved = conn.execute(
+        c.update().where(c.c.id == _CURSOR, c.c.position == read).values(**values).returning(c.c.id)
+    )
+    return moved.first() is not None
+
+
+def add_notifications(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        conn.execute(t.notifications.insert(), list(rows))
+
+
+def due(conn: Connection, now: datetime, limit: int) -> list[uuid.UUID]:
+    """Notifications waiting to be sent whose time has come and that nobody holds."""
+    n = t.notifications.c
+    query = (
+        sa.select(n.id)
+        .where(
+            n.state == PENDING,
+            n.next_attempt_at <= now,
+            sa.or_(n.leased_until.is_(None), n.leased_until < now),
+        )
+        .order_by(n.next_attempt_at, n.id)
+        .limit(limit)
+    )
+    return list(conn.execute(query).scalars())
+
+
+def claim(conn: Connection, notification: uuid.UUID, now: datetime, until: datetime) -> bool:
+    """Hold `notification` for sending until `until`; False when another sender holds it,
+    or it was sent meanwhile."""
+    n = t.notifications
+    held = conn.execute(
+        n.update()
+        .where(
+            n.c.id == notification,
+            n.c.state == PENDING,
+            sa.or_(n.c.leased_until.is_(None), n.c.leased_until < now),
+        )
+        .values(leased_until=until)
+    )
+    return held.rowcount == 1
+
+
+class Outbound(NamedTuple):
+    """A held notification with what sending it needs."""
+
+    id: uuid.UUID
+    subscription_id: uuid.UUID
+    body: str
+    tries: int
+    spec: dict[str, Any]
+    secret: str
+
+
+def outbound(conn: Connection, notification: uuid.UUID) -> Outbound | None:
+    n, s = t.notifications.c, t.subscriptions.c
+    row = conn.execute(
+        sa.select(n.id, n.subscription_id, n.body, n.tries, s.spec, s.secret)
+        .join_from(t.notifications, t.subscriptions, s.id == n.subscription_id)
+        .where(n.id == notification)
+    ).first()
+    return None if row is None else Outbound(*row)
+
+
+def record_attempt(
+    conn: Connection,
+    notification: uuid.UUID,
+    at: datetime,
+    status: int | None,
+    error: str | None,
+    *,
+    state: str,
+    tries: int,
+    next_attempt_at: datetime,
+) -> None:
+    """Log one try and set what follows: delivered, dead, or pending until `next_attempt_at`.
+    Nothing when the notification is gone (its subscription was deleted meanwhile)."""
+    n = t.notifications
+    kept = conn.execute(
+        n.update()
+        .where(n.c.id == notification)
+        .values(
+            state=state,
+            tries=tries,
+            next_attempt_at=next_attempt_at,
+            leased_until=None,
+            delivered_at=at if state == DELIVERED else None,
+        )
+    )
+    if kept.rowcount == 0:
+        return
+    a = t.delivery_attempts
+    number = conn.execute(
+        sa.select(sa.func.coalesce(sa.func.max(a.c.attempt), 0)).where(
+            a.c.notification_id == notification
+        )
+    ).scalar_one()
+    conn.execute(
+        a.insert().values(
+            notification_id=notification, attempt=number + 1, at=at, status=status, error=error
+        )
+    )
+
+
+def notifications_of(
+    conn: Connection, subscription: uuid.UUID, limit: int, offset: int
+) -> tuple[list[NotificationRow], int]:
+    """A page of a subscription's notifications, newest first, and how many there are."""
+    n = t.notifications.c
+    total = conn.execute(
+        sa.select(sa.func.count()).where(n.subscription_id == subscription)
+    ).scalar_one()
+    rows = conn.execute(
+        sa.select(
+            n.id,
+            n.subscription_id,
+            n.body,
+            n.state,
+            n.tries,
+            n.created_at,
+            n.next_attempt_at,
+            n.delivered_at,
+        )
+        .where(n.subscription_id == subscription)
+        .order_by(n.created_at.desc(), n.id)
+        .limit(limit)
+        .offset(offset)
+    )
+    return [NotificationRow(*row) for row in rows], int(total)
+
+
+def attempts_of(conn: Connection, notifications: Collection[uuid.UUID]) -> list[AttemptRow]:
+    a = t.delivery_attempts.c
+    found: list[AttemptRow] = []
+    for matches in id_filters(conn, a.notification_id, notifications):
+        query = sa.select(a.notification_id, a.attempt, a.at, a.status, a.error).where(matches)
+        found += [AttemptRow(*row) for row in conn.execute(query.order_by(a.attempt))]
+    return found
+
+
+def requeue(
+    conn: Connection, subscription: uuid.UUID, notification: uuid.UUID, now: datetime
+) -> bool:
+    """Send a notification again, from its first try; False when the subscription has none
+    of that id."""
+    n = t.notifications
+    moved = conn.execute(
+        n.update()
+        .where(n.c.id == notification, n.c.subscription_id == subscription)
+        .values(state=PENDING, tries=0, next_attempt_at=now, leased_until=None)
+    )
+    return moved.rowcount == 1
+
+
+def touched_by_runs(conn: Connection, runs: Collection[uuid.UUID]) -> set[str]:
+    """The datasets and jobs (ids as text) that runs `runs` read or wrote, or ran as."""
+    r = t.relations.c
+    touched: set[str] = set()
+    for matches in id_filters(conn, r.run_id, runs):
+        for dataset, job in conn.execute(
+            sa.select(r.dataset_id, r.job_id).where(matches).distinct()
+        ):
+            touched.update((str(dataset), str(job)))
+    ru = t.runs.c
+    for matches in id_filters(conn, ru.id, runs):
+        touched.update(str(j) for j in conn.execute(sa.select(ru.job_id).where(matches)).scalars())
+    return touched
+
+
+class FailedWrite(NamedTuple):
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    state: str
+    dataset_id: uuid.UUID
+
+
+def failed_writes(
+    conn: Connection, runs: Collection[uuid.UUID], states: Sequence[str]
+) -> list[FailedWrite]:
+    """Each dataset written by a run of `runs` whose state is one of `states`."""
+    ru, r = t.runs.c, t.relations.c
+    found: list[FailedWrite] = []
+    for matches in id_filters(conn, ru.id, runs):
+        query = (
+            sa.select(ru.id, ru.job_id, ru.state, r.dataset_id)
+            .join_from(t.runs, t.relations, r.run_id == ru.id)
+            .where(matches, ru.state.in_(list(states)), r.access == "write")
+            .distinct()
+        )
+        found += [FailedWrite(*row) for row in conn.execute(query)]
+    return found
+
+
+def deleted_among(conn: Connection, ids: Collection[str]) -> frozenset[str]:
+    """Which of the entities `ids` (as text) are deleted."""
+    d = t.deletions.c
+    found: set[str] = set()
+    for matches in id_filters(conn, d.entity_id, [uuid.UUID(i) for i in ids]):
+        found.update(str(i) for i in conn.execute(sa.select(d.entity_id).where(matches)).scalars())
+    return frozenset(found)

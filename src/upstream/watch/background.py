@@ -1,0 +1,70 @@
+"""The dispatcher and the deliverer on a thread of their own, in `upstream serve` and in
+`upstream consume` (design §4.8): a write never waits for them."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from datetime import timedelta
+
+from upstream.model.watch import RetryPolicy
+from upstream.settings import Settings
+from upstream.store.engine import Store
+from upstream.watch.delivery import Deliverer, KafkaSink
+from upstream.watch.dispatcher import dispatch_once
+from upstream.watch.payload import Links
+
+log = logging.getLogger("upstream.watch")
+
+
+def deliverer_of(store: Store, settings: Settings) -> Deliverer:
+    """The deliverer the settings describe."""
+    policy = RetryPolicy(
+        base=timedelta(seconds=settings.watch_retry_seconds),
+        cap=timedelta(seconds=settings.watch_retry_max_seconds),
+        attempts=settings.watch_max_attempts,
+        draw=random.Random(),
+    )
+    brokers = settings.kafka_bootstrap_servers
+
+    def kafka() -> KafkaSink:
+        config = {**settings.kafka_options, "bootstrap.servers": brokers}
+        return KafkaSink(config, settings.watch_timeout_seconds)
+
+    return Deliverer(
+        store, policy, timeout=settings.watch_timeout_seconds, kafka=kafka if brokers else None
+    )
+
+
+class Watcher:
+    """Rounds of dispatching and delivering, every `watch_poll_seconds`, until stopped."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.poll = settings.watch_poll_seconds
+        self.sweep = timedelta(seconds=settings.watch_sweep_seconds)
+        self.links = Links(settings.public_url)
+        self.deliverer = deliverer_of(store, settings)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="upstream-watch", daemon=True)
+
+    def start(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.deliverer.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                dispatch_once(self.store, self.links, self.sweep)
+                self.deliverer.deliver_due()
+            except Exception:
+                # A database that cannot serve, or a bug: logged, and the next round tries
+                # again from the cursor, so nothing is lost.
+                log.exception("watching lineage: this round failed; the next one retries")
+            self._stop.wait(self.poll)
