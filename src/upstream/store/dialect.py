@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 
 from upstream.model.json_text import dumps
 
@@ -194,75 +191,6 @@ def text_id_filters(
     stored = sa.type_coerce(column, sa.Text)
     for part in chunks(sorted(text.replace("-", "") for text in wanted)):
         yield stored.in_(part)
-
-
-def constant(value: str) -> sa.ColumnElement[str]:
-    """`value` written into a statement's text rather than sent as a parameter. A statement
-    planned once for every value of its parameters (a walk's, `upstream.store.walks`) can
-    then use a partial index whose predicate names the value (`source_type = 'job'`): the
-    planner cannot prove that predicate for a parameter."""
-    return sa.literal(value, sa.Text, literal_execute=True)
-
-
-class few_rows(FunctionElement[Any]):  # noqa: N801 (used as a function)
-    """`few_rows(condition)`: `condition`, which SQLite is to plan as keeping few rows.
-
-    A walk's frontier (the rows of its recursive CTE, the nodes it reached) is a handful of
-    rows, but SQLite, with statistics (`ANALYZE`), estimates it at many and puts a Bloom
-    filter in front of each index lookup from it: built by reading every entry of the
-    index, at each run. That made a levels=1 walk on the medium store 38 ms instead of 4.
-    SQLite's `likelihood` says the condition rarely holds, so the estimate stays small;
-    PostgreSQL sees the condition as it is. (Typed as no type: SQLite writes a boolean
-    function in a WHERE clause as `... = 1`, and a compared `likelihood` is no hint.)"""
-
-    type: sa.types.TypeEngine[Any] = sa.types.NullType()
-    inherit_cache = True
-
-
-def frontier(condition: sa.ColumnElement[bool], as_of: object | None) -> sa.ColumnElement[Any]:
-    """A condition on a walk's frontier: `few_rows(condition)`, except in a walk as of a time
-    (`as_of` not None), which reads the runs' rows beside the declarations then in force and
-    keeps the plan it had: with the hint, SQLite planned a `both` walk at levels=5 as of a
-    time past its 30 s timeout, against 2.9 s without."""
-    return condition if as_of is not None else few_rows(condition)
-
-
-@compiles(few_rows)
-def _condition(element: few_rows, compiler: Any, **kw: Any) -> str:
-    return f"({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(few_rows, "sqlite")
-def _rarely_true(element: few_rows, compiler: Any, **kw: Any) -> str:
-    return f"likelihood({compiler.process(element.clauses, **kw)}, 0.001)"
-
-
-@contextmanager
-def planned_once(conn: Connection, as_of: object | None = None) -> Iterator[None]:
-    """Run the statements inside under one plan per connection, made for any values of their
-    parameters (PostgreSQL's generic plan of a statement prepared at its first run), rather
-    than planned anew for each run's values.
-
-    A walk's recursive statement took 10-15 ms to plan and 1-6 ms to run at a few levels,
-    and the plan made for the actual values was never faster on the medium store at any
-    depth (docs/performance.md). Only for statements written to plan well without their
-    values: a constant a partial index names is written into the text (`constant`).
-
-    A walk `as_of` a time (not None) is planned for its values as before: it reads the runs'
-    rows beside the declarations then in force, and its generic plan ran past the statement
-    timeout (30 s) on the medium store, where the plan for its values takes 2-3 s."""
-    if conn.dialect.name != "postgresql" or as_of is not None:
-        yield
-        return
-    driver: Any = conn.connection.dbapi_connection
-    threshold = driver.prepare_threshold
-    conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_generic_plan")
-    driver.prepare_threshold = 0
-    try:
-        yield
-    finally:
-        driver.prepare_threshold = threshold
-    conn.exec_driver_sql("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
 def id_groups(conn: Connection, ids: Iterable[str]) -> Iterator[list[str]]:

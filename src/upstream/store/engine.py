@@ -306,9 +306,9 @@ def _postgresql_engine(
     a recursive walk passes `jit_above_cost`, and compiling took 70 ms of a 20 ms statement;
     no statement of a lineage server runs long enough to win it back.
 
-    The pool hands out the connection returned last: the statements a walk prepared on it,
-    with their plans (`upstream.store.dialect.planned_once`), serve the next request, where a
-    round robin over the pool prepared and planned each of them once per connection.
+    The pool hands out the connection returned last: the statements a request prepared on
+    it serve the next request, where a round robin over the pool prepared each of them once
+    per connection.
 
     Each wait is the shorter of its own timeout and what is left of the operation's time
     (`deadlines.OperationClock`): waiting for a pooled connection, checking it, opening a new
