@@ -16,13 +16,16 @@ from tests.access.estate import (
     FIN_JOBS,
     HR,
     READ_ALL,
+    RUNS,
     WINDOW,
+    WRITE_ALL,
     bearer,
     dataset_key,
     issue,
     job_key,
     shown,
 )
+from tests.builders import run_event
 from upstream.client.http import segment
 
 F, FJ = segment(FIN_DS), segment(FIN_JOBS)
@@ -214,3 +217,37 @@ def test_the_estate_pages_show_only_readable_namespaces(estate: TestClient) -> N
     runs = estate.get("/v3/jobs/latest-runs", headers=bearer(finance)).json()
     assert sorted(r["job"]["name"] for r in runs["runs"]) == ["build_invoices", "costs"]
     assert runs["totalCount"] == 2
+
+
+def test_job_dependencies_with_a_hidden_end_are_left_out(estate: TestClient) -> None:
+    """The costs run waited for finance's build_invoices and for hr's payroll: a finance
+    reader sees the first dependency and nothing of the second."""
+
+    def waited_for(namespace: str, name: str) -> dict[str, Any]:
+        return {
+            "dependency_type": "IMPLICIT_DEPENDENCY",
+            "job": {"namespace": namespace, "name": name},
+        }
+
+    facet = {
+        "_producer": "https://example.com/scheduler",
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/JobDependenciesRunFacet.json",
+        "upstream": [waited_for(FIN_JOBS, "build_invoices"), waited_for(HR, "payroll")],
+    }
+    event = run_event(
+        (FIN_JOBS, "costs"), run_id=RUNS["costs"], run_facets={"jobDependencies": facet}
+    )
+    stored = estate.post("/api/v1/lineage", json=event, headers=bearer(WRITE_ALL))
+    assert stored.status_code == 201, stored.text
+    path = f"/v3/namespaces/{FJ}/jobs/costs/lineage"
+
+    everything = lineage(estate, READ_ALL, path, direction="upstream", levels="1")
+    assert {d["upstream"] for d in everything["jobDependencies"]} == {BUILD, PAYROLL}
+
+    finance = issue(estate, "read:finance/*")["token"]
+    answer = lineage(estate, finance, path, direction="upstream", levels="1")
+    assert [(d["upstream"], d["downstream"]) for d in answer["jobDependencies"]] == [
+        (BUILD, COSTS_JOB)
+    ]
+    assert PAYROLL not in answer["programs"]
+    assert "hr" not in names_in(answer).replace("hiddenRelations", "")
