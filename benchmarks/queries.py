@@ -10,7 +10,7 @@ Beside each query: its target (issue 31's limits for the medium workload, `TARGE
 the limit every walk is held to, three times the in-memory walk plus the round trip of
 `/health` measured in the same run (what HTTP costs a request that does nothing). The
 server's graph index is measured too: how long a load takes in process, and the bytes its
-columns hold per flow row and per relation.
+columns hold per flow row and per relation; and `upstream lineage --db` end to end.
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ import io
 import json
 import os
 import random
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +73,8 @@ TARGETS: dict[str, float] = {
 }
 #: Every walk within this many times the in-memory walk, plus the `/health` round trip.
 WALK_FACTOR = 3
+#: Seconds `upstream lineage --db` may take end to end on the medium store (issue 31).
+CLI_TARGET_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -414,6 +419,29 @@ def _adjacency_bytes(*found: Adjacency) -> int:
     return sum(a.rows.nbytes + a.starts.nbytes for a in found)
 
 
+def command_line_lineage(url: str, truth: dict[str, Any], repetitions: int = 3) -> dict[str, float]:
+    """`upstream lineage --db URL` upstream of the mart at levels=10, end to end in a fresh
+    process each time (start-up, the index's load, the walk, the answer written as JSON):
+    the median wall seconds, and the median CPU seconds the command used."""
+    ns, name = truth["targets"]["upstream"]
+    start, end = truth["window"]
+    command = [sys.executable, "-m", "upstream", "lineage", ns, name, "--direction", "upstream"]
+    command += ["--levels", "10", "--start", start, "--end", end, "--db", url, "-f", "json"]
+    walls, cpus = [], []
+    for _ in range(repetitions):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {
+        "cli_s": statistics.median(walls),
+        "cli_cpu_s": statistics.median(cpus),
+        "cli_target_s": CLI_TARGET_S,
+    }
+
+
 def health_round_trip(client: httpx.Client, repetitions: int) -> float:
     """Median ms of `/health`: what HTTP and the server's middleware cost a request."""
     samples, _ = _timed(lambda: client.get("/health").raise_for_status(), max(repetitions, 50))
@@ -481,7 +509,7 @@ def run_queries(
     gc.collect()
     gc.freeze()
     analyze(url)
-    figures = index_figures(url)
+    figures = {**index_figures(url), **command_line_lineage(url, truth)}
     rows: list[dict[str, Any]] = []
     with (
         Server(url, work_dir, workers, processes=processes) as server,

@@ -141,6 +141,12 @@ def print_queries(
             f"{figures['bytes_per_flow']:.0f} bytes per flow row, "
             f"{figures['bytes_per_relation']:.0f} per relation"
         )
+        if "cli_s" in figures:
+            console.print(
+                f"{db}: upstream lineage --db (upstream levels=10, fresh process): "
+                f"{figures['cli_s']:.2f} s, {figures['cli_cpu_s']:.2f} s of CPU "
+                f"(target {figures['cli_target_s']:g} s)"
+            )
     for db, used in (memory or {}).items():
         console.print(
             f"{db}: largest server worker after the queries: {used['rss']:.0f} MB resident, "
