@@ -47,7 +47,7 @@ from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.graph import load as load_index
 from upstream.store import schema as t
 from upstream.store.change_log import position
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 
 LEVELS = (1, 5, 10, 20)
 
@@ -350,8 +350,9 @@ def _p95(samples: list[float]) -> float:
 def load_store(url: str, data_dir: Path, batch: int = 1000, shuffle: int | None = None) -> None:
     """Fill the database through the in-process ingestion path (fastest to set up); with
     `shuffle`, one event per transaction in the order that seed shuffles them into (a run's
-    lineage must not depend on the order its events arrive in)."""
-    store = Store(url)
+    lineage must not depend on the order its events arrive in). Statements may take minutes:
+    on a busy machine a batch of 1,000 heavy events passed the server's 30 s deadline."""
+    store = Store(url, timeouts=Timeouts(statement=900, lock=900))
     try:
         if shuffle is not None:
             documents = [json.loads(line) for line in read_events(data_dir)]
