@@ -204,7 +204,9 @@ def queries_command(
         rows.extend(measured.rows)
         memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
         index[kind] = results.setdefault("index", {})[kind] = measured.index
+        results.setdefault("failed", {})[kind] = measured.failed
         report.save_results(out, size, results)
+        report.print_failed(kind, measured.failed)
     report.print_queries(
         rows, f"Queries, {size} workload ({repetitions} repetitions)", memory, index
     )
@@ -329,6 +331,7 @@ def all_command(
             queried.extend(measured.rows)
             memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
             index[kind] = results.setdefault("index", {})[kind] = measured.index
+            report.print_failed(kind, measured.failed)
             report.print_queries(
                 measured.rows,
                 f"{size}: {kind} queries",

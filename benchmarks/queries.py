@@ -387,6 +387,8 @@ class QueryRun:
     worker_memory_mb: dict[str, float]
     #: The graph index of this store (`index_figures`), and the `/health` round trip in ms.
     index: dict[str, float] = field(default_factory=dict)
+    #: The queries that were not answered (e.g. past the statement timeout), and why.
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def index_figures(url: str) -> dict[str, float]:
@@ -512,6 +514,7 @@ def run_queries(
     analyze(url)
     figures = {**index_figures(url), **command_line_lineage(url, truth)}
     rows: list[dict[str, Any]] = []
+    failed: dict[str, str] = {}
     with (
         Server(url, work_dir, workers, processes=processes) as server,
         httpx.Client(base_url=server.url, timeout=300) as client,
@@ -525,7 +528,11 @@ def run_queries(
                 response.raise_for_status()
                 return response.content  # the whole answer received; parsed untimed
 
-            samples, body = _timed(ask, repetitions)
+            try:
+                samples, body = _timed(ask, repetitions)
+            except httpx.HTTPStatusError as exc:  # noted, and the other queries still run
+                failed[query.name] = f"HTTP {exc.response.status_code}: {exc.response.text[:200]}"
+                continue
             answer = _parsed(body)
             walk, walked = _timed(query.baseline, repetitions)
             median = statistics.median(samples)
@@ -550,4 +557,4 @@ def run_queries(
             )
         memory = server.worker_memory_mb()
     rows = [judged(row, health_ms) for row in rows]
-    return QueryRun(rows, memory, {**figures, "health_ms": health_ms})
+    return QueryRun(rows, memory, {**figures, "health_ms": health_ms}, failed)

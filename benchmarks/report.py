@@ -154,6 +154,12 @@ def print_queries(
         )
 
 
+def print_failed(db: str, failed: dict[str, str]) -> None:
+    """The queries the server did not answer, and what it said."""
+    for query, why in failed.items():
+        console.print(f"{db}: {query} was not answered: {why}")
+
+
 def print_exactness(rows: list[dict[str, Any]], title: str) -> None:
     table = Table(title=title)
     for column in ("db", "edges", "stored", "expected", "precision", "recall"):
