@@ -26,6 +26,7 @@ from benchmarks.generator import (
 from benchmarks.ingest import MODES, run_ingest
 from benchmarks.prune import run_prune
 from benchmarks.queries import load_store, run_queries
+from benchmarks.scoped_walks import run_scoped_walks
 from benchmarks.startup import TARGET_SECONDS, measure
 from upstream.store.engine import Store
 
@@ -210,6 +211,30 @@ def queries_command(
     report.print_queries(
         rows, f"Queries, {size} workload ({repetitions} repetitions)", memory, index
     )
+
+
+@app.command("scoped")
+def scoped_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    repetitions: Annotated[int, typer.Option(help="Timed repetitions per walk.")] = 20,
+    out: OutOption = OUT,
+) -> None:
+    """What a token scoped to some namespaces costs a walk: the same walks with a full and a
+    scoped token, in process on SQLite, and their ratio against the limit."""
+    _size(size)
+    rows = run_scoped_walks(_workload(size, seed, out), out, repetitions)
+    results = report.load_results(out, size)
+    results["scoped_walks"] = rows
+    report.save_results(out, size, results)
+    for row in rows:
+        verdict = "ok" if row["ratio"] <= row["limit"] else "OVER THE LIMIT"
+        typer.echo(
+            f"{row['walk']}: full {row['full_ms']} ms, scoped {row['scoped_ms']} ms, "
+            f"ratio {row['ratio']} (limit {row['limit']}: {verdict}); "
+            f"{row['scoped_relations']}/{row['full_relations']} relations shown, "
+            f"{row['hidden_nodes']} nodes and {row['hidden_relations']} relations hidden"
+        )
 
 
 @app.command("exactness")

@@ -5,6 +5,10 @@ cluster is made with `initdb` in a temporary directory and started with `pg_ctl`
 port. PostgreSQL refuses to run as root, so when the tests run as root (as CI does) the
 cluster's programs run as the `postgres` OS user (`runuser -u postgres --`).
 
+`primary_and_replica()` makes a second cluster from the first with `pg_basebackup -R` on
+another port: a hot standby streaming from it, whose replay `pause_replay()` holds back (it
+then lags by every write made meanwhile) and `resume_replay()` lets go.
+
 `hang()` stops every process of the cluster with SIGSTOP (the postmaster first, so it starts
 no new backend, then each backend): connections stay open and every byte waits, as with a
 server that froze. `thaw()` sends SIGCONT in the reverse order. `stop(mode)` and `start()`
@@ -25,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from tests.conftest import IN_CI, free_port
 
@@ -35,7 +40,7 @@ def _bin_dir() -> Path | None:
     """The directory of `initdb` and `pg_ctl`: Debian keeps them out of PATH."""
     on_path = shutil.which("initdb")
     if on_path:
-        return Path(on_path).parent
+        return Path(on_path).resolve().parent  # a link in PATH: the directory of them all
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent if found else None
 
@@ -75,6 +80,30 @@ class PrivateCluster:
             "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "-N"
         )
         return self
+
+    def copy_of(self, primary: PrivateCluster) -> PrivateCluster:
+        """Make this cluster a streaming replica of `primary`: a base backup that starts as
+        a hot standby following it (`-R` writes the connection to follow)."""
+        self._run(
+            "pg_basebackup",
+            *("-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"),
+            *("-D", str(self.data), "-R", "-X", "stream", "-c", "fast"),
+        )
+        return self
+
+    def pause_replay(self) -> None:
+        self._sql("SELECT pg_wal_replay_pause()")
+
+    def resume_replay(self) -> None:
+        self._sql("SELECT pg_wal_replay_resume()")
+
+    def _sql(self, statement: str) -> None:
+        engine = sa.create_engine(self.url)
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text(statement))
+        finally:
+            engine.dispose()
 
     def start(self) -> None:
         options = (
@@ -117,17 +146,34 @@ class PrivateCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def private_cluster() -> Iterator[PrivateCluster]:
-    """A started cluster, removed afterwards; skips (fails under CI=true) without PostgreSQL's
-    server programs."""
+def _server_programs() -> Path:
+    """Where initdb, pg_ctl and pg_basebackup are; skips (fails under CI=true) without them."""
     bin_dir = _bin_dir()
     if bin_dir is None:
         _unavailable("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
         raise AssertionError("unreachable")
-    cluster = PrivateCluster(bin_dir)
+    return bin_dir
+
+
+@contextlib.contextmanager
+def private_cluster() -> Iterator[PrivateCluster]:
+    """A started cluster, removed afterwards; skips (fails under CI=true) without PostgreSQL's
+    server programs."""
+    cluster = PrivateCluster(_server_programs())
     try:
         cluster.init().start()
         yield cluster
     finally:
         cluster.remove()
+
+
+@contextlib.contextmanager
+def primary_and_replica() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
+    """A started primary and a hot standby streaming from it, both removed afterwards."""
+    with private_cluster() as primary:
+        replica = PrivateCluster(primary.bin_dir)
+        try:
+            replica.copy_of(primary).start()
+            yield primary, replica
+        finally:
+            replica.remove()

@@ -236,3 +236,17 @@ def test_help_lists_what_it_runs() -> None:
     assert result.exit_code == 0
     for command in ("generate", "ingest", "queries", "exactness", "growth", "answers"):
         assert command in result.output
+
+
+def test_scoped_walks_measure_both_tokens_on_the_same_walks(tiny: Path, tmp_path: Path) -> None:
+    """The scoped-walk benchmark runs end to end; the scoped answer hides the landing bucket
+    and shows no more than the full one (no timing asserted)."""
+    from benchmarks.scoped_walks import LIMIT, WALKS, run_scoped_walks
+
+    rows = run_scoped_walks(tiny, tmp_path, repetitions=1)
+    assert [row["walk"].split()[0] for row in rows] == [label for label, _, _ in WALKS]
+    for row in rows:
+        assert row["limit"] == LIMIT
+        assert row["scoped_relations"] <= row["full_relations"]
+        assert row["ratio"] > 0
+    assert any(row["hidden_nodes"] > 0 for row in rows)

@@ -175,12 +175,25 @@ export interface DataEntry {
   temporary?: boolean;
 }
 
+/** Control flow between two programs (the `jobDependencies` run facet), apart from data flow. */
+export interface JobDependency {
+  upstream: string;
+  downstream: string;
+  dependencyType: string | null;
+  sequenceTriggerRule: string | null;
+  statusTriggerRule: string | null;
+  triggerRule: string | null;
+  runs: { upstream: string | null; downstream: string | null }[];
+}
+
 export interface LineageResponse {
   start: number | string;
   end: number | string;
   relations: Relation[];
   data: Record<string, DataEntry>;
   programs: Record<string, { entityId: EntityId }>;
+  /** Job lineage only: the job dependencies around the job. */
+  jobDependencies?: JobDependency[];
   truncated?: boolean;
   /** With no relation: when the latest run touching the dataset started, all its runs lying outside the window. */
   latestRunOutsideWindow?: string;
@@ -350,6 +363,28 @@ export interface LatestRuns {
   failedCount: number;
 }
 
+export interface MapGroup {
+  key: string;
+  containers: string[];
+  datasets: number;
+  flowsWithin: number;
+  deeper: boolean;
+}
+
+export interface MapEdge {
+  source: string;
+  target: string;
+  flows: number;
+}
+
+export interface HierarchyMap {
+  level: number;
+  within: string[];
+  depth: number;
+  groups: MapGroup[];
+  edges: MapEdge[];
+}
+
 // ---- calls ----
 
 export const api = {
@@ -374,6 +409,8 @@ export const api = {
   lineageDiff: (ns: string, name: string, query: Query) =>
     getJson<LineageDiff>(path("v3", "namespaces", ns, "datasets", name, "lineage", "diff"), query),
   runLineage: (id: string, query: Query) => getJson<RunLineage>(path("v3", "runs", id, "lineage"), query),
+  hierarchyMap: (level: number, within: string | null, asOf: string | null) =>
+    getJson<HierarchyMap>("/v3/lineage/graph", { rollup: "hierarchy", level, within, asOf }),
   tagReach: (tag: string, levels: number) => getJson<TagReach>(path("v3", "tags", tag, "reach"), { levels }),
   run: (id: string) => getJson<Run>(path("api", "v1", "jobs", "runs", id)),
   columnLineage: (nodeId: string, depth: number) =>

@@ -33,6 +33,10 @@ export interface GraphEdge {
   runs: number;
   /** In a diff: on both sides (kept), only the later (added), only the earlier (removed). */
   change?: Change;
+  /** Control flow (a job dependency): the source job runs before the target, no data moves. */
+  control?: boolean;
+  /** A job dependency's kind, as the producer named it (DIRECT_INVOCATION…). */
+  dependency?: string | null;
 }
 
 export interface LineageGraph {
@@ -102,7 +106,15 @@ export function fromRelations(response: LineageResponse, centre: Centre): Lineag
     if (relation.accesses.includes("read")) edges.add(relation.data, relation.program, runs);
     if (relation.accesses.includes("write")) edges.add(relation.program, relation.data, runs);
   }
-  return { nodes, edges: edges.list(), truncated: response.truncated === true };
+  const control: GraphEdge[] = (response.jobDependencies ?? []).map((dependency) => ({
+    id: JSON.stringify(["control", dependency.upstream, dependency.downstream, dependency.dependencyType]),
+    source: dependency.upstream,
+    target: dependency.downstream,
+    runs: dependency.runs.length,
+    control: true,
+    dependency: dependency.dependencyType,
+  }));
+  return { nodes, edges: [...edges.list(), ...control], truncated: response.truncated === true };
 }
 
 /** The (source, target) pairs a relation draws: a read dataset → program, a write program →

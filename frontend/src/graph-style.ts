@@ -81,6 +81,23 @@ export const STYLE: StylesheetJson = [
       color: "#4b5563",
     },
   },
+  // The map (#/map): a group of datasets under one container; one that drills down is bolder.
+  {
+    selector: "node[kind = 'group']",
+    style: { shape: "round-rectangle", "background-color": "#e0f2fe", "border-color": "#0369a1" },
+  },
+  { selector: "node[kind = 'group'][?deeper]", style: { "border-width": 3 } },
+  {
+    selector: "edge[flows]",
+    style: {
+      label: "data(caption)",
+      "font-size": LABEL_FONT_SIZE,
+      "font-family": FONT,
+      "text-background-color": "#ffffff",
+      "text-background-opacity": 1,
+      "curve-style": "bezier",
+    },
+  },
   { selector: "node[?centre]", style: { "border-width": 4, "border-color": "#0f766e" } },
   {
     selector: "edge",
@@ -98,6 +115,11 @@ export const STYLE: StylesheetJson = [
   {
     selector: "edge[?field]",
     style: { "line-color": "#60a5fa", "target-arrow-color": "#60a5fa", width: 1.2, "z-index": 4 },
+  },
+  // Control flow (a job dependency): the job on the left runs before the one on the right.
+  {
+    selector: "edge[?control]",
+    style: { "line-color": "#7c3aed", "target-arrow-color": "#7c3aed", "line-style": "dotted", width: 2 },
   },
   // A diff: added green, removed red and dashed, kept as is; highlighted paths still win.
   {

@@ -8,6 +8,7 @@ import { renderGraph } from "./views/graph";
 import { renderHome } from "./views/home";
 import { renderImpact } from "./views/impact";
 import { renderJob } from "./views/job";
+import { renderMap } from "./views/map";
 import { renderRunGraph } from "./views/run-graph";
 import { renderSearch } from "./views/search";
 import { renderTag } from "./views/tag";
@@ -20,6 +21,7 @@ const VIEWS: Partial<Record<string, View>> = {
   search: renderSearch,
   dataset: renderDataset,
   job: renderJob,
+  map: renderMap,
   graph: renderGraph,
   fields: renderFields,
   run: renderRunGraph,

@@ -29,8 +29,18 @@ Conventions that hold for every endpoint:
   point at). A bad query or path parameter is answered `400`, an invalid event `422`, an
   unknown entity `404`, a body over the size limit `413`. Nothing of a refused request is stored.
 - With tokens configured, send `Authorization: Bearer <token>`: writes (`POST`) need a `write`
-  token, reads (`/metrics` included) a `read` token; `401` means no or an unknown token, `403`
-  the wrong role. `/health` and `/ready` are open, so probes need no token.
+  token, reads (`/metrics` included) a `read` token; `401` means no, an unknown, an expired or
+  a revoked token, `403` the wrong role or scope. `/health` and `/ready` are open, so probes
+  need no token.
+- A token issued through `/v3/tokens` carries scopes per namespace pattern (`read:finance/*`,
+  `write:postgres://wh:5432`, `admin`). Its answers show only what its namespaces hold: lists
+  and searches leave the rest out, a lineage walk neither shows nor passes through a hidden
+  dataset or job and says how much it hid (`hiddenNodes`, `hiddenRelations`), and a hidden
+  namespace, dataset or job is a `404` in the very words of a missing one. Answers not
+  filtered yet (field, run and tag lineage, diffs, the whole graph, Marquez's lineage, column
+  lineage, search, events, stats and sources, the estate) answer `403` to a token that may
+  not read every namespace. A write needs a `write` scope on the namespace it changes
+  (`403` naming it; nothing is stored).
 - Names and namespaces travel in path segments percent-encoded (`s3%3A%2F%2Fbucket`); each
   segment is decoded once. A path segment or query parameter that decodes to NUL, to bytes
   that are not UTF-8 or to a lone UTF-16 surrogate is a `400` naming it, on every route.

@@ -50,6 +50,12 @@ delete_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(delete_app, name="delete")
+token_app = typer.Typer(
+    help="Issue, list and revoke access tokens scoped to namespaces (needs an admin token, "
+    "or --db). Example: upstream token create finance-readers --scope 'read:finance/*'",
+    no_args_is_help=True,
+)
+app.add_typer(token_app, name="token")
 
 
 def _database(value: str | None) -> str | None:
@@ -181,6 +187,15 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
+    publish_to_kafka: Annotated[
+        bool | None,
+        typer.Option(
+            "--publish-to-kafka",
+            help="Publish posted OpenLineage events to Kafka (UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, "
+            "UPSTREAM_KAFKA_TOPIC) for `upstream consume` to store, answering once Kafka has "
+            "them; reads are served as always.",
+        ),
+    ] = None,
 ) -> None:
     """Start the API and web UI (migrating the database first).
 
@@ -196,7 +211,9 @@ def serve(
     from upstream.store.engine import Store
 
     try:
-        settings = load_settings(db_url=db, host=host, port=port, workers=workers)
+        settings = load_settings(
+            db_url=db, host=host, port=port, workers=workers, publish_to_kafka=publish_to_kafka
+        )
         sock = listening_socket(settings.host, settings.port)  # a port in use fails first
     except SettingsError as exc:
         raise _fail(f"{exc} (fix it in the environment or the config file)") from None
@@ -204,6 +221,8 @@ def serve(
         raise _fail(str(exc)) from None
     # Workers are separate processes that read their settings from the environment.
     os.environ["UPSTREAM_DB_URL"] = settings.db_url
+    if settings.publish_to_kafka:
+        os.environ["UPSTREAM_PUBLISH_TO_KAFKA"] = "true"
     store = Store(settings.db_url)
     try:
         prepare(store, Console(stderr=True))
@@ -375,6 +394,74 @@ def delete_namespace(
     Example: upstream delete namespace staging --token $TOKEN
     """
     _delete(ctx, _target(ctx, url, token, db), "namespace", namespace, None)
+
+
+def _print_json(document: object) -> None:
+    import json
+
+    typer.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+@token_app.command("create")
+def token_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Who or what uses the token (a team, a pipeline).")],
+    scope: Annotated[
+        list[str],
+        typer.Option(
+            "--scope",
+            help="read:<namespace pattern>, write:<namespace pattern> (implies read) or admin; "
+            "a pattern is a namespace or a prefix ending in * (repeatable).",
+        ),
+    ],
+    expires: Annotated[
+        str | None,
+        typer.Option(help="When the token stops working: now+90d, or an ISO-8601 time."),
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Issue a token; prints it with its secret, which is shown this once.
+
+    Example: upstream token create dbt --scope 'write:postgres://wh:5432' --expires now+90d
+    """
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import issue
+
+    with reported_failures(ctx):
+        _print_json(issue(_target(ctx, url, token, db), name, scope, expires))
+
+
+@token_app.command("list")
+def token_list(
+    ctx: typer.Context,
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """List the issued tokens (never their secrets), revoked and expired ones too."""
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import listed
+
+    with reported_failures(ctx):
+        _print_json(listed(_target(ctx, url, token, db)))
+
+
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context,
+    token_id: Annotated[str, typer.Argument(help="The id `token list` shows.")],
+    url: UrlOption = DEFAULT_URL,
+    token: TokenOption = None,
+    db: DirectDbOption = None,
+) -> None:
+    """Revoke a token: every server refuses it from the next request on."""
+    from upstream.commands.failures import reported_failures
+    from upstream.commands.tokens import revoked
+
+    with reported_failures(ctx):
+        _print_json(revoked(_target(ctx, url, token, db), token_id))
 
 
 @app.command()

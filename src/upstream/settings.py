@@ -74,6 +74,15 @@ def _hash_tokens(entries: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{role}:{HASHED}{digest}" for digest, role in hashed.items())
 
 
+def _url_list(value: Any) -> Any:
+    """Database URLs, comma-separated in the environment or a list in the config file."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+ReadUrls = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_url_list)]
+
 Tokens = Annotated[
     tuple[str, ...], NoDecode, BeforeValidator(_token_entries), AfterValidator(_hash_tokens)
 ]
@@ -90,6 +99,26 @@ class Settings(BaseSettings):
         DEFAULT_DB_URL,
         description="The store: a file path (an SQLite database), or a URL, sqlite:///path or "
         "postgresql+psycopg://user@host:5432/database.",
+    )
+    read_database_url: ReadUrls = Field(
+        (),
+        description="PostgreSQL streaming replicas of db_url to read from, comma-separated, "
+        "tried in order: queries and the lineage index read from the first that lags at most "
+        "max_replica_lag; writes, migrations and locks stay on db_url. Empty: everything on "
+        "db_url.",
+    )
+    max_replica_lag: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a read replica may lag behind db_url (how long ago the oldest "
+        "write it has not replayed was committed) and still be read from.",
+    )
+    replica_lag_fallback: Literal["primary", "unavailable"] = Field(
+        "primary",
+        description="What reads do when every read replica lags more than max_replica_lag: "
+        "primary reads from db_url; unavailable answers 503 with Retry-After (and /ready "
+        "says not ready), keeping reads off the primary.",
     )
     host: str = Field("127.0.0.1", description="Address `upstream serve` listens on.")
     port: int = Field(5000, ge=0, le=65535, description="Port `upstream serve` listens on.")
@@ -220,6 +249,21 @@ class Settings(BaseSettings):
         description="Kafka consumers each `upstream serve` process runs beside the API "
         "(0: none; `upstream consume` runs them on their own).",
     )
+    publish_to_kafka: bool = Field(
+        False,
+        description="Make `upstream serve` a publishing front: posted OpenLineage events are "
+        "validated as always, then published to kafka_topic (keyed as OpenLineage's Kafka "
+        "transport keys them) for `upstream consume` to store, and answered once Kafka "
+        "acknowledged them; reads are served as always. Needs kafka_bootstrap_servers.",
+    )
+    kafka_publish_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Seconds a publishing front waits for Kafka to acknowledge a post's "
+        "events before it answers 503 with Retry-After (events not acknowledged by then are "
+        "given up, never sent later).",
+    )
     kafka_options: dict[str, str | int | float | bool] = Field(
         {},
         title="table",
@@ -274,7 +318,32 @@ class Settings(BaseSettings):
                 "UPSTREAM_KAFKA_CONSUMERS needs UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka "
                 "brokers to read from"
             )
+        if self.publish_to_kafka and not self.kafka_bootstrap_servers.strip():
+            raise ValueError(
+                "UPSTREAM_PUBLISH_TO_KAFKA (--publish-to-kafka) needs "
+                "UPSTREAM_KAFKA_BOOTSTRAP_SERVERS, the Kafka brokers to publish to"
+            )
         return self
+
+    @model_validator(mode="after")
+    def _replicas_of_postgresql(self) -> Settings:
+        for url in self.read_database_url:
+            if not database_url(url).startswith("postgresql"):
+                raise ValueError(
+                    "UPSTREAM_READ_DATABASE_URL: a read replica is a PostgreSQL database "
+                    "(postgresql://user@host:5432/database), not SQLite"
+                )
+        if self.read_database_url and not self.db_url.startswith("postgresql"):
+            raise ValueError(
+                "UPSTREAM_READ_DATABASE_URL needs UPSTREAM_DB_URL to be the PostgreSQL primary "
+                "the replicas follow"
+            )
+        return self
+
+    @field_validator("read_database_url")
+    @classmethod
+    def _replica_urls_name_databases(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(database_url(url) for url in value)
 
     @field_validator("db_url")
     @classmethod

@@ -173,6 +173,50 @@ def test_run_lineage_table_and_json(db_url: str, client: TestClient) -> None:
     assert "not found" in missing.output
 
 
+def test_run_lineage_lists_and_draws_the_runs_job_dependencies(
+    db_url: str, client: TestClient
+) -> None:
+    """`report` waited for `load` (the `jobDependencies` run facet, 1-0-1) and read what it
+    wrote: the table lists the dependency, the graph draws it between the two runs."""
+    load, report = new_run_id(), new_run_id()
+    waited = {
+        "upstream": [
+            {
+                "job": {"namespace": NS, "name": "load"},
+                "run": {"runId": load},
+                "dependency_type": "DIRECT_INVOCATION",
+                "status_trigger_rule": "EXECUTE_ON_SUCCESS",
+            }
+        ],
+        "trigger_rule": "ALL_SUCCESS",
+    }
+    events = [
+        run_event((NS, "load"), run_id=load, time=BASE_TIME, outputs=[ds(NS, "orders")]),
+        run_event(
+            (NS, "report"),
+            run_id=report,
+            time=BASE_TIME + hours(1),
+            inputs=[ds(NS, "orders")],
+            run_facets={"jobDependencies": waited},
+        ),
+    ]
+    assert client.post("/api/v1/lineage", json=events).status_code == 201
+    table = invoke("run-lineage", report, "--db", db_url)
+    assert table.exit_code == 0, table.output
+    assert "Job dependencies" in table.stdout
+    row = next(line for line in table.stdout.splitlines() if "DIRECT_INVOCATION" in line)
+    assert [cell.strip() for cell in row.strip("│ ").split("│")] == [
+        "load",
+        "report",
+        "DIRECT_INVOCATION",
+        "EXECUTE_ON_SUCCESS",  # one rule a line: the trigger rule on the next
+    ]
+    assert "ALL_SUCCESS" in table.stdout.split("DIRECT_INVOCATION", 1)[1]
+    mermaid = invoke("run-lineage", report, "--db", db_url, "-f", "mermaid").stdout
+    assert_valid_flowchart(mermaid)
+    assert '-->|"runs before"|' in mermaid
+
+
 def test_diff_and_run_lineage_through_a_server(live_server: LiveServer) -> None:
     """A run today: this week against the week before, everything is new."""
     run = new_run_id()

@@ -150,3 +150,55 @@ def test_a_malformed_emission_pattern_is_refused_naming_its_path(
     assert response.status_code == 422, response.text
     assert [e["path"] for e in response.json()["errors"]] == [path]
     assert flows(store) == set()
+
+
+def read_since(client: TestClient) -> dict[str, str | None]:
+    """When the streaming run's read of each dataset appeared, as run lineage shows it."""
+    answer = client.get(f"/v3/runs/{RUN}/lineage", params={"direction": "upstream"}).json()
+    return {
+        edge["datasetVersion"].rsplit(":", 1)[-1]: edge["since"]
+        for edge in answer["edges"]
+        if edge["type"] == "read"
+    }
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_history_shows_when_each_read_of_a_snapshot_run_appeared(
+    client: TestClient, order: tuple[int, ...]
+) -> None:
+    events = streaming_run("COMPLETE_SNAPSHOT")
+    for index in order:
+        post(client, events[index])
+    # b has been read since the snapshot an hour in, and every snapshot since stated it; a,
+    # dropped by the last snapshot, is no longer read at all.
+    assert read_since(client) == {"b": "2026-11-01T13:00:00+00:00"}
+
+
+def test_a_read_a_snapshot_dropped_appears_again_when_stated_again(client: TestClient) -> None:
+    first, second, third = streaming_run("COMPLETE_SNAPSHOT")
+    third["inputs"] = [ds(NS, "a"), ds(NS, "b")]  # a comes back two hours in
+    second["inputs"] = [ds(NS, "b")]  # the snapshot an hour in left a out
+    post(client, first, second, third)
+    assert read_since(client) == {
+        "a": "2026-11-01T14:00:00+00:00",
+        "b": "2026-11-01T13:00:00+00:00",
+    }
+
+
+def test_history_of_accumulating_reads_is_their_first_event(client: TestClient) -> None:
+    post(client, *reversed(streaming_run("ACCUMULATIVE")))
+    assert read_since(client) == {
+        "a": "2026-11-01T12:00:00+00:00",
+        "b": "2026-11-01T13:00:00+00:00",
+    }
+
+
+def test_a_rebuild_keeps_when_each_read_appeared(client: TestClient, store: Store) -> None:
+    first, second, third = streaming_run("COMPLETE_SNAPSHOT")
+    third["inputs"] = [ds(NS, "a"), ds(NS, "b")]
+    for event in (third, first, second):
+        post(client, event)
+    before = read_since(client)
+    assert before == {"a": "2026-11-01T12:00:00+00:00", "b": "2026-11-01T13:00:00+00:00"}
+    rebuild(store)
+    assert read_since(client) == before

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, column_lineage, ds, hours, run_event, schema_facet
 from tests.conftest import LiveServer, post
+from tests.ingest.test_owners_and_tags import tags
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.store.engine import Store
@@ -316,6 +317,55 @@ def test_a_tag_on_a_dataset_reaches_from_each_of_its_fields(client: TestClient) 
         ("mart.contacts", ["contact_email"]),
         ("stage.users", ["contact", "id"]),
     ]
+
+
+def tag_raw_users_by_facet(client: TestClient) -> None:
+    """A later run reads raw.users with a `tags` facet (TagsDatasetFacet 2-0-3): `pii` on the
+    email field, `domain:crm` on the whole dataset."""
+    tagged = ds(
+        W,
+        "raw.users",
+        tags=tags(
+            "Dataset",
+            {"key": "pii", "value": "true", "source": "DBT", "field": "email"},
+            {"key": "domain", "value": "crm", "source": "USER"},
+        ),
+    )
+    post(client, run_event((ETL, "audit_users"), inputs=[tagged], time=BASE_TIME + hours(1)))
+
+
+def test_a_field_tag_from_a_facet_reaches_as_one_set_through_the_api(client: TestClient) -> None:
+    pii_chain(client)
+    tag_raw_users_by_facet(client)
+    reach = ok(client.get("/v3/tags/pii/reach"))
+    assert reach["tagged"] == [
+        {"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email"]}
+    ]
+    assert [(r["dataset"]["name"], r["fields"]) for r in reach["reach"]] == [
+        ("mart.contacts", ["contact_email"]),
+        ("stage.users", ["contact"]),
+    ]
+
+
+def test_a_dataset_tag_from_a_facet_reaches_from_each_of_its_fields(client: TestClient) -> None:
+    pii_chain(client)
+    tag_raw_users_by_facet(client)
+    reach = ok(client.get("/v3/tags/domain:crm/reach", params={"levels": 1}))
+    assert reach["tagged"] == [
+        {"dataset": {"namespace": W, "name": "raw.users"}, "fields": ["email", "id"]}
+    ]
+    assert [(r["dataset"]["name"], r["fields"]) for r in reach["reach"]] == [
+        ("stage.users", ["contact", "id"]),
+    ]
+    # The facet's key alone is no tag of its own.
+    assert client.get("/v3/tags/domain/reach").status_code == 404
+
+
+def test_facet_tags_of_a_deleted_dataset_reach_nothing(client: TestClient) -> None:
+    pii_chain(client)
+    tag_raw_users_by_facet(client)
+    ok(client.delete(f"/api/v1/namespaces/{WE}/datasets/raw.users"))
+    assert client.get("/v3/tags/pii/reach").status_code == 404
 
 
 def test_the_reach_of_an_unknown_or_unused_tag(client: TestClient) -> None:

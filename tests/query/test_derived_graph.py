@@ -395,8 +395,25 @@ def test_the_migrated_schema_is_the_schema_the_code_declares(db_url: str) -> Non
     with engine.connect() as conn:
         opts = {"compare_type": True, "include_name": not_a_partition}
         context = MigrationContext.configure(conn, opts=opts)
-        assert compare_metadata(context, t.metadata) == []
+        differences = compare_metadata(context, t.metadata)
     engine.dispose()
+    if db_url.startswith("sqlite"):
+        differences = _without_deferrable_keys(differences)
+    assert differences == []
+
+
+def _without_deferrable_keys(differences: list[Any]) -> list[Any]:
+    """`differences` but the foreign keys declared deferrable (checked at the end of a write
+    on PostgreSQL): SQLAlchemy reflects no key options from SQLite, so each looks removed and
+    added again there; SQLite defers every key of a write itself (`PRAGMA defer_foreign_keys`)."""
+
+    def ends(key: sa.ForeignKeyConstraint) -> tuple[Any, ...]:
+        return (key.table.name, tuple(key.column_keys), key.referred_table.name)
+
+    deferrable = {ends(d[1]) for d in differences if d[0] == "add_fk" and d[1].deferrable}
+    return [
+        d for d in differences if not (d[0] in ("add_fk", "remove_fk") and ends(d[1]) in deferrable)
+    ]
 
 
 def test_events_stay_json_the_rebuild_reads() -> None:

@@ -101,6 +101,9 @@ def test_without_a_rollup_the_temporary_dataset_is_shown(client: TestClient) -> 
         ("staging", job("load"), "read", LOAD),
     }
     assert "jobLinks" not in answer
+    # Outside any workflow, still flagged, so the UI draws it dashed; its neighbours are not.
+    flagged = {key for key, entry in answer["data"].items() if entry.get("temporary")}
+    assert flagged == {f"dataset.{NS}.staging"}
 
 
 def test_other_dataset_types_are_not_temporary(client: TestClient) -> None:
@@ -108,6 +111,8 @@ def test_other_dataset_types_are_not_temporary(client: TestClient) -> None:
     answer = lineage(client, "source", levels=5, direction="downstream", rollup="jobs")
     assert f"dataset.{NS}.staging" in answer["data"]
     assert answer["jobLinks"] == []
+    plain = lineage(client, "source", levels=5, direction="downstream")
+    assert not any(entry.get("temporary") for entry in plain["data"].values())
 
 
 def test_the_dataset_asked_about_is_kept_even_when_temporary(client: TestClient) -> None:

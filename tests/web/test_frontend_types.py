@@ -22,6 +22,7 @@ API_TS = Path(__file__).resolve().parents[2] / "frontend" / "src" / "api.ts"
 #: The interface of api.ts and the OpenAPI schema that declares the same answer.
 SHAPES = {
     "LineageResponse": "LineageAnswer",
+    "JobDependency": "JobDependencyEntry",
     "Relation": "RelationEntry",
     "DataEntry": "DataEntry",
     "EntityId": "EntityId",
@@ -38,6 +39,9 @@ SHAPES = {
     "FieldSummary": "FieldSummaryAnswer",
     "FieldsOfDataset": "FieldsOfDataset",
     "TagReach": "TagReachAnswer",
+    "HierarchyMap": "HierarchyMapAnswer",
+    "MapGroup": "MapGroup",
+    "MapEdge": "MapEdge",
     "FieldPaths": "FieldPathsAnswer",
     "FieldPath": "FieldPath",
     "Operation": "OperationEntry",

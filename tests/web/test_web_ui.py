@@ -1934,3 +1934,156 @@ def test_tags_are_marked_and_their_reach_shown(server: LiveServer, page: Any) ->
     page.goto(f"{server.url}/#/tag?tag=gold")
     page.wait_for_selector("table.reach")
     assert _texts(page, "table.tagged .chips a") == ["email", "id"]
+
+
+def test_a_dataset_typed_temporary_is_drawn_dashed(server: LiveServer, page: Any) -> None:
+    """OpenLineage's own mark (`datasetType` with subType TEMPORARY, DatasetTypeDatasetFacet
+    1-0-0) draws the dataset as the project's marker does: grey and dashed."""
+    kind = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-0/DatasetTypeDatasetFacet.json",
+        "datasetType": "TABLE",
+        "subType": "TEMPORARY",
+    }
+    scratch = ds("typed", "scratch", datasetType=kind)
+    _post(
+        server.url,
+        [
+            run_event(("typed", "stage"), time=_recent(), inputs=[ds("typed", "src")],
+                      outputs=[scratch]),
+            run_event(("typed", "finish"), time=_recent(), inputs=[ds("typed", "scratch")],
+                      outputs=[ds("typed", "dst")]),
+        ],
+    )  # fmt: skip
+    page.goto(f"{server.url}/#/graph?type=dataset&ns=typed&name=dst&levels=3")
+    drawn = _graph(page, "dst")
+    assert drawn["temporary"] == ["scratch"]
+    style = page.evaluate(
+        """() => { const node = window.__upstreamGraph.cy.nodes("[name = 'scratch']");
+            return [node.style('border-style'), node.style('border-color')]; }"""
+    )
+    assert style == ["dashed", "rgb(107,114,128)"]
+    others = page.evaluate(
+        """() => window.__upstreamGraph.cy.nodes("[kind = 'dataset'][!temporary]")
+            .map((n) => n.style('border-style'))"""
+    )
+    assert set(others) == {"solid"}
+
+
+MAP_NS = "postgres://mapdb:5432"
+
+
+def _map_estate(url: str) -> None:
+    """sales.public.{orders, customers} → sales.mart.revenue → crm.public.contacts."""
+    _post(
+        url,
+        [
+            run_event(
+                ("maps", "revenue"),
+                time=_recent(),
+                inputs=[ds(MAP_NS, "sales.public.orders"), ds(MAP_NS, "sales.public.customers")],
+                outputs=[ds(MAP_NS, "sales.mart.revenue")],
+            ),
+            run_event(
+                ("maps", "export"),
+                time=_recent(),
+                inputs=[ds(MAP_NS, "sales.mart.revenue")],
+                outputs=[ds(MAP_NS, "crm.public.contacts")],
+            ),
+        ],
+    )
+
+
+def _map_drawn(page: Any, level: int) -> dict[str, Any]:
+    """What the map of `level` draws, once it is drawn."""
+    page.wait_for_function("(level) => window.__upstreamMap?.level === level", arg=level)
+    drawn: dict[str, Any] = page.evaluate(
+        """() => { const cy = window.__upstreamMap.cy;
+            return {
+                nodes: cy.nodes().map((n) => n.data('caption')).sort(),
+                edges: cy.edges().map((e) => [e.source().id(), e.target().id(), e.data('flows')]),
+            }; }"""
+    )
+    return drawn
+
+
+def test_the_map_groups_the_estate_and_drills_down(server: LiveServer, page: Any) -> None:
+    _map_estate(server.url)
+    page.goto(f"{server.url}/#/")
+    page.click("nav.topnav a:text-is('Map')")
+    page.wait_for_selector("table.map-groups")
+    assert _state(page) == {}
+    # Level 1: every namespace, this one with its four datasets among them.
+    rows = [_texts(page, f"table.map-groups tbody tr:nth-child({i}) td") for i in range(1, 50)]
+    assert [MAP_NS, "4", "3"] in rows
+    page.click(f"table.map-groups a:text-is('{MAP_NS}')")
+    page.wait_for_selector("nav.map-trail a:text-is('postgres://mapdb:5432')")
+    assert _state(page) == {"level": "2", "within": "postgres:%2F%2Fmapdb:5432"}
+    assert _map_drawn(page, 2) == {
+        "nodes": ["crm\n1 dataset", "sales\n3 datasets"],
+        "edges": [["postgres:%2F%2Fmapdb:5432/sales", "postgres:%2F%2Fmapdb:5432/crm", 1]],
+    }
+    assert _texts(page, "table.map-groups tbody td") == ["crm", "1", "0", "sales", "3", "2"]
+    assert _texts(page, "table.map-flows tbody td") == ["sales", "crm", "1"]
+    _shot(page, "23-map", docs=True)
+    # One click on a group's box shows the containers inside it.
+    page.evaluate(
+        "() => window.__upstreamMap.cy"
+        ".getElementById('postgres:%2F%2Fmapdb:5432/sales').emit('tap')"
+    )
+    assert _map_drawn(page, 3)["nodes"] == ["mart\n1 dataset", "public\n2 datasets"]
+    assert _state(page) == {"level": "3", "within": "postgres:%2F%2Fmapdb:5432/sales"}
+    assert _texts(page, "table.map-flows tbody td") == ["public", "mart", "2"]
+    # The deepest containers hold the datasets themselves: nothing to drill into.
+    assert page.locator("table.map-groups a").count() == 0
+    # The trail leads back up.
+    page.click("nav.map-trail a:text-is('All namespaces')")
+    page.wait_for_function("() => location.hash.includes('level=1')")
+
+
+def test_the_map_says_when_a_level_is_too_deep(server: LiveServer, page: Any) -> None:
+    _map_estate(server.url)
+    page.goto(f"{server.url}/#/map?level=9&within=postgres%3A%252F%252Fmapdb%3A5432")
+    page.wait_for_selector("[role=alert]")
+    assert "level" in page.locator("[role=alert]").inner_text()
+
+
+def test_a_job_graph_draws_its_job_dependencies_dotted(server: LiveServer, page: Any) -> None:
+    """`transform` waits for `extract` (the `jobDependencies` run facet, 1-0-1) and reads what
+    it wrote: a data path extract → staged → transform, and a dotted control edge between the
+    two jobs."""
+    upstream_run = str(uuid.uuid4())
+    dependencies = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/JobDependenciesRunFacet.json",
+        "upstream": [
+            {
+                "job": {"namespace": "deps", "name": "extract"},
+                "run": {"runId": upstream_run},
+                "dependency_type": "DIRECT_INVOCATION",
+            }
+        ],
+    }
+    _post(
+        server.url,
+        [
+            run_event(("deps", "extract"), run_id=upstream_run, time=_recent(2),
+                      outputs=[ds("deps", "staged")]),
+            run_event(("deps", "transform"), time=_recent(), inputs=[ds("deps", "staged")],
+                      run_facets={"jobDependencies": dependencies}),
+        ],
+    )  # fmt: skip
+    page.goto(f"{server.url}/#/graph?type=job&ns=deps&name=transform&levels=1&direction=upstream")
+    drawn = _graph(page, "transform")
+    assert drawn["edges"] == [
+        ["extract", "staged"],
+        ["extract", "transform"],
+        ["staged", "transform"],
+    ]
+    control = page.evaluate(
+        """() => window.__upstreamGraph.cy.edges('[?control]').map((e) => [
+            e.source().data('name'), e.target().data('name'), e.data('dependency'),
+            e.style('line-style')])"""
+    )
+    assert control == [["extract", "transform", "DIRECT_INVOCATION", "dotted"]]
+    assert "runs before (job dependency)" in page.locator(".legend").inner_text()

@@ -766,6 +766,7 @@ export async function renderGraph(root: HTMLElement, params: URLSearchParams): P
           h("span", { class: "key key-job" }, "job"),
           h("span", { class: "key key-workflow" }, "workflow ▣"),
           h("span", { class: "key key-temporary" }, "temporary dataset"),
+          settings.type === "job" ? h("span", { class: "key key-control" }, "runs before (job dependency)") : null,
           h("span", { class: "key key-upstream" }, "upstream path"),
           h("span", { class: "key key-downstream" }, "downstream path"),
           comparing ? [h("span", { class: "key key-added" }, "added"), h("span", { class: "key key-removed" }, "removed")] : null,

@@ -33,14 +33,16 @@ from upstream.api.routes import (
     openlineage,
     run_lineage,
     tag_reach,
+    tokens,
 )
+from upstream.api.scoped import EveryNamespace, NamespaceInPath
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.collector import tune_collector
-from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
-from upstream.query.graph_index.index import load_in_background, position_view
+from upstream.query.graph_index.index import load_in_background, position_view, share_index
 from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
@@ -66,6 +68,18 @@ READ_ROUTERS = [
     (tag_reach.router, ReadAfter),
 ]
 
+#: The routers whose answers are not filtered by namespace yet: a token limited to some
+#: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
+UNFILTERED_ROUTERS = [
+    field_lineage.router,
+    impact.router,
+    lineage_graph.router,
+    run_lineage.router,
+    tag_reach.router,
+    marquez_lineage.router,
+    marquez_web.router,
+]
+
 ROUTERS = [
     health.router,
     openlineage.router,
@@ -84,6 +98,7 @@ ROUTERS = [
     run_lineage.router,
     tag_reach.router,
     estate.router,
+    tokens.router,
 ]
 
 
@@ -108,9 +123,18 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         )
         if migrate:
             prepare_store(store)
+        if settings.read_database_url:  # after the migration: it runs on the primary
+            replicas = store.read_from_replicas(
+                settings.read_database_url,
+                settings.max_replica_lag,
+                settings.replica_lag_fallback,
+            )
+            for replica in replicas.engines:
+                share_index(replica, store.engine)
         app.state.store = store
         load_in_background(store)
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
+        app.state.event_writer = _event_writer(settings, app.state.group_commit)
         app.state.views = Views(store)
         app.state.views.plug(position_view(store))
         app_metrics.watch_pool(store)
@@ -138,6 +162,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                     task.cancel()
             if consumers is not None:
                 await run_in_threadpool(consumers.stop)
+            if app.state.event_writer is not app.state.group_commit:
+                await app.state.event_writer.close()
             await app.state.group_commit.close()
             store.dispose()
 
@@ -161,13 +187,32 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     for router in ROUTERS:
         # A read may name the position of a write it must see (`?after=`).
         reads = next((depends for read, depends in READ_ROUTERS if read is router), None)
-        app.include_router(router, dependencies=[reads] if reads is not None else [])
+        # A namespace named in the path is checked against the token's scopes first.
+        depends = [NamespaceInPath] + ([reads] if reads is not None else [])
+        if any(router is unfiltered for unfiltered in UNFILTERED_ROUTERS):
+            depends.insert(0, EveryNamespace)
+        app.include_router(router, dependencies=depends)
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.
     app.add_middleware(metrics.MetricsMiddleware, metrics=app_metrics)
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _event_writer(settings: Settings, group_commit: GroupCommit) -> EventWriter:
+    """Where posted OpenLineage events go: Kafka on a publishing front, else the store."""
+    if not settings.publish_to_kafka:
+        return group_commit
+    from upstream.kafka.publisher import KafkaPublisher
+
+    log.info("publishing posted events to Kafka topic %s", settings.kafka_topic)
+    return KafkaPublisher(
+        settings.kafka_bootstrap_servers,
+        settings.kafka_topic,
+        timeout=settings.kafka_publish_timeout,
+        client_options=settings.kafka_options,
+    )
 
 
 def _kafka_consumers(

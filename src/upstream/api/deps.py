@@ -12,10 +12,12 @@ from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
-from upstream.ingest.group_commit import GroupCommit
+from upstream.ingest.group_commit import EventWriter, GroupCommit
+from upstream.model.access import Access, Visibility
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
+from upstream.store.replicas import reads_must_include
 
 
 async def get_store(request: Request) -> Store:
@@ -33,6 +35,12 @@ async def get_group_commit(request: Request) -> GroupCommit:
     return group_commit
 
 
+async def get_event_writer(request: Request) -> EventWriter:
+    """Where posted OpenLineage events go: the store, or Kafka on a publishing front."""
+    writer: EventWriter = request.app.state.event_writer
+    return writer
+
+
 async def current_time() -> datetime:
     """Now, for answers relative to it (the dashboard's last day or week); tests override it."""
     return datetime.now(UTC)
@@ -41,6 +49,7 @@ async def current_time() -> datetime:
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]
+EventWriterDep = Annotated[EventWriter, Depends(get_event_writer)]
 NowDep = Annotated[datetime, Depends(current_time)]
 
 
@@ -100,6 +109,7 @@ async def read_after_in_marquez(request: Request, position: PositionHeader = Non
 
 async def _wait_for(request: Request, wanted: int | None) -> None:
     if wanted is not None:
+        reads_must_include(wanted)  # the request's reads are checked against it (a replica's)
         views: Views = request.app.state.views
         settings: Settings = request.app.state.settings
         await run_in_threadpool(views.wait_for, wanted, settings.position_wait)
@@ -109,3 +119,18 @@ async def _wait_for(request: Request, wanted: int | None) -> None:
 ReadAfter = Depends(read_after)
 #: The same for Marquez's read routes.
 ReadAfterInMarquez = Depends(read_after_in_marquez)
+
+
+async def get_access(request: Request) -> Access:
+    """What the request's token may do (`api.auth.AuthMiddleware` put it there)."""
+    access: Access = request.state.access
+    return access
+
+
+async def get_visibility(request: Request) -> Visibility:
+    """The namespaces the request's token may read."""
+    return (await get_access(request)).read
+
+
+AccessDep = Annotated[Access, Depends(get_access)]
+VisibilityDep = Annotated[Visibility, Depends(get_visibility)]

@@ -19,14 +19,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from upstream.api.upload_rate import SlowUpload
 from upstream.model.errors import (
+    BrokerUnavailable,
     Conflict,
     DocumentTooLarge,
+    Forbidden,
     IndexLoading,
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
     NotCaughtUp,
     NotFound,
+    ReplicasBehind,
     ServiceError,
     StoreUnavailable,
     path_of,
@@ -53,10 +56,13 @@ STATUS: dict[type[ServiceError], int] = {
     MalformedDocument: 400,
     DocumentTooLarge: 413,
     Conflict: 422,
+    Forbidden: 403,
     StoreUnavailable: 503,
     # The write a read waits for is stored; this server's view has not caught up with it.
     NotCaughtUp: 503,
     IndexLoading: 503,
+    ReplicasBehind: 503,
+    BrokerUnavailable: 503,
 }
 
 #: Seconds a client asked for a position this server has not caught up with waits to ask again.
@@ -73,11 +79,17 @@ MEANING: dict[type[ServiceError], str] = {
     "repeated, nested too deep); the message names the path; nothing was stored",
     DocumentTooLarge: "The body, a batch or an event is over a limit; nothing was stored",
     Conflict: "The document contradicts what is stored; nothing was stored",
+    Forbidden: "The token's scopes do not allow this (the message names the namespace or "
+    "the scope missing); nothing was stored",
     StoreUnavailable: "The database is unavailable; retry after Retry-After seconds "
     "(re-sending events is safe)",
     IndexLoading: "The server is still loading its lineage index; retry after Retry-After seconds",
     NotCaughtUp: "This server has not yet caught up with the position asked for (after); "
     "retry after Retry-After seconds",
+    ReplicasBehind: "Every read replica lags more than max_replica_lag behind the primary; "
+    "retry after Retry-After seconds",
+    BrokerUnavailable: "Kafka did not acknowledge the events (a publishing front); retry after "
+    "Retry-After seconds (re-sending events is safe)",
 }
 #: A body not declared JSON: answered by the HTTP adapter itself (`api.body`), before any
 #: service runs.
@@ -133,7 +145,7 @@ def service_error_response(exc: ServiceError) -> JSONResponse:
         # loading: a client should retry.
         message = (
             exc.message
-            if isinstance(exc, IndexLoading)
+            if isinstance(exc, IndexLoading | ReplicasBehind | BrokerUnavailable)
             else "the database is unavailable; retry later (re-sending events is safe)"
         )
         response = error_response(status, message)

@@ -26,8 +26,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from upstream.api.audit import request_refused
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
+from upstream.store.replicas import ReplicaSet
 from upstream.store.writer import WriteResult
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -57,12 +59,15 @@ def rejection_reason(status: int) -> str:
 
 
 class _PoolCollector(Collector):
-    """Reads the pool at scrape time, so the gauges are never stale."""
+    """Reads the pool, and the read replicas' lag, at scrape time, so the gauges are never
+    stale."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def collect(self) -> Iterator[Metric]:
+        if self.store.replicas is not None:
+            yield from _replica_gauges(self.store.replicas)
         pool = self.store.engine.pool
         size = getattr(pool, "size", None)
         checked_out = getattr(pool, "checkedout", None)
@@ -82,6 +87,35 @@ class _PoolCollector(Collector):
         connections.add_metric(["in_use"], checked_out())
         connections.add_metric(["idle"], checked_in())
         yield connections
+
+
+def _replica_gauges(replicas: ReplicaSet) -> Iterator[Metric]:
+    """Each read replica's lag as this process last measured it, and which one reads use."""
+    lag = GaugeMetricFamily(
+        "upstream_replica_lag_seconds",
+        "How long ago the primary committed the oldest write a read replica has not replayed "
+        "(0 when caught up; +Inf when it does not answer).",
+        labels=["replica"],
+    )
+    behind = GaugeMetricFamily(
+        "upstream_replica_lag_positions",
+        "Change-log positions a read replica is behind the primary (absent when it does not "
+        "answer).",
+        labels=["replica"],
+    )
+    in_use = GaugeMetricFamily(
+        "upstream_replica_in_use",
+        "1 for the read replica this process reads from, 0 for the others (all 0: reads go "
+        "to the primary, or are refused, as replica_lag_fallback says).",
+        labels=["replica"],
+    )
+    engine = replicas.engine_for_reads_now()
+    for replica in replicas.replicas:
+        lag.add_metric([replica.name], replica.lag.seconds)
+        if replica.lag.positions is not None:
+            behind.add_metric([replica.name], replica.lag.positions)
+        in_use.add_metric([replica.name], 1 if replica.engine is engine else 0)
+    yield from (lag, behind, in_use)
 
 
 class Metrics:
@@ -124,6 +158,19 @@ class Metrics:
             ["result"],
             registry=self.registry,
         )
+        self.access_refused = Counter(
+            "upstream_access_refused",
+            "Requests refused for their token: status=401 (none, unknown, expired or "
+            "revoked) or 403 (a role or scope that does not allow it).",
+            ["status"],
+            registry=self.registry,
+        )
+        self.tokens_changed = Counter(
+            "upstream_tokens_changed",
+            "Issued tokens created and revoked, by action.",
+            ["action"],
+            registry=self.registry,
+        )
         self._pool: _PoolCollector | None = None
 
     def watch_pool(self, store: Store) -> None:
@@ -147,6 +194,8 @@ class Metrics:
         self.latency.labels(method, route).observe(seconds)
         if method == "POST" and route != UNMATCHED_ROUTE and status >= 400:
             self.ingest_rejected.labels(rejection_reason(status)).inc()
+        if status in (401, 403):
+            self.access_refused.labels(str(status)).inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text of every metric, summed over workers in multiprocess mode."""
@@ -209,6 +258,8 @@ class MetricsMiddleware:
             self.metrics.observe(
                 scope["method"], route_template(scope), status, time.perf_counter() - started
             )
+            if status in (401, 403):
+                request_refused(scope, status)
 
 
 def metrics_of(request: Request) -> Metrics:

@@ -17,6 +17,8 @@ from sqlalchemy.engine import Connection
 
 from upstream.api.deps import answer_position
 from upstream.api.json_answer import JsonAnswer
+from upstream.model.access import Visibility
+from upstream.query.hidden import without_hidden
 from upstream.store.engine import Store
 
 P = ParamSpec("P")
@@ -34,6 +36,20 @@ def read(
     with store.read() as conn:
         answer = service(conn, *args, **kwargs)
     return JsonAnswer(answer)
+
+
+def read_shown(
+    store: Store,
+    shown_to: Visibility,
+    service: Callable[Concatenate[Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> JsonAnswer[T]:
+    """`read`, for a Marquez-shaped answer: what it refers to in namespaces `shown_to`
+    does not show is left out (`upstream.query.hidden.without_hidden`)."""
+    with store.read() as conn:
+        answer = service(conn, *args, **kwargs)
+    return JsonAnswer(without_hidden(answer, shown_to))
 
 
 def change(store: Store, response: Response, work: Callable[..., T], *args: object) -> T:

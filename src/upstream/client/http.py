@@ -128,6 +128,24 @@ class UpstreamClient:
             path += f"/{kind}/{segment(name)}"
         self._request("DELETE", path)
 
+    # -- tokens (admin) -----------------------------------------------------------------------
+
+    def create_token(
+        self, name: str, scopes: Sequence[str], expires_at: str | None = None
+    ) -> JsonObject:
+        """Issue a token (`POST /v3/tokens`); the answer holds its secret, shown this once."""
+        body = {"name": name, "scopes": list(scopes), "expiresAt": expires_at}
+        return self._document(self._request("POST", "/v3/tokens", body=body), "/v3/tokens")
+
+    def list_tokens(self) -> JsonObject:
+        """The issued tokens, without their secrets (`GET /v3/tokens`)."""
+        return self._json("GET", "/v3/tokens")
+
+    def revoke_token(self, token_id: str) -> JsonObject:
+        """Revoke a token at once (`DELETE /v3/tokens/{id}`)."""
+        path = f"/v3/tokens/{segment(token_id)}"
+        return self._document(self._request("DELETE", path), path)
+
     # -- reads ------------------------------------------------------------------------------
 
     def health(self) -> JsonObject:
@@ -183,6 +201,9 @@ class UpstreamClient:
     def _json(self, method: str, path: str, *, query: object = None) -> JsonObject:
         params = None if query is None else url_parameters(query)
         response = self._request(method, path, params=params)
+        return self._document(response, path)
+
+    def _document(self, response: httpx.Response, path: str) -> JsonObject:
         try:
             document = response.json()
         except ValueError:

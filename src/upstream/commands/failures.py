@@ -12,14 +12,17 @@ import typer
 from upstream.client.http import ApiRejected, UpstreamError
 from upstream.commands.state import debugging
 from upstream.model.errors import (
+    BrokerUnavailable,
     Conflict,
     DocumentTooLarge,
+    Forbidden,
     IndexLoading,
     InvalidInput,
     InvalidParameter,
     MalformedDocument,
     NotCaughtUp,
     NotFound,
+    ReplicasBehind,
     ServiceError,
     StoreUnavailable,
 )
@@ -37,9 +40,12 @@ EXIT_STATUS: dict[type[ServiceError], int] = {
     MalformedDocument: 1,
     DocumentTooLarge: 1,
     Conflict: 1,
+    Forbidden: 1,
     StoreUnavailable: 1,
     NotCaughtUp: 1,
     IndexLoading: 1,
+    ReplicasBehind: 1,
+    BrokerUnavailable: 1,
 }
 
 

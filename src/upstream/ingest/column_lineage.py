@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from upstream.ingest.context import Owner
+from upstream.ingest.parts import ColumnLineageReading, EdgeShape, owned_edges
 from upstream.model.facets import ColumnInputField, ColumnLineageFacet
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
@@ -19,7 +20,14 @@ def column_lineage_edges(
     output: DatasetRef, facet: ColumnLineageFacet, owner: Owner
 ) -> tuple[list[EdgeFact], set[DatasetRef]]:
     """The field edges of one output's columnLineage and the source datasets they read."""
-    edges: list[EdgeFact] = []
+    reading = column_lineage_reading(output, facet)
+    return owned_edges(reading, owner), set(reading.sources)
+
+
+def column_lineage_reading(output: DatasetRef, facet: ColumnLineageFacet) -> ColumnLineageReading:
+    """The edges of one output's columnLineage without their owner, which every run of a
+    job that states the same facet shares (`ingest.parts`)."""
+    edges: list[EdgeShape] = []
     sources: set[DatasetRef] = set()
     whole = DatasetNode(output)
 
@@ -27,18 +35,11 @@ def column_lineage_edges(
         source_ref = DatasetRef(source.namespace, source.name)
         transformations = [t.model_dump(exclude_none=True) for t in source.transformations]
         edges.append(
-            owner.edge(
-                "column_lineage",
-                DatasetNode(source_ref, source.field),
-                target,
-                transformations or fallback,
-            )
+            EdgeShape(DatasetNode(source_ref, source.field), target, transformations or fallback)
         )
         if source_ref not in sources:
             sources.add(source_ref)
-            edges.append(
-                owner.edge("column_lineage", DatasetNode(source_ref), whole, [], implied=True)
-            )
+            edges.append(EdgeShape(DatasetNode(source_ref), whole, [], implied=True))
 
     for field_name, column in sorted(facet.fields.items()):
         fallback = _deprecated_transformation(
@@ -48,7 +49,7 @@ def column_lineage_edges(
             add(source, DatasetNode(output, field_name), fallback)
     for source in facet.dataset:
         add(source, whole, [])
-    return edges, sources
+    return ColumnLineageReading(tuple(edges), frozenset(sources))
 
 
 def _deprecated_transformation(kind: str | None, description: str | None) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from anyio.to_thread import run_sync
 
@@ -31,6 +32,17 @@ from upstream.model.errors import StoreUnavailable
 from upstream.model.facts import EventFacts
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
+
+
+class EventWriter(Protocol):
+    """Where a server's posted OpenLineage events go: `GroupCommit` stores them, a
+    publishing front's `upstream.kafka.publisher.KafkaPublisher` publishes them."""
+
+    async def write(
+        self, facts: Sequence[EventFacts], *, since: float | None = None
+    ) -> WriteResult: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,8 @@ from typing import Any
 from openlineage.client.serde import Serde
 
 from upstream.ingest.operations_event import ParentRun, Recording, RunIdentity, run_event
-from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput, Problem
 from upstream.model.events import parse_time, parse_uuid
-from upstream.model.facts import EventFacts
 from upstream.model.field_operations import (
     Destination,
     Source,
@@ -33,12 +31,6 @@ from upstream.model.field_operations import (
 )
 
 _STATES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
-
-
-def operations_document_facts(namespace: str, document: Any) -> list[EventFacts]:
-    """Validate the document and convert it to a RunEvent's facts, ready to store;
-    InvalidInput names the offending path."""
-    return prepare([operations_document_event(namespace, document)], batch=False)
 
 
 def operations_document_event(namespace: str, document: Any) -> dict[str, Any]:

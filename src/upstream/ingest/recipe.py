@@ -70,10 +70,14 @@ def apply_recipe(
        (`store.aliases._record_claims`);
     3. shared, the alias buckets of every dataset the batch names, in step 2
        (`store.aliases.canonical_batch`);
-    4. exclusive, each run the batch describes and each job or dataset it declares lineage
-       for, in step 2 (`store.writer.apply_facts`);
-    5. exclusive, each owner whose flows are derived again, in step 2
-       (`store.flow_writer.rederive_flows`);
+    4. exclusive, each run the batch describes, in step 2 (`store.writer.apply_facts`), and
+       again as an owner whose flows are derived again (`store.flow_writer.rederive_flows`);
+    5. last, in step 2's short final step (`store.writer.write_shared_rows`), the rows
+       batches share, each table in id order: the namespaces, jobs and datasets named, then,
+       exclusive, each job or dataset the batch declares lineage for (`store.writer._declare`),
+       then the lineage sets its links point to. Writers naming the same jobs and datasets
+       wait on each other only for this step and the commit, never for each other's whole
+       batch;
     6. steps 3 and 4 replay earlier events through this same recipe, which takes locks 1-5
        again for those events' runs and datasets.
 

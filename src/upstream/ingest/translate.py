@@ -11,10 +11,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from upstream.ingest.column_lineage import column_lineage_edges
+from upstream.ingest.column_lineage import column_lineage_edges, column_lineage_reading
 from upstream.ingest.context import Owner
 from upstream.ingest.field_operations import record_field_operations
 from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
+from upstream.ingest.parts import (
+    COLUMN_LINEAGE_PARTS,
+    SCHEMA_PARTS,
+    ColumnLineageReading,
+    owned_edges,
+    part_key,
+)
 from upstream.ingest.sql_lineage import sql_facet_text, sql_lineage
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
@@ -26,6 +33,7 @@ from upstream.model.facets import (
     ComponentFacet,
     DatasetTypeFacet,
     HierarchyFacet,
+    JobDependenciesFacet,
     JobTypeFacet,
     LifecycleStateChangeFacet,
     LineageDatasetFacet,
@@ -57,6 +65,7 @@ from upstream.model.facts import (
 )
 from upstream.model.hierarchy import HIERARCHY_FACET
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.job_dependencies import JOB_DEPENDENCIES_FACET, dependencies_stated
 from upstream.model.ownership import OWNERSHIP_FACET, TAGS_FACET
 from upstream.model.workflow import temporary_by_type
 
@@ -98,6 +107,7 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
         parse_facet(TagsFacet, event.run.facets[TAGS_FACET], f"run.facets.{TAGS_FACET}")
     facts.runs.append(run)
     _parent(event, run, facts)
+    _job_dependencies(event, run, facts)
     lineage = _job_lineage(event.job.facets, owner)
     run.has_lineage_facet = lineage is not None
     _inputs_outputs(event, owner, lineage, facts, sql_lineage)
@@ -202,14 +212,16 @@ def _inputs_outputs(
                 VersionFact(ref, owner.run_id, time, fact.fields, dict(output.facets), lifecycle)
             )
         if "columnLineage" in output.facets and ref not in described:
-            column = parse_facet(
-                ColumnLineageFacet,
-                output.facets["columnLineage"],
+            raw = output.facets["columnLineage"]
+            column = COLUMN_LINEAGE_PARTS.read(
+                part_key(ref.namespace, ref.name, raw),
+                _read_column_lineage,
+                ref,
+                raw,
                 f"{path}.facets.columnLineage",
             )
-            edges, sources = column_lineage_edges(ref, column, owner)
-            facts.edges.extend(edges)
-            facts.relations.extend(_edge_relations(sources, "read", owner))
+            facts.edges.extend(owned_edges(column, owner))
+            facts.relations.extend(_edge_relations(set(column.sources), "read", owner))
         elif ref not in described and FIELD_OPERATIONS_FACET not in output.outputFacets:
             without_field_lineage.append(ref)
     if sql_lineage and without_field_lineage:
@@ -371,6 +383,19 @@ def _parent(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
         facts.runs.append(RunFact(root_id, root_job, event.eventTime, has_events=False))
 
 
+def _job_dependencies(event: RunEvent, run: RunFact, facts: EventFacts) -> None:
+    """The `jobDependencies` facet: control-flow edges between job runs (design §3.3). The
+    jobs it names become jobs, as jobs a lineage facet names do; the runs stay ids."""
+    raw = event.run.facets.get(JOB_DEPENDENCIES_FACET)
+    if raw is None:
+        return
+    facet = parse_facet(JobDependenciesFacet, raw, f"run.facets.{JOB_DEPENDENCIES_FACET}")
+    stated = dependencies_stated(facet, run.run_id, run.job, event.eventTime)
+    facts.job_dependencies.extend(stated)
+    named = {ref for fact in stated for ref in (fact.upstream_job, fact.downstream_job)}
+    facts.jobs.extend(JobFact(ref) for ref in sorted(named - {run.job}))
+
+
 def _nominal_time(run: RunFact, facets: dict[str, Any]) -> None:
     nominal = facets.get("nominalTime")
     if isinstance(nominal, dict):
@@ -411,8 +436,9 @@ def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> Dataset
     ref = DatasetRef(dataset.namespace, dataset.name)
     fact = DatasetFact(ref, facets=dict(dataset.facets), description=description_of(dataset.facets))
     if "schema" in dataset.facets:
-        schema = parse_facet(SchemaFacet, dataset.facets["schema"], f"{path}.facets.schema")
-        fact.fields = [_field_dict(f) for f in schema.fields]
+        raw = dataset.facets["schema"]
+        fields = SCHEMA_PARTS.read(part_key(raw), _read_schema, raw, f"{path}.facets.schema")
+        fact.fields = list(fields)
     if "symlinks" in dataset.facets:
         symlinks = parse_facet(SymlinksFacet, dataset.facets["symlinks"], f"{path}.facets.symlinks")
         facts.symlinks.extend(
@@ -429,6 +455,16 @@ def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> Dataset
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         fact.source_name = source["name"]
     return fact
+
+
+def _read_schema(raw: Any, path: str) -> tuple[dict[str, Any], ...]:
+    """The fields of a `schema` facet, nested fields included."""
+    return tuple(_field_dict(f) for f in parse_facet(SchemaFacet, raw, path).fields)
+
+
+def _read_column_lineage(ref: DatasetRef, raw: Any, path: str) -> ColumnLineageReading:
+    """The edges of an output's `columnLineage` facet, without their owner."""
+    return column_lineage_reading(ref, parse_facet(ColumnLineageFacet, raw, path))
 
 
 def _field_dict(schema_field: SchemaField) -> dict[str, Any]:

@@ -80,6 +80,12 @@ class Conflict(InvalidInput):
     job). It is refused like any invalid input, located in the document."""
 
 
+class Forbidden(ServiceError, PermissionError):
+    """The token may not do this: write a namespace its scopes do not open, or manage
+    tokens without `admin`. The message names the namespace (which the token could name
+    itself) and what scope is missing; nothing was stored."""
+
+
 class StoreUnavailable(ServiceError):
     """The database cannot do the work now (unreachable, restarting, overloaded); retrying
     later may succeed, and re-sending events is safe."""
@@ -87,6 +93,16 @@ class StoreUnavailable(ServiceError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ReplicasBehind(StoreUnavailable):
+    """Every read replica lags too far behind the primary, and reads must not go to the
+    primary (`replica_lag_fallback = "unavailable"`); retrying later may succeed."""
+
+
+class BrokerUnavailable(StoreUnavailable):
+    """Kafka did not take or acknowledge a publishing front's events; re-sending them later
+    is safe."""
 
 
 class NotCaughtUp(ServiceError):

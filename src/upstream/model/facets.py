@@ -282,6 +282,43 @@ class ComponentFacet(_Facet):
     name: Name
 
 
+class DependencyRun(_Facet):
+    runId: RunId
+
+
+class DependencyJob(_Facet):
+    namespace: Name
+    name: Name
+
+
+class JobDependency(_Facet):
+    """One job (and, when known, run) another run waits for or is waited on by. The spec
+    names the kind `dependency_type` (JobDependenciesRunFacet 1-0-1), `type` in 1-0-0."""
+
+    job: DependencyJob
+    run: DependencyRun | None = None
+    dependency_type: str | None = None
+    type: str | None = None
+    sequence_trigger_rule: str | None = None
+    status_trigger_rule: str | None = None
+
+    @property
+    def kind(self) -> str | None:
+        return self.dependency_type or self.type
+
+
+class JobDependenciesFacet(_Facet):
+    """`run.facets.jobDependencies`: control flow between job runs, not data flow."""
+
+    upstream: Annotated[list[JobDependency], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
+    downstream: Annotated[list[JobDependency], BeforeValidator(_none_to_empty_list)] = Field(
+        default_factory=list
+    )
+    trigger_rule: str | None = None
+
+
 FacetT = TypeVar("FacetT", bound=BaseModel)
 
 

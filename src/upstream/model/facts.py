@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from upstream.model.identity import DatasetRef, JobRef, stable_id
+from upstream.model.job_dependencies import JobDependencyFact
 
 Access = Literal["read", "write"]
 Scope = Literal["run", "job", "dataset"]
@@ -264,6 +265,8 @@ class EventFacts:
     symlinks: list[SymlinkFact] = field(default_factory=list)
     operation_sets: list[OperationSetFact] = field(default_factory=list)
     declaration: Declaration | None = None
+    #: Control flow between job runs its run's `jobDependencies` facet states (§3.3).
+    job_dependencies: list[JobDependencyFact] = field(default_factory=list)
     sql: SqlRequest | None = None
     #: The event states its run's whole lineage as of its time (COMPLETE_SNAPSHOT, §3.3).
     snapshot: bool = False

@@ -69,6 +69,26 @@ class JobLinkThrough(TypedDict):
     through: list[str]
 
 
+class DependencyRuns(TypedDict):
+    """The runs at the two ends of a job dependency, when the statement names them."""
+
+    upstream: str | None
+    downstream: str | None
+
+
+class JobDependencyEntry(TypedDict):
+    """Control flow (the `jobDependencies` run facet, design §3.3): the `upstream` program
+    runs before the `downstream` one, of this kind and by these rules, as these runs said."""
+
+    upstream: str
+    downstream: str
+    dependencyType: str | None
+    sequenceTriggerRule: str | None
+    statusTriggerRule: str | None
+    triggerRule: str | None
+    runs: list[DependencyRuns]
+
+
 class LineageAnswer(TypedDict):
     """Dataset or job lineage, CDAP's relations (design §4.2)."""
 
@@ -80,12 +100,18 @@ class LineageAnswer(TypedDict):
     programs: dict[str, ProgramEntry]
     #: Only with rollup=jobs.
     jobLinks: NotRequired[list[JobLinkThrough]]
+    #: Only in job lineage: control flow around the job, apart from the data flow.
+    jobDependencies: NotRequired[list[JobDependencyEntry]]
     truncated: NotRequired[bool]
     omittedNodes: NotRequired[int]
     omittedRelations: NotRequired[int]
     #: With no relation: when the latest run touching the dataset started, every run of it
     #: lying outside the window (ISO-8601).
     latestRunOutsideWindow: NotRequired[str]
+    #: Only for a token limited to some namespaces: how many datasets and jobs it may not
+    #: see the walk stopped at, and how many relations with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class ImpactRun(TypedDict):
@@ -176,6 +202,28 @@ class RunLineageEdge(TypedDict):
     type: Literal["read", "write"]
     run: str
     datasetVersion: str
+    #: When the run's read or write of the dataset appeared (ISO-8601): a streaming run's
+    #: edges keep the time they first appeared in its lineage (design §4.5).
+    since: str | None
+
+
+class RunDependencyEnd(TypedDict):
+    """A job, and its run when the statement names one."""
+
+    namespace: str
+    name: str
+    runId: str | None
+
+
+class RunDependencyEntry(TypedDict):
+    """A job dependency (design §3.3) the run is an end of."""
+
+    upstream: RunDependencyEnd
+    downstream: RunDependencyEnd
+    dependencyType: str | None
+    sequenceTriggerRule: str | None
+    statusTriggerRule: str | None
+    triggerRule: str | None
 
 
 class RunLineageAnswer(TypedDict):
@@ -188,6 +236,8 @@ class RunLineageAnswer(TypedDict):
     runs: list[RunOfRunLineage]
     datasetVersions: list[DatasetVersion]
     edges: list[RunLineageEdge]
+    #: Control flow: the job runs this run waited for and those that waited for it.
+    jobDependencies: list[RunDependencyEntry]
     truncated: NotRequired[bool]
 
 
@@ -469,3 +519,26 @@ class LatestRunsAnswer(TypedDict):
     runs: list[LatestRun]
     totalCount: int
     failedCount: int
+
+
+class TokenAnswer(TypedDict):
+    """An issued access token (design §5), never its secret but in `token`, in the answer
+    that creates it."""
+
+    id: str
+    name: str
+    #: The first characters of the token, to tell tokens apart in lists and logs.
+    prefix: str
+    #: read:<namespace pattern>, write:<namespace pattern> or admin.
+    scopes: list[str]
+    createdAt: str
+    expiresAt: str | None
+    revokedAt: str | None
+    #: Only in the answer that creates it: the token itself, shown this once.
+    token: NotRequired[str]
+
+
+class TokensAnswer(TypedDict):
+    """Every issued token, oldest first."""
+
+    tokens: list[TokenAnswer]

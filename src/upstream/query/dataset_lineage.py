@@ -15,10 +15,13 @@ from collections import defaultdict
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
 from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.visibility import VisibleNodes
+from upstream.query.hidden import hidden_from
 from upstream.query.history_hint import latest_run_outside
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
@@ -40,6 +43,8 @@ def dataset_lineage(
     max_nodes: int,
     max_relations: int,
     runs_in_order: bool = True,
+    visibility: Visibility = EVERYTHING,
+    visible: VisibleNodes | None = None,
 ) -> LineageAnswer:
     """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
@@ -50,17 +55,26 @@ def dataset_lineage(
     a relation's runs are listed by id rather than newest first, for a caller that only
     counts them. An answer with no relation of a dataset whose runs all lie outside the
     window says when the latest of them started (`latestRunOutsideWindow`,
-    `upstream.query.history_hint`)."""
-    seed_ref = existing_dataset(conn, namespace, name)
+    `upstream.query.history_hint`). With a `visibility` that does not show every namespace,
+    the walk neither shows nor passes through what it hides, and says how much it hid
+    (`hiddenNodes`, `hiddenRelations`); a hidden dataset asked for is NotFound, as a
+    missing one is. `visible`, when given, is the reader's view of the index that several
+    walks of one answer share, so what they stopped at is counted once (the caller reads
+    the counts from it)."""
+    seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
+    shared = visible
     if params.rollup != "workflow":
         graph = graph_of(conn)
+        visible = visible or VisibleNodes.of(conn, graph, visibility)
         number = graph.ids.datasets.known(str(seed))
         found = (
             {}
             if number is None
-            else walk_relations(graph, number, params.direction, params.levels, params.window)
+            else walk_relations(
+                graph, number, params.direction, params.levels, params.window, visible
+            )
         )
         every = _nodes(found, str(seed))
         if len(found) > max_relations or len(every) > max_nodes:
@@ -83,6 +97,16 @@ def dataset_lineage(
         answer = through_temporaries(conn, answer, keep={seed_key})
     if "owners" in params.include:
         answer = with_owners(conn, answer)
+    if rolled_up is not None and not visibility.everything:
+        answer = hidden_from(
+            answer, visibility, entity_key("dataset", seed_ref.namespace, seed_ref.name)
+        )
+    elif visible is not None and shared is None:
+        answer = {
+            **answer,
+            "hiddenNodes": visible.hidden_nodes,
+            "hiddenRelations": visible.hidden_relations,
+        }
     if not answer["relations"] and (latest := latest_run_outside(conn, seed, params.window)):
         answer["latestRunOutsideWindow"] = latest.isoformat()
     return answer

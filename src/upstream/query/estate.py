@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.query.answers import (
     LatestRun,
     LatestRunsAnswer,
@@ -20,6 +21,7 @@ from upstream.query.answers import (
 from upstream.query.marquez.common import Page, iso, total
 from upstream.store import schema as t
 from upstream.store.deletion import visible
+from upstream.store.visibility import shown_namespaces
 
 #: The states of a run that did not do its work (OpenLineage's event types).
 FAILED_STATES = ("FAIL", "ABORT")
@@ -33,15 +35,18 @@ def _count_in_namespace(table: sa.Table) -> sa.ScalarSelect[Any]:
     )
 
 
-def namespace_counts(conn: Connection, page: Page) -> NamespaceCountsAnswer:
-    """Namespaces by name, each with its (not deleted) datasets and jobs counted."""
+def namespace_counts(
+    conn: Connection, page: Page, visibility: Visibility = EVERYTHING
+) -> NamespaceCountsAnswer:
+    """Namespaces by name, each with its (not deleted) datasets and jobs counted; only
+    those the reader may see."""
     ns = t.namespaces
     query = sa.select(
         ns.c.name,
         ns.c.updated_at,
         _count_in_namespace(t.datasets).label("datasets"),
         _count_in_namespace(t.jobs).label("jobs"),
-    ).where(visible(ns))
+    ).where(visible(ns), shown_namespaces(ns.c.name, visibility))
     rows = conn.execute(page.apply(query.order_by(ns.c.name))).all()
     return {
         "namespaces": [
@@ -52,9 +57,11 @@ def namespace_counts(conn: Connection, page: Page) -> NamespaceCountsAnswer:
     }
 
 
-def recently_written(conn: Connection, page: Page) -> WrittenDatasetsAnswer:
+def recently_written(
+    conn: Connection, page: Page, visibility: Visibility = EVERYTHING
+) -> WrittenDatasetsAnswer:
     """Datasets by the event time of the last write recorded for them, newest first; a
-    dataset only ever read is not listed."""
+    dataset only ever read is not listed, nor one the reader may not see."""
     r, d = t.relations, t.datasets
     written = (
         sa.select(r.c.dataset_id, sa.func.max(r.c.event_time).label("written_at"))
@@ -65,7 +72,7 @@ def recently_written(conn: Connection, page: Page) -> WrittenDatasetsAnswer:
     query = (
         sa.select(d.c.namespace, d.c.name, written.c.written_at)
         .join(written, written.c.dataset_id == d.c.id)
-        .where(visible(d))
+        .where(visible(d), shown_namespaces(d.c.namespace, visibility))
     )
     ordered = query.order_by(written.c.written_at.desc(), d.c.namespace, d.c.name)
     rows = conn.execute(page.apply(ordered)).all()
@@ -78,10 +85,12 @@ def recently_written(conn: Connection, page: Page) -> WrittenDatasetsAnswer:
     }
 
 
-def latest_runs(conn: Connection, page: Page) -> LatestRunsAnswer:
+def latest_runs(
+    conn: Connection, page: Page, visibility: Visibility = EVERYTHING
+) -> LatestRunsAnswer:
     """Each job's latest run (by start, else end, else its last event), those that
-    failed or were aborted first, then newest first. Runs known only as a parent are left
-    out: nothing about them was reported."""
+    failed or were aborted first, then newest first, of the jobs the reader may see. Runs
+    known only as a parent are left out: nothing about them was reported."""
     runs, jobs = t.runs, t.jobs
     began = sa.func.coalesce(runs.c.started_at, runs.c.ended_at, runs.c.state_time)
     ranked = (
@@ -103,7 +112,7 @@ def latest_runs(conn: Connection, page: Page) -> LatestRunsAnswer:
     query = (
         sa.select(ranked, jobs.c.namespace, jobs.c.name)
         .join(jobs, jobs.c.id == ranked.c.job_id)
-        .where(ranked.c.rank == 1, visible(jobs))
+        .where(ranked.c.rank == 1, visible(jobs), shown_namespaces(jobs.c.namespace, visibility))
     )
     ordered = query.order_by(
         sa.case((failed, 0), else_=1), ranked.c.began.desc(), jobs.c.namespace, jobs.c.name

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidParameter, Problem, shown
@@ -38,10 +37,11 @@ from upstream.query.field_operation_sets import (
     reading_destinations,
     require_field,
 )
+from upstream.query.graph_index.field_walk import FieldEdges
+from upstream.query.graph_index.index import graph_of
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 from upstream.query.lookup import existing_dataset
-from upstream.store.window import edges_as_of, run_in_window
 
 #: Which sides of a field an answer shows: what it came from, what it went to, or both. Not a
 #: `model.direction.Direction`: a field's sides are named as CDAP names them.
@@ -182,22 +182,11 @@ def fields_with_lineage(
     return fields
 
 
-def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window | None) -> set[str]:
-    """Fields of `dataset` at either end of a field edge stored in the window."""
-    e = edges_as_of(window)
-    found: set[str] = set()
-    for end in ("source", "target"):
-        query = (
-            sa.select(e.c[f"{end}_field"])
-            .where(
-                e.c[f"{end}_dataset_id"] == dataset.id,
-                e.c[f"{end}_field"].is_not(None),
-                run_in_window(e.c.run_id, window),
-            )
-            .distinct()
-        )
-        found.update(conn.execute(query).scalars())
-    return found
+def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window) -> set[str]:
+    """Fields of `dataset` at either end of a field edge stored in the window, found on the
+    graph index."""
+    edges = FieldEdges(graph_of(conn), window)
+    return {name for _, name in edges.keys(edges.ends_on(edges.datasets([dataset.id])))}
 
 
 def field_operations(

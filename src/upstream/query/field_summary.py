@@ -4,8 +4,7 @@
 Every kind of field edge counts alike — recorded operations, the lineage facet's `fields`,
 `columnLineage`, the parsed `sql` facet — because they are all stored as dataset-field ->
 dataset-field edges; each reached field says by which origins' edges it was reached at its
-nearest hop. The walk is one recursive statement (`store.walks.field_reach`) whatever
-`levels` is.
+nearest hop. The walk runs on the graph index (`query.graph_index.field_walk.field_reach`).
 """
 
 from __future__ import annotations
@@ -17,11 +16,13 @@ from typing import cast
 from sqlalchemy.engine import Connection
 
 from upstream.model.direction import Step
+from upstream.model.identity import DatasetRef
 from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, require_field
+from upstream.query.graph_index.field_walk import field_reach
+from upstream.query.graph_index.index import graph_of
 from upstream.query.lookup import existing_dataset
-from upstream.store.walks import field_reach
 
 FieldNode = tuple[uuid.UUID, str]
 
@@ -34,23 +35,28 @@ def field_summary(
     dataset = existing_dataset(conn, namespace, name)
     require_field(conn, dataset, field_name)
     start = (dataset.id, field_name)
-    result: dict[str, list[FieldsOfDataset]] = {}
     sides: tuple[tuple[str, Step], ...] = (("incoming", "upstream"), ("outgoing", "downstream"))
-    for side, step in sides:
-        if query.direction in (side, "both"):
-            reached = field_reach(conn, [start], step, query.levels, query.window)
-            result[side] = render_fields_by_dataset(conn, reached, reached)
+    graph = graph_of(conn)
+    reached = {
+        side: field_reach(graph, [start], step, query.levels, query.window)
+        for side, step in sides
+        if query.direction in (side, "both")
+    }
+    names = dataset_names(conn, {d for found in reached.values() for d, _ in found})
+    result = {
+        side: render_fields_by_dataset(names, found, found) for side, found in reached.items()
+    }
     return cast(FieldSummaryAnswer, result)
 
 
 def render_fields_by_dataset(
-    conn: Connection,
+    names: Mapping[uuid.UUID, DatasetRef],
     fields: Collection[FieldNode],
     origins: Mapping[FieldNode, Collection[str]] | None = None,
 ) -> list[FieldsOfDataset]:
-    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name, fields sorted;
-    with `origins`, each entry also says, per field, what stated the edges that reached it."""
-    names = dataset_names(conn, {d for d, _ in fields})
+    """`[{"dataset": {namespace, name}, "fields": [...]}]`, by dataset name (`names`, read
+    once for a whole answer), fields sorted; with `origins`, each entry also says, per field,
+    what stated the edges that reached it."""
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for dataset_id, field_name in fields:
         by_dataset.setdefault(dataset_id, []).append(field_name)

@@ -5,7 +5,7 @@ it, their owners and the dataset's, and the latest run that wrote it with its st
 Composed from the lineage services rather than walked again, so it follows their rules and
 caps: the datasets are exactly those of the downstream dataset-lineage walk
 (`upstream.query.dataset_lineage`), the fields those of the field summaries' walk
-(`upstream.store.walks.field_reach`, the walk `GET …/lineage/fields/{field}` takes). A field
+(`upstream.query.graph_index.field_walk`, the walk `GET …/lineage/fields/{field}` takes). A field
 impact report lists the fields downstream of that field and the datasets holding them.
 """
 
@@ -33,6 +33,7 @@ from upstream.query.answers import (
 )
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
+from upstream.query.graph_index import field_walk
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
@@ -42,7 +43,6 @@ from upstream.query.owners import owners_by_id
 from upstream.query.relations import Relation
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
-from upstream.store.walks import field_reach
 
 #: The CSV columns, in order (`csv_lines`).
 CSV_COLUMNS = (
@@ -175,22 +175,12 @@ def _field_hops(
     conn: Connection, starts: set[tuple[uuid.UUID, str]], params: LineageParams, room: int
 ) -> tuple[dict[tuple[uuid.UUID, str], int], bool]:
     """The fields downstream of `starts` within `params.levels`, each with its hop count, at
-    most `room` of them (nearest first); and whether that cap cut them. The walk is asked
-    for everything once, then one more hop at a time until every field has its count: a
-    walk from the few starts is cheap, where one from a wide frontier is not (its statement
-    names every field of the frontier)."""
-    every = set(field_reach(conn, starts, "downstream", params.levels, params.window)) - starts
-    found: dict[tuple[uuid.UUID, str], int] = {}
-    for hop in range(1, params.levels + 1):
-        if len(found) == len(every):
-            break
-        reached = field_reach(conn, starts, "downstream", hop, params.window)
-        new = sorted(set(reached) - set(found) - starts)
-        if len(found) + len(new) > max(room, 0):
-            found.update(dict.fromkeys(new[: max(room, 0) - len(found)], hop))
-            return found, True
-        found.update(dict.fromkeys(new, hop))
-    return found, False
+    most `room` of them (nearest first, then by dataset and field); and whether that cap cut
+    them."""
+    hops = field_walk.field_hops(graph_of(conn), starts, "downstream", params.levels, params.window)
+    nearest = sorted(hops.items(), key=lambda item: (item[1], item[0]))
+    room = max(room, 0)
+    return dict(nearest[:room]), len(nearest) > room
 
 
 def _answer(

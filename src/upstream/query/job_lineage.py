@@ -15,9 +15,11 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import replace
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import (
     DataEntry,
@@ -27,8 +29,12 @@ from upstream.query.answers import (
 )
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.graph_index.walk_reads import WalkReads
+from upstream.query.job_dependencies import dependencies_around, job_dependency_entries
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
@@ -47,17 +53,23 @@ def job_lineage(
     *,
     max_nodes: int,
     max_relations: int,
+    visibility: Visibility = EVERYTHING,
 ) -> LineageAnswer:
     """The lineage around one job in the response shape of dataset lineage (design §4.2);
     raises NotFound for an unknown namespace or job. At most `max_nodes` datasets and
     programs: a larger answer keeps the job's own relations first and says `"truncated"`;
-    each dataset's walk is capped at `max_relations` relations as dataset lineage is."""
-    job_id = existing_job(conn, namespace, name)
+    each dataset's walk is capped at `max_relations` relations as dataset lineage is. With a
+    `visibility` that hides some namespaces, a hidden job is NotFound, the walks start only
+    from the datasets it shows, and `hiddenNodes` and `hiddenRelations` add up what the
+    job's own relations and each walk stopped at."""
+    job_id = existing_job(conn, namespace, name, visibility)
     own = _own_relations(conn, job_id, params)
     wanted = {"upstream": {"read"}, "downstream": {"write"}}.get(
         params.direction, {"read", "write"}
     )
-    seeds = sorted(_dataset_names(conn, {r.dataset_id for r in own if r.access in wanted}))
+    own_wanted = [r for r in own if r.access in wanted]
+    touched = _dataset_names(conn, {r.dataset_id for r in own_wanted})
+    seeds = sorted({seed for seed in touched.values() if visibility.shows(seed[0])})
     plain = replace(params, collapse=frozenset())
     answers: list[LineageAnswer] = []
     if params.direction != "both":
@@ -67,14 +79,88 @@ def job_lineage(
         centre = _centre_runs(conn, own, params)
         for seed in seeds:
             answer = dataset_lineage(
-                conn, *seed, across, max_nodes=max_nodes, max_relations=max_relations
+                conn,
+                *seed,
+                across,
+                max_nodes=max_nodes,
+                max_relations=max_relations,
+                visibility=visibility,
             )
             answers.append(_centred(answer, seed, (namespace, name), centre))
+    graph = graph_of(conn)
+    visible = VisibleNodes.of(conn, graph, visibility)
     for seed in seeds:
         answers.append(
-            dataset_lineage(conn, *seed, plain, max_nodes=max_nodes, max_relations=max_relations)
+            dataset_lineage(
+                conn,
+                *seed,
+                plain,
+                max_nodes=max_nodes,
+                max_relations=max_relations,
+                visibility=visibility,
+                visible=visible,
+            )
         )
-    return _merged(conn, answers, params, max_nodes)
+    merged = _merged(conn, answers, params, max_nodes)
+    answer = _with_dependencies(conn, merged, job_id, params, max_nodes, visibility)
+    if visible is None:
+        return answer
+    _count_own(graph, visible, own_wanted)
+    return {
+        **answer,
+        "hiddenNodes": visible.hidden_nodes,
+        "hiddenRelations": visible.hidden_relations,
+    }
+
+
+def _with_dependencies(
+    conn: Connection,
+    answer: LineageAnswer,
+    job_id: uuid.UUID,
+    params: LineageParams,
+    max_nodes: int,
+    visibility: Visibility,
+) -> LineageAnswer:
+    """`answer` with the control flow around the job (design §3.3), and the programs it
+    names: a separate list, so no data-flow relation comes from it. The jobs it adds count
+    towards `max_nodes`, nearest hops first; a cut answer says `"truncated"`. A dependency
+    with an end in a namespace `visibility` hides is left out, like a hidden relation."""
+    found = dependencies_around(conn, job_id, params.window, params.direction, params.levels)
+    shown = {*answer["data"], *answer["programs"]}
+    room = max(0, max_nodes - len(shown))
+    entries, programs, cut = job_dependency_entries(conn, found, shown, room)
+    if not visibility.everything:
+        programs = {
+            key: entry
+            for key, entry in programs.items()
+            if visibility.shows(entry["entityId"]["namespace"])
+        }
+        known = {*programs, *answer["programs"]}
+        entries = [e for e in entries if e["upstream"] in known and e["downstream"] in known]
+    if cut:
+        answer["truncated"] = True
+    answer["jobDependencies"] = entries
+    answer["programs"] = dict(sorted({**programs, **answer["programs"]}.items()))
+    return answer
+
+
+def _count_own(graph: Graph, visible: VisibleNodes, own: list[Relation]) -> None:
+    """Count the job's own relations with hidden datasets among what the answer hid."""
+    known = [
+        (graph.ids.datasets.known(str(r.dataset_id)), graph.ids.jobs.known(str(r.job_id)), r)
+        for r in own
+    ]
+    rows = [
+        (dataset, job, NONE if r.run_id is None else graph.ids.runs.known(str(r.run_id)), r)
+        for dataset, job, r in known
+        if dataset is not None and job is not None
+    ]
+    columns = np.array(
+        [(d, j, NONE if run is None else run, r.access == "write") for d, j, run, r in rows],
+        dtype=np.int64,
+    ).reshape(-1, 4)
+    met = np.ones(len(columns), dtype=np.bool_)
+    visible.stop_at(columns[:, 0], columns[:, 1], columns[:, 2], columns[:, 3], met)
 
 
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
@@ -90,14 +176,13 @@ def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -
     return own
 
 
-def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> set[tuple[str, str]]:
+def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
+    """The (namespace, name) of each dataset of `ids`."""
     d = t.datasets.c
-    found: set[tuple[str, str]] = set()
+    found: dict[uuid.UUID, tuple[str, str]] = {}
     for matches in id_filters(conn, d.id, ids):
-        found.update(
-            (namespace, name)
-            for namespace, name in conn.execute(sa.select(d.namespace, d.name).where(matches))
-        )
+        query = sa.select(d.id, d.namespace, d.name).where(matches)
+        found.update((i, (namespace, name)) for i, namespace, name in conn.execute(query))
     return found
 
 

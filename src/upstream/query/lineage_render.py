@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
-from upstream.query.answers import DataEntry, LineageAnswer, ProgramEntry
+from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.lineage_params import LineageParams
@@ -88,15 +88,8 @@ def render(
         if dataset_id in temporary:
             entry["temporary"] = True
         data[data_keys[dataset_id]] = entry
-    program_entries: dict[str, ProgramEntry] = {
-        p.key: {
-            "entityId": {
-                "type": "workflow" if p.workflow else "job",
-                "namespace": p.namespace,
-                "name": p.name,
-            }
-        }
-        for p in programs.values()
+    shown_programs: dict[str, ProgramEntry] = {
+        p.key: {"entityId": _entity_of(p)} for p in programs.values()
     }
     response = cast(
         LineageAnswer,
@@ -106,7 +99,7 @@ def render(
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
             "relations": collapse(keyed, params.collapse, run_order),
             "data": dict(sorted(data.items())),
-            "programs": dict(sorted(program_entries.items())),
+            "programs": dict(sorted(shown_programs.items())),
         },
     )
     if omitted is not None:
@@ -145,6 +138,21 @@ def _programs(
     return found
 
 
+def program_entries(
+    conn: Connection, job_ids: Collection[str]
+) -> dict[str, tuple[str, ProgramEntry]]:
+    """Each job of `job_ids` (by id text) with its key and entry, as answers show programs."""
+    return {
+        job_id: (p.key, {"entityId": _entity_of(p)})
+        for job_id, p in _programs(conn, job_ids, ()).items()
+    }
+
+
+def _entity_of(program: _Program) -> EntityId:
+    kind = "workflow" if program.workflow else "job"
+    return {"type": kind, "namespace": program.namespace, "name": program.name}
+
+
 def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
     """A sort key for run ids (design §4.2): newest start first, runs without a start time
     last, ties by id, so the order is the same on every call and on both databases. Only
@@ -168,12 +176,16 @@ def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str],
 def _temporary(
     conn: Connection, relations: list[ShownRelation], datasets: dict[str, tuple[str, str]]
 ) -> set[str]:
-    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4).
-    Only the datasets that may be (a mark, or a name ending with a run id) have their
+    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4),
+    and those a producer marks temporary in any run (`datasetType` TEMPORARY or JOB_OUTPUT,
+    the recorder's `temporary=True`), as `rollup=jobs` counts them: the UI draws them all
+    dashed. Only the datasets that may be (a mark, or a name ending with a run id) have their
     relations' run chains read."""
     index = WorkflowIndex(conn)
     names = {uuid.UUID(d): datasets[d][1] for d in {r.dataset_id for r in relations}}
     maybe = {str(d) for d in index.possibly_temporary(names)}
+    marked = {str(d) for d in index.marked_temporary(names)}
+    maybe -= marked
     candidates = [
         Relation(
             uuid.UUID(r.dataset_id),
@@ -188,4 +200,4 @@ def _temporary(
     index.load(r.run_id for r in candidates)
     pairs = workflow_pairs(candidates, index.workflow_of)
     temporary = index.temporaries(pairs, {d: names[d] for d, _ in pairs})
-    return {str(dataset) for dataset, _ in temporary}
+    return marked | {str(dataset) for dataset, _ in temporary}

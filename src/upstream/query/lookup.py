@@ -12,6 +12,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.store import schema as t
@@ -19,19 +20,26 @@ from upstream.store.aliases import canonical_ref
 from upstream.store.deletion import entity_deleted
 
 
-def existing_dataset(conn: Connection, namespace: str, name: str) -> DatasetRef:
-    """The stored dataset (the one it is an alias of, for an alias)."""
+def existing_dataset(
+    conn: Connection, namespace: str, name: str, visibility: Visibility = EVERYTHING
+) -> DatasetRef:
+    """The stored dataset (the one it is an alias of, for an alias). One `visibility` does
+    not show is missing, in the very words of a missing one (no existence oracle)."""
+    _require_visible(namespace, visibility)
     ref = canonical_ref(conn, DatasetRef(namespace, name))
     stored, deleted = _check(conn, ref.namespace, namespace, t.datasets, ref.id)
-    if not stored:
+    if not stored or not visibility.shows(ref.namespace):
         raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
     if deleted:
         raise NotFound(f"dataset {name!r} in namespace {namespace!r} was deleted")
     return ref
 
 
-def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
-    """The id of a stored job."""
+def existing_job(
+    conn: Connection, namespace: str, name: str, visibility: Visibility = EVERYTHING
+) -> uuid.UUID:
+    """The id of a stored job; one `visibility` does not show is missing."""
+    _require_visible(namespace, visibility)
     job_id = JobRef(namespace, name).id
     stored, deleted = _check(conn, namespace, namespace, t.jobs, job_id)
     if not stored:
@@ -39,6 +47,12 @@ def existing_job(conn: Connection, namespace: str, name: str) -> uuid.UUID:
     if deleted:
         raise NotFound(f"job {name!r} in namespace {namespace!r} was deleted")
     return job_id
+
+
+def _require_visible(namespace: str, visibility: Visibility) -> None:
+    """NotFound, as for a namespace never stored, for one the reader may not see."""
+    if not visibility.shows(namespace):
+        raise NotFound(f"namespace {namespace!r} not found")
 
 
 def _check(

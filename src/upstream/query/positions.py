@@ -4,10 +4,11 @@ until what this process answers from includes it.
 Every acknowledged write answers with the position it committed at (`Store.write_at`). A
 client that passes it to its next read (`after`) is answered only by a view that includes
 that write, whichever process answers. The views of a process are the store as its reads see
-it and whatever else it answers from — the in-memory graph index plugs in with `plug`. A
+it and whatever else it answers from — the in-memory graph index plugs in with `plug`, the
+read replica (`upstream.store.replicas`) is plugged when the store reads from one. A
 read waits, up to a bound, for the slowest of them to catch up, then gives up with
-`NotCaughtUp` (503, retry later). A position beyond the newest the store has given was never
-answered to anyone: it is refused, naming `after`.
+`NotCaughtUp` (503, retry later). A position beyond the newest the store (its primary) has
+given was never answered to anyone: it is refused, naming `after`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Views:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._plugged: list[View] = []
+        if store.replicas is not None:
+            self.plug(store.read_position)  # a replica's replay
 
     def plug(self, view: View) -> None:
         """Answer reads from `view` too: reads naming a position wait for it as well."""
@@ -58,7 +61,7 @@ class Views:
         """Return once every view includes position `after`, waiting at most `within`
         seconds; raise NotCaughtUp past that, InvalidParameter for a position the store
         never gave."""
-        with self._store.read() as conn:
+        with self._store.read(primary=True) as conn:
             stored = position(conn)
         if after > stored:
             raise InvalidParameter(

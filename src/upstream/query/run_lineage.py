@@ -31,6 +31,7 @@ from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
+from upstream.query.job_dependencies import run_dependencies
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.query.lineage_query import RunQuery
 from upstream.store import schema as t
@@ -314,13 +315,14 @@ def _render(
     runs = _runs(conn, run_ids, params.as_of)
     names = _dataset_names(conn, {link.dataset for link in links})
     named = _named_versions(conn, links)
+    since = _since(conn, links)
     levels = {params.run_id: 0}
     for link in links:  # a run's level: the nearest link it is part of
         for run in (link.reader, link.writer):
             if run is not None and run != params.run_id:
                 levels[run] = min(levels.get(run, link.level), link.level)
     versions: dict[str, DatasetVersion] = {}
-    edges: set[tuple[Literal["read", "write"], str, str]] = set()
+    edges: dict[tuple[Literal["read", "write"], str, str], datetime | None] = {}
     for link in links:
         namespace, name = names[link.dataset]
         key = version_id(link.dataset, link.writer, dataset_node_id(namespace, name))
@@ -332,9 +334,10 @@ def _render(
             or named.get((link.reader, link.dataset)),
             "writtenBy": str(link.writer) if link.writer else None,
         }
-        edges.add(("read", str(link.reader), key))
+        edges[("read", str(link.reader), key)] = since.get((link.reader, link.dataset, "read"))
         if link.writer is not None:
-            edges.add(("write", str(link.writer), key))
+            write = since.get((link.writer, link.dataset, "write"))
+            edges[("write", str(link.writer), key)] = write
     run_docs = [
         cast(RunOfRunLineage, {**runs[run], "level": levels.get(run, 0)})
         for run in run_ids
@@ -351,9 +354,15 @@ def _render(
             "runs": run_docs,
             "datasetVersions": [versions[k] for k in sorted(versions)],
             "edges": [
-                {"type": kind, "run": run, "datasetVersion": version}
+                {
+                    "type": kind,
+                    "run": run,
+                    "datasetVersion": version,
+                    "since": _iso(edges[(kind, run, version)]),
+                }
                 for kind, run, version in sorted(edges)
             ],
+            "jobDependencies": run_dependencies(conn, params.run_id, params.direction),
         },
     )
     if truncated:
@@ -394,6 +403,24 @@ def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tup
     for matches in id_filters(conn, d.id, ids):
         for row in conn.execute(sa.select(d.id, d.namespace, d.name).where(matches)):
             found[row.id] = (row.namespace, row.name)
+    return found
+
+
+def _since(conn: Connection, links: list[Link]) -> dict[tuple[uuid.UUID, uuid.UUID, str], datetime]:
+    """When each run's read or write of a dataset appeared, by (run, dataset, access): the
+    earliest event that stated it, or for a streaming run the first since a snapshot last
+    left it out (design §4.5)."""
+    r = t.relations.c
+    runs = {link.reader for link in links} | {link.writer for link in links if link.writer}
+    found: dict[tuple[uuid.UUID, uuid.UUID, str], datetime] = {}
+    for matches in id_filters(conn, r.run_id, runs):
+        query = (
+            sa.select(r.run_id, r.dataset_id, r.access, sa.func.min(r.event_time))
+            .where(matches)
+            .group_by(r.run_id, r.dataset_id, r.access)
+        )
+        for run_id, dataset_id, access, first in conn.execute(query):
+            found[(run_id, dataset_id, access)] = first
     return found
 
 

@@ -154,6 +154,12 @@ class WorkflowIndex:
         self._read_marks(names)
         return {d for d, name in names.items() if self._marks[d] or _RUN_ID_SUFFIX.search(name)}
 
+    def marked_temporary(self, datasets: Collection[uuid.UUID]) -> set[uuid.UUID]:
+        """Which of `datasets` some run marks temporary (`datasetType`, the recorder's
+        `temporary=True`), in a workflow or not: those `rollup=jobs` leaves out too."""
+        self._read_marks(datasets)
+        return {d for d in datasets if any(m.mark.temporary for m in self._marks[d])}
+
     def temporaries(
         self, pairs: Collection[tuple[uuid.UUID, uuid.UUID]], names: dict[uuid.UUID, str]
     ) -> set[tuple[uuid.UUID, uuid.UUID]]:

@@ -222,4 +222,11 @@ def run_lineage_graph(response: Mapping[str, Any]) -> Graph:
             continue
         pair = (version.key, run.key) if edge["type"] == "read" else (run.key, version.key)
         edges.append(Edge(*pair))
+    for dependency in response.get("jobDependencies", []):  # control flow, between runs
+        first, then = (
+            nodes.get(dependency["upstream"]["runId"]),
+            nodes.get(dependency["downstream"]["runId"]),
+        )
+        if first is not None and then is not None:
+            edges.append(Edge(first.key, then.key, "runs before"))
     return build(f"lineage of run {response.get('runId', '')}", nodes.values(), edges)

@@ -165,7 +165,39 @@ def run_lineage_tables(response: Mapping[str, Any]) -> Group:
     )
     if response.get("truncated"):
         footer.append(" — truncated: raise the node cap or lower --levels", style="yellow")
-    return Group(reads, table, Wrapped(footer))
+    dependencies = response.get("jobDependencies", [])
+    if not dependencies:
+        return Group(reads, table, Wrapped(footer))
+    return Group(reads, table, _dependencies_table(dependencies), Wrapped(footer))
+
+
+def _dependencies_table(dependencies: Iterable[Mapping[str, Any]]) -> Table:
+    """The job dependencies a run is an end of (the `jobDependencies` run facet): control
+    flow, which job run goes first and which waits for it."""
+    table = Table(title="Job dependencies")
+    for column in ("Runs first", "Waits for it", "Kind", "Rules"):
+        table.add_column(column, overflow="fold")
+    for dependency in dependencies:
+        rules = (
+            dependency.get(k) for k in ("sequenceTriggerRule", "statusTriggerRule", "triggerRule")
+        )
+        _add_row(
+            table,
+            _dependency_end(dependency["upstream"]),
+            _dependency_end(dependency["downstream"]),
+            Text(str(dependency.get("dependencyType") or "-")),
+            Text("\n".join(rule for rule in rules if rule) or "-"),
+        )
+    return table
+
+
+def _dependency_end(end: Mapping[str, Any]) -> Wrapped:
+    """A job, over the short id of its run when the statement names one."""
+    text = Text(str(end.get("name", "")))
+    text.append(f"\n{end.get('namespace', '')}", style="dim")
+    if end.get("runId"):
+        text.append(f"\nrun {_short(end['runId'])}", style="dim")
+    return Wrapped(text)
 
 
 def _field(end: Mapping[str, Any]) -> Text:

@@ -44,8 +44,8 @@ from upstream.store import schema as t
 
 #: Readers read everything again: a rebuild, a prune, a migration of derived rows.
 RELOAD = "reload"
-#: Runs whose run row or derived rows (relations, flows, lineage links, dataset versions)
-#: were written, derived again or removed.
+#: Runs whose run row or derived rows (relations, flows, lineage links, dataset versions,
+#: the job dependencies they state) were written, derived again or removed.
 RUNS = "runs"
 #: Jobs and datasets whose declared lineage changed.
 DECLARATIONS = "declarations"

@@ -325,6 +325,25 @@ def for_update(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
     return query.with_for_update() if conn.dialect.name == "postgresql" else query
 
 
+def defer_key_checks(conn: Connection) -> None:
+    """Check this transaction's foreign keys when `check_deferred_keys` is called, not at
+    each statement: a write stores its runs' rows before the jobs, datasets and sets they
+    name (`store.writer.write_shared_rows`). On PostgreSQL that holds for the keys declared
+    deferrable (migration 0013); SQLite defers every key until the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET CONSTRAINTS ALL DEFERRED")
+    else:
+        conn.exec_driver_sql("PRAGMA defer_foreign_keys = ON")
+
+
+def check_deferred_keys(conn: Connection) -> None:
+    """Check the keys `defer_key_checks` deferred, now. On PostgreSQL they would otherwise be
+    checked by the commit, after the change log's append (`store.change_log`), while its
+    lock serialises every writer. SQLite has one writer at a time: its commit checks them."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET CONSTRAINTS ALL IMMEDIATE")
+
+
 def advisory_xact_locks(
     conn: Connection, ids: Iterable[uuid.UUID], *, shared: bool = False
 ) -> None:
@@ -378,3 +397,15 @@ def names_a_dataset_in(
         )
     ]
     return sa.or_(*found)
+
+
+def has_json_key(
+    conn: Connection, document: sa.ColumnElement[Any], key: str
+) -> sa.ColumnElement[bool]:
+    """The JSON object `document` holds `key` at its top level (a `facets` column holding a
+    facet), in a form each database answers without reading the rest of the document."""
+    if conn.dialect.name == "postgresql":
+        has: sa.ColumnElement[bool] = sa.cast(document, postgresql.JSONB).has_key(key)
+        return has
+    quoted = key.replace('"', '""')
+    return sa.func.json_type(document, f'$."{quoted}"').is_not(None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,13 @@ from upstream.model.json_text import dumps, parse
 from upstream.store.change_log import append_recorded, position
 from upstream.store.deadlines import OperationClock, SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
+from upstream.store.replicas import (
+    PROBE_SECONDS,
+    Fallback,
+    Replica,
+    ReplicaSet,
+    includes_wanted,
+)
 
 T = TypeVar("T")
 
@@ -79,6 +86,12 @@ class Store:
         echo: bool = False,
     ) -> None:
         self.url = sa.make_url(url)
+        self.pool_size = pool_size
+        self.timeouts = timeouts
+        #: The read replicas, once `read_from_replicas` named some.
+        self.replicas: ReplicaSet | None = None
+        #: Watches the connections that measure the replicas' lag.
+        self._probe_watchdog = Watchdog()
         self.watchdog = Watchdog()
         self.breaker = OutageBreaker()
         self.clock = OperationClock(timeouts.statement)
@@ -109,19 +122,76 @@ class Store:
         return self.url.render_as_string(hide_password=True)
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read-only transaction: one consistent snapshot for a whole query.
+    def read(self, *, primary: bool = False) -> Iterator[Connection]:
+        """A read-only transaction: one consistent snapshot for a whole query, on a read
+        replica when the store has one close enough behind (`read_from_replicas`), else on
+        the primary — always there with `primary`.
 
         PostgreSQL's default READ COMMITTED takes a new snapshot per statement, so a query of
         several statements could see half of a concurrent write; REPEATABLE READ holds one
         snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
         read transaction is a snapshot already."""
-        with (
-            self.breaker.attempt(),
-            outage_guard(),
-            self.clock.running(),
-            self.engine.connect() as conn,
-        ):
+        replica = None if primary else self._replica_for_reads()
+        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
+            # The position the request's read names, else the primary's snapshot.
+            if replica is None or includes_wanted(conn):
+                yield conn
+                return
+        with self._guarded(None), self._snapshot(self.engine) as conn:
+            yield conn
+
+    def read_position(self) -> int:
+        """The newest position reads see now: the primary's, or the replica's they use."""
+        replica = self._replica_for_reads()
+        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
+            return position(conn)
+
+    def read_from_replicas(
+        self, urls: Sequence[str], max_lag: float, fallback: Fallback
+    ) -> ReplicaSet:
+        """Send reads to these PostgreSQL replicas of the primary from now on, tried in
+        order, skipping one that lags more than `max_lag` seconds (see `replicas`). Writes,
+        migrations and locks stay on the primary, so a server migrates before it calls
+        this."""
+        probe = Timeouts(PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS)
+        watchdog = self._probe_watchdog
+        replicas = [
+            Replica(
+                sa.make_url(url).render_as_string(hide_password=True),
+                create_engine(
+                    url,
+                    pool_size=self.pool_size,
+                    timeouts=self.timeouts,
+                    watchdog=self.watchdog,
+                    clock=self.clock,
+                ),
+                create_engine(url, pool_size=1, timeouts=probe, watchdog=watchdog),
+            )
+            for url in urls
+        ]
+        primary_probe = create_engine(
+            self.url.render_as_string(hide_password=False),
+            pool_size=1,
+            timeouts=probe,
+            watchdog=watchdog,
+        )
+        self.replicas = ReplicaSet(replicas, primary_probe, max_lag=max_lag, fallback=fallback)
+        return self.replicas
+
+    def _replica_for_reads(self) -> Engine | None:
+        return None if self.replicas is None else self.replicas.engine_for_reads()
+
+    @contextmanager
+    def _guarded(self, replica: Engine | None) -> Iterator[None]:
+        """A read's bounds and outage handling; a replica's failure is not the primary's,
+        so it leaves the outage breaker (which writes consult too) alone."""
+        breaker = self.breaker.attempt() if replica is None else nullcontext()
+        with breaker, outage_guard(), self.clock.running():
+            yield
+
+    @contextmanager
+    def _snapshot(self, engine: Engine) -> Iterator[Connection]:
+        with engine.connect() as conn:
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
@@ -165,10 +235,15 @@ class Store:
 
     def ping(self) -> None:
         """Ask the database for the smallest answer it gives: it is reachable and serving."""
-        with self.read() as conn:
+        with self.read(primary=True) as conn:
             conn.execute(sa.text("SELECT 1"))
 
     def dispose(self) -> None:
+        if self.replicas is not None:
+            self.replicas.close()
+            for engine in self.replicas.engines:
+                engine.dispose()
+        self._probe_watchdog.close()
         self.engine.dispose()
         self.watchdog.close()
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.flow_rules import Access, DatasetEdge, Flow, OwnerLineage, derive_flows
 from upstream.store import schema as t
 from upstream.store.dialect import advisory_xact_locks, id_filters, insert_rows
+from upstream.store.lineage_writer import unwritten_sets
 from upstream.store.months import with_months
 
 #: Version of the derivation rules. A store whose derived tables were built by other rules
@@ -30,7 +31,8 @@ from upstream.store.months import with_months
 #: 7: a run's SQL resolves against the datasets of all its events, whatever their order.
 #: 8: OpenLineage's `datasetType` (JOB_OUTPUT, subtype TEMPORARY) marks relations temporary.
 #: 9: a COMPLETE_SNAPSHOT event of a streaming run supersedes its earlier events' lineage.
-DERIVED_VERSION = "9"
+#: 10: the `jobDependencies` run facet's control-flow edges (`job_dependencies`).
+DERIVED_VERSION = "10"
 
 
 @dataclass
@@ -121,8 +123,20 @@ def _edges(
             matches, link.scope == scope
         )
         links.extend(tuple(row) for row in conn.execute(query))
-    dataset_level: dict[uuid.UUID, list[tuple[uuid.UUID, uuid.UUID]]] = defaultdict(list)
-    for matches in id_filters(conn, e.set_id, sorted({row[3] for row in links})):
+    dataset_level: dict[uuid.UUID, list[tuple[uuid.UUID | None, uuid.UUID | None]]]
+    dataset_level = defaultdict(list)
+    linked = {row[3] for row in links}
+    unwritten = unwritten_sets(conn)  # this transaction's sets, stored at its end
+    for set_id in linked & unwritten.keys():
+        dataset_level[set_id] = [
+            (edge.source_dataset_id, edge.target_dataset_id)
+            for edge in unwritten[set_id].edges
+            if edge.source_type == "dataset"
+            and edge.target_type == "dataset"
+            and edge.source_field is None
+            and edge.target_field is None
+        ]
+    for matches in id_filters(conn, e.set_id, sorted(linked - unwritten.keys())):
         query = sa.select(e.set_id, e.source_dataset_id, e.target_dataset_id).where(
             matches,
             e.source_type == "dataset",

@@ -9,7 +9,15 @@ given `runs` or `owners` reads only the rows those own, for a change the log nam
 Relations, flows and edges come in two sets: the current rows (`relations`, `flows`, the
 edges through `lineage_links`), and every declaration's rows with the interval it was in
 force, which answers as of a time read in place of the current declarations (design §4.5).
-Only edges with a job at one end are read: dataset walks follow nothing else of the edges.
+Only edges with a job at one end are read for the dataset graph: dataset walks follow nothing
+else of the edges.
+
+The field graph's edges (those with a field at one end or both) are kept as the store keeps
+them: once per lineage set, apart from the links that say who stated each set. A set's id is
+the hash of its content, so a set read once never needs reading again. A declaration's history
+(`declared_edges`) has no set: each declaration's field edges are read with it, as a set of
+its own (keyed `<declaration>/<run>`) linked once, for the interval it was in force.
+Transformations come as their JSON text.
 """
 
 from __future__ import annotations
@@ -216,3 +224,95 @@ def _history_of(
         yield sa.true()
         return
     yield from id_filters(conn, t.declarations.c.owner_id, owners or ())
+
+
+# -- the field graph ---------------------------------------------------------------------
+
+#: (owner, set, run or None, of a run, from, until): a current link (from/until None), or a
+#: declaration of the history with the interval it was in force.
+LinkRow = tuple[Any, ...]
+#: (set, origin, source dataset, source field, target dataset, target field,
+#: transformations as JSON text); a job end has no dataset.
+SetEdgeRow = tuple[Any, ...]
+
+
+def _field_end(edges: Any) -> sa.ColumnElement[bool]:
+    return sa.or_(edges.source_field.is_not(None), edges.target_field.is_not(None))
+
+
+def _field_edge_columns(edges: Any, dialect: str) -> list[Any]:
+    return [
+        edges.origin,
+        id_text(edges.source_dataset_id, dialect),
+        edges.source_field,
+        id_text(edges.target_dataset_id, dialect),
+        edges.target_field,
+        sa.cast(edges.transformations, sa.Text),
+    ]
+
+
+def field_link_rows(
+    conn: Connection,
+    runs: Collection[uuid.UUID] | None = None,
+    owners: Collection[uuid.UUID] | None = None,
+) -> list[LinkRow]:
+    """The current links (all, or those of `runs` and of the declarations of `owners`)."""
+    dialect = conn.dialect.name
+    link = t.lineage_links.c
+    columns = [
+        id_text(link.owner_id, dialect),
+        id_text(link.set_id, dialect),
+        id_text(link.run_id, dialect),
+        link.scope == "run",
+        *_no_interval(),
+    ]
+    found: list[LinkRow] = []
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+        found.extend(conn.execute(sa.select(*columns).where(condition)).all())
+    return found
+
+
+def field_set_edge_rows(conn: Connection, sets: Collection[str] | None = None) -> list[SetEdgeRow]:
+    """The field edges of the lineage sets `sets` (ids as text; every set when None)."""
+    dialect = conn.dialect.name
+    e = t.lineage_set_edges.c
+    query = sa.select(id_text(e.set_id, dialect), *_field_edge_columns(e, dialect)).where(
+        _field_end(e)
+    )
+    if sets is None:
+        return list(conn.execute(query).all())
+    found: list[SetEdgeRow] = []
+    for matches in id_filters(conn, e.set_id, {uuid.UUID(s) for s in sets}):
+        found.extend(conn.execute(query.where(matches)).all())
+    return found
+
+
+def field_history_rows(
+    conn: Connection,
+    runs: Collection[uuid.UUID] | None = None,
+    owners: Collection[uuid.UUID] | None = None,
+) -> tuple[list[LinkRow], list[SetEdgeRow]]:
+    """The field edges of every declaration (all, or those of `owners`), as one link and
+    one set per declaration and run: the set's key is `<declaration>/<run>`."""
+    dialect = conn.dialect.name
+    h, d = t.declared_edges.c, t.declarations.c
+    declaration, run = id_text(h.declaration_id, dialect), id_text(h.run_id, dialect)
+    links: dict[str, LinkRow] = {}
+    edges: list[SetEdgeRow] = []
+    for matches in _history_of(conn, runs, owners):
+        query = (
+            sa.select(
+                id_text(d.owner_id, dialect),
+                declaration,
+                run,
+                *_in_force(dialect),
+                *_field_edge_columns(h, dialect),
+            )
+            .join_from(t.declared_edges, t.declarations, d.id == h.declaration_id)
+            .where(_field_end(h), matches)
+        )
+        for owner, declared, run_id, since, until, *edge in conn.execute(query):
+            key = f"{declared}/{run_id}"
+            links.setdefault(key, (owner, key, run_id, False, since, until))
+            edges.append((key, *edge))
+    return list(links.values()), edges

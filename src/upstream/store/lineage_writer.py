@@ -6,18 +6,24 @@ reads stored edges; the usual case (a run's COMPLETE repeating its START, a run 
 job's previous run) reads one link row and writes at most one link row. A set's edges are
 written once, by the first owner that states it.
 
-A set no link uses any more (its owner moved on to another set) is deleted at once, so the
-rows stored do not depend on the order events arrived in. On PostgreSQL the writer that
-deletes a set locks it first (FOR UPDATE) and the writer that links to one holds it (FOR KEY
-SHARE), re-inserting it if a concurrent writer had just deleted it: a link never points to
-a missing set.
+Sets are rows batches share (every run of a job states the same one), so a write links its
+owners at once but stores the sets it made, and deletes the ones no link uses any more, last,
+in the short step that ends its transaction (`write_pending_sets`, called by
+`upstream.store.writer.write_shared_rows`): concurrent writers of the same lineage never wait
+on each other's new sets for a whole batch. Until then the transaction's readers of set edges
+(`set_edges`, `unwritten_sets`) see its sets as if stored. A set no link uses any more (its
+owner moved on to another set) is deleted in that step, so the rows stored do not depend on
+the order events arrived in. On PostgreSQL the writer that deletes a set locks it first (FOR
+UPDATE) and the writer that links to one holds it (FOR KEY SHARE), re-inserting it if a
+concurrent writer had just deleted it: a link never points to a missing set.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -64,9 +70,58 @@ def store_lineage(conn: Connection, edges: list[EdgeFact], now: datetime) -> Non
             result = merged(before.get(stored_id, ()), new, key)
             if result.id != stored_id:
                 chosen[key] = result
-    _write_sets(conn, chosen.values(), now)
+    pending = _pending(conn)
+    for lset in chosen.values():
+        pending.sets.setdefault(lset.id, (lset, now))
     _write_links(conn, {key: (groups[key], chosen[key]) for key in chosen}, stored, now)
-    _drop_unlinked(conn, {stored[key.id][0] for key in chosen if key.id in stored})
+    pending.left |= {stored[key.id][0] for key in chosen if key.id in stored}
+
+
+_PENDING = "upstream_pending_sets"
+
+
+@dataclass
+class _Pending:
+    """What a transaction's links need of the sets, kept until `write_pending_sets`."""
+
+    transaction: Any
+    #: Each set a link of this transaction points to, with when it was made.
+    sets: dict[uuid.UUID, tuple[LineageSet, datetime]] = field(default_factory=dict)
+    #: Sets a link of this transaction stopped pointing to: deleted if no link uses them.
+    left: set[uuid.UUID] = field(default_factory=set)
+
+
+def _pending(conn: Connection) -> _Pending:
+    """This transaction's pending sets (kept with the connection, tagged with the transaction,
+    so a rolled-back transaction's are never written by the next one)."""
+    transaction = conn.get_transaction()
+    held = conn.info.get(_PENDING)
+    if held is None or held.transaction is not transaction:
+        held = conn.info[_PENDING] = _Pending(transaction)
+    return held
+
+
+def unwritten_sets(conn: Connection) -> Mapping[uuid.UUID, LineageSet]:
+    """The sets this transaction's links point to that `write_pending_sets` has not stored
+    yet: a reader of set edges inside the transaction reads these from here."""
+    held = conn.info.get(_PENDING)
+    if held is None or held.transaction is not conn.get_transaction():
+        return {}
+    return {set_id: lset for set_id, (lset, _) in held.sets.items()}
+
+
+def write_pending_sets(conn: Connection) -> None:
+    """Store the sets this transaction's links point to that are not stored yet, then
+    delete the sets no link uses any more; each in id order."""
+    held = conn.info.pop(_PENDING, None)
+    if held is None or held.transaction is not conn.get_transaction():
+        return
+    by_time: dict[datetime, list[LineageSet]] = defaultdict(list)
+    for lset, made in held.sets.values():
+        by_time[made].append(lset)
+    for made, sets in sorted(by_time.items(), key=lambda group: group[0]):
+        _write_sets(conn, sets, made)
+    _drop_unlinked(conn, held.left)
 
 
 def _links(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[uuid.UUID, int]]:
@@ -79,11 +134,14 @@ def _links(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tupl
 
 
 def set_edges(conn: Connection, set_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[SetEdge]]:
-    """The stored edges of each set, in the set's order."""
+    """The edges of each set (stored, or made by this transaction), in the set's order."""
     e = t.lineage_set_edges.c
     found: dict[uuid.UUID, list[SetEdge]] = defaultdict(list)
+    unwritten = unwritten_sets(conn)
+    for set_id in set(set_ids) & unwritten.keys():
+        found[set_id] = list(unwritten[set_id].edges)
     names = SetEdge._fields
-    for matches in id_filters(conn, e.set_id, sorted(set_ids)):
+    for matches in id_filters(conn, e.set_id, sorted(set(set_ids) - unwritten.keys())):
         query = sa.select(e.set_id, *(e[name] for name in names)).where(matches)
         for row in conn.execute(query.order_by(e.set_id, e.position)):
             found[row[0]].append(SetEdge(*row[1:]))

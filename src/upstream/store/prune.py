@@ -32,6 +32,7 @@ from upstream.store.partitions import drop_partition, month_partitions, rows_in,
 #: Rows that belong to one run, by the column naming it; children before parents.
 RUN_SCOPED: tuple[tuple[sa.Table, str], ...] = (
     (t.flows, "owner_id"),
+    (t.job_dependencies, "run_id"),
     (t.run_operation_sets, "run_id"),
     (t.lineage_links, "run_id"),
     (t.relations, "run_id"),
@@ -182,6 +183,8 @@ def _unreferenced() -> list[tuple[sa.Table, sa.ColumnElement[bool]]]:
         sa.select(lse.c.source_job_id).where(lse.c.source_job_id.is_not(None)),
         sa.select(lse.c.target_job_id).where(lse.c.target_job_id.is_not(None)),
         sa.select(t.flows.c.job_id).where(t.flows.c.job_id.is_not(None)),
+        sa.select(t.job_dependencies.c.upstream_job_id),
+        sa.select(t.job_dependencies.c.downstream_job_id),
     ]
     namespace_refs = [sa.select(d.c.namespace_id), sa.select(j.c.namespace_id)]
     return [

@@ -49,6 +49,14 @@ class Timestamp(sa.TypeDecorator[datetime]):
         return None if value is None else in_utc(value)
 
 
+def _checked_at_commit(target: str) -> sa.ForeignKey:
+    """A key from a run's row to a row batches share (a job, a dataset, a set): a write
+    stores its runs' rows before the shared ones (`upstream.store.writer.write_shared_rows`),
+    so it checks these keys after that step; any other statement checks them at once
+    (migration 0013)."""
+    return sa.ForeignKey(target, deferrable=True, initially="IMMEDIATE")
+
+
 namespaces = sa.Table(
     "namespaces",
     metadata,
@@ -120,7 +128,7 @@ runs = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
     # Parent run (the workflow run, or an intermediate task) and the root of the chain.
     sa.Column("parent_run_id", sa.Uuid, index=True),
     sa.Column("root_run_id", sa.Uuid),
@@ -149,8 +157,8 @@ relations = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False, index=True),
+    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("access", sa.Text, nullable=False),
     sa.Column("component", sa.Text, nullable=False),
@@ -280,7 +288,7 @@ lineage_links = sa.Table(
     sa.Column("run_id", sa.Uuid, index=True),
     sa.Column("job_id", sa.Uuid, index=True),
     sa.Column("target_dataset_id", sa.Uuid),
-    sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), nullable=False, index=True),
+    sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
@@ -324,6 +332,30 @@ flows = sa.Table(
     sa.Column("ended_at", Timestamp),
     sa.Index("ix_flows_source", "source_dataset_id", "started_at"),
     sa.Index("ix_flows_target", "target_dataset_id", "started_at"),
+)
+
+job_dependencies = sa.Table(
+    "job_dependencies",
+    metadata,
+    # Control flow between job runs (design §3.3), from the `jobDependencies` run facet: the
+    # upstream job (run) runs before the downstream one. One row per stating run and pair of
+    # ends (`upstream.model.job_dependencies`); derived, written when its run's event is, and
+    # removed with that run. No dataset walk reads it.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    # The run whose facet states the edge; its span places the edge in a window.
+    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("upstream_job_id", sa.Uuid, nullable=False, index=True),
+    # NULL when the statement names no run of that job.
+    sa.Column("upstream_run_id", sa.Uuid, index=True),
+    sa.Column("downstream_job_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("downstream_run_id", sa.Uuid, index=True),
+    # DIRECT_INVOCATION, IMPLICIT_DEPENDENCY… as the producer names it.
+    sa.Column("dependency_type", sa.Text),
+    sa.Column("sequence_trigger_rule", sa.Text),
+    sa.Column("status_trigger_rule", sa.Text),
+    sa.Column("trigger_rule", sa.Text),
+    # The event time of the statement that counts (the latest).
+    sa.Column("stated_at", Timestamp, nullable=False),
 )
 
 store_state = sa.Table(
@@ -393,7 +425,7 @@ dataset_versions = sa.Table(
     sa.Column("id", sa.Uuid, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
     sa.Column("fields", Json, nullable=False),
     sa.Column("facets", Json, nullable=False),
@@ -446,12 +478,12 @@ run_operation_sets = sa.Table(
     sa.Column(
         "operation_set_id",
         sa.Uuid,
-        sa.ForeignKey("operation_sets.id"),
+        _checked_at_commit("operation_sets.id"),
         nullable=False,
         index=True,
     ),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, sa.ForeignKey("jobs.id"), nullable=False),
+    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False),
     sa.Column("component", sa.Text, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
 )
@@ -561,4 +593,21 @@ change_log_head = sa.Table(
     # commit, makes positions commit in order (`upstream.store.change_log`).
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("position", sa.BigInteger, nullable=False),
+)
+
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    # Tokens an admin issued (`upstream.store.access_tokens`): only the SHA-256 digest of the
+    # secret, and its first characters (`prefix`) so people can tell tokens apart. People
+    # make them, not events: no derived table, a rebuild keeps it. A revoked token keeps its
+    # row (the audit trail names it).
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("prefix", sa.Text, nullable=False),
+    sa.Column("digest", sa.Text, nullable=False, unique=True),
+    sa.Column("scopes", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp),
+    sa.Column("revoked_at", Timestamp),
 )

@@ -24,6 +24,7 @@ DERIVED_TABLES = (
     t.declared_relations,
     t.declarations,
     t.flows,
+    t.job_dependencies,
     t.run_operation_sets,
     t.operation_sets,
     t.dataset_versions,

@@ -16,18 +16,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.direction import Step
-from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.flow_rules import Flow, flow_order
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import not_deleted
-from upstream.store.dialect import constant, frontier, id_filters, planned_once
+from upstream.store.dialect import constant, frontier, id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.window import (
     Bounds,
-    edges_as_of,
     flows_as_of,
-    run_in_window,
 )
 
 _F = t.flows.c
@@ -176,92 +173,6 @@ def _branch(step: _Step, walk: sa.CTE, levels: int) -> sa.Select[Any]:
         not_deleted(step.to_id),
         *step.where,
     )
-
-
-def field_dataset_reach(
-    conn: Connection, seeds: Collection[uuid.UUID], direction: Step, depth: int
-) -> set[uuid.UUID]:
-    """The datasets a field walk of `depth` edges from fields of `seeds` may expand: those
-    that field -> field edges connect within `depth - 1` dataset hops (a superset: a dataset
-    hop need not pass through the fields the walk follows)."""
-    e = EDGES.c
-    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
-    field_edges = _Step(
-        "dataset",
-        getattr(e, f"{near}_dataset_id"),
-        "dataset",
-        getattr(e, f"{far}_dataset_id"),
-        1,
-        (
-            e.source_type == "dataset",
-            e.target_type == "dataset",
-            e.source_field.is_not(None),
-            e.target_field.is_not(None),
-        ),
-    )
-    reached = _reach(conn, [("dataset", s) for s in seeds], [field_edges], depth)
-    return {node for _, node in reached}
-
-
-def field_reach(
-    conn: Connection,
-    starts: Collection[tuple[uuid.UUID, str]],
-    direction: Step,
-    levels: int,
-    window: Window | None,
-) -> dict[tuple[uuid.UUID, str], set[str]]:
-    """The fields reached from `starts` against (upstream) or along (downstream) field edges
-    in at most `levels` hops, in one recursive statement, each with the origins (as answers
-    name them) of the edges that reached it at its nearest hop; the starts themselves are
-    never part of the answer, even when a cycle leads back to them."""
-    if not starts:
-        return {}
-    edges = edges_as_of(window)
-    e = edges.c
-    near, far = ("target", "source") if direction == "upstream" else ("source", "target")
-    near_dataset, near_field = getattr(e, f"{near}_dataset_id"), getattr(e, f"{near}_field")
-    far_dataset, far_field = getattr(e, f"{far}_dataset_id"), getattr(e, f"{far}_field")
-    seeds = [
-        sa.select(
-            sa.literal(dataset_id, sa.Uuid).label("dataset_id"),
-            sa.literal(field, sa.Text).label("field"),
-            sa.literal(0).label("depth"),
-            sa.null().cast(sa.Text).label("origin"),
-        )
-        for dataset_id, field in sorted(starts)
-    ]
-    first = sa.union_all(*seeds).subquery("starts")
-    walk = sa.select(first.c.dataset_id, first.c.field, first.c.depth, first.c.origin).cte(
-        "field_walk", recursive=True
-    )
-    walk = walk.union(
-        sa.select(far_dataset, far_field, (walk.c.depth + 1).label("depth"), e.origin)
-        .select_from(walk)
-        .join(edges, sa.and_(near_dataset == walk.c.dataset_id, near_field == walk.c.field))
-        .where(
-            frontier(walk.c.depth < levels, window.as_of if window else None),
-            far_field.is_not(None),
-            far_dataset.is_not(None),
-            run_in_window(e.run_id, window),
-            not_deleted(far_dataset),
-        )
-    )
-    with planned_once(conn, window.as_of if window else None):
-        rows = conn.execute(
-            sa.select(walk.c.dataset_id, walk.c.field, walk.c.depth, walk.c.origin).distinct()
-        ).all()
-    begun = set(starts)
-    nearest: dict[tuple[uuid.UUID, str], int] = {}
-    for dataset_id, field, depth, _ in rows:
-        node = (dataset_id, field)
-        if node not in begun and depth < nearest.get(node, levels + 1):
-            nearest[node] = depth
-    reached: dict[tuple[uuid.UUID, str], set[str]] = {node: set() for node in nearest}
-    for dataset_id, field, depth, origin in rows:
-        node = (dataset_id, field)
-        if origin is not None and nearest.get(node) == depth:
-            reached[node].add(ORIGIN_SHOWN[origin])
-    return reached
 
 
 def _marquez_steps(direction: Step) -> list[_Step]:

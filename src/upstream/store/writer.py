@@ -52,12 +52,15 @@ from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import (
     advisory_xact_locks,
+    check_deferred_keys,
+    defer_key_checks,
     for_update,
     id_filters,
     insert_rows_ignoring,
 )
 from upstream.store.flow_writer import Owners, rederive_flows
-from upstream.store.lineage_writer import delete_links, store_lineage
+from upstream.store.job_dependency_writer import store_job_dependencies
+from upstream.store.lineage_writer import delete_links, store_lineage, write_pending_sets
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
 
 Row = dict[str, Any]
@@ -107,14 +110,16 @@ def apply_facts(
     replaying them); `now` is when they were received, or `received` says it by event key
     (a rebuild replaying, in one transaction, events that arrived in several): each event
     then counts as received at its own time, as when it was written. Returns the identities
-    the batch's symlinks made aliases of another, whose earlier runs the caller re-derives."""
+    the batch's symlinks made aliases of another, whose earlier runs the caller re-derives.
+
+    The rows of the batch's runs come first; the rows batches share (namespaces, jobs,
+    datasets, declarations, sets) last, in one short step (`write_shared_rows`), so that
+    concurrent writers naming the same jobs and datasets wait on each other only for that
+    step and its commit, never for a whole batch. The keys from the runs' rows to the shared
+    ones are checked after that step (`dialect.defer_key_checks`)."""
+    defer_key_checks(conn)
     batch, stale = canonical_batch(conn, batch)
     at: ReceivedAt = (lambda _: now) if received is None else (lambda f: received[f.record.key])
-    entities = _namespaces(conn, batch, at)
-    entities |= _merge(conn, t.jobs, _job_rows(batch, at), merge_job, content=JOB_CONTENT)
-    entities |= _merge(
-        conn, t.datasets, _dataset_rows(batch, at), merge_dataset, content=DATASET_CONTENT
-    )
     named: dict[datetime, set[uuid.UUID]] = defaultdict(set)
     for f in batch:
         named[at(f)].update(namespace_id(n) for n in f.namespaces)
@@ -124,17 +129,39 @@ def apply_facts(
         revive(conn, ids, moment)
     runs = _merge(conn, t.runs, _run_rows(batch, at), merge_run)
     _break_parent_loops(conn, batch)
-    owners = Owners()
     described = _runs_described(batch)
-    # Every owner the batch may re-derive, locked before its stored lineage is read.
-    advisory_xact_locks(conn, described | _declaring(batch))
-    edges, relations = _resolve_declarations(conn, batch, owners, at)
-    _merge(conn, t.relations, _relation_rows(relations), merge_relation)
-    for moment, received_together in _by_received(batch, edges, at):
+    # Every run the batch may re-derive, locked before its stored lineage is read.
+    advisory_xact_locks(conn, described)
+    observed = [f for f in batch if f.declaration is None]
+    _merge(
+        conn, t.relations, _relation_rows(r for f in observed for r in f.relations), merge_relation
+    )
+    edges = [edge for f in observed for edge in f.edges]
+    for moment, received_together in _by_received(observed, edges, at):
         store_lineage(conn, received_together, moment)
-    owners.runs |= described
-    rederive_flows(conn, owners)
+    rederive_flows(conn, Owners(runs=described))
+    store_job_dependencies(conn, batch)
     _merge(conn, t.dataset_versions, _version_rows(batch, now), merge_version)
+    _run_operation_sets(conn, batch)
+    record(conn, RUNS, runs | described)
+    write_shared_rows(conn, batch, at)
+    check_deferred_keys(conn)
+    return stale
+
+
+def write_shared_rows(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
+    """The last step of a write: the rows other batches name too, each table in id order.
+
+    The namespaces, jobs and datasets the batch names (inserted, or merged where their
+    content changed), its symlinks and operation sets; the declarations it makes (a
+    JobEvent's or DatasetEvent's lineage replaces what the job or dataset declared,
+    design §3.2) with their relations, lineage and flows; then the lineage sets its links
+    point to (`lineage_writer.write_pending_sets`)."""
+    entities = _namespaces(conn, batch, at)
+    entities |= _merge(conn, t.jobs, _job_rows(batch, at), merge_job, content=JOB_CONTENT)
+    entities |= _merge(
+        conn, t.datasets, _dataset_rows(batch, at), merge_dataset, content=DATASET_CONTENT
+    )
     symlinks = {s.id: s for f in batch for s in f.symlinks}
     new_symlinks = _insert_ignoring(
         conn,
@@ -151,11 +178,26 @@ def apply_facts(
         },
     )
     entities |= {symlinks[i].dataset.id for i in new_symlinks}
-    record(conn, ENTITIES, entities)
-    record(conn, RUNS, runs | described)
-    record(conn, DECLARATIONS, _declaring(batch))
     _operation_sets(conn, batch, at)
-    return stale
+    declaring = [f for f in batch if f.declaration is not None]
+    if declaring:
+        _declare(conn, declaring, at)
+    write_pending_sets(conn)
+    record(conn, ENTITIES, entities)
+    record(conn, DECLARATIONS, _declaring(batch))
+
+
+def _declare(conn: Connection, declaring: list[EventFacts], at: ReceivedAt) -> None:
+    """Store the declarations of `declaring` (events that each declare a job's or a
+    dataset's lineage): the latest by event time replaces the stored one, with its
+    relations, lineage and flows."""
+    advisory_xact_locks(conn, _declaring(declaring))
+    owners = Owners()
+    edges, relations = _resolve_declarations(conn, declaring, owners, at)
+    _merge(conn, t.relations, _relation_rows(relations), merge_relation)
+    for moment, received_together in _by_received(declaring, edges, at):
+        store_lineage(conn, received_together, moment)
+    rederive_flows(conn, owners)
 
 
 def _by_received(
@@ -295,7 +337,10 @@ def _stored(
     found: dict[uuid.UUID, Any] = {}
     for matches in id_filters(conn, table.c.id, ids):
         query = sa.select(table).where(matches).order_by(table.c.id)
-        for row in conn.execute(for_update(conn, query) if lock else query).mappings():
+        if lock and conn.dialect.name == "postgresql":
+            # FOR NO KEY UPDATE: the key checks of writers whose rows name it do not wait.
+            query = query.with_for_update(key_share=True)
+        for row in conn.execute(query).mappings():
             found[row["id"]] = dict(row)
     return found
 
@@ -480,19 +525,17 @@ def _declaring(batch: list[EventFacts]) -> set[uuid.UUID]:
 def _resolve_declarations(
     conn: Connection, batch: list[EventFacts], owners: Owners, at: ReceivedAt
 ) -> tuple[list[EdgeFact], list[RelationFact]]:
-    """Run lineage accumulates; a job's or dataset's declared lineage is replaced by the
-    latest declaration by event time (design §3.2), and every declaration is kept in the
-    history (`upstream.store.declaration_history`). Returns the edges and relations to keep
-    and adds the declarations that replaced the stored ones to `owners`."""
+    """A job's or dataset's declared lineage is replaced by the latest declaration by event
+    time (design §3.2), and every declaration is kept in the history
+    (`upstream.store.declaration_history`). `batch` holds events that declare. Returns the
+    edges and relations to keep and adds the declarations that replaced the stored ones to
+    `owners`."""
     edges: list[EdgeFact] = []
     relations: list[RelationFact] = []
     winners: dict[tuple[str, uuid.UUID], EventFacts] = {}
     for facts in batch:
         decl = facts.declaration
-        if decl is None:
-            edges.extend(facts.edges)
-            relations.extend(facts.relations)
-            continue
+        assert decl is not None
         record_declaration(
             conn,
             decl,
@@ -624,8 +667,8 @@ def _version_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Ver
 
 
 def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:
+    """The operation sets the batch records, once per checksum (shared rows)."""
     sets: dict[uuid.UUID, Row] = {}
-    links: dict[uuid.UUID, Row] = {}
     for facts in batch:
         now = at(facts)
         for op in facts.operation_sets:
@@ -639,6 +682,14 @@ def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -
                     "created_at": now,
                 },
             )
+    _insert_ignoring(conn, t.operation_sets, sets)
+
+
+def _run_operation_sets(conn: Connection, batch: list[EventFacts]) -> None:
+    """Each run's links to the operation sets it recorded."""
+    links: dict[uuid.UUID, Row] = {}
+    for facts in batch:
+        for op in facts.operation_sets:
             links.setdefault(
                 op.link_id,
                 {
@@ -650,7 +701,6 @@ def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -
                     "event_time": op.event_time,
                 },
             )
-    _insert_ignoring(conn, t.operation_sets, sets)
     _insert_ignoring(conn, t.run_operation_sets, links)
 
 

@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep, asked
 from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, LineageDiffAnswer
@@ -38,8 +39,10 @@ def get_dataset_lineage(
     store: StoreDep,
     settings: SettingsDep,
     params: LineageParamsDep,
+    visibility: VisibilityDep,
 ) -> JsonAnswer[LineageAnswer]:
-    """Relations (dataset, program, accesses, runs, components) around one dataset."""
+    """Relations (dataset, program, accesses, runs, components) around one dataset; for a
+    token limited to some namespaces, only through what it may see, with how much it hid."""
     return read(
         store,
         dataset_lineage,
@@ -48,6 +51,7 @@ def get_dataset_lineage(
         params,
         max_nodes=settings.max_lineage_nodes,
         max_relations=settings.max_lineage_relations,
+        visibility=visibility,
     )
 
 
@@ -56,6 +60,7 @@ def get_dataset_lineage(
     summary="What changed in a dataset's lineage between two windows or two times",
     response_model=None,
     responses={200: {"model": LineageDiffAnswer}, **_RESPONSES},
+    dependencies=[EveryNamespace],
 )
 def get_lineage_diff(
     namespace: str,

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
-from upstream.api.deps import StoreDep
+from upstream.api.deps import StoreDep, VisibilityDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.routes.marquez_common import page
 from upstream.api.services import read
@@ -30,9 +30,11 @@ BAD_PAGE: dict[int | str, dict[str, Any]] = {400: {"description": "A bad `limit`
     response_model=None,
     responses={200: {"model": NamespaceCountsAnswer}, **BAD_PAGE},
 )
-def get_namespace_counts(store: StoreDep, paging: PageDep) -> JsonAnswer[NamespaceCountsAnswer]:
+def get_namespace_counts(
+    store: StoreDep, paging: PageDep, visibility: VisibilityDep
+) -> JsonAnswer[NamespaceCountsAnswer]:
     """`{"namespaces": [{"name", "datasets", "jobs", "updatedAt"}], "totalCount"}`, by name."""
-    return read(store, namespace_counts, paging)
+    return read(store, namespace_counts, paging, visibility)
 
 
 @router.get(
@@ -41,10 +43,12 @@ def get_namespace_counts(store: StoreDep, paging: PageDep) -> JsonAnswer[Namespa
     response_model=None,
     responses={200: {"model": WrittenDatasetsAnswer}, **BAD_PAGE},
 )
-def get_recently_written(store: StoreDep, paging: PageDep) -> JsonAnswer[WrittenDatasetsAnswer]:
+def get_recently_written(
+    store: StoreDep, paging: PageDep, visibility: VisibilityDep
+) -> JsonAnswer[WrittenDatasetsAnswer]:
     """`{"datasets": [{"namespace", "name", "writtenAt"}], "totalCount"}`: the event time of
     each dataset's last recorded write; datasets only ever read are not listed."""
-    return read(store, recently_written, paging)
+    return read(store, recently_written, paging, visibility)
 
 
 @router.get(
@@ -53,7 +57,9 @@ def get_recently_written(store: StoreDep, paging: PageDep) -> JsonAnswer[Written
     response_model=None,
     responses={200: {"model": LatestRunsAnswer}, **BAD_PAGE},
 )
-def get_latest_runs(store: StoreDep, paging: PageDep) -> JsonAnswer[LatestRunsAnswer]:
+def get_latest_runs(
+    store: StoreDep, paging: PageDep, visibility: VisibilityDep
+) -> JsonAnswer[LatestRunsAnswer]:
     """`{"runs": [{"id", "job", "state", "startedAt", "endedAt"}], "totalCount",
     "failedCount"}`: runs whose state is FAIL or ABORT first, then by start, newest first."""
-    return read(store, latest_runs, paging)
+    return read(store, latest_runs, paging, visibility)

@@ -7,11 +7,19 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
+from upstream.api.deps import (
+    POSITION_DOC,
+    AccessDep,
+    GroupCommitDep,
+    SettingsDep,
+    answer_position,
+)
 from upstream.api.metrics import metrics_of
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.ingest.body import Limits
-from upstream.ingest.operations_document import operations_document_facts
+from upstream.ingest.operations_document import operations_document_event
+from upstream.ingest.service import prepare
+from upstream.model.write_scope import writable_events
 
 router = APIRouter(tags=["field lineage"], route_class=EncodedSegmentsRoute)
 
@@ -40,12 +48,18 @@ _SUFFIX = "/lineage/field-operations"
     },
 )
 async def post_field_operations(
-    request: Request, namespace: str, writer: GroupCommitDep, settings: SettingsDep
+    request: Request,
+    namespace: str,
+    writer: GroupCommitDep,
+    settings: SettingsDep,
+    access: AccessDep,
 ) -> Response:
     """Validate the document, convert it to the recorder's RunEvent and ingest it."""
     limits = Limits(settings.max_body_bytes, max_events=None, max_values=settings.max_event_values)
     body = await read_json(request, limits)
-    facts = await run_in_threadpool(operations_document_facts, namespace, body.document)
+    event = operations_document_event(namespace, body.document)
+    documents, _ = writable_events([event], access)
+    facts = await run_in_threadpool(prepare, documents, batch=False)
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
     response = Response(status_code=201)

@@ -22,6 +22,7 @@ from upstream.query.graph_index.index import index_of
 from upstream.store.engine import Store
 from upstream.store.migrate import is_current
 from upstream.store.outage import RETRY_AFTER_SECONDS
+from upstream.store.replicas import ReplicaSet
 
 log = logging.getLogger("upstream.api")
 router = APIRouter(tags=["health"])
@@ -50,14 +51,17 @@ async def health(request: Request) -> dict[str, Any]:
     summary="Readiness",
     responses={
         503: {
-            "description": "The database does not answer, migrations are pending, or the "
-            "lineage index is still loading"
+            "description": "The database does not answer, migrations are pending, the "
+            "lineage index is still loading, or (with replica_lag_fallback = unavailable) "
+            "every read replica lags more than max_replica_lag"
         }
     },
 )
 async def ready(request: Request) -> dict[str, Any] | JSONResponse:
     """Readiness: the database answers (within 1.5 s), its schema is at the newest
-    migration, and the lineage index is loaded, so lineage reads answer at once."""
+    migration, and the lineage index is loaded, so lineage reads answer at once. A server
+    reading from replicas lists each one's lag, and is not ready when reads would be
+    refused because every replica lags too far behind."""
     store: Store = request.app.state.store
     check = asyncio.get_running_loop().run_in_executor(_checks, _schema_is_current, store)
     try:
@@ -75,7 +79,29 @@ async def ready(request: Request) -> dict[str, Any] | JSONResponse:
         return _unavailable("migrations pending")
     if not await _index_loaded(store, READY_WITHIN):
         return _unavailable("the lineage index is loading")
-    return {"status": "ready"}
+    if store.replicas is None:
+        return {"status": "ready"}
+    replicas = _replica_report(store.replicas)
+    if store.replicas.fallback == "unavailable" and store.replicas.engine_for_reads_now() is None:
+        return _unavailable(
+            "every read replica lags more than max_replica_lag", {"replicas": replicas}
+        )
+    return {"status": "ready", "replicas": replicas}
+
+
+def _replica_report(replicas: ReplicaSet) -> list[dict[str, Any]]:
+    """Each replica's lag as last measured (null when it does not answer), and whether reads
+    use it."""
+    in_use = replicas.engine_for_reads_now()
+    return [
+        {
+            "replica": replica.name,
+            "lag_seconds": round(replica.lag.seconds, 3) if replica.lag.answers else None,
+            "lag_positions": replica.lag.positions,
+            "in_use": replica.engine is in_use,
+        }
+        for replica in replicas.replicas
+    ]
 
 
 async def _index_loaded(store: Store, within: float) -> bool:
@@ -93,9 +119,9 @@ def _schema_is_current(store: Store) -> bool:
     return is_current(store)
 
 
-def _unavailable(reason: str) -> JSONResponse:
+def _unavailable(reason: str, more: dict[str, Any] | None = None) -> JSONResponse:
     return JSONResponse(
-        {"status": "unavailable", "reason": reason},
+        {"status": "unavailable", "reason": reason, **(more or {})},
         status_code=503,
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )

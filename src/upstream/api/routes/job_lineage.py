@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
@@ -33,7 +34,12 @@ _RESPONSES = documented(NotFound)
     responses={200: {"model": LineageAnswer}, **_RESPONSES},
 )
 def get_job_lineage(
-    namespace: str, job: str, store: StoreDep, settings: SettingsDep, params: LineageParamsDep
+    namespace: str,
+    job: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    params: LineageParamsDep,
+    visibility: VisibilityDep,
 ) -> JsonAnswer[LineageAnswer]:
     """Relations around one job: `levels` levels of dataset lineage from the datasets it read
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
@@ -45,6 +51,7 @@ def get_job_lineage(
         params,
         max_nodes=settings.max_lineage_nodes,
         max_relations=settings.max_lineage_relations,
+        visibility=visibility,
     )
 
 
@@ -53,6 +60,7 @@ def get_job_lineage(
     summary="Runs and jobs inside a workflow",
     response_model=None,
     responses={200: {"model": WorkflowContentsAnswer}, **_RESPONSES},
+    dependencies=[EveryNamespace],
 )
 def get_workflow_contents(
     namespace: str,

@@ -8,13 +8,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import WithJsonSchema
 
-from upstream.api.deps import StoreDep
+from upstream.api.deps import StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import IncludeDeleted
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
-from upstream.api.services import read
+from upstream.api.scoped import EveryNamespace
+from upstream.api.services import read_shown
+from upstream.model.access import Visibility
 from upstream.model.errors import NotFound
 from upstream.query.marquez import datasets, jobs, namespaces, runs
 from upstream.query.marquez.answers import (
@@ -54,10 +56,17 @@ LastRunStates = Annotated[
 
 @router.get("/namespaces", response_model=None, responses={200: {"model": NamespacesAnswer}})
 def list_namespaces(
-    store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+    store: StoreDep, visibility: VisibilityDep, paging: PageDep, deleted: IncludeDeleted = False
 ) -> JsonAnswer[NamespacesAnswer]:
     """Every namespace, by name."""
-    return read(store, namespaces.list_namespaces, paging, include_deleted=deleted)
+    return read_shown(
+        store,
+        visibility,
+        namespaces.list_namespaces,
+        paging,
+        include_deleted=deleted,
+        visibility=visibility,
+    )
 
 
 @router.get(
@@ -66,26 +75,36 @@ def list_namespaces(
     responses={200: {"model": NamespaceAnswer}, **documented(NotFound)},
 )
 def get_namespace(
-    namespace: str, store: StoreDep, deleted: IncludeDeleted = False
+    namespace: str, store: StoreDep, visibility: VisibilityDep, deleted: IncludeDeleted = False
 ) -> JsonAnswer[NamespaceAnswer]:
     """One namespace; a name holding `/` is sent percent-encoded (`s3%3A%2F%2Fbucket`)."""
-    return read(store, namespaces.get_namespace, namespace, include_deleted=deleted)
+    return read_shown(
+        store, visibility, namespaces.get_namespace, namespace, include_deleted=deleted
+    )
 
 
-@router.get("/sources", response_model=None, responses={200: {"model": SourcesAnswer}})
-def list_sources(store: StoreDep, paging: PageDep) -> JsonAnswer[SourcesAnswer]:
+@router.get(
+    "/sources",
+    response_model=None,
+    responses={200: {"model": SourcesAnswer}},
+    dependencies=[EveryNamespace],
+)
+def list_sources(
+    store: StoreDep, visibility: VisibilityDep, paging: PageDep
+) -> JsonAnswer[SourcesAnswer]:
     """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
-    return read(store, namespaces.list_sources, paging)
+    return read_shown(store, visibility, namespaces.list_sources, paging)
 
 
 @router.get(
     "/sources/{source}",
+    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": SourceAnswer}, **documented(NotFound)},
 )
-def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
+def get_source(source: str, store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[SourceAnswer]:
     """One data source, by the name its datasets' `dataSource` facet gives."""
-    return read(store, namespaces.get_source, source)
+    return read_shown(store, visibility, namespaces.get_source, source)
 
 
 @router.get(
@@ -94,10 +113,16 @@ def get_source(source: str, store: StoreDep) -> JsonAnswer[SourceAnswer]:
     responses={200: {"model": DatasetsAnswer}, **documented(NotFound)},
 )
 def list_datasets(
-    namespace: str, store: StoreDep, paging: PageDep, deleted: IncludeDeleted = False
+    namespace: str,
+    store: StoreDep,
+    visibility: VisibilityDep,
+    paging: PageDep,
+    deleted: IncludeDeleted = False,
 ) -> JsonAnswer[DatasetsAnswer]:
     """The namespace's datasets, by name."""
-    return read(store, datasets.list_datasets, namespace, paging, include_deleted=deleted)
+    return read_shown(
+        store, visibility, datasets.list_datasets, namespace, paging, include_deleted=deleted
+    )
 
 
 @router.get(
@@ -106,10 +131,16 @@ def list_datasets(
     responses={200: {"model": DatasetAnswer}, **documented(NotFound)},
 )
 def get_dataset(
-    namespace: str, dataset: str, store: StoreDep, deleted: IncludeDeleted = False
+    namespace: str,
+    dataset: str,
+    store: StoreDep,
+    visibility: VisibilityDep,
+    deleted: IncludeDeleted = False,
 ) -> JsonAnswer[DatasetAnswer]:
     """One dataset: current fields and facets, tags, current version, last successful write."""
-    return read(store, datasets.get_dataset, namespace, dataset, include_deleted=deleted)
+    return read_shown(
+        store, visibility, datasets.get_dataset, namespace, dataset, include_deleted=deleted
+    )
 
 
 @router.get(
@@ -118,10 +149,10 @@ def get_dataset(
     responses={200: {"model": DatasetVersionsAnswer}, **documented(NotFound)},
 )
 def list_dataset_versions(
-    namespace: str, dataset: str, store: StoreDep, paging: PageDep
+    namespace: str, dataset: str, store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[DatasetVersionsAnswer]:
     """The dataset as each run wrote it, newest first."""
-    return read(store, datasets.list_dataset_versions, namespace, dataset, paging)
+    return read_shown(store, visibility, datasets.list_dataset_versions, namespace, dataset, paging)
 
 
 @router.get(
@@ -130,10 +161,10 @@ def list_dataset_versions(
     responses={200: {"model": DatasetVersionAnswer}, **documented(NotFound)},
 )
 def get_dataset_version(
-    namespace: str, dataset: str, version: uuid.UUID, store: StoreDep
+    namespace: str, dataset: str, version: uuid.UUID, store: StoreDep, visibility: VisibilityDep
 ) -> JsonAnswer[DatasetVersionAnswer]:
     """The dataset as one run wrote it, with that run."""
-    return read(store, datasets.get_dataset_version, namespace, dataset, version)
+    return read_shown(store, visibility, datasets.get_dataset_version, namespace, dataset, version)
 
 
 @router.get(
@@ -144,36 +175,45 @@ def get_dataset_version(
 def list_jobs(
     namespace: str,
     store: StoreDep,
+    visibility: VisibilityDep,
     paging: PageDep,
     states: LastRunStates = None,
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The namespace's jobs, by name."""
-    return _jobs(store, namespace, paging, states, deleted)
+    return _jobs(store, visibility, namespace, paging, states, deleted)
 
 
 @router.get("/jobs", response_model=None, responses={200: {"model": JobsAnswer}})
 def list_all_jobs(
     store: StoreDep,
+    visibility: VisibilityDep,
     paging: PageDep,
     states: LastRunStates = None,
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobsAnswer]:
     """The jobs of every namespace, the most recently updated first."""
-    return _jobs(store, None, paging, states, deleted)
+    return _jobs(store, visibility, None, paging, states, deleted)
 
 
 def _jobs(
-    store: Store, namespace: str | None, paging: Page, states: list[str] | None, deleted: bool
+    store: Store,
+    visibility: Visibility,
+    namespace: str | None,
+    paging: Page,
+    states: list[str] | None,
+    deleted: bool,
 ) -> JsonAnswer[JobsAnswer]:
     last_run_states = jobs.run_states(states or ())
-    return read(
+    return read_shown(
         store,
+        visibility,
         jobs.list_jobs,
         namespace,
         paging,
         last_run_states=last_run_states,
         include_deleted=deleted,
+        visibility=visibility,
     )
 
 
@@ -183,10 +223,14 @@ def _jobs(
     responses={200: {"model": JobAnswer}, **documented(NotFound)},
 )
 def get_job(
-    namespace: str, job: str, store: StoreDep, deleted: IncludeDeleted = False
+    namespace: str,
+    job: str,
+    store: StoreDep,
+    visibility: VisibilityDep,
+    deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobAnswer]:
     """One job, with every dataset its runs read and wrote and its latest runs."""
-    return read(store, jobs.get_job, namespace, job, include_deleted=deleted)
+    return read_shown(store, visibility, jobs.get_job, namespace, job, include_deleted=deleted)
 
 
 @router.get(
@@ -195,10 +239,10 @@ def get_job(
     responses={200: {"model": JobVersionsAnswer}, **documented(NotFound)},
 )
 def list_job_versions(
-    namespace: str, job: str, store: StoreDep, paging: PageDep
+    namespace: str, job: str, store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[JobVersionsAnswer]:
     """The job's versions (distinct inputs and outputs of its runs), newest first."""
-    return read(store, jobs.list_job_versions, namespace, job, paging)
+    return read_shown(store, visibility, jobs.list_job_versions, namespace, job, paging)
 
 
 @router.get(
@@ -207,10 +251,10 @@ def list_job_versions(
     responses={200: {"model": JobVersionAnswer}, **documented(NotFound)},
 )
 def get_job_version(
-    namespace: str, job: str, version: uuid.UUID, store: StoreDep
+    namespace: str, job: str, version: uuid.UUID, store: StoreDep, visibility: VisibilityDep
 ) -> JsonAnswer[JobVersionAnswer]:
     """One job version, with its newest run."""
-    return read(store, jobs.get_job_version, namespace, job, version)
+    return read_shown(store, visibility, jobs.get_job_version, namespace, job, version)
 
 
 @router.get(
@@ -219,33 +263,36 @@ def get_job_version(
     responses={200: {"model": RunsAnswer}, **documented(NotFound)},
 )
 def list_job_runs(
-    namespace: str, job: str, store: StoreDep, paging: PageDep
+    namespace: str, job: str, store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[RunsAnswer]:
     """The job's runs, newest first."""
-    return read(store, runs.list_job_runs, namespace, job, paging)
+    return read_shown(store, visibility, runs.list_job_runs, namespace, job, paging)
 
 
 @router.get(
     "/jobs/runs/{run_id}",
+    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": RunAnswer}, **documented(NotFound)},
 )
-def get_run(run_id: uuid.UUID, store: StoreDep) -> JsonAnswer[RunAnswer]:
+def get_run(run_id: uuid.UUID, store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[RunAnswer]:
     """One run, with the dataset versions it read and wrote."""
-    return read(store, runs.get_run, run_id)
+    return read_shown(store, visibility, runs.get_run, run_id)
 
 
 @router.get(
     "/jobs/runs/{run_id}/facets",
+    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": RunFacetsAnswer}, **documented(NotFound)},
 )
 def get_run_facets(
     run_id: uuid.UUID,
     store: StoreDep,
+    visibility: VisibilityDep,
     kind: Annotated[
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
 ) -> JsonAnswer[RunFacetsAnswer]:
     """The facets of a run, or of its job."""
-    return read(store, runs.run_facets, run_id, kind)
+    return read_shown(store, visibility, runs.run_facets, run_id, kind)

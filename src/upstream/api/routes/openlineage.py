@@ -10,7 +10,13 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_events
-from upstream.api.deps import POSITION_DOC, GroupCommitDep, SettingsDep, answer_position
+from upstream.api.deps import (
+    POSITION_DOC,
+    AccessDep,
+    EventWriterDep,
+    SettingsDep,
+    answer_position,
+)
 from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
@@ -18,6 +24,7 @@ from upstream.ingest.body import Limits
 from upstream.ingest.outcomes import EventOutcome, store_each
 from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput
+from upstream.model.write_scope import writable_events
 
 router = APIRouter(tags=["openlineage"])
 
@@ -40,7 +47,10 @@ router = APIRouter(tags=["openlineage"])
             "headers": {"X-Upstream-Position": POSITION_DOC},
         },
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
-        403: {"description": "The token's role is read; posting needs write"},
+        403: {
+            "description": "The token's role is read, or its scopes do not allow writing the "
+            "namespace of an event's job (the message names it); nothing was stored"
+        },
         408: {"description": "The body arrived too slowly"},
     },
     openapi_extra={
@@ -52,8 +62,9 @@ router = APIRouter(tags=["openlineage"])
 )
 async def post_lineage(
     request: Request,
-    writer: GroupCommitDep,
+    writer: EventWriterDep,
     settings: SettingsDep,
+    access: AccessDep,
     atomic: Annotated[
         bool,
         Query(
@@ -67,13 +78,15 @@ async def post_lineage(
     arrived = time.monotonic()  # its time to wait for the database counts from here
     limits = Limits(settings.max_body_bytes, settings.max_batch_events, settings.max_event_values)
     events = await read_events(request, limits)
+    documents, changed = writable_events(events.documents, access)
+    texts = None if changed else events.texts
     if not atomic:
         outcomes = await store_each(
-            events.documents,
+            documents,
             writer.write,
             batch=events.batch,
             sql_lineage=settings.sql_lineage,
-            texts=events.texts,
+            texts=texts,
         )
         positions = [0]
         for outcome in outcomes:
@@ -86,10 +99,10 @@ async def post_lineage(
         return answer
     facts = await run_in_threadpool(
         prepare,
-        events.documents,
+        documents,
         batch=events.batch,
         sql_lineage=settings.sql_lineage,
-        texts=events.texts,
+        texts=texts,
     )
     result = await writer.write(facts, since=arrived)
     metrics_of(request).count_ingested(result)

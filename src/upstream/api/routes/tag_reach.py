@@ -46,8 +46,9 @@ def get_tag_reach(
     ] = None,
 ) -> JsonAnswer[TagReachAnswer]:
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
-    fields (a tagged dataset tags each of its fields) and what their data flowed into, through
-    every origin of field edges."""
+    fields (a tagged dataset tags each of its fields), whether tagged through the API or by a
+    dataset's `tags` facet, and what their data flowed into, through every origin of field
+    edges."""
     asked = FieldLineageQuery(
         start="0" if start is None else start,
         end=end,

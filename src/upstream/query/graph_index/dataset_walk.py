@@ -13,6 +13,10 @@ level shows follow from the nodes alone:
   shows, at level d + 1, its writers, both ends of every flow into it and the job-end edges'
   near relations; a job, the dataset at the far end of each of its job-end edges.
 
+A reader limited to some namespaces (`VisibleNodes`) is walked as if the nodes it may not
+see were not there: no walk passes through one, no relation with one is shown, and each such
+relation the walk met is counted (`upstream.query.graph_index.visibility`).
+
 A relation keeps its least level. Its components are those stored on its (dataset, job, run,
 access), or "" when none is. Nothing deleted is passed through or shown; a run's rows count
 when the run overlaps the window and had started by its `as_of` time; declarations are those
@@ -33,6 +37,7 @@ from upstream.model.window import Window
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.graph import DATASET, JOB, Graph, Table
 from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
@@ -87,9 +92,10 @@ class _Bounds:
 class WalkView:
     """One walk's view of a graph version: the rows in force and in the window."""
 
-    def __init__(self, graph: Graph, window: Window) -> None:
+    def __init__(self, graph: Graph, window: Window, visible: VisibleNodes | None = None) -> None:
         self.graph = graph
         self.bounds = _Bounds.of(window)
+        self.visible = visible
 
     def in_force(self, table: Table, rows: Ints, of_run: Flags) -> Flags:
         """Which of `rows` an answer reads: current rows, or as of a time the runs' rows and
@@ -137,16 +143,50 @@ class WalkView:
     def live_jobs(self, ids: Ints) -> Flags:
         return ~self.graph.deleted(self.graph.deleted_jobs, ids)
 
+    def passable_datasets(self, ids: Ints) -> Flags:
+        """The datasets a walk may reach: live, and visible to the reader."""
+        live = self.live_datasets(ids)
+        return live if self.visible is None else live & self.visible.shows_datasets(ids)
+
+    def passable_jobs(self, ids: Ints) -> Flags:
+        live = self.live_jobs(ids)
+        return live if self.visible is None else live & self.visible.shows_jobs(ids)
+
+    def shown_relations(
+        self, dataset: Ints, job: Ints, run: Ints, write: Ints | Flags | bool
+    ) -> Flags:
+        """Which relations (columns of equal length) have both ends live and visible; the
+        live ones with a hidden end are counted as met (`VisibleNodes.stop_at`)."""
+        live = self.live_datasets(dataset) & self.live_jobs(job)
+        if self.visible is None:
+            return live
+        written = np.asarray(write, dtype=np.int64)
+        return live & self.visible.stop_at(dataset, job, run, written, live)
+
 
 def walk_relations(
-    graph: Graph, seed: int, mode: Direction, levels: int, window: Window
+    graph: Graph,
+    seed: int,
+    mode: Direction,
+    levels: int,
+    window: Window,
+    visible: VisibleNodes | None = None,
 ) -> dict[ShownRelation, int]:
     """The relations a walk of `levels` levels from dataset number `seed` in `mode` shows,
-    each with the level it is shown at, in no particular order."""
-    walk = WalkView(graph, window)
+    each with the level it is shown at, in no particular order; with `visible`, only
+    through and between the nodes it shows, counting what it stopped at there."""
+    walk = WalkView(graph, window, visible)
     if mode == "both":
         return _both(walk, seed, levels)
     return _directed(walk, seed, mode, levels)
+
+
+def _shown_rows(walk: WalkView, rows: Ints) -> Flags:
+    """Which relation rows have both ends live and visible (those met with a hidden end
+    are counted)."""
+    r = walk.graph.relations
+    ends = [r[c][rows].astype(np.int64) for c in ("dataset", "job", "run", "write")]
+    return walk.shown_relations(*ends)
 
 
 def _new(depths: Ints, reached: Ints, depth: int) -> Ints:
@@ -169,18 +209,19 @@ def _both(walk: WalkView, seed: int, levels: int) -> dict[ShownRelation, int]:
     frontier = np.array([seed], dtype=np.int64)
     for depth in range(levels):
         rows, _ = walk.relations(graph.by_dataset, frontier)
+        rows = rows[_shown_rows(walk, rows)]
         reached = r["job"][rows].astype(np.int64)
         new_jobs = _new(jobs, reached[walk.live_jobs(reached)], depth)
         if depth + 1 >= levels or not len(new_jobs):
             break
         rows, _ = walk.relations(graph.by_job, new_jobs)
         reached = r["dataset"][rows].astype(np.int64)
-        frontier = _new(datasets, reached[walk.live_datasets(reached)], depth + 1)
+        frontier = _new(datasets, reached[walk.passable_datasets(reached)], depth + 1)
         if not len(frontier):
             break
     shown = np.flatnonzero(jobs[:-1] != _UNREACHED)
     rows, owner = walk.relations(graph.by_job, shown)
-    keep = walk.live_datasets(r["dataset"][rows].astype(np.int64))
+    keep = _shown_rows(walk, rows)
     rows, owner = rows[keep], owner[keep]
     keys = np.stack(
         [r[c][rows].astype(np.int64) for c in ("dataset", "job", "run", "write", "component")],
@@ -202,21 +243,21 @@ def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[S
     for depth in range(levels):
         rows, _ = walk.edges(f"{near}_dataset", frontier, JOB)
         reached = e[f"{far}_job"][rows].astype(np.int64)
-        fed = _new(jobs, reached[walk.live_jobs(reached)], depth)
+        fed = _new(jobs, reached[walk.passable_jobs(reached)], depth)
         job_frontier = np.union1d(job_frontier, fed)
         if depth + 1 >= levels:
             break
         rows, _ = walk.flows(flows_by, frontier)
-        live = walk.live_jobs(f["job"][rows].astype(np.int64))
+        live = walk.passable_jobs(f["job"][rows].astype(np.int64))
         next_datasets = [f[far][rows][live].astype(np.int64)]
         rows, _ = walk.edges(f"{near}_job", job_frontier, DATASET)
         next_datasets.append(e[f"{far}_dataset"][rows].astype(np.int64))
         rows, _ = walk.edges(f"{near}_job", job_frontier, JOB)
         next_jobs = e[f"{far}_job"][rows].astype(np.int64)
         reached = np.concatenate(next_datasets)
-        reached = reached[(reached != NONE) & walk.live_datasets(reached)]
+        reached = reached[(reached != NONE) & walk.passable_datasets(reached)]
         frontier = _new(datasets, reached, depth + 1)
-        job_frontier = _new(jobs, next_jobs[walk.live_jobs(next_jobs)], depth + 1)
+        job_frontier = _new(jobs, next_jobs[walk.passable_jobs(next_jobs)], depth + 1)
         if not (len(frontier) or len(job_frontier)):
             break
     dataset_nodes = np.flatnonzero(datasets[:-1] != _UNREACHED)
@@ -225,7 +266,7 @@ def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[S
     parts: list[tuple[Ints, ...]] = []
 
     def add(dataset: Ints, job: Ints, run: Ints, write: bool | Flags, level: Ints) -> None:
-        keep = walk.live_datasets(dataset) & walk.live_jobs(job)
+        keep = walk.shown_relations(dataset, job, run, write)
         written = np.broadcast_to(np.asarray(write, dtype=np.int64), dataset.shape)
         parts.append(tuple(c[keep].astype(np.int64) for c in (dataset, job, run, written, level)))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +22,9 @@ from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.store import graph_rows
 from upstream.store import schema as t
+
+if TYPE_CHECKING:
+    from upstream.query.graph_index.field_graph import FieldGraph
 
 Column = npt.NDArray[Any]
 #: An unknown start: no window contains the run (`started_at < end` is not true of NULL).
@@ -146,6 +149,8 @@ class Graph:
     by_source: Adjacency
     by_target: Adjacency
     edges_by: dict[str, Adjacency]
+    #: The field edges (`field_graph`), which the field walks follow.
+    fields: FieldGraph
 
     def deleted(self, flags: npt.NDArray[np.bool_], numbers: Column) -> npt.NDArray[np.bool_]:
         """`flags` (deleted datasets or jobs) of `numbers`; NONE is never deleted."""
@@ -163,11 +168,15 @@ class Graph:
         adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
         adjacency += list(self.edges_by.values())
         runs = self.run_started.nbytes + self.run_ended.nbytes
-        return tables + runs + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        return tables + runs + adjacent + self.fields.nbytes
 
 
 def load(conn: Connection, position: int, ids: Numberings | None = None) -> Graph:
     """Every row of the derived graph as `conn`'s snapshot holds it."""
+    # Imported here: the field graph is made of this module's tables.
+    from upstream.query.graph_index import field_graph
+
     ids = ids or Numberings(Numbering(), Numbering(), Numbering(), Numbering(), Numbering())
     ids.components.number("")
     for text in graph_rows.entity_ids(conn, t.datasets):
@@ -176,6 +185,7 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
         ids.jobs.number(text)
     runs = graph_rows.run_rows(conn)
     started, ended = _run_spans(None, runs, ids)
+    fields = field_graph.load(conn, ids)
     return _made(
         position,
         ids,
@@ -185,6 +195,7 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
         _relations(graph_rows.relation_rows(conn), ids),
         _flows(graph_rows.flow_rows(conn), ids),
         _edges(graph_rows.job_edge_rows(conn), ids),
+        fields,
     )
 
 
@@ -198,6 +209,8 @@ def applied(
 ) -> Graph:
     """`graph` with the rows of `runs` and of the declarations of `owners` read again (and
     the deletions, when `entities` changed), at `position`."""
+    from upstream.query.graph_index import field_graph
+
     ids = graph.ids
     relations, flows, edges = graph.relations, graph.flows, graph.edges
     if runs or owners:
@@ -209,6 +222,7 @@ def applied(
         flows = flows.plus(_flows(graph_rows.flow_rows(conn, runs, owners), ids))
         edges = edges.where(~np.isin(edges["owner"], gone))
         edges = edges.plus(_edges(graph_rows.job_edge_rows(conn, runs, owners), ids))
+    fields = field_graph.applied(conn, graph.fields, ids, runs, owners)
     started, ended = graph.run_started, graph.run_ended
     if runs:
         started, ended = _run_spans(graph, graph_rows.run_rows(conn, runs), ids)
@@ -220,7 +234,7 @@ def applied(
             deleted_datasets=_flags(ids.datasets, deleted),
             deleted_jobs=_flags(ids.jobs, deleted),
         )
-    return _made(position, ids, started, ended, deleted, relations, flows, edges)
+    return _made(position, ids, started, ended, deleted, relations, flows, edges, fields)
 
 
 def _deleted_texts(graph: Graph) -> set[str]:
@@ -269,6 +283,7 @@ def _made(
     relations: Table,
     flows: Table,
     edges: Table,
+    fields: FieldGraph,
 ) -> Graph:
     datasets, jobs = len(ids.datasets), len(ids.jobs)
     # Runs numbered after this version was made stand at the last place: a run unknown here.
@@ -300,4 +315,5 @@ def _made(
             for side in ("source", "target")
             for kind, code in (("dataset", DATASET), ("job", JOB))
         },
+        fields=fields,
     )

@@ -134,6 +134,15 @@ def index_of(engine: Engine) -> GraphIndex:
         return found
 
 
+def share_index(replica: Engine, primary: Engine) -> None:
+    """Reads through `replica`, an engine on a physical replica of `primary`'s database, use
+    `primary`'s index: positions are the same on both, so one index answers either's
+    snapshots, and a read sent to the primary finds it loaded."""
+    index = index_of(primary)
+    with _registry_lock:
+        _indexes[replica] = index
+
+
 def load_in_background(store: Store) -> threading.Thread:
     """Load the index of `store` on a thread of its own (a server's start): reads wait for
     it, up to `LOAD_WAIT_SECONDS`."""

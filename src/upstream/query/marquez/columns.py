@@ -33,7 +33,9 @@ from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import field_node_id
 from upstream.model.window import Window
-from upstream.query.keyed_rows import KeyedRows
+from upstream.query.graph_index.field_walk import FieldEdge, FieldEdges
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.index import graph_of
 from upstream.query.marquez.answers import (
     ColumnLineageAnswer,
     ColumnNode,
@@ -42,11 +44,7 @@ from upstream.query.marquez.answers import (
 )
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.store import schema as t
-from upstream.store.deletion import not_deleted
 from upstream.store.dialect import id_filters
-from upstream.store.edge_rows import EDGES
-from upstream.store.walks import field_dataset_reach
-from upstream.store.window import edges_as_of, run_in_window
 
 FieldKey = tuple[uuid.UUID, str]
 
@@ -79,7 +77,8 @@ def column_lineage(
 ) -> ColumnLineageAnswer:
     """The field graph around `node_id` (a dataset, a dataset field or a job); with a
     `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
-    seeds = _seed_fields(conn, node_id)
+    graph = graph_of(conn)
+    seeds = _seed_fields(conn, graph, node_id)
     nodes: set[FieldKey] = set()
     truncated = False
     for key in sorted(seeds):
@@ -90,15 +89,14 @@ def column_lineage(
     found = _FieldEdges()
     directions: list[Step] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
+    edges = FieldEdges(graph, window)
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
         # fields found upstream of it.
         frontier, seen = set(start), set(start)
-        edges = _FieldEdgeReads(conn, direction, window)
-        edges.prefetch({dataset for dataset, _ in start}, depth)
         for _ in range(depth):
             following: set[FieldKey] = set()
-            for source, target, transformations, origin in edges.into(frontier):
+            for source, target, transformations, origin in _edges_from(edges, frontier, direction):
                 other = source if direction == "upstream" else target
                 if other not in nodes:
                     if len(nodes) >= max_nodes:
@@ -115,7 +113,7 @@ def column_lineage(
     return {"graph": cast(list[ColumnNode], _render(conn, nodes, found)), "truncated": truncated}
 
 
-def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
+def _seed_fields(conn: Connection, graph: Graph, node_id: str) -> set[FieldKey]:
     node = resolve_node(conn, node_id)
     if node.kind == "job":
         written = sa.select(t.relations.c.dataset_id).where(
@@ -125,7 +123,7 @@ def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
         datasets = set(conn.execute(written.distinct()).scalars())
     else:
         datasets = {DatasetRef(node.namespace, node.name).id}
-    fields = _known_fields(conn, datasets)
+    fields = _known_fields(conn, graph, datasets)
     if node.kind != "datasetField":
         return fields
     key = (DatasetRef(node.namespace, node.name).id, node.field or "")
@@ -137,19 +135,15 @@ def _seed_fields(conn: Connection, node_id: str) -> set[FieldKey]:
     return {key}
 
 
-def _known_fields(conn: Connection, datasets: set[uuid.UUID]) -> set[FieldKey]:
-    """Schema fields of `datasets` and every field an edge names on them."""
+def _known_fields(conn: Connection, graph: Graph, datasets: set[uuid.UUID]) -> set[FieldKey]:
+    """Schema fields of `datasets` and every field a current edge names on them."""
     found: set[FieldKey] = set()
-    e = EDGES
     for matches in id_filters(conn, t.datasets.c.id, datasets):
         rows = conn.execute(sa.select(t.datasets.c.id, t.datasets.c.fields).where(matches))
         for row in rows:
             found.update((row.id, name) for name in _names(row.fields))
-    for end in ("source", "target"):
-        dataset, name = e.c[f"{end}_dataset_id"], e.c[f"{end}_field"]
-        for matches in id_filters(conn, dataset, datasets):
-            query = sa.select(dataset, name).where(matches, name.is_not(None)).distinct()
-            found.update((row[0], row[1]) for row in conn.execute(query))
+    edges = FieldEdges(graph, None)
+    found.update(edges.keys(edges.ends_on(edges.datasets(datasets))))
     return found
 
 
@@ -159,79 +153,12 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
             yield f["name"]
 
 
-#: A field -> field edge: (source, target, transformations, origin).
-FieldEdge = tuple[FieldKey, FieldKey, list[Json], str]
-
-
-class _FieldEdgeReads:
-    """Field -> field edges into (upstream) or out of (downstream) fields, read per dataset
-    for every level at once (`prefetch`: a constant number of statements whatever the
-    depth), and for a dataset the prefetch did not foresee when asked."""
-
-    def __init__(self, conn: Connection, direction: Step, window: Window | None) -> None:
-        self.conn = conn
-        self.direction = direction
-        self.window = window
-        self.rows = KeyedRows(self._read, self._anchor_dataset)
-
-    def prefetch(self, datasets: set[uuid.UUID], depth: int) -> None:
-        self.rows.fetch(field_dataset_reach(self.conn, datasets, self.direction, depth))
-
-    def into(self, frontier: set[FieldKey]) -> list[FieldEdge]:
-        """The edges whose near end (the target upstream) is one of the `frontier` fields."""
-        by_dataset: dict[uuid.UUID, set[str]] = defaultdict(set)
-        for dataset, name in frontier:
-            by_dataset[dataset].add(name)
-        result = [
-            edge
-            for edge in self.rows.get(by_dataset)
-            if (anchor := self._anchor(edge))[1] in by_dataset[anchor[0]]
-        ]
-        return sorted(result, key=lambda x: (str(x[0]), str(x[1])))
-
-    def _anchor(self, edge: FieldEdge) -> FieldKey:
-        return edge[1] if self.direction == "upstream" else edge[0]
-
-    def _anchor_dataset(self, edge: FieldEdge) -> uuid.UUID:
-        return self._anchor(edge)[0]
-
-    def _read(self, datasets: set[uuid.UUID]) -> list[FieldEdge]:
-        near: Literal["source", "target"] = "target" if self.direction == "upstream" else "source"
-        return field_edges_at(self.conn, datasets, near, self.window)
-
-
-def field_edges_at(
-    conn: Connection,
-    datasets: set[uuid.UUID],
-    end: Literal["source", "target"],
-    window: Window | None,
-) -> list[FieldEdge]:
-    """The field -> field edges whose `end` is a field of `datasets`, from every origin and
-    run (of `window` only, when given), between datasets that are not deleted."""
-    e = edges_as_of(window)
-    found: list[FieldEdge] = []
-    for matches in id_filters(conn, e.c[f"{end}_dataset_id"], datasets):
-        query = sa.select(
-            e.c.source_dataset_id,
-            e.c.source_field,
-            e.c.target_dataset_id,
-            e.c.target_field,
-            e.c.transformations,
-            e.c.origin,
-        ).where(
-            matches,
-            e.c.source_type == "dataset",
-            e.c.target_type == "dataset",
-            e.c.source_field.is_not(None),
-            e.c.target_field.is_not(None),
-            not_deleted(e.c.source_dataset_id, e.c.target_dataset_id),
-            run_in_window(e.c.run_id, window),
-        )
-        for row in conn.execute(query):
-            source = (row.source_dataset_id, row.source_field)
-            target = (row.target_dataset_id, row.target_field)
-            found.append((source, target, list(row.transformations or []), row.origin))
-    return found
+def _edges_from(edges: FieldEdges, frontier: set[FieldKey], direction: Step) -> list[FieldEdge]:
+    """The field -> field edges whose near end (the target upstream) is one of the
+    `frontier` fields, in the order of their ends' text."""
+    near: Literal["source", "target"] = "target" if direction == "upstream" else "source"
+    found = edges.as_edges(edges.edges_at(edges.nodes(frontier), near))
+    return sorted(found, key=lambda x: (str(x[0]), str(x[1])))
 
 
 def _dataset_names(conn: Connection, datasets: set[uuid.UUID]) -> dict[uuid.UUID, Any]:
@@ -278,8 +205,9 @@ def dataset_column_lineage(
     (by name), its input fields; `transformationType`/`transformationDescription` are its
     first input's, as Marquez fills those deprecated keys."""
     found = _FieldEdges()
-    for source, target, transformations, origin in field_edges_at(
-        conn, set(dataset_ids), "target", None
+    edges = FieldEdges(graph_of(conn), None)
+    for source, target, transformations, origin in edges.as_edges(
+        edges.edges_at(edges.fields.nodes_of(edges.datasets(dataset_ids)), "target")
     ):
         found.add(source, target, transformations, origin)
     datasets = _dataset_names(conn, {d for edge in found.transformations for d, _ in edge})

@@ -19,6 +19,7 @@ from typing import Any, Literal, cast, get_args
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, NotFound
 from upstream.model.identity import namespace_id
 from upstream.model.ownership import own_and_facet_tags, owners_of
@@ -41,6 +42,7 @@ from upstream.query.marquez.tags import job_tags_of
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
+from upstream.store.visibility import shown_namespaces
 
 #: How many recent runs a job document lists in `latestRuns`, as Marquez does.
 LATEST_RUNS = 10
@@ -203,10 +205,14 @@ def list_jobs(
     *,
     last_run_states: Collection[RunState] = (),
     include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> JobsAnswer:
     """`GET /namespaces/{ns}/jobs`, by name, or `GET /jobs` (every namespace), the most
-    recently updated first as Marquez lists them; deleted ones only when asked for."""
-    query = sa.select(t.jobs.c.id).where(visible(t.jobs, include_deleted))
+    recently updated first as Marquez lists them; deleted ones only when asked for; only
+    those the reader may see."""
+    query = sa.select(t.jobs.c.id).where(
+        visible(t.jobs, include_deleted), shown_namespaces(t.jobs.c.namespace, visibility)
+    )
     order: tuple[Any, ...]
     if namespace is None:
         order = (t.jobs.c.updated_at.desc(), t.jobs.c.namespace, t.jobs.c.name)

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
 from upstream.query.marquez.answers import (
@@ -26,6 +27,7 @@ from upstream.query.marquez.answers import (
 from upstream.query.marquez.common import Page, iso, require_namespace, total
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
+from upstream.store.visibility import shown_namespaces
 
 OWNER = "anonymous"
 
@@ -42,11 +44,17 @@ def _namespace_doc(row: Any) -> NamespaceAnswer:
 
 
 def list_namespaces(
-    conn: Connection, page: Page, *, include_deleted: bool = False
+    conn: Connection,
+    page: Page,
+    *,
+    include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> NamespacesAnswer:
-    """`GET /namespaces`, by name; deleted ones only when asked for."""
+    """`GET /namespaces`, by name; deleted ones only when asked for; only those the reader
+    may see."""
     query = sa.select(t.namespaces, deleted(t.namespaces)).where(
-        visible(t.namespaces, include_deleted)
+        visible(t.namespaces, include_deleted),
+        shown_namespaces(t.namespaces.c.name, visibility),
     )
     rows = conn.execute(page.apply(query.order_by(t.namespaces.c.name))).all()
     return {"namespaces": [_namespace_doc(r) for r in rows], "totalCount": total(conn, query)}

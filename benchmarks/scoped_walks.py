@@ -1,0 +1,94 @@
+"""What filtering by a token's namespaces costs a lineage walk (design §5): the same
+dataset-lineage walks, in process on one loaded store, with a full token and with a token
+that reads only the warehouses and the scheduler (`SCOPES`: the landing bucket is hidden).
+The figure is the ratio of the scoped walk's median to the full walk's, measured in the same
+run; `LIMIT` is what it must stay under."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.databases import fresh_database
+from benchmarks.generator import load_truth
+from benchmarks.queries import load_store
+from upstream.model.access import EVERYTHING, Access, Visibility
+from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import LineageQuery
+from upstream.store.engine import Store
+
+#: The scoped token: every PostgreSQL namespace and the scheduler's jobs, not `s3://bucket`.
+SCOPES = ("read:postgres://*", "read:airflow://*")
+#: The scoped walk may cost at most this many times the full one.
+LIMIT = 2.0
+#: The walks measured: (label, the truth's start, direction).
+WALKS = (
+    ("upstream", "upstream", "upstream"),
+    ("downstream", "both", "downstream"),
+    ("both", "both", "both"),
+)
+
+
+def _median_seconds(work: Any, repetitions: int) -> tuple[float, Any]:
+    samples, answer = [], None
+    for _ in range(repetitions):
+        started = time.perf_counter()
+        answer = work()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples), answer
+
+
+def measure(store: Store, truth: dict[str, Any], repetitions: int) -> list[dict[str, Any]]:
+    """One row per walk: the medians with each token, their ratio, and what the scoped
+    answer showed and hid."""
+    scoped = Access.of_scopes(SCOPES).read
+    rows = []
+    for label, start, direction in WALKS:
+        namespace, name = truth["targets"][start]
+        query = LineageQuery(start="0", end="now", direction=direction, levels="10")
+        params = LineageParams.parse(query, max_levels=100)
+
+        def walk(
+            visibility: Visibility,
+            ns: str = namespace,
+            ds: str = name,
+            asked: LineageParams = params,
+        ) -> Any:
+            with store.read() as conn:
+                return dataset_lineage(
+                    conn, ns, ds, asked, max_nodes=10**6, max_relations=10**7,
+                    visibility=visibility,
+                )  # fmt: skip
+
+        walk(EVERYTHING)  # the index loaded, and the namespaces column read, untimed
+        walk(scoped)
+        full_seconds, full = _median_seconds(lambda: walk(EVERYTHING), repetitions)
+        scoped_seconds, answer = _median_seconds(lambda: walk(scoped), repetitions)
+        rows.append(
+            {
+                "walk": f"{label} from {namespace} {name}",
+                "full_ms": round(full_seconds * 1000, 2),
+                "scoped_ms": round(scoped_seconds * 1000, 2),
+                "ratio": round(scoped_seconds / full_seconds, 2),
+                "limit": LIMIT,
+                "full_relations": len(full["relations"]),
+                "scoped_relations": len(answer["relations"]),
+                "hidden_nodes": answer.get("hiddenNodes", 0),
+                "hidden_relations": answer.get("hiddenRelations", 0),
+            }
+        )
+    return rows
+
+
+def run_scoped_walks(data_dir: Path, work_dir: Path, repetitions: int) -> list[dict[str, Any]]:
+    """Load the workload into a fresh SQLite database and measure every walk of `WALKS`."""
+    with fresh_database("sqlite", f"{data_dir.name}_scoped", work_dir) as url:
+        load_store(url, data_dir)
+        store = Store(url)
+        try:
+            return measure(store, load_truth(data_dir), repetitions)
+        finally:
+            store.dispose()

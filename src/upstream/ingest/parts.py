@@ -1,0 +1,105 @@
+"""Parts of events recognised by their bytes before they are read again (design §3.1).
+
+Real producers repeat themselves: a COMPLETE resends its START's inputs and outputs with their
+facets, and the tenth run of a job reads and writes the same datasets, with the same schema
+and column lineage, as the first. Reading those facets (validating them, building the fields
+of a schema, turning column lineage into edges) was most of the work of translating an event.
+
+The parts read here are the facets whose reading costs: a dataset's `schema` and an output's
+`columnLineage`. A part's key is its exact content (its compact JSON text, with the output it
+describes for column lineage), so a part changed in one byte is another part; facets that
+change with every run (statistics, versions) sit beside them without spoiling their keys.
+What the translation reads from a part that does not depend on the event it came in is kept
+in a bounded least-recently-used cache of the process, and a part seen before is not read
+again. Only a part read without a problem is kept: a malformed part is read, and refused with
+its own path, every time it is sent; the envelope and every other facet are checked per event.
+
+The cache is Python's dict keyed by the part's bytes (a fast hash, then an equality check of
+the bytes, so two parts never share an entry by a collision); `parts_read` counts the parts
+read, the cache's misses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from upstream.ingest.context import Owner
+from upstream.model.facts import DatasetNode, EdgeFact
+from upstream.model.identity import DatasetRef
+from upstream.model.json_text import dumps
+
+#: Parts kept per kind: a few thousand distinct facets of a few kB each.
+CAPACITY = 4096
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class EdgeShape:
+    """An edge without its owner: what `Owner.edge` completes for each event."""
+
+    source: DatasetNode
+    target: DatasetNode
+    transformations: list[dict[str, Any]]
+    implied: bool = False
+
+
+@dataclass(frozen=True)
+class ColumnLineageReading:
+    """An output's `columnLineage` facet as edges without an owner, and the datasets read."""
+
+    edges: tuple[EdgeShape, ...]
+    sources: frozenset[DatasetRef]
+
+
+class PartCache(Generic[V]):
+    """A bounded LRU of what was read from each part, keyed by the part's bytes."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[bytes, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self.parts_read = 0
+
+    def read(self, key: bytes, reader: Callable[..., V], *args: Any) -> V:
+        """What `reader(*args)` reads from the part `key`, read only when the part is new."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                return found
+        value = reader(*args)  # raises for a malformed part: nothing is kept
+        with self._lock:
+            self.parts_read += 1
+            self._entries[key] = value
+            if len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.parts_read = 0
+
+
+#: `schema` facets, as the fields they list.
+SCHEMA_PARTS: PartCache[tuple[dict[str, Any], ...]] = PartCache()
+#: Outputs' `columnLineage` facets, as edges without their owner.
+COLUMN_LINEAGE_PARTS: PartCache[ColumnLineageReading] = PartCache()
+
+
+def part_key(*content: Any) -> bytes:
+    """The key of a part: its content (and what it describes), as compact JSON text."""
+    return dumps(content).encode()
+
+
+def owned_edges(reading: ColumnLineageReading, owner: Owner) -> list[EdgeFact]:
+    """The edges of `reading`, owned by the event's `owner`."""
+    return [
+        owner.edge("column_lineage", e.source, e.target, e.transformations, implied=e.implied)
+        for e in reading.edges
+    ]

@@ -1,0 +1,244 @@
+"""Field-level walks on the index's field graph (design §4.3, §4.4, §4.5, §6): the fields a
+field comes from or flows to, the field edges at or between datasets.
+
+Which edges a question counts is decided by their sets' links (`field_graph`): with a window,
+a link of a run that overlaps it (and had started by its `as_of` time), or a declaration in
+force — the current ones, or with `as_of` those of the history then in force, as the dataset
+walks decide (`dataset_walk.WalkView`); without one, every current link. A walk never steps
+onto a field of a deleted dataset.
+
+Nodes are numbers inside; the answers' (dataset id, field name) pairs are made only for the
+nodes an answer shows, from the index's own tables.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Collection, Iterable
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from upstream.model.direction import Step
+from upstream.model.facts import ORIGIN_SHOWN
+from upstream.model.window import Window
+from upstream.query.graph_index.dataset_walk import WalkView
+from upstream.query.graph_index.field_graph import ORIGINS, FieldGraph
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.numbering import NONE
+
+Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+#: A field of a dataset: (dataset id, field name).
+FieldNode = tuple[uuid.UUID, str]
+_UNREACHED = np.iinfo(np.int64).max
+_SHOWN = [ORIGIN_SHOWN[origin] for origin in ORIGINS]
+
+
+class FieldEdge(NamedTuple):
+    """A field -> field edge as the Marquez column graph reads it: its ends, its
+    transformations and its origin (as stored: `lineage_facet`, `sql`, ...)."""
+
+    source: FieldNode
+    target: FieldNode
+    transformations: list[dict[str, Any]]
+    origin: str
+
+
+class FieldEdges:
+    """The field edges one question counts, in one version of the index."""
+
+    def __init__(self, graph: Graph, window: Window | None) -> None:
+        self.graph = graph
+        self.fields: FieldGraph = graph.fields
+        self.window = window
+        self.view = WalkView(graph, window) if window is not None else None
+        self._uuids: dict[int, uuid.UUID] = {}
+
+    # -- which edges count -------------------------------------------------------------------
+
+    def counted(self, rows: Ints) -> Flags:
+        """Which of the edge rows `rows` the question counts: those of a set with a link in
+        force and in its window (any current link, without a window)."""
+        links, owner = self.fields.links_by_set.rows_of(self.fields.edges["set"][rows])
+        table = self.fields.links
+        if self.view is None:
+            keep = table["current"][links]
+        else:
+            keep = self.view.in_force(table, links, table["of_run"][links])
+            keep &= self.view.run_in_window(table["run"][links].astype(np.int64))
+        counted = np.zeros(len(rows), dtype=np.bool_)
+        counted[owner[keep]] = True
+        return counted
+
+    def live(self, datasets: npt.NDArray[np.integer]) -> Flags:
+        return ~self.graph.deleted(self.graph.deleted_datasets, datasets)
+
+    # -- walks -------------------------------------------------------------------------------
+
+    def walk(
+        self, starts: Collection[FieldNode], direction: Step, levels: int
+    ) -> tuple[Ints, Ints, Ints, Ints]:
+        """Breadth first from `starts`, against (upstream) or along (downstream) the field
+        edges, at most `levels` hops: the nodes reached (never a start) with their least
+        hop count, and for each the origins (codes) of the edges that reached it at that
+        hop, as (node, origin) pairs."""
+        f, edges = self.fields, self.fields.edges
+        near_by = f.by_target if direction == "upstream" else f.by_source
+        far_node = f.source_node if direction == "upstream" else f.target_node
+        far_dataset = edges["source_dataset" if direction == "upstream" else "target_dataset"]
+        depths = np.full(len(f.node_keys) + 1, _UNREACHED, dtype=np.int64)
+        frontier = self.nodes(starts)
+        depths[frontier] = 0
+        origin_nodes: list[Ints] = []
+        origin_codes: list[Ints] = []
+        for hop in range(1, levels + 1):
+            rows, _ = near_by.rows_of(frontier)
+            far = far_node[rows].astype(np.int64)
+            keep = far != NONE
+            rows, far = rows[keep], far[keep]
+            keep = self.live(far_dataset[rows]) & (depths[far] == _UNREACHED)
+            rows, far = rows[keep], far[keep]
+            keep = self.counted(rows)
+            rows, far = rows[keep], far[keep]
+            if not len(rows):
+                break
+            origin_nodes.append(far)
+            origin_codes.append(edges["origin"][rows].astype(np.int64))
+            frontier = np.unique(far)
+            depths[frontier] = hop
+        reached = np.flatnonzero((depths[:-1] != _UNREACHED) & (depths[:-1] > 0))
+        empty = np.zeros(0, dtype=np.int64)
+        return (
+            reached,
+            depths[reached],
+            np.concatenate(origin_nodes) if origin_nodes else empty,
+            np.concatenate(origin_codes) if origin_codes else empty,
+        )
+
+    def edges_at(self, nodes: Ints, end: Literal["source", "target"]) -> Ints:
+        """The counted field -> field edges whose `end` is one of `nodes`, between datasets
+        that are not deleted."""
+        f = self.fields
+        rows, _ = (f.by_source if end == "source" else f.by_target).rows_of(nodes)
+        edges = f.edges
+        keep = (f.source_node[rows] != NONE) & (f.target_node[rows] != NONE)
+        rows = rows[keep]
+        keep = self.live(edges["source_dataset"][rows]) & self.live(edges["target_dataset"][rows])
+        rows = rows[keep]
+        found: Ints = rows[self.counted(rows)]
+        return found
+
+    def among(self, datasets: Ints) -> Ints:
+        """The counted field -> field edges whose two datasets are both of `datasets`
+        (deleted ones too: a diff shows what changed, whatever has been deleted since)."""
+        f = self.fields
+        rows, _ = f.by_target.rows_of(f.nodes_of(datasets))
+        rows = rows[f.source_node[rows] != NONE]
+        rows = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
+        found: Ints = rows[self.counted(rows)]
+        return found
+
+    def ends_on(self, datasets: Ints) -> Ints:
+        """The nodes of `datasets` at an end of a counted edge (either end; the other may
+        be a whole dataset or a job)."""
+        f = self.fields
+        nodes = f.nodes_of(datasets)
+        ends = []
+        for by, column in ((f.by_source, f.source_node), (f.by_target, f.target_node)):
+            rows, _ = by.rows_of(nodes)
+            ends.append(column[rows[self.counted(rows)]].astype(np.int64))
+        found: Ints = np.unique(np.concatenate(ends))
+        return found
+
+    # -- numbers and names -------------------------------------------------------------------
+
+    def nodes(self, keys: Iterable[FieldNode]) -> Ints:
+        """The node numbers of `keys` that the graph holds."""
+        ids, names = self.graph.ids, self.fields.names
+        found = set()
+        for dataset, name in keys:
+            d, field = ids.datasets.known(str(dataset)), names.fields.known(name)
+            if d is not None and field is not None:
+                node = self.fields.node(d, field)
+                if node is not None:
+                    found.add(node)
+        return np.array(sorted(found), dtype=np.int64)
+
+    def datasets(self, ids: Iterable[uuid.UUID | str]) -> Ints:
+        """The dataset numbers of `ids` that the graph holds."""
+        known = (self.graph.ids.datasets.known(str(i)) for i in ids)
+        return np.array(sorted({n for n in known if n is not None}), dtype=np.int64)
+
+    def dataset_id(self, number: int) -> uuid.UUID:
+        found = self._uuids.get(number)
+        if found is None:
+            found = self._uuids[number] = uuid.UUID(self.graph.ids.datasets.texts[number])
+        return found
+
+    def keys(self, nodes: Ints) -> list[FieldNode]:
+        """The (dataset id, field name) of each of `nodes`."""
+        names = self.fields.names.fields.texts
+        return [
+            (self.dataset_id(d), names[n])
+            for d, n in zip(
+                self.fields.dataset_of(nodes).tolist(),
+                self.fields.field_of(nodes).tolist(),
+                strict=True,
+            )
+        ]
+
+    def as_edges(self, rows: Ints) -> list[FieldEdge]:
+        """The edge rows `rows` as the Marquez column graph reads them."""
+        f = self.fields
+        sources = self.keys(f.source_node[rows].astype(np.int64))
+        targets = self.keys(f.target_node[rows].astype(np.int64))
+        texts = f.names.transformations.texts
+        parsed: dict[int, list[dict[str, Any]]] = {}
+        found: list[FieldEdge] = []
+        for source, target, made, origin in zip(
+            sources,
+            targets,
+            f.edges["transformations"][rows].tolist(),
+            f.edges["origin"][rows].tolist(),
+            strict=True,
+        ):
+            if made not in parsed:
+                parsed[made] = json.loads(texts[made]) or []
+            found.append(FieldEdge(source, target, list(parsed[made]), ORIGINS[origin]))
+        return found
+
+
+def field_reach(
+    graph: Graph,
+    starts: Collection[FieldNode],
+    direction: Step,
+    levels: int,
+    window: Window,
+) -> dict[FieldNode, set[str]]:
+    """The fields reached from `starts` against (upstream) or along (downstream) field
+    edges in at most `levels` hops, each with the origins (as answers name them) of the
+    edges that reached it at its nearest hop; the starts themselves are never part of the
+    answer, even when a cycle leads back to them."""
+    edges = FieldEdges(graph, window)
+    reached, _, origin_nodes, origin_codes = edges.walk(starts, direction, levels)
+    found: dict[int, set[str]] = {node: set() for node in reached.tolist()}
+    for node, code in zip(origin_nodes.tolist(), origin_codes.tolist(), strict=True):
+        found[node].add(_SHOWN[code])
+    keys = edges.keys(reached)
+    return {key: found[node] for key, node in zip(keys, reached.tolist(), strict=True)}
+
+
+def field_hops(
+    graph: Graph,
+    starts: Collection[FieldNode],
+    direction: Step,
+    levels: int,
+    window: Window,
+) -> dict[FieldNode, int]:
+    """The fields `field_reach` reaches, each with its least hop count."""
+    edges = FieldEdges(graph, window)
+    reached, depths, _, _ = edges.walk(starts, direction, levels)
+    return dict(zip(edges.keys(reached), depths.tolist(), strict=True))

@@ -1,0 +1,216 @@
+"""Reads filtered by the token's namespaces (design §5), on the estate of `estate.py`, each
+answer worked out by hand: nothing hidden is shown or walked through, the answer counts what
+it stopped at, and a hidden dataset or job reads exactly like a missing one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.access.estate import (
+    ADMIN,
+    CRM,
+    FIN_DS,
+    FIN_JOBS,
+    HR,
+    READ_ALL,
+    WINDOW,
+    bearer,
+    dataset_key,
+    issue,
+    job_key,
+    shown,
+)
+from upstream.client.http import segment
+
+F, FJ = segment(FIN_DS), segment(FIN_JOBS)
+INVOICES, COSTS = dataset_key(FIN_DS, "invoices"), dataset_key(FIN_DS, "costs")
+ORDERS, SALARIES = dataset_key(FIN_DS, "orders"), dataset_key(HR, "salaries")
+EMPLOYEES = dataset_key(HR, "employees")
+BUILD, COSTS_JOB = job_key(FIN_JOBS, "build_invoices"), job_key(FIN_JOBS, "costs")
+PAYROLL = job_key(HR, "payroll")
+#: What a reader of finance sees around the invoices: the finance jobs and datasets only.
+FINANCE_RELATIONS = {
+    (INVOICES, BUILD, "write"),
+    (ORDERS, BUILD, "read"),
+    (INVOICES, COSTS_JOB, "read"),
+    (COSTS, COSTS_JOB, "write"),
+}
+
+
+def lineage(client: TestClient, token: str, path: str, **params: str) -> dict[str, Any]:
+    response = client.get(path, params={**WINDOW, **params}, headers=bearer(token))
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def names_in(answer: object) -> str:
+    return repr(answer)
+
+
+def test_dataset_lineage_both_ways_shows_finance_only_and_counts_what_it_hid(
+    estate: TestClient,
+) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    answer = lineage(estate, finance, f"/v3/namespaces/{F}/datasets/invoices/lineage")
+    assert shown(answer) == FINANCE_RELATIONS
+    assert set(answer["data"]) == {INVOICES, ORDERS, COSTS}
+    assert set(answer["programs"]) == {BUILD, COSTS_JOB}
+    # Stopped at: crm:customers and hr:salaries (read by finance jobs), crm:churn (reads costs).
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (3, 3)
+    assert "crm" not in names_in(answer)
+    assert "hr" not in names_in(answer).replace("hiddenRelations", "")
+
+
+def test_a_second_readable_domain_opens_the_walk_through_it(estate: TestClient) -> None:
+    token = issue(estate, "read:finance/*", "read:hr")["token"]
+    answer = lineage(estate, token, f"/v3/namespaces/{F}/datasets/invoices/lineage")
+    assert shown(answer) == FINANCE_RELATIONS | {
+        (SALARIES, COSTS_JOB, "read"),
+        (SALARIES, PAYROLL, "write"),
+        (EMPLOYEES, PAYROLL, "read"),
+    }
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2, 2)
+
+
+def test_a_full_token_sees_everything_and_no_hidden_counts(estate: TestClient) -> None:
+    answer = lineage(estate, READ_ALL, f"/v3/namespaces/{F}/datasets/invoices/lineage")
+    assert len(shown(answer)) == 12  # every relation of the estate is connected
+    assert "hiddenNodes" not in answer
+    assert "hiddenRelations" not in answer
+
+
+def test_upstream_lineage_stops_at_hidden_sources(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    path = f"/v3/namespaces/{F}/datasets/costs/lineage"
+    answer = lineage(estate, finance, path, direction="upstream")
+    assert shown(answer) == FINANCE_RELATIONS
+    # hr:salaries into costs, crm:customers into invoices.
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2, 2)
+
+
+def test_downstream_lineage_stops_at_a_hidden_reader(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    path = f"/v3/namespaces/{F}/datasets/costs/lineage"
+    answer = lineage(estate, finance, path, direction="downstream")
+    # Downstream of costs there is only crm:churn reading it: nothing shown, one hidden.
+    assert shown(answer) == set()
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (1, 1)
+    full = lineage(estate, READ_ALL, path, direction="downstream")
+    assert shown(full) == {
+        (COSTS, job_key(CRM, "churn"), "read"),
+        (dataset_key(CRM, "churn_scores"), job_key(CRM, "churn"), "write"),
+    }
+
+
+def test_job_lineage_shows_finance_only_and_counts_each_hidden_thing_once(
+    estate: TestClient,
+) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    answer = lineage(estate, finance, f"/v3/namespaces/{FJ}/jobs/costs/lineage")
+    assert shown(answer) == FINANCE_RELATIONS
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (3, 3)
+
+
+HIDDEN_AND_MISSING = [
+    (f"/v3/namespaces/{HR}/datasets/salaries/lineage", "hr"),
+    (f"/v3/namespaces/{HR}/jobs/payroll/lineage", "hr"),
+    (f"/api/v1/namespaces/{HR}", "hr"),
+    (f"/api/v1/namespaces/{HR}/datasets", "hr"),
+    (f"/api/v1/namespaces/{HR}/datasets/salaries", "hr"),
+    (f"/api/v1/namespaces/{HR}/jobs/payroll", "hr"),
+    (f"/api/v1/namespaces/{HR}/jobs/payroll/runs", "hr"),
+]
+
+
+@pytest.mark.parametrize(("path", "namespace"), HIDDEN_AND_MISSING)
+def test_a_hidden_entity_is_404_byte_for_byte_like_a_missing_one(
+    estate: TestClient, path: str, namespace: str
+) -> None:
+    """Asked by a reader of finance, an hr dataset or job that exists answers the same bytes
+    as one that does not, and as a namespace never stored (its name in place of hr's)."""
+    finance = issue(estate, "read:finance/*")["token"]
+    hidden = estate.get(path, params=WINDOW, headers=bearer(finance))
+    absent_name = estate.get(
+        path.replace("salaries", "no_such").replace("payroll", "no_such"),
+        params=WINDOW,
+        headers=bearer(finance),
+    )
+    never_stored = estate.get(
+        path.replace(f"/{namespace}", "/nowhere"), params=WINDOW, headers=bearer(ADMIN)
+    )
+    assert hidden.status_code == absent_name.status_code == never_stored.status_code == 404
+    assert hidden.content == absent_name.content
+    assert hidden.content == never_stored.content.replace(b"nowhere", namespace.encode())
+
+    def headers(response: Any) -> list[tuple[str, str]]:
+        return sorted((k, v) for k, v in response.headers.items() if k != "x-request-id")
+
+    assert headers(hidden) == headers(absent_name)
+
+
+def test_marquez_lists_show_only_readable_namespaces(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    namespaces = estate.get("/api/v1/namespaces", headers=bearer(finance)).json()
+    assert [n["name"] for n in namespaces["namespaces"]] == [FIN_JOBS, FIN_DS]
+    assert namespaces["totalCount"] == 2
+    jobs = estate.get("/api/v1/jobs", headers=bearer(finance)).json()
+    assert sorted(j["name"] for j in jobs["jobs"]) == ["build_invoices", "costs"]
+    assert jobs["totalCount"] == 2
+    datasets = estate.get(f"/api/v1/namespaces/{F}/datasets", headers=bearer(finance))
+    assert sorted(d["name"] for d in datasets.json()["datasets"]) == ["costs", "invoices", "orders"]
+
+
+def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    job = estate.get(f"/api/v1/namespaces/{FJ}/jobs/costs", headers=bearer(finance))
+    assert job.status_code == 200
+    document = job.json()
+    assert document["inputs"] == [{"namespace": FIN_DS, "name": "invoices"}]
+    assert document["outputs"] == [{"namespace": FIN_DS, "name": "costs"}]
+    assert "salaries" not in job.text
+    full = estate.get(f"/api/v1/namespaces/{FJ}/jobs/costs", headers=bearer(READ_ALL))
+    assert {"namespace": HR, "name": "salaries"} in full.json()["inputs"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/v3/namespaces/{F}/datasets/invoices/lineage/diff",
+        "/v3/lineage/graph",
+        "/api/v1/lineage",
+        "/api/v1/search",
+        "/v3/tags/pii/reach",
+        "/v3/runs/00000000-0000-4000-8000-000000000002/lineage",
+    ],
+)
+def test_an_answer_not_filtered_yet_refuses_a_scoped_token(estate: TestClient, path: str) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    answer = estate.get(path, headers=bearer(finance))
+    assert answer.status_code == 403
+    assert "read:*" in answer.json()["message"]
+    assert "crm" not in answer.text
+
+
+def test_a_token_reading_everything_by_pattern_is_not_refused(estate: TestClient) -> None:
+    everything = issue(estate, "read:*")["token"]
+    assert estate.get("/v3/lineage/graph", headers=bearer(everything)).status_code == 200
+
+
+def test_the_estate_pages_show_only_readable_namespaces(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+    counts = estate.get("/v3/namespaces", headers=bearer(finance)).json()
+    assert [(n["name"], n["datasets"], n["jobs"]) for n in counts["namespaces"]] == [
+        (FIN_JOBS, 0, 2),
+        (FIN_DS, 3, 0),
+    ]
+    assert counts["totalCount"] == 2
+    written = estate.get("/v3/datasets/recently-written", headers=bearer(finance)).json()
+    assert sorted(d["name"] for d in written["datasets"]) == ["costs", "invoices"]
+    assert written["totalCount"] == 2
+    runs = estate.get("/v3/jobs/latest-runs", headers=bearer(finance)).json()
+    assert sorted(r["job"]["name"] for r in runs["runs"]) == ["build_invoices", "costs"]
+    assert runs["totalCount"] == 2

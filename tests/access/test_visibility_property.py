@@ -1,0 +1,174 @@
+"""The property of design §5, over random graphs and random scopes: no node outside the
+scopes appears in a lineage answer, and the visible part of a walk is the walk of the graph
+with the hidden nodes removed.
+
+Each example stores one random graph twice, in namespaces of its own: whole (`full-dN`), and
+without what the scopes hide (`cut-dN`: the runs of hidden jobs left out, hidden datasets
+taken out of the others' inputs and outputs). The scoped walk of the whole graph must show
+exactly what the full walk of the cut graph shows."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from tests.builders import ds, run_event
+from upstream.api.app import create_app
+from upstream.model.access import EVERYTHING, Visibility
+from upstream.model.keys import parse_entity_key
+from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.lineage_params import LineageParams
+from upstream.query.lineage_query import LineageQuery
+from upstream.settings import Settings
+from upstream.store.engine import Store
+
+DOMAINS, DATASETS, JOBS = 3, 6, 4
+_EXAMPLE = itertools.count()
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> dict[str, Any]:
+    """Datasets and jobs each in one of three domains, each job with one run reading and
+    writing some datasets; the domains a reader may see; a direction and a seed."""
+    dataset_domains = draw(
+        st.lists(st.integers(0, DOMAINS - 1), min_size=DATASETS, max_size=DATASETS)
+    )
+    job_domains = draw(st.lists(st.integers(0, DOMAINS - 1), min_size=JOBS, max_size=JOBS))
+    some = st.sets(st.integers(0, DATASETS - 1), max_size=3)
+    runs = [(draw(some), draw(some)) for _ in range(JOBS)]
+    return {
+        "datasets": dataset_domains,
+        "jobs": job_domains,
+        "runs": runs,
+        "visible": draw(st.sets(st.integers(0, DOMAINS - 1), min_size=1)),
+        "wildcard": draw(st.booleans()),
+        "direction": draw(st.sampled_from(["both", "upstream", "downstream"])),
+        "seed": draw(st.integers(0, DATASETS - 1)),
+        "levels": draw(st.integers(1, 4)),
+    }
+
+
+@pytest.fixture
+def sqlite_server(tmp_path: Path, sqlite_template: Path) -> Iterator[tuple[TestClient, Store]]:
+    import shutil
+
+    path = tmp_path / "property.db"
+    shutil.copy(sqlite_template, path)
+    url = f"sqlite:///{path}"
+    store = Store(url)
+    with TestClient(create_app(Settings(db_url=url), migrate=False)) as client:
+        yield client, store
+    store.dispose()
+
+
+def _events(graph: dict[str, Any], prefix: str, cut: bool) -> list[dict[str, Any]]:
+    kind = "cut" if cut else "full"
+
+    def namespace(domain: int) -> str:
+        return f"{prefix}{kind}-d{domain}"
+
+    def shown(domain: int) -> bool:
+        return not cut or domain in graph["visible"]
+
+    events = []
+    for job, (reads, writes) in enumerate(graph["runs"]):
+        if not shown(graph["jobs"][job]) or not (reads or writes):
+            continue
+        inputs = [ds(namespace(graph["datasets"][d]), f"x{d}") for d in sorted(reads)]
+        outputs = [ds(namespace(graph["datasets"][d]), f"x{d}") for d in sorted(writes)]
+        events.append(
+            run_event(
+                (namespace(graph["jobs"][job]), f"j{job}"),
+                run_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{prefix}{kind}/{job}")),
+                inputs=[
+                    i
+                    for i, d in zip(inputs, sorted(reads), strict=True)
+                    if shown(graph["datasets"][d])
+                ],
+                outputs=[
+                    o
+                    for o, d in zip(outputs, sorted(writes), strict=True)
+                    if shown(graph["datasets"][d])
+                ],
+            )
+        )
+    return events
+
+
+def _relations(answer: dict[str, Any], kind: str) -> set[tuple[str, str, tuple[str, ...], int]]:
+    """The relations, with the store's kind of namespace (`full`/`cut`) taken out of keys."""
+    return {
+        (
+            r["data"].replace(kind, "*"),
+            r["program"].replace(kind, "*"),
+            tuple(r["accesses"]),
+            len(r["runs"]),
+        )
+        for r in answer["relations"]
+    }
+
+
+@examples(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=graphs())
+def test_a_scoped_walk_is_the_walk_of_the_graph_without_the_hidden_nodes(
+    sqlite_server: tuple[TestClient, Store], graph: dict[str, Any]
+) -> None:
+    client, store = sqlite_server
+    prefix = f"e{next(_EXAMPLE)}"
+    for cut in (False, True):
+        events = _events(graph, prefix, cut)
+        if events:
+            assert client.post("/api/v1/lineage", json=events).status_code == 201
+    domain = graph["datasets"][graph["seed"]]
+    seed = f"x{graph['seed']}"
+    patterns = tuple(
+        f"{prefix}full-d{d}" + ("*" if graph["wildcard"] else "") for d in graph["visible"]
+    )
+    visibility = Visibility(patterns)
+    query = LineageQuery(
+        start="0", end="now", direction=graph["direction"], levels=str(graph["levels"])
+    )
+    params = LineageParams.parse(query, max_levels=100)
+    caps = {"max_nodes": 10**6, "max_relations": 10**6}
+    with store.read() as conn:
+        cut_answer = _answer(conn, f"{prefix}cut-d{domain}", seed, params, EVERYTHING, caps)
+        scoped = _answer(conn, f"{prefix}full-d{domain}", seed, params, visibility, caps)
+    if domain not in graph["visible"] or cut_answer is None:
+        # Hidden, or touched by no visible job: not found, or found with nothing around it.
+        assert scoped is None or scoped["relations"] == []
+        return
+    assert scoped is not None
+    for key in [*scoped["data"], *scoped["programs"]]:
+        assert visibility.shows(parse_entity_key(key)[1]), key
+    assert _relations(scoped, "full") == _relations(cut_answer, "cut")
+    assert (scoped["hiddenNodes"] == 0) == (scoped["hiddenRelations"] == 0)
+
+
+def _answer(
+    conn: Any,
+    namespace: str,
+    name: str,
+    params: LineageParams,
+    visibility: Visibility,
+    caps: dict[str, int],
+) -> dict[str, Any] | None:
+    from upstream.model.errors import NotFound
+
+    try:
+        return dict(dataset_lineage(conn, namespace, name, params, visibility=visibility, **caps))
+    except NotFound:
+        return None

@@ -1,0 +1,154 @@
+"""The store's reads on a streaming replica, and the check that a read naming a position is
+answered by a snapshot that includes it (`upstream.store.replicas`)."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from tests.private_postgres import PrivateCluster, primary_and_replica
+from upstream.store import schema as t
+from upstream.store.change_log import RUNS, position, record
+from upstream.store.engine import Store, Timeouts, create_engine
+from upstream.store.migrate import upgrade
+from upstream.store.replicas import Replica, ReplicaSet, reads_must_include
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
+    with primary_and_replica() as (primary, replica):
+        store = Store(primary.url)
+        upgrade(store)
+        store.dispose()
+        yield primary, replica
+
+
+@pytest.fixture
+def store(pair: tuple[PrivateCluster, PrivateCluster]) -> Iterator[Store]:
+    """A store on the primary reading from the replica (never lagging too far, here)."""
+    primary, replica = pair
+    store = Store(primary.url)
+    store.read_from_replicas([replica.url], max_lag=600, fallback="primary")
+    yield store
+    replica.resume_replay()
+    store.dispose()
+
+
+def _append(conn: sa.Connection) -> None:
+    record(conn, RUNS, [uuid.uuid4()])
+
+
+def _newest_on_read(store: Store) -> tuple[int, bool]:
+    """The position the read sees, and whether the primary answered it."""
+    with store.read() as conn:
+        return position(conn), conn.engine is store.engine
+
+
+def test_reads_use_the_replica_and_writes_the_primary(
+    store: Store, pair: tuple[PrivateCluster, PrivateCluster]
+) -> None:
+    _, replica = pair
+    replica.pause_replay()
+    written = store.write_at(_append)[1]
+    seen, on_primary = _newest_on_read(store)
+    assert (seen, on_primary) == (written - 1, False)
+    assert store.read_position() == written - 1
+    with store.read(primary=True) as conn:
+        assert position(conn) == written
+
+
+def test_a_read_naming_a_position_the_replica_lacks_is_answered_by_the_primary(
+    store: Store, pair: tuple[PrivateCluster, PrivateCluster]
+) -> None:
+    _, replica = pair
+    replica.pause_replay()
+    written = store.write_at(_append)[1]
+
+    def read_after_the_write() -> tuple[int, bool]:
+        reads_must_include(written)
+        return _newest_on_read(store)
+
+    assert contextvars.copy_context().run(read_after_the_write) == (written, True)
+    # One that names an older position, which the replica has, stays on the replica.
+    reads_must_include(written - 1)
+    try:
+        assert _newest_on_read(store) == (written - 1, False)
+    finally:
+        reads_must_include(None)
+
+
+def test_the_lag_counts_from_the_oldest_write_the_replica_lacks(
+    store: Store, pair: tuple[PrivateCluster, PrivateCluster]
+) -> None:
+    primary, replica = pair
+    assert store.replicas is not None
+    store.replicas.measure()
+    (caught_up,) = store.replicas.lags()
+    assert (caught_up.seconds, caught_up.positions) == (0.0, 0)
+    replica.pause_replay()
+    first = store.write_at(_append)[1]
+    store.write_at(_append)
+    engine = sa.create_engine(primary.url)
+    with engine.connect() as conn:
+        recorded = conn.execute(
+            sa.select(t.change_log.c.recorded_at).where(t.change_log.c.position == first)
+        ).scalar_one()
+        elapsed = conn.execute(sa.select(sa.func.now() - recorded)).scalar_one()
+    engine.dispose()
+    store.replicas.measure()
+    (lagging,) = store.replicas.lags()
+    assert lagging.positions == 2
+    assert lagging.seconds >= elapsed.total_seconds()
+    assert lagging.name == replica.url
+
+
+def test_a_replica_given_up_is_taken_back_only_once_it_has_caught_up(
+    store: Store, pair: tuple[PrivateCluster, PrivateCluster]
+) -> None:
+    primary, replica = pair
+    probe = Timeouts(2, 2, 2, 2)
+    shift = [timedelta(0)]
+    replicas = ReplicaSet(
+        [
+            Replica(
+                "replica",
+                create_engine(replica.url, pool_size=1, timeouts=probe),
+                create_engine(replica.url, pool_size=1, timeouts=probe),
+            )
+        ],
+        create_engine(primary.url, pool_size=1, timeouts=probe),
+        max_lag=5,
+        fallback="primary",
+        now=lambda: datetime.now(UTC) + shift[0],
+    )
+    (watched,) = replicas.replicas
+    try:
+        assert replicas.engine_for_reads() is watched.engine
+        replica.pause_replay()
+        store.write_at(_append)
+        shift[0] = timedelta(seconds=60)  # the missing write is a minute old
+        replicas.measure()
+        assert replicas.engine_for_reads() is None
+        shift[0] = timedelta(0)  # close enough again, but behind what the primary had
+        replicas.measure()
+        assert watched.lag.seconds <= 5
+        assert replicas.engine_for_reads() is None
+        replica.resume_replay()
+        deadline = time.monotonic() + 30
+        while replicas.engine_for_reads() is None:
+            assert time.monotonic() < deadline, "the replica was not taken back"
+            replicas.measure()
+            time.sleep(0.1)
+        assert watched.lag.positions == 0
+    finally:
+        replicas.close()
+        for replica_set_engine in replicas.engines:
+            replica_set_engine.dispose()
