@@ -181,8 +181,9 @@ def test_a_write_through_the_kafka_consumer_is_read_at_once(
             _relation("summary", "report", "write"),
         }
     finally:
-        assert consumer.stop() == 0
+        stopped = consumer.stop()
         reader.stop()
+    assert stopped == 0
 
 
 def test_an_alias_claimed_through_another_server_joins_the_walk(
