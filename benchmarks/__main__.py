@@ -196,6 +196,7 @@ def queries_command(
     results["event_bytes"] = load_summary(data_dir)["event_bytes"]
     rows = []
     memory = {}
+    index = {}
     for kind in _kinds(db):
         measured = run_queries(
             kind, data_dir, out,
@@ -205,8 +206,13 @@ def queries_command(
             results["queries"][f"{kind} {row['query']}"] = row
         rows.extend(measured.rows)
         memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
+        index[kind] = results.setdefault("index", {})[kind] = measured.index
+        results.setdefault("failed", {})[kind] = measured.failed
         report.save_results(out, size, results)
-    report.print_queries(rows, f"Queries, {size} workload ({repetitions} repetitions)", memory)
+        report.print_failed(kind, measured.failed)
+    report.print_queries(
+        rows, f"Queries, {size} workload ({repetitions} repetitions)", memory, index
+    )
 
 
 @app.command("scoped")
@@ -358,6 +364,7 @@ def all_command(
     ingested: list[dict[str, object]] = []
     queried: list[dict[str, object]] = []
     memory: dict[str, dict[str, float]] = {}
+    index: dict[str, dict[str, float]] = {}
 
     def queries_on(kind: str) -> Callable[[str], None]:
         def run(url: str) -> None:
@@ -369,8 +376,13 @@ def all_command(
                 results["queries"][f"{kind} {row['query']}"] = row
             queried.extend(measured.rows)
             memory[kind] = results["worker_memory_mb"][kind] = measured.worker_memory_mb
+            index[kind] = results.setdefault("index", {})[kind] = measured.index
+            report.print_failed(kind, measured.failed)
             report.print_queries(
-                measured.rows, f"{size}: {kind} queries", {kind: measured.worker_memory_mb}
+                measured.rows,
+                f"{size}: {kind} queries",
+                {kind: measured.worker_memory_mb},
+                {kind: measured.index},
             )
 
         return run
@@ -391,7 +403,9 @@ def all_command(
             report.print_ingest([row], f"{size}: {kind} {name}")
             report.save_results(out, size, results)
     report.print_ingest(ingested, f"Ingest, {size} workload")
-    report.print_queries(queried, f"Queries, {size} workload ({repetitions} repetitions)", memory)
+    report.print_queries(
+        queried, f"Queries, {size} workload ({repetitions} repetitions)", memory, index
+    )
     startup = measure()
     results["startup"] = startup
     report.save_results(out, size, results)

@@ -100,17 +100,25 @@ def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
 
 
 def print_queries(
-    rows: list[dict[str, Any]], title: str, memory: dict[str, dict[str, float]] | None = None
+    rows: list[dict[str, Any]],
+    title: str,
+    memory: dict[str, dict[str, float]] | None = None,
+    index: dict[str, dict[str, float]] | None = None,
 ) -> None:
-    """The queries' medians beside the in-memory walk's; `memory` (per database) is the
-    largest worker's resident memory after the queries, and its peak."""
+    """The queries' medians beside the in-memory walk's, the limit of three walks plus the
+    `/health` round trip and the target, `!` marking each missed; `memory` (per database) is
+    the largest worker's resident memory after the queries, and its peak; `index` (per
+    database) the graph index's load time and bytes."""
     table = Table(title=title)
     columns = (
-        "db", "query", "datasets", "relations", "median ms", "p95 ms", "walk ms", "ratio", "load",
+        "db", "query", "datasets", "relations", "median ms", "p95 ms", "walk ms", "ratio",
+        "3 walks + health", "target ms", "load",
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in ("db", "query") else "right")
     for row in rows:
+        limit = row.get("walk_limit_ms")
+        target = row.get("target_ms")
         table.add_row(
             row["db"],
             row["query"] + (" (cut)" if row.get("truncated") else ""),
@@ -120,14 +128,36 @@ def print_queries(
             f"{row['p95_ms']:.1f}",
             f"{row['baseline_median_ms']:.2f}",
             f"{row['ratio']:.1f}x",
+            "" if limit is None else f"{limit:.1f}{'' if row['within_walk_limit'] else ' !'}",
+            "" if target is None else f"{target:g}{'' if row['meets_target'] else ' !'}",
             f"{row['load'][0]:.1f}" if row.get("load") else "",
         )
     console.print(table)
+    for db, figures in (index or {}).items():
+        console.print(
+            f"{db}: /health round trip {figures['health_ms']:.2f} ms; graph index loaded in "
+            f"{figures['load_s']:.2f} s ({figures['flow_rows']:,.0f} flow rows, "
+            f"{figures['relations']:,.0f} relations, {figures['column_mb']:.1f} MB of columns): "
+            f"{figures['bytes_per_flow']:.0f} bytes per flow row, "
+            f"{figures['bytes_per_relation']:.0f} per relation"
+        )
+        if "cli_s" in figures:
+            console.print(
+                f"{db}: upstream lineage --db (upstream levels=10, fresh process): "
+                f"{figures['cli_s']:.2f} s, {figures['cli_cpu_s']:.2f} s of CPU "
+                f"(target {figures['cli_target_s']:g} s)"
+            )
     for db, used in (memory or {}).items():
         console.print(
             f"{db}: largest server worker after the queries: {used['rss']:.0f} MB resident, "
             f"peak {used['peak']:.0f} MB"
         )
+
+
+def print_failed(db: str, failed: dict[str, str]) -> None:
+    """The queries the server did not answer, and what it said."""
+    for query, why in failed.items():
+        console.print(f"{db}: {query} was not answered: {why}")
 
 
 def print_exactness(rows: list[dict[str, Any]], title: str) -> None:

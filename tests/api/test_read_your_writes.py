@@ -1,10 +1,12 @@
 """Read-your-writes by position (issue 40 item 2): every acknowledged write answers with the
 change-log position it committed at; a read that names a position (`?after=` or the header)
-is answered once this server's view includes it, else 503 with Retry-After; a malformed
-position or one from the future is 400 naming `after`. Both stores."""
+is answered once this server's views include it (its database and its graph index), else 503
+with Retry-After; a malformed position or one from the future is 400 naming `after`. Both
+stores."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,10 @@ from upstream.api.app import create_app
 from upstream.client.http import ApiRejected, UpstreamClient
 from upstream.client.positions import PositionFile
 from upstream.commands.target import Target
+from upstream.ingest.service import ingest_documents
 from upstream.model.errors import InvalidParameter
+from upstream.query.graph_index import index as index_module
+from upstream.query.graph_index.index import index_of
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.change_log import changes_since, position
@@ -44,7 +49,15 @@ def _load() -> dict[str, object]:
 def app_client(db_url: str) -> Iterator[TestClient]:
     settings = Settings(db_url=db_url, position_wait=0.2)
     with TestClient(create_app(settings, migrate=False)) as client:
+        _until_ready(client)
         yield client
+
+
+def _until_ready(client: TestClient) -> None:
+    """Wait until the server has loaded its lineage index, as a load balancer would: a read
+    naming a position waits for the load too, and the tests here give it 0.2 s."""
+    while (ready := client.get("/ready")).status_code != 200:
+        assert ready.json()["reason"] == "the lineage index is loading", ready.text
 
 
 def _stored_position(store: Store) -> int:
@@ -250,3 +263,70 @@ def test_marquez_events_keep_their_own_after_and_take_the_position_as_a_header(
     assert since.json()["totalCount"] == 1  # Marquez's `after`: events after that time
     assert app_client.get(events, headers={HEADER: str(at)}).status_code == 200
     assert app_client.get(events, headers={HEADER: str(at + 1)}).status_code == 400
+
+
+# -- the graph index is one of the views ----------------------------------------------------
+
+
+def _written_elsewhere(db_url: str) -> int:
+    """A write by another process (an engine, so an index, of its own): its position."""
+    other = Store(db_url)
+    try:
+        event = run_event(
+            (NS, "report"),
+            run_id="33333333-0000-4000-8000-000000000003",
+            inputs=[ds(NS, "totals")],
+            outputs=[ds(NS, "summary")],
+        )
+        written = ingest_documents(other, [event], batch=False).position
+    finally:
+        other.dispose()
+    assert written is not None
+    return written
+
+
+def test_a_read_naming_a_position_waits_until_the_index_applied_it(
+    app_client: TestClient, db_url: str
+) -> None:
+    at = _post(app_client)
+    index = index_of(app_client.app.state.store.engine)  # type: ignore[attr-defined]
+    assert app_client.get(READS[1]).status_code == 200
+    assert index.position == at
+    later = _written_elsewhere(db_url)
+    assert later > at
+    # The tag list reads no lineage, yet it names the later position: it is answered only
+    # once this server's index includes that write, not only its database.
+    assert app_client.get("/api/v1/tags", params={"after": later}).status_code == 200
+    assert index.position == later
+
+
+@pytest.fixture
+def held_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The index's loads wait for the event (set at the end whatever happens)."""
+    release = threading.Event()
+    real_load = index_module.load
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "load", held)
+    yield release
+    release.set()
+
+
+def test_a_read_naming_a_position_is_not_answered_while_the_index_loads(
+    db_url: str, held_load: threading.Event
+) -> None:
+    settings = Settings(db_url=db_url, position_wait=0.2)
+    with TestClient(create_app(settings, migrate=False)) as client:
+        at = _post(client)
+        waiting = client.get("/api/v1/tags", params={"after": at})
+        assert waiting.status_code == 503
+        assert waiting.headers["Retry-After"] == "1"
+        assert f"includes position 0, not yet {at}" in waiting.json()["message"]
+        assert client.get("/api/v1/tags").status_code == 200  # naming none, it need not wait
+
+        held_load.set()
+        assert client.get("/api/v1/tags", params={"after": at}).status_code == 200
+        assert index_of(client.app.state.store.engine).position == at  # type: ignore[attr-defined]

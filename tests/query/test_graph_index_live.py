@@ -1,28 +1,38 @@
 """The graph index in running servers (design §6): never stale across processes, and a server
 that is loading it is alive but not ready.
 
-Two `upstream serve` processes share one database; whatever one of them (or the command line)
-changes, the other's next lineage read shows, on both stores.
+Two `upstream serve` processes share one database; whatever one of them, the command line or
+an `upstream consume` process changes — events, deletions and revivals, alias claims, tags, a
+rebuild, a prune — the other's next read shows, on both stores; and a server started while
+events keep arriving has every one of them once they stop.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.builders import BASE_TIME, ds, hours, run_event
+from tests.builders import BASE_TIME, column_lineage, ds, hours, run_event, schema_facet
 from tests.conftest import LiveServer, new_run_id
+from tests.ingest import test_symlinks as symlinks
+from tests.kafka.test_kafka_consume import ConsumerProcess, eventually
+from tests.kafka_support import TansuBroker
+from tests.readback import counts
 from upstream.api.app import create_app
 from upstream.query.graph_index import index as index_module
 from upstream.settings import Settings
+from upstream.store.engine import Store
 
 NS = "shop"
 WINDOW = {"start": (BASE_TIME - hours(48)).isoformat(), "end": (BASE_TIME + hours(48)).isoformat()}
@@ -46,12 +56,18 @@ def _post(server: LiveServer, *events: dict[str, Any]) -> None:
 
 
 def _downstream(
-    server: LiveServer, dataset: str, direction: str = "downstream"
+    server: LiveServer,
+    dataset: str,
+    direction: str = "downstream",
+    *,
+    namespace: str = NS,
+    levels: int = 10,
 ) -> set[tuple[str, str, str]]:
     """(dataset, program, access) of every relation of a walk from `dataset`."""
     response = httpx.get(
-        f"{server.url}/v3/namespaces/{NS}/datasets/{dataset}/lineage",
-        params={**WINDOW, "direction": direction, "collapse": "run"},
+        f"{server.url}/v3/namespaces/{quote(namespace, safe='')}/datasets/"
+        f"{quote(dataset, safe='')}/lineage",
+        params={**WINDOW, "direction": direction, "collapse": "run", "levels": levels},
         timeout=30,
     )
     assert response.status_code == 200, response.text
@@ -139,6 +155,151 @@ def test_a_dataset_deleted_elsewhere_is_not_walked_through(
     deleted = httpx.delete(f"{writer.url}/api/v1/namespaces/{NS}/datasets/clean", timeout=30)
     assert deleted.status_code == 200, deleted.text
     assert _downstream(reader, "raw") == {_relation("raw", "load", "read")}
+
+
+def test_a_write_through_the_kafka_consumer_is_read_at_once(
+    kafka_broker: TansuBroker, db_url: str, store: Store, tmp_path: Path
+) -> None:
+    reader = LiveServer(db_url, tmp_path).start()
+    topic = kafka_broker.create_topic()
+    consumer = ConsumerProcess(
+        db_url, kafka_broker.bootstrap, topic, "index", tmp_path / "consume.log"
+    )
+    try:
+        _post(reader, _copy("load", "raw", "clean"))
+        assert _downstream(reader, "raw") == {
+            _relation("raw", "load", "read"),
+            _relation("clean", "load", "write"),
+        }
+        kafka_broker.produce(topic, [json.dumps(_copy("report", "clean", "summary", 1)).encode()])
+        eventually(lambda: counts(store)["events"] == 2, "the consumer stored the event")
+        # Stored by the consumer's own process: the reader's very next read walks it.
+        assert _downstream(reader, "raw") == {
+            _relation("raw", "load", "read"),
+            _relation("clean", "load", "write"),
+            _relation("clean", "report", "read"),
+            _relation("summary", "report", "write"),
+        }
+    finally:
+        stopped = consumer.stop()
+        reader.stop()
+    assert stopped == 0
+
+
+def test_an_alias_claimed_through_another_server_joins_the_walk(
+    servers: tuple[LiveServer, LiveServer],
+) -> None:
+    """The reader has walked `reports.daily` back to the Hive table it was read from; then
+    the other server stores the Spark run that says the S3 path it wrote is that table."""
+    reader, writer = servers
+    _post(reader, symlinks.reader())
+    hive_table = f"dataset.{symlinks.HIVE}.{symlinks.TABLE}"
+    assert _downstream(reader, "daily", "upstream", namespace=symlinks.REPORTS, levels=2) == {
+        (f"dataset.{symlinks.REPORTS}.daily", "job.spark.report", "write"),
+        (hive_table, "job.spark.report", "read"),
+    }
+    _post(writer, symlinks.writer())
+    assert (
+        _downstream(reader, "daily", "upstream", namespace=symlinks.REPORTS, levels=2)
+        == symlinks.UPSTREAM_OF_DAILY
+    )
+
+
+def test_tags_changed_through_another_server_are_read_at_once(
+    servers: tuple[LiveServer, LiveServer],
+) -> None:
+    reader, writer = servers
+    masked = run_event(
+        (NS, "mask"),
+        run_id=new_run_id(),
+        time=BASE_TIME,
+        inputs=[ds(NS, "users", schema=schema_facet(("email", "text"), ("id", "int")))],
+        outputs=[
+            ds(
+                NS,
+                "contacts",
+                schema=schema_facet(("contact", "text")),
+                columnLineage=column_lineage({"contact": [(NS, "users", "email")]}),
+            )
+        ],
+    )
+    _post(reader, masked)
+    users = f"{writer.url}/api/v1/namespaces/{NS}/datasets/users"
+    contacts = {
+        "dataset": {"namespace": NS, "name": "contacts"},
+        "fields": ["contact"],
+        "origins": {"contact": ["columnLineage"]},
+    }
+
+    _changed(httpx.post(f"{users}/fields/email/tags/PII", timeout=30))
+    assert _reach(reader, "PII") == (
+        [{"dataset": {"namespace": NS, "name": "users"}, "fields": ["email"]}],
+        [contacts],
+    )
+    _changed(httpx.delete(f"{users}/fields/email/tags/PII", timeout=30))
+    assert _reach(reader, "PII") == ([], [])
+    # A tag on the dataset tags each of its fields.
+    _changed(httpx.post(f"{users}/tags/PII", timeout=30))
+    assert _reach(reader, "PII") == (
+        [{"dataset": {"namespace": NS, "name": "users"}, "fields": ["email", "id"]}],
+        [contacts],
+    )
+
+
+def _changed(response: httpx.Response) -> None:
+    assert response.status_code == 200, response.text
+
+
+def _reach(server: LiveServer, tag: str) -> tuple[list[Any], list[Any]]:
+    """What a tag's reach answers: the tagged fields, and the fields their data reached."""
+    response = httpx.get(f"{server.url}/v3/tags/{tag}/reach", timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()["tagged"], response.json()["reach"]
+
+
+def test_a_server_started_during_a_long_ingest_converges(db_url: str, tmp_path: Path) -> None:
+    """Batches keep arriving through one server while a second starts and loads its index,
+    and for a while after it is ready: once the last is stored, the second's next read has
+    every one of them."""
+    writer = LiveServer(db_url, tmp_path).start()
+    reader = LiveServer(db_url, tmp_path)
+    ready = threading.Event()
+
+    def start_reader() -> None:
+        reader.start()
+        while httpx.get(f"{reader.url}/ready", timeout=30).status_code != 200:
+            time.sleep(0.05)
+        ready.set()
+
+    starting = threading.Thread(target=start_reader)
+    jobs: list[str] = []
+
+    def post_batch() -> None:
+        batch = [f"copy{len(jobs) + n}" for n in range(10)]
+        _post(writer, *(_copy(job, "raw", f"out_{job}") for job in batch))
+        jobs.extend(batch)
+
+    try:
+        for _ in range(3):
+            post_batch()
+        starting.start()
+        while not ready.is_set():
+            post_batch()
+        for _ in range(3):
+            post_batch()
+        starting.join()
+        assert _downstream(reader, "raw", levels=1) == {
+            relation
+            for job in jobs
+            for relation in (
+                _relation("raw", job, "read"),
+                _relation(f"out_{job}", job, "write"),
+            )
+        }
+    finally:
+        starting.join(120)
+        reader.stop()
+        writer.stop()
 
 
 # -- loading --------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from upstream.collector import tune_collector
 from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
-from upstream.query.graph_index.index import load_in_background, share_index
+from upstream.query.graph_index.index import load_in_background, position_view, share_index
 from upstream.query.positions import Views
 from upstream.retention import make_partitions_daily, prune_daily
 from upstream.settings import Settings, load_settings
@@ -139,6 +139,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
         app.state.event_writer = _event_writer(settings, app.state.group_commit)
         app.state.views = Views(store)
+        app.state.views.plug(position_view(store))
         app_metrics.watch_pool(store)
         consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)

@@ -18,7 +18,7 @@ import threading
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -46,6 +46,17 @@ class GraphIndex:
     @property
     def loaded(self) -> bool:
         return self._loaded.is_set()
+
+    @property
+    def position(self) -> int | None:
+        """The change-log position of the newest version; None before the first load."""
+        current = self._current
+        return None if current is None else current.position
+
+    @property
+    def loading(self) -> bool:
+        """A load `begin_loading` announced is under way: reads wait for it."""
+        return self._loading.is_set() and not self._loaded.is_set()
 
     def begin_loading(self) -> None:
         """Say that a load is under way (`load_now`, on a thread of its own): reads wait for
@@ -148,6 +159,23 @@ def load_in_background(store: Store) -> threading.Thread:
     thread = threading.Thread(target=run, name="upstream-graph-index", daemon=True)
     thread.start()
     return thread
+
+
+def position_view(store: Store) -> Callable[[], int]:
+    """This process's index as a view of the store (`query.positions.Views.plug`): a read
+    that names a position waits until the index has applied it, not only the database. Each
+    look brings the index to the newest position the store has committed and gives the
+    position it then holds; while a load started elsewhere runs, it waits for nothing and
+    gives the position held before (0 for none), so the read waits within its own bound."""
+    index = index_of(store.engine)
+
+    def applied() -> int:
+        if index.loading:
+            return index.position or 0
+        with store.read() as conn:
+            return index.graph(conn).position
+
+    return applied
 
 
 def graph_of(conn: Connection) -> Graph:
