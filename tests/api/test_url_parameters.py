@@ -28,6 +28,7 @@ from upstream.store.engine import Store
 
 MAX_LEVELS = 25  # above depth's default of 20
 #: The names that exist in the test store, used as good path values.
+GOOD_UUID = "00000000-0000-4000-8000-000000000001"
 GOOD_PATH = {
     "namespace": "walk",
     "dataset": "clean",
@@ -36,8 +37,10 @@ GOOD_PATH = {
     "source": "walk",
     "tag": "PII",
     "asset": "jobs",
+    "token_id": GOOD_UUID,
+    "subscription": GOOD_UUID,
+    "delivery": GOOD_UUID,
 }
-GOOD_UUID = "00000000-0000-4000-8000-000000000001"
 #: Text no store can keep, as a client sends it: percent-encoded.
 NOT_TEXT = {
     "NUL": "a%00b",

@@ -134,6 +134,7 @@ def test_the_marquez_graph_costs_the_same_at_any_depth(
 
     store, statements = counted
     chain(client, 25)
+    bring_index_up_to_date(store)
     costs: dict[int, int] = {}
     sizes: dict[int, int] = {}
     for depth in (1, 5, 10, 20):
@@ -177,6 +178,7 @@ def test_field_walks_cost_the_same_at_any_depth(
 
     store, statements = counted
     field_chain(client, 25)
+    bring_index_up_to_date(store)
     window = Window(BASE_TIME - DAY, BASE_TIME + DAY)
     costs: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
     sizes: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
