@@ -11,6 +11,7 @@ from datetime import timedelta
 from upstream.model.watch import RetryPolicy
 from upstream.settings import Settings
 from upstream.store.engine import Store
+from upstream.store.outage import is_database_outage
 from upstream.watch.delivery import Deliverer, KafkaSink
 from upstream.watch.dispatcher import dispatch_once
 from upstream.watch.payload import Links
@@ -63,8 +64,15 @@ class Watcher:
             try:
                 dispatch_once(self.store, self.links, self.sweep)
                 self.deliverer.deliver_due()
-            except Exception:
-                # A database that cannot serve, or a bug: logged, and the next round tries
-                # again from the cursor, so nothing is lost.
-                log.exception("watching lineage: this round failed; the next one retries")
+            except Exception as exc:
+                # A database that cannot serve (said in one line, as every outage is), or a
+                # bug (with its traceback): the next round tries again from the cursor, so
+                # nothing is lost.
+                if is_database_outage(exc):
+                    log.warning(
+                        "watching lineage: the database is unavailable (%s); retrying next round",
+                        exc,
+                    )
+                else:
+                    log.exception("watching lineage: this round failed; the next one retries")
             self._stop.wait(self.poll)

@@ -26,6 +26,7 @@ from upstream.model.errors import IndexLoading
 from upstream.query.graph_index.graph import Graph, applied, load
 from upstream.store import change_log
 from upstream.store.engine import Store
+from upstream.store.outage import is_database_outage
 
 log = logging.getLogger("upstream.query")
 
@@ -153,8 +154,11 @@ def load_in_background(store: Store) -> threading.Thread:
         try:
             with store.read() as conn:
                 index.load_now(conn)
-        except Exception:  # reads load it themselves then; the cause goes to the log
-            log.exception("loading the lineage index failed")
+        except Exception as exc:  # reads load it themselves then; the cause goes to the log
+            if is_database_outage(exc):
+                log.warning("loading the lineage index: the database is unavailable (%s)", exc)
+            else:
+                log.exception("loading the lineage index failed")
 
     thread = threading.Thread(target=run, name="upstream-graph-index", daemon=True)
     thread.start()
