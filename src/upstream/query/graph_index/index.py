@@ -43,6 +43,8 @@ class GraphIndex:
         self._current: Graph | None = None
         self._loading = threading.Event()
         self._loaded = threading.Event()
+        #: Set when an announced load ends, loaded or failed: its waiting readers go on.
+        self._load_ended = threading.Event()
 
     @property
     def loaded(self) -> bool:
@@ -62,6 +64,7 @@ class GraphIndex:
     def begin_loading(self) -> None:
         """Say that a load is under way (`load_now`, on a thread of its own): reads wait for
         it rather than load the index themselves."""
+        self._load_ended.clear()
         self._loading.set()
 
     def load_now(self, conn: Connection) -> None:
@@ -71,12 +74,13 @@ class GraphIndex:
         finally:
             if not self._loaded.is_set():
                 self._loading.clear()
+            self._load_ended.set()
 
     def graph(self, conn: Connection, wait: float | None = None) -> Graph:
         """The index exactly as `conn`'s snapshot holds the graph. While a load started
         elsewhere (`load_now`) runs, waits for it at most `wait` seconds (None: as long as
-        it takes), then raises IndexLoading."""
-        if self._loading.is_set() and not self._loaded.wait(wait):
+        it takes), then raises IndexLoading; should that load fail, loads it itself."""
+        if self._loading.is_set() and not self._load_ended.wait(wait):
             raise IndexLoading("the lineage index is still loading; retry shortly")
         return self._at_snapshot(conn)
 
