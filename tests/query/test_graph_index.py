@@ -330,6 +330,18 @@ WINDOWS = [
 ]
 
 
+def _stored(store: Any, graph: tuple[list[dict[str, Any]], list[str]]) -> Any:
+    """`store` holding the graph's events, one at a time, and its deleted datasets and jobs."""
+    events, deleted = graph
+    for event in events:
+        ingest_documents(store, [event], batch=False)
+    datasets = [DatasetRef(NS, name).id for name in deleted if name.startswith("d")]
+    jobs = [JobRef(NS, name).id for name in deleted if name.startswith("j")]
+    store.write(lambda conn: mark_deleted(conn, "dataset", datasets, BASE_TIME + timedelta(days=9)))
+    store.write(lambda conn: mark_deleted(conn, "job", jobs, BASE_TIME + timedelta(days=9)))
+    return store
+
+
 @settings(
     max_examples=25,
     deadline=None,
@@ -339,14 +351,8 @@ WINDOWS = [
 def test_index_walks_equal_the_naive_walk(
     fresh: Any, graph: tuple[list[dict[str, Any]], list[str]]
 ) -> None:
-    events, deleted = graph
-    store = fresh()
-    for event in events:
-        ingest_documents(store, [event], batch=False)
-    datasets = [DatasetRef(NS, name).id for name in deleted if name.startswith("d")]
-    jobs = [JobRef(NS, name).id for name in deleted if name.startswith("j")]
-    store.write(lambda conn: mark_deleted(conn, "dataset", datasets, BASE_TIME + timedelta(days=9)))
-    store.write(lambda conn: mark_deleted(conn, "job", jobs, BASE_TIME + timedelta(days=9)))
+    deleted = graph[1]
+    store = _stored(fresh(), graph)
     seeds = [DatasetRef(NS, name).id for name in DATASETS if name not in deleted]
     for window in WINDOWS:
         rows = _Rows(store, window)
@@ -510,14 +516,8 @@ MARQUEZ_WINDOWS: list[Window | None] = [None, Window.until(_when(20))]
 def test_index_answers_marquez_runs_and_export_as_the_rows_say(
     fresh: Any, graph: tuple[list[dict[str, Any]], list[str]]
 ) -> None:
-    events, deleted = graph
-    store = fresh()
-    for event in events:
-        ingest_documents(store, [event], batch=False)
-    datasets = [DatasetRef(NS, name).id for name in deleted if name.startswith("d")]
-    jobs = [JobRef(NS, name).id for name in deleted if name.startswith("j")]
-    store.write(lambda conn: mark_deleted(conn, "dataset", datasets, BASE_TIME + timedelta(days=9)))
-    store.write(lambda conn: mark_deleted(conn, "job", jobs, BASE_TIME + timedelta(days=9)))
+    deleted = graph[1]
+    store = _stored(fresh(), graph)
     seeds = [("dataset", DatasetRef(NS, name).id) for name in DATASETS if name not in deleted]
     seeds += [("job", JobRef(NS, name).id) for name in JOBS if name not in deleted]
     for window in MARQUEZ_WINDOWS:
