@@ -3,9 +3,9 @@
 
 Without a rollup the walk runs on the process's graph index
 (`upstream.query.graph_index.dataset_walk`): every relation it shows comes back with its
-level. A rollup walks level by level (`upstream.query.rolled_up_walk`). Either way the caps
-are applied here, the same way, and `upstream.query.lineage_render` writes the answer;
-docs/dataset-lineage.md says what each direction follows. `rollup=jobs` is the answer without
+level; with `rollup=workflow` the same walk rolls its relations up to workflows
+(`walk_rolled_up`). Either way the caps are applied here, the same way, and
+`upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each direction follows. `rollup=jobs` is the answer without
 a rollup with its temporary datasets replaced by job → job links (`upstream.query.job_links`).
 """
 
@@ -18,17 +18,21 @@ from sqlalchemy.engine import Connection
 from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
-from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.dataset_walk import (
+    RolledUpRelations,
+    ShownRelation,
+    walk_relations,
+    walk_rolled_up,
+)
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.hidden import hidden_from
 from upstream.query.history_hint import latest_run_outside
 from upstream.query.job_links import through_temporaries
 from upstream.query.lineage_params import LineageParams
-from upstream.query.lineage_render import Omitted, render
+from upstream.query.lineage_render import Omitted, RolledUp, render
 from upstream.query.lookup import existing_dataset
 from upstream.query.owners import with_owners
-from upstream.query.rolled_up_walk import RolledUp, RolledUpWalk
 
 #: A node of an answer: ("dataset" | "program", id as text).
 _Node = tuple[str, str]
@@ -64,11 +68,12 @@ def dataset_lineage(
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
+    rolled: RolledUpRelations | None = None
     shared = visible
+    graph = graph_of(conn)
+    number = graph.ids.datasets.known(str(seed))
     if params.rollup != "workflow":
-        graph = graph_of(conn)
         visible = visible or VisibleNodes.of(conn, graph, visibility)
-        number = graph.ids.datasets.known(str(seed))
         found = (
             {}
             if number is None
@@ -76,20 +81,22 @@ def dataset_lineage(
                 graph, number, params.direction, params.levels, params.window, visible
             )
         )
-        every = _nodes(found, str(seed))
-        if len(found) > max_relations or len(every) > max_nodes:
-            found = _whole_levels(found, str(seed), max_nodes, max_relations)
-            every = _nodes(found, str(seed))
     else:
-        walk = RolledUpWalk(conn, params, seed, max_nodes, max_relations)
-        walk.prefetch()
-        if params.direction == "both":
-            walk.both()
-        else:
-            walk.directed()
-        rolled_up = walk.shown()
-        found = rolled_up.found
+        rolled = (
+            None
+            if number is None
+            else walk_rolled_up(graph, number, params.direction, params.levels, params.window)
+        )
+        found = {} if rolled is None else rolled.found
+    every = _nodes(found, str(seed))
+    walked = params.levels
+    if len(found) > max_relations or len(every) > max_nodes:
+        found, walked = _whole_levels(found, str(seed), max_nodes, max_relations)
         every = _nodes(found, str(seed))
+    if rolled is not None:
+        rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
+    elif params.rollup == "workflow":
+        rolled_up = RolledUp(set(), set())
     relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
     answer = render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
     if params.rollup == "jobs":
@@ -122,20 +129,28 @@ def _nodes(relations: dict[ShownRelation, int] | list[ShownRelation], seed: str)
 
 def _whole_levels(
     found: dict[ShownRelation, int], seed: str, max_nodes: int, max_relations: int
-) -> dict[ShownRelation, int]:
+) -> tuple[dict[ShownRelation, int], int]:
     """`found` up to the level that passes a cap, as a walk level by level stops: a level is
-    added whole, and none after the one that passed a cap."""
+    added whole, and none after the one that passed a cap. Also that last level: what a
+    rolled-up walk met after it, it never met."""
     by_level = _by_level(found)
     kept: dict[ShownRelation, int] = {}
     nodes: set[_Node] = {("dataset", seed)}
+    last = max(by_level, default=0)
     for level in sorted(by_level):
         if len(nodes) > max_nodes or len(kept) > max_relations:
             break
+        last = level
         for relation in by_level[level]:
             kept[relation] = level
             nodes.add(("dataset", relation.dataset_id))
             nodes.add(("program", relation.job_id))
-    return kept
+    return kept, last
+
+
+def _met(levels: dict[str, int], walked: int) -> set[str]:
+    """The ids met at a level a walk cut after level `walked` reached."""
+    return {key for key, level in levels.items() if level <= walked}
 
 
 def _cut(

@@ -40,7 +40,8 @@ from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_job
 from upstream.query.relations import Relation
 from upstream.query.run_order import newest_first
-from upstream.query.workflows import WorkflowIndex
+from upstream.query.workflows import members as workflow_members
+from upstream.query.workflows import workflow_runs
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 
@@ -166,12 +167,13 @@ def _count_own(graph: Graph, visible: VisibleNodes, own: list[Relation]) -> None
 def _own_relations(conn: Connection, job_id: uuid.UUID, params: LineageParams) -> set[Relation]:
     """The job's relations in the window; a workflow's are those of the runs inside its
     runs, so its graph shows its jobs (or, rolled up, itself) rather than nothing."""
-    reads = WalkReads(graph_of(conn), params.window, params.direction)
+    graph = graph_of(conn)
+    reads = WalkReads(graph, params.window, params.direction)
     own = reads.relations_of_jobs({job_id})
     kind = sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
     job_type, seen_as_parent = conn.execute(kind).one()
     if is_workflow(job_type, seen_as_parent):
-        members = WorkflowIndex(conn).members({job_id}, params.window)
+        members = workflow_members(graph, {job_id}, params.window)
         own |= reads.relations_of_runs(members)
     return own
 
@@ -192,11 +194,8 @@ def _centre_runs(conn: Connection, own: set[Relation], params: LineageParams) ->
     runs = {r.run_id for r in own if r.run_id is not None}
     if params.rollup != "workflow":
         return {str(run) for run in runs}
-    index = WorkflowIndex(conn)
-    index.load(runs)
-    return {
-        str(link.run_id if (link := index.workflow_of(run)) is not None else run) for run in runs
-    }
+    links = workflow_runs(graph_of(conn), runs)
+    return {str(links.get(run, run)) for run in runs}
 
 
 def _centred(

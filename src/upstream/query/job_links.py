@@ -19,7 +19,8 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef
 from upstream.query.answers import JobLinkThrough, LineageAnswer
-from upstream.query.relations import temporary_marks
+from upstream.query.graph_index.index import graph_of
+from upstream.query.workflows import marked_temporary
 
 
 def through_temporaries(
@@ -76,5 +77,5 @@ def _temporary_keys(conn: Connection, answer: LineageAnswer) -> set[str]:
         DatasetRef(entry["entityId"]["namespace"], entry["entityId"]["name"]).id: key
         for key, entry in answer["data"].items()
     }
-    marked = {by_id[m.dataset_id] for m in temporary_marks(conn, by_id) if m.mark.temporary}
+    marked = {by_id[dataset] for dataset in marked_temporary(graph_of(conn), by_id)}
     return flagged | marked

@@ -20,11 +20,9 @@ from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.index import graph_of
 from upstream.query.lineage_params import LineageParams
-from upstream.query.relations import Relation
-from upstream.query.rolled_up_walk import RolledUp
-from upstream.query.rollup import workflow_pairs
-from upstream.query.workflows import WorkflowIndex
+from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import epoch_microseconds, id_text, text_id_filters
 
@@ -35,6 +33,15 @@ class Omitted:
 
     nodes: int
     relations: int
+
+
+@dataclass(frozen=True)
+class RolledUp:
+    """What a rolled-up walk met within the levels an answer shows: the jobs standing for
+    workflows and the datasets found temporary (ids as text)."""
+
+    workflows: set[str]
+    temporary: set[str]
 
 
 @dataclass(frozen=True)
@@ -66,10 +73,7 @@ def render(
     programs = _programs(
         conn, {r.job_id for r in relations}, rolled_up.workflows if rolled_up else set()
     )
-    if rolled_up is not None:
-        temporary = rolled_up.temporary
-    else:
-        temporary = _temporary(conn, relations, datasets)
+    temporary = rolled_up.temporary if rolled_up is not None else _temporary(conn, relations)
     data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
     keyed = [
@@ -173,31 +177,6 @@ def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str],
     return key
 
 
-def _temporary(
-    conn: Connection, relations: list[ShownRelation], datasets: dict[str, tuple[str, str]]
-) -> set[str]:
-    """Datasets temporary to the workflow run of one of their relations' runs (design §3.4),
-    and those a producer marks temporary in any run (`datasetType` TEMPORARY or JOB_OUTPUT,
-    the recorder's `temporary=True`), as `rollup=jobs` counts them: the UI draws them all
-    dashed. Only the datasets that may be (a mark, or a name ending with a run id) have their
-    relations' run chains read."""
-    index = WorkflowIndex(conn)
-    names = {uuid.UUID(d): datasets[d][1] for d in {r.dataset_id for r in relations}}
-    maybe = {str(d) for d in index.possibly_temporary(names)}
-    marked = {str(d) for d in index.marked_temporary(names)}
-    maybe -= marked
-    candidates = [
-        Relation(
-            uuid.UUID(r.dataset_id),
-            uuid.UUID(r.job_id),
-            None if r.run_id is None else uuid.UUID(r.run_id),
-            r.access,
-            r.component,
-        )
-        for r in relations
-        if r.dataset_id in maybe
-    ]
-    index.load(r.run_id for r in candidates)
-    pairs = workflow_pairs(candidates, index.workflow_of)
-    temporary = index.temporaries(pairs, {d: names[d] for d, _ in pairs})
-    return marked | {str(dataset) for dataset, _ in temporary}
+def _temporary(conn: Connection, relations: list[ShownRelation]) -> set[str]:
+    """The datasets of `relations` an answer marks temporary (`query.workflows`)."""
+    return temporary_datasets(graph_of(conn), relations)

@@ -2,7 +2,7 @@
 inside it; and the jobs those runs belong to. Behind
 `GET /v3/namespaces/{ns}/jobs/{job}/contents` and the web UI's workflow page.
 
-Membership is the rule rollup=workflow uses (`WorkflowIndex.workflow_of`): a run belongs to
+Membership is the rule rollup=workflow uses (`query.workflows`): a run belongs to
 the nearest workflow run up its parent chain, so a task of a nested sub-workflow belongs to
 the sub-workflow, not to the outer one.
 """
@@ -18,9 +18,11 @@ from sqlalchemy.engine import Connection
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import WorkflowContentsAnswer
+from upstream.query.graph_index.index import graph_of
 from upstream.query.lookup import existing_job
 from upstream.query.marquez.runs import run_docs
-from upstream.query.workflows import WorkflowIndex
+from upstream.query.workflows import members as workflow_members
+from upstream.query.workflows import workflow_runs
 from upstream.store import schema as t
 
 #: What the contents show of each run, from its Marquez `Run` document.
@@ -38,20 +40,21 @@ def workflow_contents(
     row = conn.execute(
         sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
     ).one()
-    index = WorkflowIndex(conn)
-    members = index.members({job_id}, window)
+    graph = graph_of(conn)
+    members = workflow_members(graph, {job_id}, window)
+    links = workflow_runs(graph, members)
     docs = run_docs(conn, members)
     inside: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    workflow_runs: list[dict[str, Any]] = []
+    outer: list[dict[str, Any]] = []
     for run_id, doc in docs.items():
-        link = index.workflow_of(run_id)
-        if link is None or link.run_id == run_id:
-            workflow_runs.append(doc)
+        link = links.get(run_id)
+        if link is None or link == run_id:
+            outer.append(doc)
         else:
-            inside.setdefault(link.run_id, []).append(doc)
+            inside.setdefault(link, []).append(doc)
     runs = [
         {**_summary(doc), "jobRuns": [_job_run(d) for d in _newest_first(inside.get(_id(doc), []))]}
-        for doc in _newest_first(workflow_runs)
+        for doc in _newest_first(outer)
     ]
     answer = {
         "namespace": namespace,

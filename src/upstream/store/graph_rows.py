@@ -32,9 +32,15 @@ from sqlalchemy.engine import Connection
 from upstream.store import schema as t
 from upstream.store.dialect import epoch_microseconds, id_filters, id_text
 
-#: (id, job id, started, ended, completed): a run, its span (None where unknown) and whether
-#: its state is COMPLETE.
+#: (id, job id, started, ended, completed, parent run id or None, has events): a run, its span
+#: (None where unknown), whether its state is COMPLETE, the run it names as parent, and
+#: whether any event was its own (not only a child's parent facet naming it).
 RunRow = tuple[Any, ...]
+#: (id, job type, seen as parent): what says whether a job is a workflow (design §3.4).
+JobKindRow = tuple[Any, ...]
+#: (run, dataset, temporary, lifecycles): a run's relation that may make its dataset
+#: temporary to the run's workflow run (design §3.4); lifecycles as stored (a list or None).
+MarkRow = tuple[Any, ...]
 #: (owner, dataset, job, run or None, access, component, version, event time, from, until):
 #: the owner is the run, or the job or dataset that declared the row; the version is the one
 #: the producer named (or None); from/until are None for a current row, and the interval a
@@ -93,11 +99,57 @@ def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> lis
         _when(r.started_at, dialect),
         _when(r.ended_at, dialect),
         sa.func.coalesce(r.state == "COMPLETE", sa.false()),
+        id_text(r.parent_run_id, dialect),
+        r.has_events,
     )
     found: list[RunRow] = []
     for matches in _matching(conn, r.id, runs):
         query = sa.select(*columns).where(matches)
         found.extend(conn.execute(query).all())
+    return found
+
+
+def job_kind_rows(conn: Connection, jobs: Collection[uuid.UUID] | None = None) -> list[JobKindRow]:
+    """Every job's (or those of `jobs`) type and whether a run named it as parent."""
+    j = t.jobs.c
+    columns = (id_text(j.id, conn.dialect.name), j.job_type, j.seen_as_parent)
+    found: list[JobKindRow] = []
+    for matches in _matching(conn, j.id, jobs):
+        found.extend(conn.execute(sa.select(*columns).where(matches)).all())
+    return found
+
+
+def mark_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> list[MarkRow]:
+    """The relations of runs (all, or those of `runs`) that mark their dataset temporary or
+    name a lifecycle state: the few the partial index `ix_relations_marked` holds."""
+    dialect = conn.dialect.name
+    r = t.relations.c
+    columns = (*_ids(dialect, r.run_id, r.dataset_id), r.temporary, r.lifecycles)
+    found: list[MarkRow] = []
+    for matches in _matching(conn, r.run_id, runs):
+        query = sa.select(*columns).where(
+            matches, r.run_id.is_not(None), sa.or_(r.temporary, r.lifecycles.is_not(None))
+        )
+        found.extend(conn.execute(query).all())
+    return found
+
+
+#: A name ending with what may be a run id (CDAP names a workflow run's local datasets so).
+_RUN_ID_TAIL = "%________-____-____-____-____________"
+
+
+def run_suffix_rows(
+    conn: Connection, datasets: Collection[uuid.UUID] | None = None
+) -> list[tuple[str, str]]:
+    """(id, name) of the datasets (all, or those of `datasets`) whose name ends with what may
+    be a run id: the only names the rule of CDAP's local datasets reads (design §3.4)."""
+    d = t.datasets.c
+    found: list[tuple[str, str]] = []
+    for matches in _matching(conn, d.id, datasets):
+        query = sa.select(id_text(d.id, conn.dialect.name), d.name).where(
+            matches, d.name.like(_RUN_ID_TAIL)
+        )
+        found.extend((row[0], row[1]) for row in conn.execute(query))
     return found
 
 

@@ -37,6 +37,7 @@ from upstream.model.window import Window
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.graph import DATASET, JOB, Graph, Table
 from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.rollup import RollUp
 from upstream.query.graph_index.visibility import VisibleNodes
 
 Ints = npt.NDArray[np.int64]
@@ -193,7 +194,41 @@ def walk_relations(
     walk = WalkView(graph, window, visible)
     if mode == "both":
         return _both(walk, seed, levels)
-    return _directed(walk, seed, mode, levels)
+    return _shown(walk.graph, *_directed(walk, seed, mode, levels))
+
+
+@dataclass(frozen=True)
+class RolledUpRelations:
+    """What a walk with `rollup=workflow` shows, each relation with its level, and what it
+    met: the jobs that stood for workflows and the datasets found temporary to a workflow
+    run, each with the least level it was met at (ids as text)."""
+
+    found: dict[ShownRelation, int]
+    workflows: dict[str, int]
+    temporary: dict[str, int]
+
+
+def walk_rolled_up(
+    graph: Graph, seed: int, mode: Direction, levels: int, window: Window
+) -> RolledUpRelations:
+    """The relations a walk as `walk_relations` shows, rolled up to workflows (design §4.2):
+    the directed walk passes through a dataset temporary to the workflow run that made the
+    step within the same level, following only that workflow run's flows; `both` reaches a
+    workflow's datasets through the runs inside its runs."""
+    walk = WalkView(graph, window)
+    rollup = RollUp(graph.workflows, len(graph.ids.datasets), len(graph.ids.jobs))
+    if mode == "both":
+        keys, found_levels = _both_rolled_up(walk, seed, levels, rollup)
+    else:
+        keys, found_levels = _directed(walk, seed, mode, levels, rollup)
+        keys, found_levels = rollup.rolled(keys, found_levels)
+    datasets, jobs = graph.ids.datasets.texts, graph.ids.jobs.texts
+    temporary, workflows = rollup.temporary_level, rollup.workflow_level
+    return RolledUpRelations(
+        found=_shown(graph, *_least(keys, found_levels)),
+        workflows={jobs[j]: int(workflows[j]) for j in rollup.met(workflows, levels).tolist()},
+        temporary={datasets[d]: int(temporary[d]) for d in rollup.met(temporary, levels).tolist()},
+    )
 
 
 def _shown_rows(walk: WalkView, rows: Ints) -> Flags:
@@ -245,7 +280,67 @@ def _both(walk: WalkView, seed: int, levels: int) -> dict[ShownRelation, int]:
     return _least_levels(graph, keys, jobs[shown][owner] + 1)
 
 
-def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[ShownRelation, int]:
+def _both_rolled_up(walk: WalkView, seed: int, levels: int, rollup: RollUp) -> tuple[Ints, Ints]:
+    """`both` rolled up, level by level: a dataset shows its relations as rolled up, which
+    reach the jobs and workflows standing for their runs; a job (workflow) reached shows
+    its own relations as rolled up that stay its own and, once some relation met so far
+    stood for it as a workflow, those of the runs inside its runs in the window
+    (`Workflows.members`), which reach the datasets of the next level."""
+    graph = walk.graph
+    datasets, programs = _depths(len(graph.ids.datasets)), _depths(len(graph.ids.jobs))
+    datasets[seed] = 0
+    frontier = np.array([seed], dtype=np.int64)
+    every_run = np.arange(len(graph.workflows.run_job), dtype=np.int64)
+    in_window = walk.run_in_window(every_run)
+    parts: list[tuple[Ints, Ints]] = []
+
+    def rolled(by: Adjacency, nodes: Ints, level: int) -> Ints:
+        rows, _ = walk.relations(by, nodes)
+        rows = rows[_live_rows(walk, rows)]
+        keys, _ = rollup.rolled(_relation_keys(graph, rows), np.full(len(rows), level))
+        return keys
+
+    for depth in range(levels):
+        if not len(frontier):
+            break
+        touching = rolled(graph.by_dataset, frontier, depth + 1)
+        parts.append((touching, np.full(len(touching), depth + 1)))
+        reached = _new(programs, touching[:, 1], depth)
+        if not len(reached):
+            break
+        theirs = rolled(graph.by_job, reached, depth + 1)
+        workflows = reached[rollup.workflow_level[reached] <= depth + 1]
+        if len(workflows):
+            members = graph.workflows.members(workflows, in_window)
+            theirs = np.concatenate([theirs, rolled(graph.by_run, members, depth + 1)])
+        theirs = theirs[programs[theirs[:, 1]] == depth]
+        parts.append((theirs, np.full(len(theirs), depth + 1)))
+        frontier = _new(datasets, theirs[:, 0], depth + 1)
+    if not parts:
+        return np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _live_rows(walk: WalkView, rows: Ints) -> Flags:
+    r = walk.graph.relations
+    live = walk.live_datasets(r["dataset"][rows].astype(np.int64))
+    found: Flags = live & walk.live_jobs(r["job"][rows].astype(np.int64))
+    return found
+
+
+def _relation_keys(graph: Graph, rows: Ints) -> Ints:
+    """Relation rows as (dataset, job, run, write, component) numbers."""
+    r = graph.relations
+    columns = ("dataset", "job", "run", "write", "component")
+    return np.stack([r[c][rows].astype(np.int64) for c in columns], axis=1).reshape(-1, 5)
+
+
+def _directed(
+    walk: WalkView, seed: int, mode: Direction, levels: int, rollup: RollUp | None = None
+) -> tuple[Ints, Ints]:
+    """The relations (dataset, job, run, write, component) a directed walk shows, each with
+    its level. With `rollup`, a step into a dataset temporary to the workflow run that made
+    it leads to that dataset within the workflow run only (`_Passes`), at the same depth."""
     graph = walk.graph
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
     near_write = mode == "upstream"
@@ -255,22 +350,32 @@ def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[S
     datasets[seed] = 0
     frontier = np.array([seed], dtype=np.int64)
     job_frontier = np.zeros(0, dtype=np.int64)
+    passes = _Passes(walk, flows_by, far)
     for depth in range(levels):
         rows, _ = walk.edges(f"{near}_dataset", frontier, JOB)
         reached = e[f"{far}_job"][rows].astype(np.int64)
         fed = _new(jobs, reached[walk.passable_jobs(reached)], depth)
         job_frontier = np.union1d(job_frontier, fed)
-        if depth + 1 >= levels:
+        last = depth + 1 >= levels
+        if last and rollup is None:
             break
         rows, _ = walk.flows(flows_by, frontier)
-        live = walk.passable_jobs(f["job"][rows].astype(np.int64))
-        next_datasets = [f[far][rows][live].astype(np.int64)]
-        rows, _ = walk.edges(f"{near}_job", job_frontier, DATASET)
-        next_datasets.append(e[f"{far}_dataset"][rows].astype(np.int64))
+        rows = rows[walk.passable_jobs(f["job"][rows].astype(np.int64))]
+        edge_rows, _ = walk.edges(f"{near}_job", job_frontier, DATASET)
+        reached = np.concatenate(
+            [f[far][rows].astype(np.int64), e[f"{far}_dataset"][edge_rows].astype(np.int64)]
+        )
+        runs = np.concatenate(
+            [f["run"][rows].astype(np.int64), e[f"{near}_run"][edge_rows].astype(np.int64)]
+        )
+        keep = (reached != NONE) & walk.passable_datasets(reached)
+        reached, runs = reached[keep], runs[keep]
+        if rollup is not None:
+            reached = passes.through(rollup, reached, runs, depth)
+            if last:
+                break
         rows, _ = walk.edges(f"{near}_job", job_frontier, JOB)
         next_jobs = e[f"{far}_job"][rows].astype(np.int64)
-        reached = np.concatenate(next_datasets)
-        reached = reached[(reached != NONE) & walk.passable_datasets(reached)]
         frontier = _new(datasets, reached, depth + 1)
         job_frontier = _new(jobs, next_jobs[walk.passable_jobs(next_jobs)], depth + 1)
         if not (len(frontier) or len(job_frontier)):
@@ -317,9 +422,73 @@ def _directed(walk: WalkView, seed: int, mode: Direction, levels: int) -> dict[S
         not near_write,
         jobs[job_nodes][owner] + 1,
     )
+    # A dataset passed through within a workflow run: its rows of that workflow run only.
+    for through, links, depth in passes.found:
+        level = np.full(len(through), depth + 1, dtype=np.int64)
+        rows, owner = walk.relations(graph.by_dataset, through)
+        mine = (r["write"][rows] == near_write) & (
+            rollup_links(rollup, r["run"][rows]) == links[owner]
+        )
+        rows, owner = rows[mine], owner[mine]
+        add(r["dataset"][rows], r["job"][rows], r["run"][rows], near_write, level[owner])
+        rows, owner = walk.flows(flows_by, through)
+        mine = rollup_links(rollup, f["run"][rows]) == links[owner]
+        mine &= walk.live_datasets(f["source"][rows]) & walk.live_datasets(f["target"][rows])
+        rows, owner = rows[mine], owner[mine]
+        add(f["source"][rows], f["job"][rows], f["run"][rows], False, level[owner])
+        add(f["target"][rows], f["job"][rows], f["run"][rows], True, level[owner])
     columns = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     keys, levels_of = np.stack(columns[:4], axis=1), columns[4]
     return _with_components(walk, keys, levels_of)
+
+
+def rollup_links(rollup: RollUp | None, runs: Ints) -> Ints:
+    """The workflow run of each of `runs` (only asked when a walk passed through one)."""
+    assert rollup is not None, "a walk passes through datasets only when it rolls up"
+    return rollup.links(runs.astype(np.int64))
+
+
+class _Passes:
+    """The datasets a rolled-up directed walk passes through, each within one workflow run,
+    with the depth it passed at. A step made by a run inside workflow run W into a dataset
+    temporary to W (`RollUp.passing`) does not make it a node of the next depth: the walk
+    goes on from it at the same depth along W's flows only, until it leaves W's temporaries;
+    where it leaves them are the datasets of the next depth."""
+
+    def __init__(self, walk: WalkView, flows_by: Adjacency, far: str) -> None:
+        self.walk, self.flows_by, self.far = walk, flows_by, far
+        self.found: list[tuple[Ints, Ints, int]] = []
+        self._seen: set[tuple[int, int]] = set()
+
+    def through(self, rollup: RollUp, reached: Ints, runs: Ints, depth: int) -> Ints:
+        """Of the datasets `reached` by steps the `runs` made, those of the next depth;
+        the others are passed through (noted in `found`) and what that reaches is added."""
+        f = self.walk.graph.flows
+        onward = [reached]
+        while len(reached):
+            links = rollup.links(runs)
+            passing = rollup.passing(reached, runs)
+            onward[-1] = reached[~passing]
+            pairs = {
+                pair
+                for pair in zip(reached[passing].tolist(), links[passing].tolist(), strict=True)
+                if pair not in self._seen
+            }
+            if not pairs:
+                break
+            self._seen |= pairs
+            through = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+            self.found.append((through[:, 0], through[:, 1], depth))
+            rows, owner = self.walk.flows(self.flows_by, through[:, 0])
+            runs = f["run"][rows].astype(np.int64)
+            far = f[self.far][rows].astype(np.int64)
+            keep = rollup.links(runs) == through[owner, 1]
+            keep &= self.walk.passable_jobs(f["job"][rows].astype(np.int64))
+            keep &= self.walk.passable_datasets(far)
+            reached, runs = far[keep], runs[keep]
+            onward.append(reached)
+        found: Ints = np.concatenate(onward)
+        return found
 
 
 def _distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
@@ -347,13 +516,13 @@ def _least(keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
     return distinct, least
 
 
-def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:
+def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
     """Each (dataset, job, run, write) key with every component stored on it in force (in
-    any window), or "" when none is."""
+    any window), or "" when none is: rows (dataset, job, run, write, component)."""
     graph, r = walk.graph, walk.graph.relations
     keys, levels = _least(keys, levels)
     if not len(keys):
-        return {}
+        return np.zeros((0, 5), dtype=np.int64), levels
     rows, _ = graph.by_dataset.rows_of(np.unique(keys[:, 0]))
     rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
     stored = np.stack(
@@ -367,8 +536,7 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> dict[ShownRela
     with_stored = np.concatenate([keys[owner], named[found, 1:2]], axis=1)
     bare = np.bincount(owner, minlength=len(keys)) == 0
     without = np.concatenate([keys[bare], np.zeros((int(bare.sum()), 1), dtype=np.int64)], axis=1)
-    return _shown(
-        graph,
+    return (
         np.concatenate([with_stored, without]),
         np.concatenate([levels[owner], levels[bare]]),
     )

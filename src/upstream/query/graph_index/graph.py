@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.numbering import NONE, Numbering
+from upstream.query.graph_index.workflows import Workflows
 from upstream.store import graph_rows
 from upstream.store import schema as t
 
@@ -160,6 +161,8 @@ class Graph:
     edges_by: dict[str, Adjacency]
     #: The field edges (`field_graph`), which the field walks follow.
     fields: FieldGraph
+    #: Parent runs, workflows and temporary marks (`workflows`), which rollups read.
+    workflows: Workflows
 
     def deleted(self, flags: npt.NDArray[np.bool_], numbers: Column) -> npt.NDArray[np.bool_]:
         """`flags` (deleted datasets or jobs) of `numbers`; NONE is never deleted."""
@@ -189,13 +192,13 @@ class Graph:
         adjacency += list(self.edges_by.values())
         runs = self.run_started.nbytes + self.run_ended.nbytes + self.run_completed.nbytes
         adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
-        return tables + runs + adjacent + self.fields.nbytes
+        return tables + runs + adjacent + self.fields.nbytes + self.workflows.nbytes
 
 
 def load(conn: Connection, position: int, ids: Numberings | None = None) -> Graph:
     """Every row of the derived graph as `conn`'s snapshot holds it."""
     # Imported here: the field graph is made of this module's tables.
-    from upstream.query.graph_index import field_graph
+    from upstream.query.graph_index import field_graph, workflows
 
     ids = ids or Numberings(*(Numbering() for _ in range(6)))
     ids.components.number("")
@@ -205,15 +208,20 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
         ids.jobs.number(text)
     runs = graph_rows.run_rows(conn)
     fields = field_graph.load(conn, ids)
+    relations = _relations(graph_rows.relation_rows(conn), ids)
+    flows = _flows(graph_rows.flow_rows(conn), ids)
+    edges = _edges(graph_rows.job_edge_rows(conn), ids)
+    numberings = (ids.jobs, ids.datasets, ids.runs)
     return _made(
         position,
         ids,
         _run_columns(None, runs, ids),
         set(graph_rows.deleted_ids(conn)),
-        _relations(graph_rows.relation_rows(conn), ids),
-        _flows(graph_rows.flow_rows(conn), ids),
-        _edges(graph_rows.job_edge_rows(conn), ids),
+        relations,
+        flows,
+        edges,
         fields,
+        workflows.load(conn, runs, *numberings),
     )
 
 
@@ -223,11 +231,11 @@ def applied(
     position: int,
     runs: Collection[uuid.UUID],
     owners: Collection[uuid.UUID],
-    entities: bool,
+    entities: Collection[uuid.UUID],
 ) -> Graph:
     """`graph` with the rows of `runs` and of the declarations of `owners` read again (and
-    the deletions, when `entities` changed), at `position`."""
-    from upstream.query.graph_index import field_graph
+    the deletions and the jobs' workflow flags, when `entities` changed), at `position`."""
+    from upstream.query.graph_index import field_graph, workflows
 
     ids = graph.ids
     relations, flows, edges = graph.relations, graph.flows, graph.edges
@@ -242,17 +250,27 @@ def applied(
         edges = edges.plus(_edges(graph_rows.job_edge_rows(conn, runs, owners), ids))
     fields = field_graph.applied(conn, graph.fields, ids, runs, owners)
     run_columns = (graph.run_started, graph.run_ended, graph.run_completed)
+    run_rows = graph_rows.run_rows(conn, runs) if runs else []
     if runs:
-        run_columns = _run_columns(graph, graph_rows.run_rows(conn, runs), ids)
+        run_columns = _run_columns(graph, run_rows, ids)
     deleted = set(graph_rows.deleted_ids(conn)) if entities else _deleted_texts(graph)
+    flows_of = workflows.applied(
+        conn,
+        graph.workflows,
+        run_rows,
+        runs,
+        {*entities, *owners},
+        (ids.jobs, ids.datasets, ids.runs),
+    )
     if not (runs or owners):
         return replace(
             graph,
             position=position,
             deleted_datasets=_flags(ids.datasets, deleted),
             deleted_jobs=_flags(ids.jobs, deleted),
+            workflows=flows_of,
         )
-    return _made(position, ids, run_columns, deleted, relations, flows, edges, fields)
+    return _made(position, ids, run_columns, deleted, relations, flows, edges, fields, flows_of)
 
 
 def _deleted_texts(graph: Graph) -> set[str]:
@@ -270,8 +288,9 @@ def _run_columns(
 ) -> RunColumns:
     """Each run's start, end and whether it completed, by run number: `graph`'s, with
     `rows` read again."""
-    for run, job, *_ in rows:
+    for run, job, _, _, _, parent, _ in rows:
         ids.runs.number(run)
+        ids.runs.number(parent)
         ids.jobs.number(job)
     size = len(ids.runs)
     started = np.full(size, NO_START, dtype=np.int64)
@@ -282,7 +301,7 @@ def _run_columns(
         started[:known] = graph.run_started[:known]
         ended[:known] = graph.run_ended[:known]
         completed[:known] = graph.run_completed[:known]
-    for run, _, start, end, complete in rows:
+    for run, _, start, end, complete, *_ in rows:
         number = ids.runs.number(run)
         started[number] = NO_START if start is None else start
         ended[number] = NO_END if end is None else end
@@ -319,6 +338,7 @@ def _made(
     flows: Table,
     edges: Table,
     fields: FieldGraph,
+    workflows: Workflows,
 ) -> Graph:
     datasets, jobs = len(ids.datasets), len(ids.jobs)
     # Runs numbered after this version was made stand at the last place: a run unknown here.
@@ -354,4 +374,5 @@ def _made(
             for kind, code in (("dataset", DATASET), ("job", JOB))
         },
         fields=fields,
+        workflows=workflows,
     )

@@ -111,7 +111,7 @@ class GraphIndex:
             return load(conn, at, current.ids)
         runs = _ids(changes, change_log.RUNS)
         owners = _ids(changes, change_log.DECLARATIONS)
-        entities = any(change.kind == change_log.ENTITIES for change in changes)
+        entities = _ids(changes, change_log.ENTITIES)
         return applied(conn, current, at, runs, owners, entities)
 
     def _keep(self, graph: Graph) -> None:

@@ -1,9 +1,9 @@
-"""What a rolled-up dataset-lineage walk reads (`upstream.query.rolled_up_walk`), answered from
-the graph index (design §6): access relations, flows and job-end edges of whole frontiers, in
-the walk's window, as of its time, never through anything deleted.
+"""The rows of whole frontiers that the answers built around a walk read (a job's lineage, an
+impact's readers), answered from the graph index (design §6): access relations, flows and
+job-end edges in the walk's window, as of its time, never through anything deleted.
 
-The rolled-up walk works on uuids (`query.relations.Relation`, `model.flow_rules.Flow`), so
-the index's numbers are turned back into ids here, for the rows asked about only.
+Those answers work on uuids (`query.relations.Relation`, `model.flow_rules.Flow`), so the
+index's numbers are turned back into ids here, for the rows asked about only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from upstream.model.direction import Direction
 from upstream.model.flow_rules import Flow
 from upstream.model.window import Window
 from upstream.query.graph_index.adjacency import Adjacency
-from upstream.query.graph_index.dataset_walk import WalkView, walk_relations
+from upstream.query.graph_index.dataset_walk import WalkView
 from upstream.query.graph_index.graph import DATASET, JOB, Graph
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.query.relations import Relation, RelationKey
@@ -50,16 +50,6 @@ class WalkReads:
         self.dataset_ids = _Ids(graph.ids.datasets)
         self.job_ids = _Ids(graph.ids.jobs)
         self.run_ids = _Ids(graph.ids.runs)
-
-    def prefetch(self, seed: uuid.UUID, levels: int) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
-        """The datasets and runs a walk of `levels` levels from `seed` shows without a
-        rollup: what the rollup's own prefetch reads ahead for."""
-        number = self.graph.ids.datasets.known(str(seed))
-        if number is None:
-            return set(), set()
-        found = walk_relations(self.graph, number, self.mode, levels, self.window)
-        datasets = {uuid.UUID(r.dataset_id) for r in found}
-        return datasets, {uuid.UUID(r.run_id) for r in found if r.run_id is not None}
 
     # -- relations ---------------------------------------------------------------------------
 
