@@ -5,21 +5,17 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from upstream.model.errors import InvalidInput
-from upstream.model.workflow import (
-    ChainLink,
-    TemporaryMark,
-    is_temporary_to,
-    is_workflow,
-    workflow_run,
-)
+from upstream.model.workflow import is_workflow
 from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.rollup import RollUp
+from upstream.query.graph_index.workflows import CREATE, DROP, TEMPORARY, Workflows
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import LineageQuery
-from upstream.query.relations import Relation
-from upstream.query.rollup import roll_up, workflow_pairs
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 
@@ -54,90 +50,147 @@ def test_is_workflow(job_type: str | None, seen_as_parent: bool, expected: bool)
     assert is_workflow(job_type, seen_as_parent) is expected
 
 
-# -- workflow_run ---------------------------------------------------------------------------
+# -- workflow runs (the index's columns, `graph_index.workflows`) --------------------------
 
-APP = ChainLink(uid("app-run"), uid("app"), False)
-TASK = ChainLink(uid("task-run"), uid("task"), False)
-DAG = ChainLink(uid("dag-run"), uid("dag"), True)
-INNER = ChainLink(uid("inner-run"), uid("inner"), True)
+# Jobs: 0 app (a Spark application), 1 task (TASK), 2 dag (DAG), 3 inner (a sub-DAG).
+APP_JOB, TASK_JOB, DAG_JOB, INNER_JOB = 0, 1, 2, 3
+# Runs: 0 app-run, 1 task-run, 2 dag-run, 3 inner-run, 4 a lone app run, 5 an app run under
+# a task run with no workflow above (6), 7 an app run whose parent (8) has no row.
+JOB_OF = [APP_JOB, TASK_JOB, DAG_JOB, INNER_JOB, APP_JOB, APP_JOB, TASK_JOB, APP_JOB, NONE]
+
+
+def workflows(
+    parents: list[int],
+    marks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+    name_runs: list[int] | None = None,
+) -> Workflows:
+    """Columns for the runs above (with `parents`), marks (run, dataset, bits) and, per
+    dataset, the run its name ends with; each column has its one place more."""
+    return Workflows(
+        run_job=np.array([*JOB_OF, NONE], dtype=np.int32),
+        run_parent=np.array([*parents, NONE], dtype=np.int32),
+        run_events=np.ones(len(JOB_OF) + 1, dtype=np.bool_),
+        job_workflow=np.array([False, False, True, True, False]),
+        mark_run=np.array([m[0] for m in marks], dtype=np.int32),
+        mark_dataset=np.array([m[1] for m in marks], dtype=np.int32),
+        mark_bits=np.array([m[2] for m in marks], dtype=np.int8),
+        name_run=np.array([*(name_runs or [NONE, NONE, NONE]), NONE], dtype=np.int32),
+    )
+
+
+def links(columns: Workflows, *runs: int) -> list[int]:
+    return columns.workflow_of(np.array(runs, dtype=np.int64)).tolist()
 
 
 def test_a_run_without_parent_is_in_no_workflow() -> None:
-    assert workflow_run([APP]) is None
+    assert links(workflows([NONE] * 9), 4) == [NONE]
 
 
 def test_the_nearest_workflow_ancestor_wins() -> None:
-    assert workflow_run([APP, INNER, DAG]) == INNER
+    # app-run -> inner-run -> dag-run
+    assert links(workflows([3, NONE, NONE, 2, NONE, NONE, NONE, NONE, NONE]), 0) == [3]
 
 
 def test_a_leaf_parent_is_skipped_for_the_workflow_above_it() -> None:
-    assert workflow_run([APP, TASK, DAG]) == DAG
+    # app-run -> task-run -> dag-run
+    assert links(workflows([1, 2, NONE, NONE, NONE, NONE, NONE, NONE, NONE]), 0, 1) == [2, 2]
 
 
 def test_without_a_workflow_in_the_chain_the_root_is_the_workflow_run() -> None:
-    assert workflow_run([APP, TASK]) == TASK
+    # run 5 -> task run 6, which has no parent
+    assert links(workflows([NONE] * 5 + [6, NONE, NONE, NONE]), 5, 6) == [6, NONE]
 
 
 def test_a_workflow_run_is_its_own_workflow_run() -> None:
-    assert workflow_run([DAG]) == DAG
-    assert workflow_run([INNER, DAG]) == INNER
+    columns = workflows([NONE, NONE, NONE, 2, NONE, NONE, NONE, NONE, NONE])
+    assert links(columns, 2, 3) == [2, 3]
 
 
-# -- is_temporary_to ------------------------------------------------------------------------
+def test_a_chain_ends_at_a_parent_without_a_row() -> None:
+    """Run 7 names run 8 as parent, which the store never heard of: in no workflow."""
+    assert links(workflows([NONE] * 7 + [8, NONE]), 7, NONE) == [NONE, NONE]
 
-WF_RUN = uuid.UUID("e4051038-9661-11e6-8060-000000d79ea8")
+
+def test_members_are_the_runs_below_a_workflow_run_in_the_window() -> None:
+    # app-run -> inner-run -> dag-run; task-run -> dag-run
+    columns = workflows([3, 2, NONE, 2, NONE, NONE, NONE, NONE, NONE])
+    every = np.ones(len(JOB_OF) + 1, dtype=np.bool_)
+    dag = np.array([DAG_JOB], dtype=np.int64)
+    # The app run belongs to the inner workflow run, not to the DAG's.
+    assert columns.members(dag, every).tolist() == [1, 2]
+    assert columns.members(np.array([INNER_JOB]), every).tolist() == [0, 3]
+    # A DAG run outside the window that had events of its own contains nothing.
+    outside = every.copy()
+    outside[2] = False
+    assert columns.members(dag, outside).tolist() == []
+
+
+# -- temporary to a workflow run ------------------------------------------------------------
+
+# app-run (0) and task-run (1) inside dag-run (2); the lone app run (4) in none.
+INSIDE = [2, 2, NONE, NONE, NONE, NONE, NONE, NONE, NONE]
+
+
+def temporary(columns: Workflows, dataset: int, workflow_run: int) -> bool:
+    pair = (np.array([dataset], dtype=np.int64), np.array([workflow_run], dtype=np.int64))
+    return bool(columns.temporary(*pair)[0])
 
 
 def test_temporary_by_cdap_name_suffix() -> None:
-    assert is_temporary_to("conn-0.e4051038-9661-11e6-8060-000000d79ea8", WF_RUN, [])
-    assert is_temporary_to("conn-0.E4051038-9661-11E6-8060-000000D79EA8", WF_RUN, [])
-    assert not is_temporary_to("conn-0.e0591f36-9661-11e6-af4a-0000007182af", WF_RUN, [])
+    """Dataset 0's name ends with dag-run's id (2); dataset 1's with another run's."""
+    columns = workflows(INSIDE, name_runs=[2, 4, NONE])
+    assert temporary(columns, 0, 2)
+    assert not temporary(columns, 1, 2)
+    assert not temporary(columns, 2, 2)
 
 
-def test_temporary_by_producer_mark() -> None:
-    assert is_temporary_to("scratch", WF_RUN, [TemporaryMark(False), TemporaryMark(True)])
+def test_temporary_by_producer_mark_inside_the_workflow_run() -> None:
+    columns = workflows(INSIDE, marks=[(0, 1, TEMPORARY), (4, 2, TEMPORARY)])
+    assert temporary(columns, 1, 2)
+    # Marked by a run outside the workflow run: temporary to nothing there, but marked.
+    assert not temporary(columns, 2, 2)
+    assert columns.marked(np.array([0, 1, 2])).tolist() == [False, True, True]
 
 
-def test_temporary_when_created_and_dropped() -> None:
-    marks = [TemporaryMark(False, ("CREATE",)), TemporaryMark(False, ("drop",))]
-    assert is_temporary_to("scratch", WF_RUN, marks)
-    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("CREATE",))])
-    assert not is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("DROP",))])
-    overwritten = [TemporaryMark(False, ("CREATE",)), TemporaryMark(False, ("OVERWRITE",))]
-    assert not is_temporary_to("scratch", WF_RUN, overwritten)
+def test_temporary_when_created_and_dropped_inside_the_workflow_run() -> None:
+    both = workflows(INSIDE, marks=[(0, 1, CREATE), (1, 1, DROP)])
+    assert temporary(both, 1, 2)
+    assert not temporary(workflows(INSIDE, marks=[(0, 1, CREATE)]), 1, 2)
+    assert not temporary(workflows(INSIDE, marks=[(0, 1, DROP)]), 1, 2)
+    # Dropped by a run outside the workflow run: not both inside it.
+    assert not temporary(workflows(INSIDE, marks=[(0, 1, CREATE), (4, 1, DROP)]), 1, 2)
+    # One relation that kept both states (CREATE on START, DROP on COMPLETE) is enough.
+    assert temporary(workflows(INSIDE, marks=[(1, 1, CREATE | DROP)]), 1, 2)
 
 
-def test_temporary_when_one_run_created_and_dropped_it() -> None:
-    """One relation that kept both states (CREATE on START, DROP on COMPLETE) is enough."""
-    assert is_temporary_to("scratch", WF_RUN, [TemporaryMark(False, ("CREATE", "DROP"))])
-    assert TemporaryMark(False, ("OVERWRITE", "drop")).creates_or_drops
-    assert not TemporaryMark(False, ("OVERWRITE",)).creates_or_drops
-
-
-# -- roll_up --------------------------------------------------------------------------------
+# -- the rollup -----------------------------------------------------------------------------
 
 
 def test_roll_up_replaces_runs_inside_workflows_and_drops_temporaries() -> None:
-    d1, d2, tmp = uid("D1"), uid("D2"), uid("tmp")
-    mr1, p3, wf1 = uid("mr1"), uid("p3"), uid("wf1")
-    r1, r3, w = uid("r1"), uid("r3"), uid("w")
-    links = {r1: ChainLink(w, wf1, True)}
-    relations = [
-        Relation(d1, mr1, r1, "write"),
-        Relation(d2, mr1, r1, "read", "mapper"),
-        Relation(tmp, mr1, r1, "write"),
-        Relation(d1, p3, r3, "write"),
-        Relation(d1, p3, None, "read"),
+    """Rows (dataset, job, run, write, component) of app-run (inside dag-run) become the
+    DAG's; the row of dataset 1, temporary to dag-run, goes; the lone run's stays."""
+    rollup = RollUp(workflows(INSIDE, marks=[(0, 1, TEMPORARY)]), datasets=3, jobs=4)
+    keys = np.array(
+        [
+            [0, APP_JOB, 0, 1, 0],
+            [2, APP_JOB, 0, 0, 1],
+            [1, APP_JOB, 0, 1, 0],
+            [0, APP_JOB, 4, 1, 0],
+            [0, APP_JOB, NONE, 0, 0],
+        ],
+        dtype=np.int64,
+    )
+    rolled, levels = rollup.rolled(keys, np.array([1, 1, 2, 1, 3]))
+    assert rolled.tolist() == [
+        [0, DAG_JOB, 2, 1, 0],
+        [2, DAG_JOB, 2, 0, 1],
+        [0, APP_JOB, 4, 1, 0],
+        [0, APP_JOB, NONE, 0, 0],
     ]
-    assert workflow_pairs(relations, links.get) == {(d1, w), (d2, w), (tmp, w)}
-    rolled = roll_up(relations, links.get, {(tmp, w)})
-    assert rolled.workflows == {wf1}
-    assert rolled.relations == {
-        Relation(d1, wf1, w, "write"),
-        Relation(d2, wf1, w, "read", "mapper"),
-        Relation(d1, p3, r3, "write"),
-        Relation(d1, p3, None, "read"),
-    }
+    assert levels.tolist() == [1, 1, 1, 3]
+    assert rollup.met(rollup.workflow_level, 1).tolist() == [DAG_JOB]
+    assert rollup.met(rollup.temporary_level, 1).tolist() == []
+    assert rollup.met(rollup.temporary_level, 2).tolist() == [1]
 
 
 # -- collapse -------------------------------------------------------------------------------

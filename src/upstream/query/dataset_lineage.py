@@ -5,8 +5,9 @@ Without a rollup the walk runs on the process's graph index
 (`upstream.query.graph_index.dataset_walk`): every relation it shows comes back with its
 level; with `rollup=workflow` the same walk rolls its relations up to workflows
 (`walk_rolled_up`). Either way the caps are applied here, the same way, and
-`upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each direction follows. `rollup=jobs` is the answer without
-a rollup with its temporary datasets replaced by job → job links (`upstream.query.job_links`).
+`upstream.query.lineage_render` writes the answer; docs/dataset-lineage.md says what each
+direction follows. `rollup=jobs` is the answer without a rollup with its temporary datasets
+replaced by job → job links (`upstream.query.job_links`).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class Workflows:
         """Whether each dataset of `datasets` is temporary to the workflow run beside it
         (`model.workflow.is_temporary_to`): its name ends with the run's id, or a run
         inside that workflow run marked it temporary, or runs inside it CREATE and DROP it."""
-        found = (workflow_runs >= 0) & (_at(self.name_run, datasets) == workflow_runs)
+        found: Flags = (workflow_runs >= 0) & (_at(self.name_run, datasets) == workflow_runs)
         rows, owner = self._marks_by_dataset.rows_of(_nodes(datasets, len(self.name_run)))
         inside = self.workflow_of(self.mark_run[rows]) == workflow_runs[owner]
         rows, owner = rows[inside], owner[inside]
@@ -166,7 +166,8 @@ class Workflows:
         np.bitwise_or.at(bits, owner, self.mark_bits[rows])
         found |= (bits & TEMPORARY) != 0
         found |= (bits & (CREATE | DROP)) == (CREATE | DROP)
-        return found & (workflow_runs >= 0)
+        found &= workflow_runs >= 0
+        return found
 
     def marked(self, datasets: Ints) -> Flags:
         """Which of `datasets` some run marks temporary, in a workflow or not."""
