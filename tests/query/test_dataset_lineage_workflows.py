@@ -328,3 +328,36 @@ def test_rollup_keeps_only_runs_in_the_window(client: TestClient) -> None:
         ("A", workflow("wf"), "write", w),
         ("Z", workflow("wf"), "read", w),
     }
+
+
+def test_a_new_child_run_makes_its_parents_job_a_workflow_at_the_next_read(
+    client: TestClient,
+) -> None:
+    """A job becomes a workflow when another run names one of its runs as parent: its own
+    row changes, none of its runs does. The next read, through the index the first one
+    loaded, rolls up to it at once."""
+    dag_run, task_run, step_run = rid(), rid(), rid()
+    post(
+        client,
+        run_event(
+            (NS, "nightly"),
+            run_id=dag_run,
+            event_type="START",
+            job_facets={"jobType": {"jobType": "DAG", "processingType": "BATCH"}},
+        ),
+        run("task", task_run, writes=["X"], parent=((NS, "nightly"), dag_run)),
+    )
+    assert rels(lineage(client, "X", direction="upstream", rollup="workflow")) == {
+        ("X", workflow("nightly"), "write", dag_run)
+    }
+    # `task` (no jobType) is now a parent: a workflow, nearer than the DAG for both runs.
+    step = run("step", step_run, reads=["X"], writes=["Y"], parent=((NS, "task"), task_run))
+    post(client, step)
+    assert rels(lineage(client, "Y", direction="upstream", rollup="workflow")) == {
+        ("X", workflow("task"), "write", task_run),
+        ("X", workflow("task"), "read", task_run),
+        ("Y", workflow("task"), "write", task_run),
+    }
+    assert rels(lineage(client, "X", direction="upstream", rollup="workflow")) == {
+        ("X", workflow("task"), "write", task_run)
+    }
