@@ -1,9 +1,11 @@
 """The graph index (design §6) answers dataset lineage exactly as the stored rows say.
 
 Random small graphs — runs with inputs and outputs at random times, lineage facets with job
-ends, declared lineage replaced over time, deletions — are stored in a random order on both
-stores; every walk through the index must equal a naive walk written here from design §4.2
-over the rows read back with plain statements.
+ends, declared lineage replaced over time, deletions, runs inside (nested) workflow runs,
+outputs marked temporary or created and dropped, a dataset named after a workflow run — are
+stored in a random order on both stores; every walk through the index, rolled up to
+workflows or not, must equal a naive walk written here from design §3.4 and §4.2 over the
+rows read back with plain statements.
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ from tests.conftest import truncate_tables
 from upstream.ingest.service import ingest_documents
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.window import Window
-from upstream.query.graph_index.dataset_walk import ShownRelation, microseconds, walk_relations
+from upstream.model.workflow import is_workflow
+from upstream.query.graph_index.dataset_walk import (
+    RolledUpRelations,
+    ShownRelation,
+    microseconds,
+    walk_relations,
+    walk_rolled_up,
+)
 from upstream.query.graph_index.graph_export import EdgeEnd, flows_out_of, job_edges
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.marquez_walk import marquez_graph
@@ -45,9 +54,33 @@ from upstream.store.edge_rows import EDGES
 from upstream.store.engine import Store
 
 NS = "prop"
-DATASETS = [f"d{i}" for i in range(5)]
 JOBS = [f"j{i}" for i in range(3)]
 VERSIONS = ["v1", "v2"]
+
+
+def _run_id(job: str, label: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job}/{label}"))
+
+
+#: The runs other runs may name as parent, each with its job's type; a run may name only a
+#: later one as its own parent, so chains nest (a j2 run inside a TASK run inside a DAG run).
+#: j2 has runs of its own too: being named as parent makes it a workflow.
+PARENTS = [
+    ("j2", _run_id("j2", "parent"), None),
+    ("t0", _run_id("t0", "1"), "TASK"),
+    ("w1", _run_id("w1", "1"), None),
+    ("w0", _run_id("w0", "1"), "DAG"),
+    ("w0", _run_id("w0", "2"), "DAG"),
+]
+#: d5 is named after a workflow run, as CDAP names a workflow run's local datasets.
+DATASETS = [*(f"d{i}" for i in range(5)), f"d5.{PARENTS[3][1]}"]
+#: What an output may say about the dataset's life (design §3.4).
+MARKS: list[dict[str, Any]] = [
+    {},
+    {"datasetType": {"datasetType": "JOB_OUTPUT"}},
+    {"lifecycleStateChange": {"lifecycleStateChange": "CREATE"}},
+    {"lifecycleStateChange": {"lifecycleStateChange": "DROP"}},
+]
 
 
 def _when(hour: int) -> datetime:
@@ -69,6 +102,10 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
         for d in {*inputs, *outputs}
         if (v := draw(st.sampled_from([None, *VERSIONS])))
     }
+    for d in outputs:
+        named[d] = {**named.get(d, {}), **draw(st.sampled_from(MARKS))}
+    parent = draw(st.sampled_from([None, *PARENTS]))
+    in_run = {} if parent is None else {"parent": ((NS, parent[0]), parent[1])}
     facets: dict[str, Any] = {}
     if draw(st.booleans()) and outputs:
         other = (NS, draw(st.sampled_from(JOBS)))
@@ -86,6 +123,7 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
             event_type="START",
             time=_when(start),
             inputs=[ds(NS, d, **named.get(d, {})) for d in inputs],
+            **in_run,
         ),
     ]
     if draw(st.booleans()):
@@ -96,12 +134,34 @@ def _run(draw: st.DrawFn) -> list[dict[str, Any]]:
                 time=_when(start + draw(st.integers(0, 6))),
                 outputs=[ds(NS, d, **named.get(d, {})) for d in outputs],
                 job_facets=facets,
+                **in_run,
             )
         )
     else:
         events[0]["outputs"] = [ds(NS, d, **named.get(d, {})) for d in outputs]
         events[0]["job"]["facets"] = facets
     return events
+
+
+@st.composite
+def _workflow_run(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A run others may name as parent, started by its own event, maybe inside a later one,
+    maybe writing a dataset itself."""
+    at = draw(st.integers(0, len(PARENTS) - 1))
+    job, run_id, job_type = PARENTS[at]
+    outer = draw(st.sampled_from([None, *PARENTS[at + 1 :]]))
+    start = draw(st.integers(0, 40))
+    return [
+        run_event(
+            (NS, job),
+            run_id=run_id,
+            event_type="START",
+            time=_when(start),
+            outputs=[ds(NS, d) for d in draw(st.lists(st.sampled_from(DATASETS), max_size=1))],
+            job_facets={} if job_type is None else {"jobType": {"jobType": job_type}},
+            parent=None if outer is None else ((NS, outer[0]), outer[1]),
+        )
+    ]
 
 
 @st.composite
@@ -120,7 +180,8 @@ def _declaration(draw: st.DrawFn) -> list[dict[str, Any]]:
 @st.composite
 def _graphs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     """Events in a random order, and names of datasets and jobs deleted afterwards."""
-    groups = draw(st.lists(st.one_of(_run(), _run(), _declaration()), min_size=1, max_size=7))
+    kinds = st.one_of(_run(), _run(), _declaration(), _workflow_run())
+    groups = draw(st.lists(kinds, min_size=1, max_size=8))
     events = draw(st.permutations([event for group in groups for event in group]))
     deleted = draw(st.lists(st.sampled_from(DATASETS[1:] + JOBS), max_size=2, unique=True))
     return events, deleted
@@ -369,6 +430,268 @@ def test_index_walks_equal_the_naive_walk(
                             else walk_relations(graph_index, number, mode, levels, window)
                         )
                         assert found == expected, (mode, levels, window, seed)
+
+
+# -- rolled up to workflows ----------------------------------------------------------------
+
+
+class _Workflows:
+    """Parent chains, workflow jobs, dataset names and temporary marks, read back plainly,
+    and the rules of design §3.4 over them written out."""
+
+    def __init__(self, store: Store) -> None:
+        with store.read() as conn:
+            self.runs = {r.id: r for r in conn.execute(sa.select(t.runs))}
+            self.workflow_jobs = {
+                j.id
+                for j in conn.execute(sa.select(t.jobs))
+                if is_workflow(j.job_type, j.seen_as_parent)
+            }
+            self.names = {d.id: d.name for d in conn.execute(sa.select(t.datasets))}
+            self.marks = [r for r in conn.execute(sa.select(t.relations)) if r.run_id is not None]
+
+    def chain(self, run_id: uuid.UUID | None) -> list[uuid.UUID]:
+        """The run and its ancestors that have a row, nearest first."""
+        found: list[uuid.UUID] = []
+        while run_id is not None and run_id in self.runs:
+            found.append(run_id)
+            run_id = self.runs[run_id].parent_run_id
+        return found
+
+    def workflow_run(self, run_id: uuid.UUID | None) -> uuid.UUID | None:
+        chain = self.chain(run_id)
+        for run in chain:
+            if self.runs[run].job_id in self.workflow_jobs:
+                return run
+        return chain[-1] if len(chain) > 1 else None
+
+    def job(self, run_id: uuid.UUID) -> uuid.UUID:
+        job: uuid.UUID = self.runs[run_id].job_id
+        return job
+
+    def temporary(self, dataset: uuid.UUID, workflow_run: uuid.UUID) -> bool:
+        if self.names[dataset].lower().endswith(str(workflow_run)):
+            return True
+        states: set[str] = set()
+        for mark in self.marks:
+            if mark.dataset_id == dataset and self.workflow_run(mark.run_id) == workflow_run:
+                if mark.temporary:
+                    return True
+                states |= {state.upper() for state in mark.lifecycles or ()}
+        return {"CREATE", "DROP"} <= states
+
+    def members(self, jobs: set[uuid.UUID], window: Window) -> set[uuid.UUID]:
+        """Runs whose workflow run is a run of `jobs`, below a run of `jobs` that had no
+        events or overlaps the window."""
+
+        def root(run: uuid.UUID) -> bool:
+            row = self.runs[run]
+            in_window = _in_window(row.started_at, row.ended_at, window)
+            return row.job_id in jobs and (not row.has_events or in_window)
+
+        return {
+            run
+            for run in self.runs
+            if (link := self.workflow_run(run)) is not None
+            and self.job(link) in jobs
+            and any(root(above) for above in self.chain(run))
+        }
+
+
+_Rolled = tuple[dict[ShownRelation, int], dict[str, int], dict[str, int]]
+
+
+class _Rollup:
+    """A rolled-up walk's view: rows rolled up, and what it met, each at its least level."""
+
+    def __init__(self, flows_of: _Workflows) -> None:
+        self.flows_of = flows_of
+        self.temporary: dict[uuid.UUID, int] = {}
+        self.workflows: dict[uuid.UUID, int] = {}
+
+    def view(self, key: tuple[Any, ...], level: int) -> tuple[Any, ...] | None:
+        """`key` (dataset, job, run, access, component) rolled up; None when left out."""
+        dataset, _, run, *rest = key
+        link = self.flows_of.workflow_run(run)
+        if link is None:
+            return key
+        if self.flows_of.temporary(dataset, link):
+            self.temporary[dataset] = min(level, self.temporary.get(dataset, level))
+            return None
+        job = self.flows_of.job(link)
+        self.workflows[job] = min(level, self.workflows.get(job, level))
+        return (dataset, job, link, *rest)
+
+    def answer(self, shown: dict[tuple[Any, ...], int]) -> _Rolled:
+        return (
+            _as_shown(shown),
+            {str(job): level for job, level in self.workflows.items()},
+            {str(dataset): level for dataset, level in self.temporary.items()},
+        )
+
+
+def naive_rolled_up(
+    rows: _Rows, flows_of: _Workflows, seed: uuid.UUID, mode: str, levels: int
+) -> _Rolled:
+    """rollup=workflow written plainly. Along data flow: a step made by a run inside
+    workflow run W into a dataset temporary to W reaches that dataset within W (a node of
+    its own, at the same depth), from which only W's flows go on; what a node shows is
+    rolled up. `both`: level by level, as design §4.2 says CDAP walks it."""
+    if mode == "both":
+        return _naive_rolled_both(rows, flows_of, seed, levels)
+    window, rollup = rows.window, _Rollup(flows_of)
+    relations = [r for r in rows.relations if rows.run_in(r.run_id)]
+    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
+    near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
+    flows = [
+        f
+        for f in rows.flows
+        if (f.run_id is None or _in_window(f.started_at, f.ended_at, window))
+        and f.job_id is not None
+        and rows.live(f.source_dataset_id, f.target_dataset_id, f.job_id)
+    ]
+
+    def into(dataset: uuid.UUID, run: uuid.UUID | None) -> tuple[tuple[Any, ...], int]:
+        link = flows_of.workflow_run(run)
+        if link is not None and flows_of.temporary(dataset, link):
+            return ("within", dataset, link), 0
+        return ("dataset", dataset, None), 1
+
+    steps: list[tuple[tuple[Any, ...], tuple[Any, ...], int]] = []
+    for f in flows:
+        start, end = getattr(f, f"{near}_dataset_id"), getattr(f, f"{far}_dataset_id")
+        node, weight = into(end, f.run_id)
+        steps.append((("dataset", start, None), node, weight))
+        steps.append((("within", start, flows_of.workflow_run(f.run_id)), node, weight))
+    for e in rows.edges:
+        near_type, far_type = getattr(e, f"{near}_type"), getattr(e, f"{far}_type")
+        start = (near_type, getattr(e, f"{near}_{near_type}_id"), None)
+        if far_type == "job":
+            weight = 0 if near_type == "dataset" else 1
+            steps.append((start, ("job", getattr(e, f"{far}_job_id"), None), weight))
+        elif near_type == "job" and getattr(e, f"{far}_dataset_id") is not None:
+            # The step is the job end's run's, as the relation it shows is.
+            far_dataset, run = getattr(e, f"{far}_dataset_id"), getattr(e, f"{near}_run_id")
+            steps.append((start, *into(far_dataset, run)))
+    depth: dict[tuple[Any, ...], int] = {("dataset", seed, None): 0}
+    changed = True
+    while changed:
+        changed = False
+        for start, end, weight in steps:
+            if start in depth and end[1] is not None and rows.live(end[1]):
+                reached = depth[start] + weight
+                if reached < levels and reached < depth.get(end, levels):
+                    depth[end] = reached
+                    changed = True
+    shown: dict[tuple[Any, ...], int] = {}
+
+    def show(key: tuple[Any, ...], level: int) -> None:
+        if rows.live(key[0], key[1]) and level < shown.get(key, levels + 2):
+            shown[key] = level
+
+    for (kind, node, link), d in depth.items():
+        level = d + 1
+        if kind in ("dataset", "within"):
+            # Within a workflow run, only its runs' rows.
+            ours = [
+                r for r in relations if kind == "dataset" or flows_of.workflow_run(r.run_id) == link
+            ]
+            for r in ours:
+                if r.dataset_id == node and r.access == near_access:
+                    show((r.dataset_id, r.job_id, r.run_id, r.access), level)
+            for f in flows:
+                ours_f = kind == "dataset" or flows_of.workflow_run(f.run_id) == link
+                if getattr(f, f"{near}_dataset_id") == node and ours_f:
+                    show((f.source_dataset_id, f.job_id, f.run_id, "read"), level)
+                    show((f.target_dataset_id, f.job_id, f.run_id, "write"), level)
+        if kind == "within":
+            continue
+        for e in rows.edges:
+            if getattr(e, f"{near}_type") != kind or getattr(e, f"{near}_{kind}_id") != node:
+                continue
+            if kind == "dataset" and getattr(e, f"{far}_type") == "job":
+                show(
+                    (node, getattr(e, f"{far}_job_id"), getattr(e, f"{far}_run_id"), near_access),
+                    level,
+                )
+            if kind == "job" and getattr(e, f"{far}_type") == "dataset":
+                far_dataset = getattr(e, f"{far}_dataset_id")
+                if far_dataset is not None:
+                    show((far_dataset, node, getattr(e, f"{near}_run_id"), far_access), level)
+    components: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for r in rows.relations:
+        components[(r.dataset_id, r.job_id, r.run_id, r.access)].add(r.component)
+    rolled: dict[tuple[Any, ...], int] = {}
+    for key, level in shown.items():
+        for component in components.get(key) or {""}:
+            found = rollup.view((*key, component), level)
+            if found is not None and level < rolled.get(found, levels + 2):
+                rolled[found] = level
+    return rollup.answer(rolled)
+
+
+def _naive_rolled_both(rows: _Rows, flows_of: _Workflows, seed: uuid.UUID, levels: int) -> _Rolled:
+    rollup = _Rollup(flows_of)
+    relations = [
+        (r.dataset_id, r.job_id, r.run_id, r.access, r.component)
+        for r in rows.relations
+        if rows.run_in(r.run_id) and rows.live(r.dataset_id, r.job_id)
+    ]
+    shown: dict[tuple[Any, ...], int] = {}
+
+    def view(keys: list[tuple[Any, ...]], level: int) -> set[tuple[Any, ...]]:
+        return {found for key in keys if (found := rollup.view(key, level)) is not None}
+
+    seen_datasets, seen_programs, frontier = {seed}, set(), {seed}
+    for level in range(1, levels + 1):
+        if not frontier:
+            break
+        touching = view([r for r in relations if r[0] in frontier], level)
+        programs = {r[1] for r in touching} - seen_programs
+        seen_programs |= programs
+        theirs = view([r for r in relations if r[1] in programs], level)
+        members = flows_of.members(programs & set(rollup.workflows), rows.window)
+        theirs |= view([r for r in relations if r[2] in members], level)
+        theirs = {r for r in theirs if r[1] in programs}
+        for key in touching | theirs:
+            shown.setdefault(key, level)
+        frontier = {r[0] for r in theirs} - seen_datasets
+        seen_datasets |= frontier
+    return rollup.answer(shown)
+
+
+def _parts(found: RolledUpRelations) -> _Rolled:
+    return found.found, found.workflows, found.temporary
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=_graphs())
+def test_rolled_up_walks_equal_the_naive_walk(
+    fresh: Any, graph: tuple[list[dict[str, Any]], list[str]]
+) -> None:
+    deleted = graph[1]
+    store = _stored(fresh(), graph)
+    flows_of = _Workflows(store)
+    seeds = [DatasetRef(NS, name).id for name in DATASETS if name not in deleted]
+    for window in WINDOWS:
+        rows = _Rows(store, window)
+        with store.read() as conn:
+            graph_index = graph_of(conn)
+        for seed in seeds:
+            number = graph_index.ids.datasets.known(str(seed))
+            for mode in ("both", "upstream", "downstream"):
+                for levels in (1, 2, 4):
+                    expected = naive_rolled_up(rows, flows_of, seed, mode, levels)
+                    found = (
+                        ({}, {}, {})
+                        if number is None
+                        else _parts(walk_rolled_up(graph_index, number, mode, levels, window))
+                    )
+                    assert found == expected, (mode, levels, window, seed)
 
 
 # -- the Marquez graph, run lineage and the whole graph -------------------------------------
