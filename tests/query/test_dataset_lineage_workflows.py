@@ -361,3 +361,24 @@ def test_a_new_child_run_makes_its_parents_job_a_workflow_at_the_next_read(
     assert rels(lineage(client, "X", direction="upstream", rollup="workflow")) == {
         ("X", workflow("task"), "write", task_run)
     }
+
+
+def test_a_workflow_run_known_only_as_parent_is_listed_after_started_ones(
+    client: TestClient,
+) -> None:
+    """Collapsed by run, a relation lists its runs newest first and runs without a start
+    last: a workflow run no event of its own started has none, whatever its id."""
+    unstarted, started = (
+        "00000000-0000-4000-8000-000000000001",
+        "ffffffff-ffff-4fff-8fff-ffffffffffff",
+    )
+    post(
+        client,
+        run_event((NS, "nightly"), run_id=started, event_type="START", time=BASE_TIME),
+        run("load", rid(), writes=["D"], parent=((NS, "nightly"), unstarted)),
+        run("load", rid(), writes=["D"], parent=((NS, "nightly"), started)),
+    )
+    body = lineage(client, "D", rollup="workflow", collapse="run")
+    assert [(r["program"], r["runs"]) for r in body["relations"]] == [
+        (workflow("nightly"), [started, unstarted])
+    ]

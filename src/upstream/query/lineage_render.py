@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -20,11 +21,12 @@ from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse
 from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.graph import NO_START
 from upstream.query.graph_index.index import graph_of
 from upstream.query.lineage_params import LineageParams
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
-from upstream.store.dialect import epoch_microseconds, id_text, text_id_filters
+from upstream.store.dialect import id_text, text_id_filters
 
 
 @dataclass(frozen=True)
@@ -161,14 +163,17 @@ def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str],
     """A sort key for run ids (design §4.2): newest start first, runs without a start time
     last, ties by id, so the order is the same on every call and on both databases. Only
     an answer collapsed by run lists several runs in one relation; the others ask for no
-    run's start."""
-    started: dict[str, int] = {}
-    r = t.runs.c
-    dialect = conn.dialect.name
-    for matches in text_id_filters(conn, r.id, run_ids):
-        query = sa.select(id_text(r.id, dialect), epoch_microseconds(r.started_at, dialect))
-        rows = conn.execute(query.where(matches, r.started_at.is_not(None))).all()
-        started.update(rows)
+    run's start. The starts are the index's (integer microseconds, as the store gives them)."""
+    graph = graph_of(conn)
+    known = {run_id: graph.ids.runs.known(run_id) for run_id in run_ids}
+    numbered = {run_id: n for run_id, n in known.items() if n is not None}
+    numbers = np.fromiter(numbered.values(), dtype=np.int64, count=len(numbered))
+    starts, _ = graph.spans(numbers)
+    started = {
+        run_id: moment
+        for run_id, moment in zip(numbered, starts.tolist(), strict=True)
+        if moment != NO_START
+    }
 
     def key(run_id: str) -> tuple[bool, int, str]:
         moment = started.get(run_id)
