@@ -13,6 +13,13 @@ level shows follow from the nodes alone:
   shows, at level d + 1, its writers, both ends of every flow into it and the job-end edges'
   near relations; a job, the dataset at the far end of each of its job-end edges.
 
+With `rollup=workflow` (`walk_rolled_up`, design §3.4) the rule is the same, on one more kind
+of node: a step made by a run inside workflow run W into a dataset temporary to W reaches
+(dataset, W) at the same depth, which shows the dataset's near relations and flows of W's
+runs only and steps on along W's flows alone. The relations shown are then rolled up
+(`graph_index.rollup`). `both` rolled up keeps CDAP's level loop (`_both_rolled_up`): which
+runs count as a workflow's depends on what the walk met before.
+
 A reader limited to some namespaces (`VisibleNodes`) is walked as if the nodes it may not
 see were not there: no walk passes through one, no relation with one is shown, and each such
 relation the walk met is counted (`upstream.query.graph_index.visibility`).
@@ -424,15 +431,15 @@ def _directed(
     )
     # A dataset passed through within a workflow run: its rows of that workflow run only.
     for through, links, depth in passes.found:
+        assert rollup is not None, "a walk passes through datasets only when it rolls up"
         level = np.full(len(through), depth + 1, dtype=np.int64)
         rows, owner = walk.relations(graph.by_dataset, through)
-        mine = (r["write"][rows] == near_write) & (
-            rollup_links(rollup, r["run"][rows]) == links[owner]
-        )
+        mine = r["write"][rows] == near_write
+        mine &= rollup.links(r["run"][rows].astype(np.int64)) == links[owner]
         rows, owner = rows[mine], owner[mine]
         add(r["dataset"][rows], r["job"][rows], r["run"][rows], near_write, level[owner])
         rows, owner = walk.flows(flows_by, through)
-        mine = rollup_links(rollup, f["run"][rows]) == links[owner]
+        mine = rollup.links(f["run"][rows].astype(np.int64)) == links[owner]
         mine &= walk.live_datasets(f["source"][rows]) & walk.live_datasets(f["target"][rows])
         rows, owner = rows[mine], owner[mine]
         add(f["source"][rows], f["job"][rows], f["run"][rows], False, level[owner])
@@ -440,12 +447,6 @@ def _directed(
     columns = [np.concatenate([part[i] for part in parts]) for i in range(5)]
     keys, levels_of = np.stack(columns[:4], axis=1), columns[4]
     return _with_components(walk, keys, levels_of)
-
-
-def rollup_links(rollup: RollUp | None, runs: Ints) -> Ints:
-    """The workflow run of each of `runs` (only asked when a walk passed through one)."""
-    assert rollup is not None, "a walk passes through datasets only when it rolls up"
-    return rollup.links(runs.astype(np.int64))
 
 
 class _Passes:
