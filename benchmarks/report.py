@@ -145,7 +145,10 @@ def print_queries(
             console.print(
                 f"{db}: upstream lineage --db (upstream levels=10, fresh process): "
                 f"{figures['cli_s']:.2f} s, {figures['cli_cpu_s']:.2f} s of CPU "
-                f"(target {figures['cli_target_s']:g} s)"
+                f"(target {figures['cli_target_s']:g} s); "
+                f"{figures['cli_ratio']:.1f}x its limit of {figures['cli_limit_s']:.2f} s "
+                f"(python -c pass {figures['cli_python_s']:.2f} s + the database handing over "
+                f"the rows {figures['cli_rows_s']:.2f} s)"
             )
     for db, used in (memory or {}).items():
         console.print(

@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
 from upstream.api.app import create_app
-from upstream.client.http import ApiRejected, UpstreamClient
+from upstream.client.errors import ApiRejected
+from upstream.client.http import UpstreamClient
 from upstream.client.positions import PositionFile
 from upstream.commands.target import Target
 from upstream.ingest.service import ingest_documents

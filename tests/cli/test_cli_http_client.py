@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from upstream.client.http import ApiRejected, UpstreamClient, UpstreamError
+from upstream.client.errors import ApiRejected, UpstreamError
+from upstream.client.http import UpstreamClient
 from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 
 

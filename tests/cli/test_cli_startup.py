@@ -125,6 +125,9 @@ _SERVER_SIDE = (
 )
 #: What no command that reads a database needs.
 _WRITE_SIDE = ("upstream.ingest", "upstream.api", "upstream.kafka", "fastapi", "openlineage")
+#: What a read of a database at the current schema needs neither: migrations (its schema is
+#: checked without them) and an HTTP client.
+_MIGRATIONS_AND_HTTP = ("alembic", "upstream.store.migrate", "httpx", "upstream.client.http")
 
 
 def _any_of(loaded: set[str], prefixes: tuple[str, ...]) -> set[str]:
@@ -149,3 +152,4 @@ def test_commands_reading_a_database_load_no_ingestion(tmp_path: Path) -> None:
     lineage = _loaded(tmp_path, "lineage", "ns", "ds", "--db", str(database))
     assert "upstream.query.dataset_lineage" in lineage
     assert not _any_of(lineage, _WRITE_SIDE)
+    assert not _any_of(lineage, _MIGRATIONS_AND_HTTP)

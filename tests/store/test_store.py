@@ -18,7 +18,8 @@ from upstream.ingest.service import ingest_documents
 from upstream.model.json_text import dumps
 from upstream.store import schema as t
 from upstream.store.engine import Store
-from upstream.store.migrate import current_revision, head_revision, is_current, upgrade
+from upstream.store.migrate import current_revision, head_revision, upgrade
+from upstream.store.schema_revision import is_current
 
 
 def test_migrations_are_at_head_and_idempotent(store: Store) -> None:

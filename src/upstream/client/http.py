@@ -19,6 +19,7 @@ import httpx
 
 from upstream._version import __version__
 from upstream.client import DEFAULT_URL
+from upstream.client.errors import ApiRejected, UpstreamError
 from upstream.client.positions import PositionFile
 from upstream.client.reader import JsonObject
 
@@ -37,20 +38,6 @@ POSITION_HEADER = "X-Upstream-Position"
 
 #: Bodies above this size are gzipped; the server inflates them (design §3.1).
 _GZIP_ABOVE_BYTES = 256 * 1024
-
-
-class UpstreamError(Exception):
-    """The server could not be reached, or it refused the request."""
-
-
-class ApiRejected(UpstreamError):
-    """The server answered with an error status; `errors` locates each problem when it can."""
-
-    def __init__(self, status: int, message: str, errors: Sequence[Mapping[str, Any]] = ()):
-        super().__init__(f"{message} (HTTP {status})")
-        self.status = status
-        self.message = message
-        self.errors = [dict(e) for e in errors]
 
 
 def segment(value: str) -> str:

@@ -1,5 +1,6 @@
 """The database a command works on directly (`--db`): migrated before a write, checked to be
-current before a read, so that reading never creates or changes a database."""
+current before a read, so that reading never creates or changes a database. A read of a
+current database loads none of Alembic (`upstream.store.schema_revision`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from contextlib import contextmanager
 
 from upstream.commands.failures import CliError
 from upstream.store.engine import Store, sqlite_file
-from upstream.store.migrate import current_revision, head_revision, upgrade
+from upstream.store.schema_revision import is_current
 
 
 @contextmanager
@@ -21,8 +22,10 @@ def database(url: str, *, migrate: bool) -> Iterator[Store]:
     store = Store(url)
     try:
         if migrate:
+            from upstream.store.migrate import upgrade
+
             upgrade(store)
-        elif current_revision(store) != head_revision():
+        elif not is_current(store):
             raise CliError(
                 f"the database {store.display_url} is not at the current schema; "
                 f"run `upstream db upgrade --db {store.display_url}`"

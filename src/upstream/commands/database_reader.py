@@ -3,7 +3,8 @@ services the API handlers call, so both give the same answers; only the transpor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypedDict, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -22,6 +23,7 @@ from upstream.query.answers import (
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_lineage import FieldQuery, field_paths
 from upstream.query.field_summary import field_summary
+from upstream.query.graph_index.index import index_of
 from upstream.query.hierarchy_map import hierarchy_map
 from upstream.query.impact import dataset_impact, field_impact
 from upstream.query.lineage_diff import DiffParams, lineage_diff
@@ -61,17 +63,17 @@ class DatabaseReader:
 
     def dataset_lineage(self, namespace: str, dataset: str, query: LineageQuery) -> LineageAnswer:
         params = LineageParams.parse(query, max_levels=self.settings.max_levels)
-        with self.store.read() as conn:
+        with self._read(fields=False) as conn:
             return dataset_lineage(conn, namespace, dataset, params, **self._caps())
 
     def lineage_diff(self, namespace: str, dataset: str, query: DiffQuery) -> LineageDiffAnswer:
         params = DiffParams.parse(query, max_levels=self.settings.max_levels)
-        with self.store.read() as conn:
+        with self._read() as conn:
             return lineage_diff(conn, namespace, dataset, params, **self._caps())
 
     def run_lineage(self, run_id: str, query: RunQuery) -> RunLineageAnswer:
         params = RunLineageParams.parse(run_id, query, max_levels=self.settings.max_levels)
-        with self.store.read() as conn:
+        with self._read(fields=False) as conn:
             return run_lineage(conn, params, max_nodes=self.settings.max_lineage_nodes)
 
     def field_lineage(
@@ -90,14 +92,14 @@ class DatabaseReader:
         """A field-lineage service's answer: the field at `where` (namespace, dataset,
         field) and the question parsed as the server parses it."""
         parsed = FieldQuery.parse(query, max_levels=self.settings.max_levels)
-        with self.store.read() as conn:
+        with self._read() as conn:
             return service(conn, *where, parsed)
 
     def impact(
         self, namespace: str, dataset: str, query: ImpactQuery, *, field: str | None = None
     ) -> ImpactAnswer:
         params = LineageParams.parse(query.lineage(), max_levels=self.settings.max_levels)
-        with self.store.read() as conn:
+        with self._read() as conn:
             if field is None:
                 return dataset_impact(conn, namespace, dataset, params, **self._caps())
             return field_impact(
@@ -105,13 +107,21 @@ class DatabaseReader:
             )
 
     def lineage_graph(self) -> GraphAnswer:
-        with self.store.read() as conn:
+        with self._read() as conn:
             return lineage_graph(conn)
 
     def hierarchy_map(self, query: MapQuery) -> HierarchyMapAnswer:
         within = parse_group_key(query.within) if query.within else ()
-        with self.store.read() as conn:
+        with self._read() as conn:
             return hierarchy_map(conn, query.level, within)
+
+    @contextmanager
+    def _read(self, *, fields: bool = True) -> Iterator[Connection]:
+        """A read transaction, on an index holding the field graph only when the question
+        walks fields: a command asking a dataset's or a run's lineage loads a third less."""
+        index_of(self.store.engine).fields_wanted = fields
+        with self.store.read() as conn:
+            yield conn
 
     def _caps(self) -> _Caps:
         return {

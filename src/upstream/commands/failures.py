@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import typer
 
-from upstream.client.http import ApiRejected, UpstreamError
+from upstream.client.errors import ApiRejected, UpstreamError
 from upstream.commands.state import debugging
 from upstream.model.errors import (
     BrokerUnavailable,

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from upstream.client.http import ApiRejected, UpstreamClient
+from upstream.client.errors import ApiRejected
+from upstream.client.http import UpstreamClient
 
 _INDEXED = re.compile(r"^\[(\d+)\]\.?(.*)$", re.DOTALL)
 

@@ -1,10 +1,11 @@
 """The rows the in-memory graph index is made of (design §6), read whole or by owner.
 
-Each reader returns plain tuples with ids as their hyphenated text (`dialect.id_text`) and
-instants as integer microseconds since 1970 (`dialect.epoch_microseconds`), which the index
-numbers and packs into columns without making a `uuid.UUID` or a `datetime` per row. A reader
-given `runs` or `owners` reads only the rows those own, for a change the log names
-(`upstream.store.change_log`); without them it reads every row.
+Each reader returns plain tuples (the many in chunks of `CHUNK_ROWS`) with ids as
+their hyphenated text (`dialect.id_text`) and instants as integer microseconds since 1970
+(`dialect.epoch_microseconds`), which the index numbers and packs into columns without making
+a `uuid.UUID` or a `datetime` per row. A reader given `runs` or `owners` reads only the rows
+those own, for a change the log names (`upstream.store.change_log`); without them it reads
+every row.
 
 Relations, flows and edges come in two sets: the current rows (`relations`, `flows`, the
 edges through `lineage_links`), and every declaration's rows with the interval it was in
@@ -157,12 +158,11 @@ def relation_rows(
     conn: Connection,
     runs: Collection[uuid.UUID] | None = None,
     owners: Collection[uuid.UUID] | None = None,
-) -> list[RelationRow]:
+) -> Iterator[list[RelationRow]]:
     """Current relations (all, or those of `runs` and of the declarations of `owners`) and
     the declarations' history (all, or that of `owners`)."""
     dialect = conn.dialect.name
     r, h, d = t.relations.c, t.declared_relations.c, t.declarations.c
-    found: list[RelationRow] = []
     owner = sa.func.coalesce(r.run_id, r.job_id)
     current = [
         *_ids(dialect, owner, r.dataset_id, r.job_id, r.run_id),
@@ -173,7 +173,7 @@ def relation_rows(
     ]
     for condition in _owned(conn, r.run_id, r.job_id, runs, owners):
         query = sa.select(*current, *_no_interval()).where(condition)
-        found.extend(conn.execute(query).all())
+        yield from _in_chunks(conn, query)
     history = [
         *_ids(dialect, d.owner_id, h.dataset_id, h.job_id, h.run_id),
         h.access,
@@ -187,19 +187,17 @@ def relation_rows(
             .join_from(t.declared_relations, t.declarations, d.id == h.declaration_id)
             .where(matches)
         )
-        found.extend(conn.execute(query).all())
-    return found
+        yield from _in_chunks(conn, query)
 
 
 def flow_rows(
     conn: Connection,
     runs: Collection[uuid.UUID] | None = None,
     owners: Collection[uuid.UUID] | None = None,
-) -> list[FlowRow]:
+) -> Iterator[list[FlowRow]]:
     """Flows as `relation_rows` reads relations, each with its run's span."""
     dialect = conn.dialect.name
     f, h, d = t.flows.c, t.declared_flows.c, t.declarations.c
-    found: list[FlowRow] = []
 
     def columns(owner: Any, c: Any) -> list[Any]:
         ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, c.run_id)
@@ -207,22 +205,21 @@ def flow_rows(
 
     for condition in _owned(conn, f.run_id, f.owner_id, runs, owners):
         query = sa.select(*columns(f.owner_id, f), *_no_interval()).where(condition)
-        found.extend(conn.execute(query).all())
+        yield from _in_chunks(conn, query)
     for matches in _history_of(conn, runs, owners):
         query = (
             sa.select(*columns(d.owner_id, h), *_in_force(dialect))
             .join_from(t.declared_flows, t.declarations, d.id == h.declaration_id)
             .where(matches)
         )
-        found.extend(conn.execute(query).all())
-    return found
+        yield from _in_chunks(conn, query)
 
 
 def job_edge_rows(
     conn: Connection,
     runs: Collection[uuid.UUID] | None = None,
     owners: Collection[uuid.UUID] | None = None,
-) -> list[EdgeRow]:
+) -> Iterator[list[EdgeRow]]:
     """Edges with a job at one end or both, as `relation_rows` reads relations: each stored
     set's edges once per link to it, as every reader sees them (`upstream.store.edge_rows`)."""
     dialect = conn.dialect.name
@@ -232,7 +229,6 @@ def job_edge_rows(
         t.declared_edges.c,
         t.declarations.c,
     )
-    found: list[EdgeRow] = []
 
     def columns(owner: Any, scope: Any, ends: Any) -> list[Any]:
         return [
@@ -255,15 +251,28 @@ def job_edge_rows(
             .join_from(t.lineage_set_edges, t.lineage_links, link.set_id == edge.set_id)
             .where(job_end(edge), condition)
         )
-        found.extend(conn.execute(query).all())
+        yield from _in_chunks(conn, query)
     for matches in _history_of(conn, runs, owners):
         query = (
             sa.select(*columns(d.owner_id, h, h), *_in_force(dialect))
             .join_from(t.declared_edges, t.declarations, d.id == h.declaration_id)
             .where(job_end(h), matches)
         )
-        found.extend(conn.execute(query).all())
-    return found
+        yield from _in_chunks(conn, query)
+
+
+#: Rows handed over at a time by the readers of the most rows: read whole, a table's
+#: rows were Python objects all at once (70 MB for the medium benchmark workload), a peak a
+#: server's worker kept as resident memory long after the load.
+CHUNK_ROWS = 10_000
+
+
+def _in_chunks(conn: Connection, query: sa.Select[Any]) -> Iterator[list[Any]]:
+    """The rows of `query`, `CHUNK_ROWS` at a time (streamed from the server where the
+    driver can)."""
+    result = conn.execute(query.execution_options(yield_per=CHUNK_ROWS))
+    for rows in result.partitions():
+        yield list(rows)
 
 
 def _owned(
@@ -340,19 +349,21 @@ def field_link_rows(
     return found
 
 
-def field_set_edge_rows(conn: Connection, sets: Collection[str] | None = None) -> list[SetEdgeRow]:
-    """The field edges of the lineage sets `sets` (ids as text; every set when None)."""
+def field_set_edge_rows(
+    conn: Connection, sets: Collection[str] | None = None
+) -> Iterator[list[SetEdgeRow]]:
+    """The field edges of the lineage sets `sets` (ids as text; every set when None), in
+    chunks as the dataset graph's rows come."""
     dialect = conn.dialect.name
     e = t.lineage_set_edges.c
     query = sa.select(id_text(e.set_id, dialect), *_field_edge_columns(e, dialect)).where(
         _field_end(e)
     )
     if sets is None:
-        return list(conn.execute(query).all())
-    found: list[SetEdgeRow] = []
+        yield from _in_chunks(conn, query)
+        return
     for matches in id_filters(conn, e.set_id, {uuid.UUID(s) for s in sets}):
-        found.extend(conn.execute(query.where(matches)).all())
-    return found
+        yield from _in_chunks(conn, query.where(matches))
 
 
 def field_history_rows(

@@ -115,8 +115,3 @@ def current_revision(store: Store) -> str | None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
-
-
-def is_current(store: Store) -> bool:
-    """The schema is at the newest migration this code knows."""
-    return current_revision(store) == head_revision()

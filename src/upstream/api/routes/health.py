@@ -20,9 +20,9 @@ from upstream import __version__
 from upstream.model.errors import StoreUnavailable
 from upstream.query.graph_index.index import index_of
 from upstream.store.engine import Store
-from upstream.store.migrate import is_current
 from upstream.store.outage import RETRY_AFTER_SECONDS
 from upstream.store.replicas import ReplicaSet
+from upstream.store.schema_revision import is_current
 
 log = logging.getLogger("upstream.api")
 router = APIRouter(tags=["health"])

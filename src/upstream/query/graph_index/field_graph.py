@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.facts import ORIGIN_RANK
 from upstream.query.graph_index.adjacency import Adjacency
-from upstream.query.graph_index.graph import Numberings, Table, _interval
+from upstream.query.graph_index.graph import Numberings, Table, _interval, _packed
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.store import graph_rows
 
@@ -116,7 +117,8 @@ def load(conn: Connection, ids: Numberings) -> FieldGraph:
     names = FieldNumberings(Numbering(), Numbering(), Numbering())
     history_links, history_edges = graph_rows.field_history_rows(conn)
     links = _links([*graph_rows.field_link_rows(conn), *history_links], ids, names)
-    edges = _edges([*graph_rows.field_set_edge_rows(conn), *history_edges], ids, names)
+    chunks = chain(graph_rows.field_set_edge_rows(conn), [history_edges])
+    edges = _packed(lambda rows, ids: _edges(rows, ids, names), chunks, ids)
     return _made(names, links, edges)
 
 
@@ -144,7 +146,7 @@ def applied(
     edges = fields.edges.where(kept)
     named = np.unique(names.sets.numbers(row[1] for row in current))
     missing = {names.sets.texts[n] for n in named[~np.isin(named, edges["set"])].tolist()}
-    read = graph_rows.field_set_edge_rows(conn, missing) if missing else []
+    read = [row for rows in graph_rows.field_set_edge_rows(conn, missing) for row in rows]
     edges = edges.plus(_edges([*read, *history_edges], ids, names))
     return _made(names, links, edges)
 

@@ -10,7 +10,7 @@ NULL does in the window's tests (`upstream.store.window`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,18 @@ class Table:
     @property
     def nbytes(self) -> int:
         return sum(column.nbytes for column in self.columns.values())
+
+
+def _packed(
+    made: Callable[[Sequence[Sequence[Any]], Numberings], Table],
+    chunks: Iterable[Sequence[Sequence[Any]]],
+    ids: Numberings,
+) -> Table:
+    """The rows of `chunks` as one table, each chunk packed into columns before the next is
+    read (at most one chunk's rows are Python objects at a time)."""
+    tables = [made(chunk, ids) for chunk in chunks] or [made([], ids)]
+    names = tables[0].columns
+    return Table({n: np.concatenate([table.columns[n] for table in tables]) for n in names})
 
 
 def _instants(values: Sequence[int | None], missing: int) -> Column:
@@ -159,10 +171,18 @@ class Graph:
     by_source: Adjacency
     by_target: Adjacency
     edges_by: dict[str, Adjacency]
-    #: The field edges (`field_graph`), which the field walks follow.
-    fields: FieldGraph
+    #: The field edges (`field_graph`), which the field walks follow; None in an index
+    #: loaded for dataset walks only (`GraphIndex.fields_wanted`).
+    field_part: FieldGraph | None
     #: Parent runs, workflows and temporary marks (`workflows`), which rollups read.
     workflows: Workflows
+
+    @property
+    def fields(self) -> FieldGraph:
+        """The field graph; an index loaded without it has no answer to give."""
+        if self.field_part is None:
+            raise LookupError("the lineage index was loaded without its field graph")
+        return self.field_part
 
     def deleted(self, flags: npt.NDArray[np.bool_], numbers: Column) -> npt.NDArray[np.bool_]:
         """`flags` (deleted datasets or jobs) of `numbers`; NONE is never deleted."""
@@ -192,13 +212,16 @@ class Graph:
         adjacency += list(self.edges_by.values())
         runs = self.run_started.nbytes + self.run_ended.nbytes + self.run_completed.nbytes
         adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
-        return tables + runs + adjacent + self.fields.nbytes + self.workflows.nbytes
+        fields = 0 if self.field_part is None else self.field_part.nbytes
+        return tables + runs + adjacent + fields + self.workflows.nbytes
 
 
-def load(conn: Connection, position: int, ids: Numberings | None = None) -> Graph:
-    """Every row of the derived graph as `conn`'s snapshot holds it."""
-    # Imported here: the field graph is made of this module's tables.
-    from upstream.query.graph_index import field_graph, workflows
+def load(
+    conn: Connection, position: int, ids: Numberings | None = None, *, fields: bool = True
+) -> Graph:
+    """Every row of the derived graph as `conn`'s snapshot holds it; the field edges only
+    with `fields` (a dataset walk follows none, and they are a third of the load)."""
+    from upstream.query.graph_index import workflows
 
     ids = ids or Numberings(*(Numbering() for _ in range(6)))
     ids.components.number("")
@@ -207,10 +230,14 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
     for text in graph_rows.entity_ids(conn, t.jobs):
         ids.jobs.number(text)
     runs = graph_rows.run_rows(conn)
-    fields = field_graph.load(conn, ids)
-    relations = _relations(graph_rows.relation_rows(conn), ids)
-    flows = _flows(graph_rows.flow_rows(conn), ids)
-    edges = _edges(graph_rows.job_edge_rows(conn), ids)
+    field_part = None
+    if fields:  # imported here: the field graph is made of this module's tables
+        from upstream.query.graph_index import field_graph
+
+        field_part = field_graph.load(conn, ids)
+    relations = _packed(_relations, graph_rows.relation_rows(conn), ids)
+    flows = _packed(_flows, graph_rows.flow_rows(conn), ids)
+    edges = _packed(_edges, graph_rows.job_edge_rows(conn), ids)
     numberings = (ids.jobs, ids.datasets, ids.runs)
     return _made(
         position,
@@ -220,7 +247,7 @@ def load(conn: Connection, position: int, ids: Numberings | None = None) -> Grap
         relations,
         flows,
         edges,
-        fields,
+        field_part,
         workflows.load(conn, runs, *numberings),
     )
 
@@ -243,12 +270,15 @@ def applied(
         changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
         gone = np.array([n for n in changed if n is not None], dtype=np.int32)
         relations = relations.where(~np.isin(relations["owner"], gone))
-        relations = relations.plus(_relations(graph_rows.relation_rows(conn, runs, owners), ids))
+        found = graph_rows.relation_rows(conn, runs, owners)
+        relations = relations.plus(_packed(_relations, found, ids))
         flows = flows.where(~np.isin(flows["owner"], gone))
-        flows = flows.plus(_flows(graph_rows.flow_rows(conn, runs, owners), ids))
+        flows = flows.plus(_packed(_flows, graph_rows.flow_rows(conn, runs, owners), ids))
         edges = edges.where(~np.isin(edges["owner"], gone))
-        edges = edges.plus(_edges(graph_rows.job_edge_rows(conn, runs, owners), ids))
-    fields = field_graph.applied(conn, graph.fields, ids, runs, owners)
+        edges = edges.plus(_packed(_edges, graph_rows.job_edge_rows(conn, runs, owners), ids))
+    fields = graph.field_part
+    if fields is not None:
+        fields = field_graph.applied(conn, fields, ids, runs, owners)
     run_columns = (graph.run_started, graph.run_ended, graph.run_completed)
     run_rows = graph_rows.run_rows(conn, runs) if runs else []
     if runs:
@@ -337,7 +367,7 @@ def _made(
     relations: Table,
     flows: Table,
     edges: Table,
-    fields: FieldGraph,
+    fields: FieldGraph | None,
     workflows: Workflows,
 ) -> Graph:
     datasets, jobs = len(ids.datasets), len(ids.jobs)
@@ -373,6 +403,6 @@ def _made(
             for side in ("source", "target")
             for kind, code in (("dataset", DATASET), ("job", JOB))
         },
-        fields=fields,
+        field_part=fields,
         workflows=workflows,
     )

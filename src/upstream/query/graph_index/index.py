@@ -45,6 +45,10 @@ class GraphIndex:
         self._loaded = threading.Event()
         #: Set when an announced load ends, loaded or failed: its waiting readers go on.
         self._load_ended = threading.Event()
+        #: Whether versions hold the field graph. A process that asks only dataset walks
+        #: (the command line's `lineage --db`) turns it off before its first read, and
+        #: loads a third less; a version without it is loaded again when it is wanted.
+        self.fields_wanted = True
 
     @property
     def loaded(self) -> bool:
@@ -88,27 +92,34 @@ class GraphIndex:
         at = change_log.position(conn)
         with self._lock:
             current = self._current
+            if current is not None and current.position <= at and not self._complete(current):
+                current = None  # loaded again whole, with the numberings it had
             if current is not None and current.position > at:
                 older = self._versions.get(at)
-                if older is not None:
+                if older is not None and self._complete(older):
                     return older
             else:
                 graph = self._brought_to(conn, current, at)
                 self._keep(graph)
                 return graph
-        return load(conn, at, current.ids)
+        return load(conn, at, current.ids, fields=self.fields_wanted)
+
+    def _complete(self, graph: Graph) -> bool:
+        """`graph` holds every part this index wants."""
+        return graph.field_part is not None or not self.fields_wanted
 
     def _brought_to(self, conn: Connection, current: Graph | None, at: int) -> Graph:
         if current is not None and current.position == at:
             return current
         if current is None:
-            return load(conn, at)
+            ids = None if self._current is None else self._current.ids
+            return load(conn, at, ids, fields=self.fields_wanted)
         try:
             changes = change_log.changes_since(conn, current.position)
         except change_log.ChangeLogGap:
-            return load(conn, at, current.ids)
+            return load(conn, at, current.ids, fields=self.fields_wanted)
         if any(change.kind == change_log.RELOAD for change in changes):
-            return load(conn, at, current.ids)
+            return load(conn, at, current.ids, fields=self.fields_wanted)
         runs = _ids(changes, change_log.RUNS)
         owners = _ids(changes, change_log.DECLARATIONS)
         entities = _ids(changes, change_log.ENTITIES)

@@ -38,7 +38,11 @@ class Numbering:
         return found
 
     def numbers(self, texts: Iterable[str | None]) -> npt.NDArray[np.int32]:
-        return np.fromiter((self.number(text) for text in texts), dtype=np.int32)
+        # Most ids are numbered already: a dictionary look-up each, without a call.
+        known, number = self._numbers, self.number
+        return np.fromiter(
+            (known[text] if text in known else number(text) for text in texts), dtype=np.int32
+        )
 
     def known(self, text: str) -> int | None:
         """The number of `text` if it has one."""
