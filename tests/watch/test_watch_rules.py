@@ -4,6 +4,7 @@ backoff, which answers are retried, and private addresses."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from upstream.model.watch import (
     Radius,
     RadiusRelation,
     RetryPolicy,
+    Seen,
     compare,
     private_address,
     retryable,
@@ -25,9 +27,18 @@ WRITE = RadiusRelation("dash", "report", "write")
 ETL = RadiusRelation("orders", "etl", "write")
 
 
+def seen(
+    relations: frozenset[RadiusRelation],
+    deleted: frozenset[str] = frozenset(),
+    failed: Sequence[FailedRun] = (),
+) -> Seen:
+    """The radius found now, watching the dataset "orders"."""
+    return Seen(relations, frozenset({"orders"}), deleted, failed)
+
+
 def test_added_and_removed_relations() -> None:
     change, kept = compare(
-        Radius(frozenset({ETL, READ})), frozenset({READ, WRITE}), "orders", frozenset(), []
+        Radius(frozenset({ETL, READ})), seen(frozenset({READ, WRITE}), frozenset(), [])
     )
     assert change.added == {WRITE}
     assert change.removed == {ETL}
@@ -40,19 +51,19 @@ def test_added_and_removed_relations() -> None:
 
 
 def test_the_same_radius_is_no_change() -> None:
-    change, kept = compare(Radius(frozenset({READ})), frozenset({READ}), "orders", frozenset(), [])
+    change, kept = compare(Radius(frozenset({READ})), seen(frozenset({READ}), frozenset(), []))
     assert change.kinds(["relation_added", "relation_removed", "deleted", "revived"]) == []
     assert kept == Radius(frozenset({READ}))
 
 
 def test_deleted_then_revived() -> None:
     change, kept = compare(
-        Radius(frozenset({READ, WRITE})), frozenset(), "orders", frozenset({"report"}), []
+        Radius(frozenset({READ, WRITE})), seen(frozenset(), frozenset({"report"}), [])
     )
     assert change.deleted == {"report"}
     assert change.removed == {READ, WRITE}
     assert kept.deleted == {"report"}
-    again, back = compare(kept, frozenset({READ}), "orders", frozenset(), [])
+    again, back = compare(kept, seen(frozenset({READ}), frozenset(), []))
     assert again.revived == {"report"}
     assert again.added == {READ}
     assert back.deleted == frozenset()
@@ -60,24 +71,24 @@ def test_deleted_then_revived() -> None:
 
 def test_an_entity_outside_the_radius_deleted_is_not_told() -> None:
     change, _ = compare(
-        Radius(frozenset({READ})), frozenset({READ}), "orders", frozenset({"elsewhere"}), []
+        Radius(frozenset({READ})), seen(frozenset({READ}), frozenset({"elsewhere"}), [])
     )
     assert change.deleted == frozenset()
 
 
 def test_the_starting_position_is_kept() -> None:
-    _, kept = compare(Radius(since=7), frozenset({READ}), "orders", frozenset(), [])
+    _, kept = compare(Radius(since=7), seen(frozenset({READ}), frozenset(), []))
     assert kept.since == 7
 
 
 def test_a_failed_run_is_told_once() -> None:
     failure = FailedRun("run-1", "report", "FAIL", ("dash",))
     change, kept = compare(
-        Radius(frozenset({WRITE})), frozenset({WRITE}), "orders", frozenset(), [failure]
+        Radius(frozenset({WRITE})), seen(frozenset({WRITE}), frozenset(), [failure])
     )
     assert change.failed == (failure,)
     assert kept.failed_runs == ("run-1",)
-    again, _ = compare(kept, frozenset({WRITE}), "orders", frozenset(), [failure])
+    again, _ = compare(kept, seen(frozenset({WRITE}), frozenset(), [failure]))
     assert again.failed == ()
 
 
