@@ -102,7 +102,11 @@ def test_a_kafka_subscription(app: TestClient) -> None:
             "watch.field.field",
             "not a field of dataset",
         ),
-        ({"watch": {"field": {"namespace": NS, "name": "orders"}}}, "watch.field.field", "required"),
+        (
+            {"watch": {"field": {"namespace": NS, "name": "orders"}}},
+            "watch.field.field",
+            "required",
+        ),
         ({"watch": {"table": "orders"}}, "watch", "must name one thing to watch"),
         ({"digest": 30}, "digest", "between 60 seconds"),
         ({"digest": "P8D"}, "digest", "between 60 seconds"),
