@@ -17,10 +17,12 @@ from upstream.model.watch import (
     Radius,
     RadiusRelation,
     SchemaBreak,
+    SchemaField,
     Seen,
     SubscriptionSpec,
     vanished,
 )
+from upstream.model.window import Window
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.index import graph_of
 from upstream.query.watch_fields import FieldRadius, field_radius, schema_breaks, schema_fields
@@ -72,20 +74,11 @@ def observe(
     within = seed_ids | {r.dataset_id for r in relations} if datasets else fields.datasets
     entities = before.nodes | before.deleted | seed_ids | {n for r in relations for n in r[:2]}
     deleted_now = rows.deleted_among(conn, entities)
-    schema = frozenset[tuple[str, str]]()
+    schema: frozenset[SchemaField] = frozenset()
     breaks: tuple[SchemaBreak, ...] = ()
     if "schema_break" in spec.changes:
-        schema = schema_fields(conn, within - deleted_now)
-        if not datasets:
-            schema &= fields.fields
-        gone = vanished(
-            before.schema,
-            schema,
-            lambda f: (
-                f[0] in within and f[0] not in deleted_now and (datasets or f in fields.fields)
-            ),
-        )
-        breaks = schema_breaks(graph, gone, within, spec.levels, window)
+        watched = None if datasets else fields.fields
+        schema, breaks = _schema(conn, spec, before, within - deleted_now, watched, window)
     seen = Seen(
         relations,
         seed_ids,
@@ -96,6 +89,28 @@ def observe(
         breaks,
     )
     return Observation(seen, shown)
+
+
+def _schema(
+    conn: Connection,
+    spec: SubscriptionSpec,
+    before: Radius,
+    within: frozenset[str],
+    watched: frozenset[SchemaField] | None,
+    window: Window,
+) -> tuple[frozenset[SchemaField], tuple[SchemaBreak, ...]]:
+    """The schema fields the radius watches now — every field of the datasets `within`
+    (those of the radius not deleted), or only the `watched` ones of them — and the schema
+    breaks: fields seen `before` and gone from a schema, with field edges downstream."""
+    schema = schema_fields(conn, within)
+    if watched is not None:
+        schema &= watched
+
+    def still_watched(field: SchemaField) -> bool:
+        return field[0] in within and (watched is None or field in watched)
+
+    gone = vanished(before.schema, schema, still_watched)
+    return schema, schema_breaks(graph_of(conn), gone, within, spec.levels, window)
 
 
 def _failed_runs(
