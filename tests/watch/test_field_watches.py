@@ -345,3 +345,34 @@ def test_a_digest_sends_an_intervals_changes_as_one_notification(
     dispatch(store, now=end + timedelta(hours=2))
     deliver(store, at=end + timedelta(hours=2))
     assert len(receiver.documents()) == 1  # a digest is made once
+
+
+def test_two_processes_make_a_digest_once(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """Both read the same held notifications; the one that stores second finds them taken
+    and stores nothing."""
+    from upstream.watch import digest
+
+    post(app, etl())
+    subscribe(
+        app,
+        receiver,
+        {"dataset": {"namespace": NS, "name": "orders"}},
+        direction="downstream",
+        digest=60,
+    )
+    post(app, report())
+    made = datetime.now(UTC)
+    dispatch(store, now=made)
+    _, end = interval_of(made, 60)
+    with store.read() as conn:
+        first = digest.due_digests(conn, end)
+        second = digest.due_digests(conn, end)
+    assert len(first) == len(second) == 1
+    assert store.write(lambda conn: digest._store(conn, first, end)) == 1
+    with pytest.raises(digest._Taken):
+        store.write(lambda conn: digest._store(conn, second, end))
+    deliver(store, at=end)
+    [sent] = receiver.documents()
+    assert len(sent["notifications"]) == 1
