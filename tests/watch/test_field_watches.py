@@ -105,7 +105,8 @@ def test_a_watched_field_gains_then_loses_an_outgoing_edge(
     notify(store)
     assert receiver.documents() == []
 
-    post(app, audit())
+    start = dict(audit(), eventType="START")
+    post(app, start)
     notify(store)
     [sent] = receiver.documents()
     assert sent["subscription"] == subscription
@@ -120,7 +121,10 @@ def test_a_watched_field_gains_then_loses_an_outgoing_edge(
         f"https://lineage.example.com/#/fields?ns={NS}&name=orders&field=total"
     )
 
-    # A run repeating the last one, and new edges outside the field's radius, change nothing.
+    # The COMPLETE repeating its START, a run repeating the last one, and new edges outside
+    # the field's radius change nothing.
+    post(app, dict(start, eventType="COMPLETE"))
+    notify(store)
     post(app, audit(), report())
     post(app, etl())
     notify(store)
