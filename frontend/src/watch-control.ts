@@ -27,13 +27,13 @@ function choice(name: string, options: [string, string][], label: string): HTMLS
 /** A "Watch" button that opens the subscription form for `watch`. */
 export function watchControl(watch: Watch): HTMLElement {
   const kind = "dataset" in watch ? "dataset" : "field" in watch ? "field" : "tag";
-  const url = h("input", { type: "url", name: "webhook", required: true, placeholder: "https://hooks.example.com/lineage", "aria-label": "Webhook URL" });
-  const secret = h("input", { type: "password", name: "secret", autocomplete: "off", placeholder: "made by the server when empty", "aria-label": "Signing secret" });
-  const direction = choice("direction", [["downstream", "downstream"], ["upstream", "upstream"], ["both", "both"]], "Direction");
+  const url = h("input", { type: "url", name: "watch-webhook", required: true, placeholder: "https://hooks.example.com/lineage", "aria-label": "Watch: webhook URL" });
+  const secret = h("input", { type: "password", name: "watch-secret", autocomplete: "off", placeholder: "made by the server when empty", "aria-label": "Watch: signing secret" });
+  const direction = choice("watch-direction", [["downstream", "downstream"], ["upstream", "upstream"], ["both", "both"]], "Watch: direction");
   // No `max`: the server's `max_levels` decides, and its refusal says so.
-  const levels = h("input", { type: "number", name: "levels", min: 1, value: 1, "aria-label": "Levels" });
-  const digest = choice("digest", DIGESTS, "Grouping");
-  const boxes = KINDS[kind].map((change) => h("input", { type: "checkbox", name: "changes", value: change, checked: true }));
+  const levels = h("input", { type: "number", name: "watch-levels", min: 1, value: 1, "aria-label": "Watch: levels" });
+  const digest = choice("watch-digest", DIGESTS, "Watch: grouping");
+  const boxes = KINDS[kind].map((change) => h("input", { type: "checkbox", name: "watch-changes", value: change, checked: true }));
   const answer = h("div", { class: "watch-answer", role: "status" });
   const form = h(
     "form",

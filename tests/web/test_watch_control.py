@@ -64,14 +64,14 @@ def receiver() -> Iterator[Receiver]:
 
 def _subscribe(page: Any, url: str, **fields: str) -> None:
     page.click("details.watch > summary")
-    page.fill("details.watch input[name=webhook]", url)
+    page.fill("details.watch input[name=watch-webhook]", url)
     for name, value in fields.items():
-        page.fill(f"details.watch input[name={name}]", value)
+        page.fill(f"details.watch input[name=watch-{name}]", value)
     page.click("details.watch button[type=submit]")
 
 
 def _kinds(page: Any) -> list[str]:
-    boxes = page.query_selector_all("details.watch input[name=changes]")
+    boxes = page.query_selector_all("details.watch input[name=watch-changes]")
     return [box.get_attribute("value") for box in boxes]
 
 
@@ -127,7 +127,7 @@ def test_watch_a_field_and_see_a_refusal_name_the_field(
     page.wait_for_selector(".watch-answer .notice-error")
     assert "levels" in page.inner_text(".watch-answer")
     assert "between 1 and" in page.inner_text(".watch-answer")
-    page.fill("details.watch input[name=levels]", "2")
+    page.fill("details.watch input[name=watch-levels]", "2")
     page.click("details.watch button[type=submit]")
     page.wait_for_selector(".watch-answer .subscription-id")
     made = page.inner_text(".watch-answer .subscription-id")
@@ -140,9 +140,9 @@ def test_watch_a_tag_as_an_hourly_digest(server: LiveServer, page: Any, receiver
     page.goto(f"{server.url}/#/tag?tag=PII")
     page.wait_for_selector("details.watch")
     page.click("details.watch > summary")
-    page.select_option("details.watch select[name=digest]", "PT1H")
+    page.select_option("details.watch select[name=watch-digest]", "PT1H")
     page.uncheck("details.watch input[value=schema_break]")
-    page.fill("details.watch input[name=webhook]", receiver.url)
+    page.fill("details.watch input[name=watch-webhook]", receiver.url)
     page.click("details.watch button[type=submit]")
     page.wait_for_selector(".watch-answer .subscription-id")
     made = page.inner_text(".watch-answer .subscription-id")
