@@ -15,6 +15,7 @@ from typing import Any
 from upstream.model.watch import RetryPolicy
 from upstream.store.engine import Store
 from upstream.watch.delivery import Deliverer
+from upstream.watch.digest import digest_once
 from upstream.watch.dispatcher import dispatch_once
 from upstream.watch.payload import Links
 
@@ -86,7 +87,10 @@ def immediate_retries(attempts: int = 5) -> RetryPolicy:
 
 
 def dispatch(store: Store, now: datetime | None = None) -> int:
-    return dispatch_once(store, Links("https://lineage.example.com"), timedelta(days=1), now)
+    """One dispatcher round, then the digests due, as the server's watcher runs them."""
+    made = dispatch_once(store, Links("https://lineage.example.com"), timedelta(days=1), now)
+    digest_once(store, now)
+    return made
 
 
 def deliver(store: Store, policy: RetryPolicy | None = None, at: datetime | None = None) -> int:

@@ -41,12 +41,25 @@ function withQuery(url: string, query: Query): string {
 
 /** GET a JSON document; throws ApiFailure with the server's message on any non-2xx. */
 export async function getJson<T>(url: string, query: Query = {}): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
+  return requestJson<T>(withQuery(url, query), {});
+}
+
+/** POST a JSON document and read the JSON answer; throws ApiFailure as `getJson` does. */
+export async function postJson<T>(url: string, body: unknown): Promise<T> {
+  return requestJson<T>(url, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json" },
+  });
+}
+
+async function requestJson<T>(url: string, init: RequestInit): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json", ...(init.headers as Record<string, string>) };
   const token = savedToken();
   if (token) headers.Authorization = `Bearer ${token}`;
   let response: Response;
   try {
-    response = await fetch(withQuery(url, query), { headers });
+    response = await fetch(url, { ...init, headers });
   } catch (error) {
     throw new ApiFailure(0, `the server did not answer: ${String(error)}`);
   }
@@ -387,7 +400,24 @@ export interface HierarchyMap {
 
 // ---- calls ----
 
+/** What a subscription watches (design §4.8). */
+export type Watch =
+  | { dataset: { namespace: string; name: string } }
+  | { field: { namespace: string; name: string; field: string } }
+  | { tag: string };
+
+export interface Subscription {
+  id: string;
+  watch: Watch;
+  direction: string;
+  levels: number;
+  changes: string[];
+  digest: number | null;
+  deliver: { webhook?: { url: string; secret?: string }; kafka?: { topic: string } };
+}
+
 export const api = {
+  subscribe: (body: Record<string, unknown>) => postJson<Subscription>("/v3/subscriptions", body),
   namespaceCounts: (limit: number, offset: number) => getJson<NamespaceCounts>("/v3/namespaces", { limit, offset }),
   recentlyWritten: (limit: number, offset: number) =>
     getJson<WrittenDatasets>("/v3/datasets/recently-written", { limit, offset }),

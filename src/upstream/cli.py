@@ -1171,8 +1171,22 @@ def _watching(
 @watch_app.command("add")
 def watch_add(
     ctx: typer.Context,
-    namespace: NamespaceArgument,
-    dataset: Annotated[str, typer.Argument(help="The dataset to watch.", show_default=False)],
+    namespace: Annotated[
+        str | None,
+        typer.Argument(
+            help="The namespace (alone: watch every dataset of it).", show_default=False
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Argument(help="The dataset to watch.", show_default=False)
+    ] = None,
+    field: Annotated[
+        str | None, typer.Option(help="Watch this field of the dataset.", show_default=False)
+    ] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option(help="Watch every field carrying this tag instead.", show_default=False),
+    ] = None,
     webhook: Annotated[
         str | None, typer.Option(help="Deliver to this http(s) URL.", show_default=False)
     ] = None,
@@ -1195,18 +1209,28 @@ def watch_add(
     changes: Annotated[
         str | None,
         typer.Option(
-            help="Kinds of change, comma-separated (relation_added, relation_removed, deleted, "
-            "revived, run_failed); default all.",
+            help="Kinds of change, comma-separated (relation_added, relation_removed, "
+            "field_edges_changed, schema_break, deleted, revived, run_failed); default all "
+            "those told for what is watched.",
             show_default=False,
         ),
     ] = None,
     active_days: Annotated[
         int, typer.Option(help="A relation is watched while it had a run in this many days.")
     ] = 30,
+    digest: Annotated[
+        str | None,
+        typer.Option(
+            help="Send the changes of each interval as one notification: seconds, or an ISO "
+            "8601 duration such as PT1H.",
+            show_default=False,
+        ),
+    ] = None,
     url: UrlOption = DEFAULT_URL,
     token: TokenOption = None,
 ) -> None:
-    """Watch a dataset's lineage; prints the subscription, with its secret.
+    """Watch the lineage of a dataset, a field, a tag or a namespace; prints the
+    subscription, with its secret.
 
     Example: upstream watch add warehouse dashboards.revenue --direction upstream --levels 3
     --webhook https://hooks.example.com/lineage
@@ -1217,9 +1241,17 @@ def watch_add(
         raise typer.BadParameter(
             "give one of --webhook or --kafka-topic", ctx, param_hint="--webhook"
         )
+    if (tag is None) == (namespace is None):
+        raise typer.BadParameter(
+            "give a namespace (and a dataset) or --tag", ctx, param_hint="NAMESPACE"
+        )
+    if field is not None and dataset is None:
+        raise typer.BadParameter("--field needs a dataset", ctx, param_hint="--field")
     body = subscription_body(
         namespace,
         dataset,
+        field=field,
+        tag=tag,
         webhook=webhook,
         secret=secret,
         kafka_topic=kafka_topic,
@@ -1227,6 +1259,7 @@ def watch_add(
         levels=levels,
         changes=changes,
         active_days=active_days,
+        digest=digest,
     )
     _watching(ctx, lambda target: watch(target, body), url, token)
 

@@ -42,6 +42,7 @@ def test_create_list_get_delete(app: TestClient) -> None:
         "levels": 3,
         "changes": ["relation_removed", "relation_added"],
         "activeDays": 30,
+        "digest": None,
         "deliver": {"webhook": {"url": HOOK, "secret": SECRET}},
     }
     shown = app.get(f"/v3/subscriptions/{subscription}").json()
@@ -77,8 +78,41 @@ def test_a_kafka_subscription(app: TestClient) -> None:
         ({"levels": 0}, "levels", "between 1 and 100"),
         ({"direction": "sideways"}, "direction", "one of"),
         ({"changes": ["relation_added", "moved"]}, "changes[1]", "not a kind"),
-        ({"changes": ["schema_break"]}, "changes[0]", "not reported yet"),
-        ({"watch": {"tag": "PII"}}, "watch.tag", "not supported yet"),
+        (
+            {"watch": {"tag": "PII"}, "changes": ["schema_break", "relation_added"]},
+            "changes[1]",
+            "relation_added is not told for a tag watch",
+        ),
+        ({"watch": {"tag": "PII"}, "changes": ["schema_break"]}, "watch.tag", "not found"),
+        ({"watch": {"tag": " "}}, "watch.tag", "not blank"),
+        ({"watch": {"namespace": "nowhere"}}, "watch.namespace", "not found"),
+        (
+            {
+                "watch": {"field": {"namespace": NS, "name": "nope", "field": "id"}},
+                "changes": ["schema_break"],
+            },
+            "watch.field",
+            "not found",
+        ),
+        (
+            {
+                "watch": {"field": {"namespace": NS, "name": "orders", "field": "nope"}},
+                "changes": ["schema_break"],
+            },
+            "watch.field.field",
+            "not a field of dataset",
+        ),
+        (
+            {"watch": {"field": {"namespace": NS, "name": "orders"}}},
+            "watch.field.field",
+            "required",
+        ),
+        ({"watch": {"table": "orders"}}, "watch", "must name one thing to watch"),
+        ({"digest": 30}, "digest", "between 60 seconds"),
+        ({"digest": "P8D"}, "digest", "between 60 seconds"),
+        ({"digest": "hourly"}, "digest", "ISO 8601 duration"),
+        ({"digest": "PT"}, "digest", "ISO 8601 duration"),
+        ({"digest": True}, "digest", "ISO 8601 duration"),
         ({"deliver": {"email": "a@b"}}, "deliver", "webhook"),
         (
             {"deliver": {"webhook": {"url": HOOK, "secret": "short"}}},

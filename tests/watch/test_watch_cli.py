@@ -104,3 +104,59 @@ def test_a_refused_subscription_names_the_field(server: LiveServer) -> None:
     )
     assert result.exit_code != 0
     assert "watch.dataset" in result.output
+
+
+@pytest.mark.parametrize(
+    ("where", "watch"),
+    [
+        ((NS, "orders", None, None), {"dataset": {"namespace": NS, "name": "orders"}}),
+        (
+            (NS, "orders", "total", None),
+            {"field": {"namespace": NS, "name": "orders", "field": "total"}},
+        ),
+        ((None, None, None, "PII"), {"tag": "PII"}),
+        ((NS, None, None, None), {"namespace": NS}),
+    ],
+)
+def test_the_options_name_what_is_watched(
+    where: tuple[str | None, str | None, str | None, str | None], watch: dict[str, object]
+) -> None:
+    from upstream.commands.watch import subscription_body
+
+    namespace, dataset, field, tag = where
+    body = subscription_body(
+        namespace,
+        dataset,
+        field=field,
+        tag=tag,
+        webhook="https://hooks.example.com/x",
+        secret=None,
+        kafka_topic=None,
+        direction="upstream",
+        levels=2,
+        changes=None,
+        active_days=30,
+        digest="3600",
+    )
+    assert body == {
+        "watch": watch,
+        "direction": "upstream",
+        "levels": 2,
+        "activeDays": 30,
+        "digest": 3600,  # kinds left to the server's default for the watch
+        "deliver": {"webhook": {"url": "https://hooks.example.com/x"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--webhook", "https://h.example.com/x"], "give a namespace (and a dataset) or --tag"),
+        ([NS, "--tag", "PII", "--webhook", "https://h.example.com/x"], "or --tag"),
+        ([NS, "--field", "total", "--webhook", "https://h.example.com/x"], "needs a dataset"),
+    ],
+)
+def test_what_to_watch_is_checked_before_asking_the_server(args: list[str], says: str) -> None:
+    result = runner.invoke(app, ["watch", "add", *args])
+    assert result.exit_code == 2
+    assert says in " ".join(result.output.split())

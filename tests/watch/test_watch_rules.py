@@ -4,19 +4,29 @@ backoff, which answers are retried, and private addresses."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
 
+from upstream.model.errors import Problem
 from upstream.model.watch import (
+    CHANGE_KINDS,
     FailedRun,
+    FieldEdgeKey,
     Radius,
     RadiusRelation,
     RetryPolicy,
+    SchemaBreak,
+    Seen,
+    SubscriptionSpec,
     compare,
+    digest_seconds,
+    parse_subscription,
     private_address,
     retryable,
     sign,
+    vanished,
     verify,
 )
 
@@ -25,9 +35,18 @@ WRITE = RadiusRelation("dash", "report", "write")
 ETL = RadiusRelation("orders", "etl", "write")
 
 
+def seen(
+    relations: frozenset[RadiusRelation],
+    deleted: frozenset[str] = frozenset(),
+    failed: Sequence[FailedRun] = (),
+) -> Seen:
+    """The radius found now, watching the dataset "orders"."""
+    return Seen(relations, frozenset({"orders"}), deleted, failed)
+
+
 def test_added_and_removed_relations() -> None:
     change, kept = compare(
-        Radius(frozenset({ETL, READ})), frozenset({READ, WRITE}), "orders", frozenset(), []
+        Radius(frozenset({ETL, READ})), seen(frozenset({READ, WRITE}), frozenset(), [])
     )
     assert change.added == {WRITE}
     assert change.removed == {ETL}
@@ -40,19 +59,19 @@ def test_added_and_removed_relations() -> None:
 
 
 def test_the_same_radius_is_no_change() -> None:
-    change, kept = compare(Radius(frozenset({READ})), frozenset({READ}), "orders", frozenset(), [])
+    change, kept = compare(Radius(frozenset({READ})), seen(frozenset({READ}), frozenset(), []))
     assert change.kinds(["relation_added", "relation_removed", "deleted", "revived"]) == []
     assert kept == Radius(frozenset({READ}))
 
 
 def test_deleted_then_revived() -> None:
     change, kept = compare(
-        Radius(frozenset({READ, WRITE})), frozenset(), "orders", frozenset({"report"}), []
+        Radius(frozenset({READ, WRITE})), seen(frozenset(), frozenset({"report"}), [])
     )
     assert change.deleted == {"report"}
     assert change.removed == {READ, WRITE}
     assert kept.deleted == {"report"}
-    again, back = compare(kept, frozenset({READ}), "orders", frozenset(), [])
+    again, back = compare(kept, seen(frozenset({READ}), frozenset(), []))
     assert again.revived == {"report"}
     assert again.added == {READ}
     assert back.deleted == frozenset()
@@ -60,24 +79,24 @@ def test_deleted_then_revived() -> None:
 
 def test_an_entity_outside_the_radius_deleted_is_not_told() -> None:
     change, _ = compare(
-        Radius(frozenset({READ})), frozenset({READ}), "orders", frozenset({"elsewhere"}), []
+        Radius(frozenset({READ})), seen(frozenset({READ}), frozenset({"elsewhere"}), [])
     )
     assert change.deleted == frozenset()
 
 
 def test_the_starting_position_is_kept() -> None:
-    _, kept = compare(Radius(since=7), frozenset({READ}), "orders", frozenset(), [])
+    _, kept = compare(Radius(since=7), seen(frozenset({READ}), frozenset(), []))
     assert kept.since == 7
 
 
 def test_a_failed_run_is_told_once() -> None:
     failure = FailedRun("run-1", "report", "FAIL", ("dash",))
     change, kept = compare(
-        Radius(frozenset({WRITE})), frozenset({WRITE}), "orders", frozenset(), [failure]
+        Radius(frozenset({WRITE})), seen(frozenset({WRITE}), frozenset(), [failure])
     )
     assert change.failed == (failure,)
     assert kept.failed_runs == ("run-1",)
-    again, _ = compare(kept, frozenset({WRITE}), "orders", frozenset(), [failure])
+    again, _ = compare(kept, seen(frozenset({WRITE}), frozenset(), [failure]))
     assert again.failed == ()
 
 
@@ -136,3 +155,79 @@ def test_which_answers_are_retried(status: int | None, again: bool) -> None:
 )
 def test_private_addresses(addresses: list[str], private: str | None) -> None:
     assert private_address(addresses) == private
+
+
+EDGE = FieldEdgeKey("orders", "total", "dash", "revenue", "columnLineage")
+SQL_EDGE = FieldEdgeKey("orders", "total", "dash", "revenue", "sql")
+
+
+def test_field_edges_added_and_removed_by_origin() -> None:
+    """The same edge stated by a second origin is a new edge of that origin."""
+    before = Radius(field_edges=frozenset({EDGE}))
+    now = Seen(frozenset(), frozenset({"orders"}), frozenset(), field_edges=frozenset({SQL_EDGE}))
+    change, kept = compare(before, now)
+    assert change.field_added == {SQL_EDGE}
+    assert change.field_removed == {EDGE}
+    assert change.kinds(["field_edges_changed", "relation_added"]) == ["field_edges_changed"]
+    assert kept.field_edges == {SQL_EDGE}
+    again, _ = compare(kept, now)
+    assert again.kinds(["field_edges_changed"]) == []
+
+
+def test_a_schema_break_is_the_most_significant_after_a_deletion() -> None:
+    broken = SchemaBreak("orders", "total", (("dash", "revenue", 1),))
+    now = Seen(frozenset({READ}), frozenset({"orders"}), frozenset(), breaks=(broken,))
+    change, _ = compare(Radius(), now)
+    assert change.kinds(["relation_added", "schema_break"]) == ["schema_break", "relation_added"]
+
+
+def test_vanished_fields_are_those_still_watched() -> None:
+    before = frozenset({("orders", "id"), ("orders", "total"), ("gone", "x")})
+    now = frozenset({("orders", "id")})
+    assert vanished(before, now, lambda f: f[0] != "gone") == [("orders", "total")]
+
+
+def test_a_radius_with_fields_reads_back_and_an_old_one_reads_without() -> None:
+    radius = Radius(field_edges=frozenset({EDGE}), schema=frozenset({("orders", "total")}))
+    assert Radius.from_json(radius.as_json()) == radius
+    old = {"relations": [], "deleted": [], "failedRuns": [], "since": 3}
+    assert Radius.from_json(old) == Radius(since=3)
+
+
+@pytest.mark.parametrize(
+    ("asked", "seconds"),
+    [(None, None), (3600, 3600), ("PT1H", 3600), ("PT15M", 900), ("P1D", 86400), ("P1DT1M", 86460)],
+)
+def test_a_digest_is_seconds_or_a_duration(asked: object, seconds: int | None) -> None:
+    problems: list[Problem] = []
+    assert digest_seconds(asked, problems) == seconds
+    assert problems == []
+
+
+@pytest.mark.parametrize("asked", [59, "PT59S", "P8D", "PT", "P", "1h", "PT1.5H", False, 3.5])
+def test_a_digest_out_of_bounds_or_unreadable_is_a_problem(asked: object) -> None:
+    problems: list[Problem] = []
+    digest_seconds(asked, problems)
+    assert [p.path for p in problems] == ["digest"]
+
+
+@pytest.mark.parametrize(
+    ("watch", "kinds"),
+    [
+        ({"dataset": {"namespace": "n", "name": "d"}}, list(CHANGE_KINDS)),
+        ({"namespace": "n"}, list(CHANGE_KINDS)),
+        (
+            {"field": {"namespace": "n", "name": "d", "field": "f"}},
+            ["schema_break", "field_edges_changed"],
+        ),
+        ({"tag": "PII"}, ["schema_break", "field_edges_changed"]),
+    ],
+)
+def test_each_watch_defaults_to_its_own_kinds_and_reads_back(
+    watch: dict[str, object], kinds: list[str]
+) -> None:
+    body = {"watch": watch, "deliver": {"kafka": {"topic": "t"}}}
+    spec, _ = parse_subscription(body, max_levels=10)
+    assert list(spec.changes) == kinds
+    assert spec.as_json()["watch"] == watch
+    assert SubscriptionSpec.from_json(spec.as_json()) == spec

@@ -60,6 +60,7 @@ SHAPES = {
     "Dataset": "DatasetAnswer",
     "SchemaField": "SchemaField",
     "Job": "JobAnswer",
+    "Subscription": "Subscription",
 }
 _INTERFACE = re.compile(r"^export interface (\w+) \{$", re.MULTILINE)
 _PROPERTY = re.compile(r"^(\w+)(\??):")

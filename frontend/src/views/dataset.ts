@@ -8,6 +8,7 @@ import { badge, errorText, jobLink, namespaceLabel, runState, section } from "./
 import { ownersAndTags, qualitySection, versionsSection } from "./dataset-history";
 import { latestRun, latestRunHint } from "./latest-run";
 import { facetList } from "./facets";
+import { watchControl } from "../watch-control";
 import { tagChip } from "./tag";
 
 const RECENT_RUNS = 20;
@@ -111,6 +112,7 @@ export async function renderDataset(root: HTMLElement, params: URLSearchParams):
           h("a", { class: "button", href: links.fields(namespace, name) }, "Field lineage"),
           h("a", { class: "button", href: links.impact(namespace, name) }, "Impact"),
         ),
+        watchControl({ dataset: { namespace: dataset.namespace, name: dataset.name } }),
         lastRun,
       ),
       section(

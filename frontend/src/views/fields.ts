@@ -13,6 +13,7 @@ import { counted, h, notice, replace } from "../dom";
 import { drawFieldGraph } from "../field-graph";
 import { go, historyQuery, links, paramsObject } from "../route";
 import { asOfControl, windowControl } from "../window-control";
+import { watchControl } from "../watch-control";
 import { datasetLink, errorText, section } from "./common";
 
 const DEFAULT_LEVELS = 1;
@@ -201,6 +202,7 @@ export async function renderFields(root: HTMLElement, params: URLSearchParams): 
           asOfControl(params, change),
           h("label", { class: "control" }, "Levels across datasets ", levelsInput),
         ),
+        field ? watchControl({ field: { namespace, name, field } }) : null,
       ),
       h("div", { class: "field-layout" }, h("nav", { class: "card field-nav" }, h("h2", {}, "Fields"), list), detail),
     ),

@@ -5,6 +5,7 @@
 import { api, type FieldsOfDataset } from "../api";
 import { type Child, counted, h, notice, replace, table } from "../dom";
 import { go, links, paramsObject } from "../route";
+import { watchControl } from "../watch-control";
 import { datasetLink, errorText, section } from "./common";
 
 /** The tag endpoint's default: far, since the question is where the data ended up. */
@@ -65,6 +66,7 @@ export async function renderTag(root: HTMLElement, params: URLSearchParams): Pro
         { class: "page-head" },
         h("h1", {}, h("span", { class: "badge badge-tag" }, "tag"), " ", h("span", { class: "entity-name" }, tag)),
         h("p", { class: "controls" }, h("label", { class: "control" }, "Hops ", input)),
+        watchControl({ tag }),
       ),
       body,
     ),

@@ -1,4 +1,5 @@
-"""`upstream watch`: subscriptions on a server — watch a dataset's lineage, list and stop
+"""`upstream watch`: subscriptions on a server — watch the lineage of a dataset, a field, a
+tag or a namespace, list and stop
 subscriptions, read a delivery log, redeliver (design §4.8). A server delivers, so these
 commands talk to one (`--url`)."""
 
@@ -8,13 +9,14 @@ import json
 from typing import Any
 
 from upstream.commands.target import Target
-from upstream.model.watch import CHANGE_KINDS
 
 
 def subscription_body(
-    namespace: str,
-    dataset: str,
+    namespace: str | None,
+    dataset: str | None,
     *,
+    field: str | None,
+    tag: str | None,
     webhook: str | None,
     secret: str | None,
     kafka_topic: str | None,
@@ -22,22 +24,41 @@ def subscription_body(
     levels: int,
     changes: str | None,
     active_days: int,
+    digest: str | None,
 ) -> dict[str, Any]:
-    """The `POST /v3/subscriptions` body the options describe (the server checks it)."""
+    """The `POST /v3/subscriptions` body the options describe (the server checks it; the
+    kinds of change, when not given, are its default for what is watched)."""
     deliver: dict[str, Any] = (
         {"kafka": {"topic": kafka_topic}}
         if kafka_topic is not None
         else {"webhook": {"url": webhook, **({"secret": secret} if secret else {})}}
     )
-    kinds = [k.strip() for k in changes.split(",") if k.strip()] if changes else list(CHANGE_KINDS)
-    return {
-        "watch": {"dataset": {"namespace": namespace, "name": dataset}},
+    body: dict[str, Any] = {
+        "watch": watched(namespace, dataset, field, tag),
         "direction": direction,
         "levels": levels,
-        "changes": kinds,
         "activeDays": active_days,
         "deliver": deliver,
     }
+    if changes:
+        body["changes"] = [k.strip() for k in changes.split(",") if k.strip()]
+    if digest:
+        body["digest"] = int(digest) if digest.isdigit() else digest
+    return body
+
+
+def watched(
+    namespace: str | None, dataset: str | None, field: str | None, tag: str | None
+) -> dict[str, Any]:
+    """The `watch` of a subscription: a tag, a field of a dataset, a dataset or a
+    namespace, from the most precise of the options given."""
+    if tag is not None:
+        return {"tag": tag}
+    if dataset is None:
+        return {"namespace": namespace}
+    if field is not None:
+        return {"field": {"namespace": namespace, "name": dataset, "field": field}}
+    return {"dataset": {"namespace": namespace, "name": dataset}}
 
 
 def watch(target: Target, body: dict[str, Any]) -> str:

@@ -2,10 +2,13 @@
 watched radius into a notification (design §4.8). Pure: the dispatcher reads the graph and
 the store, these functions decide.
 
-A subscription's *radius* is the dataset-lineage walk from the watched dataset, with its
-direction and levels, over the relations that had a run in the last `activeDays` days (or are
-declared). A relation of the radius is (dataset, job, access): its runs and components do not
-count, so a run repeating the last one changes nothing.
+A subscription watches a dataset, a field, a tag (every field carrying it) or a namespace
+(every dataset in it). Its *radius* is, for a dataset or a namespace, the dataset-lineage
+walk from the watched datasets, with its direction and levels, over the relations that had a
+run in the last `activeDays` days (or are declared); for a field or a tag, the field-lineage
+walk from the watched fields. A relation of the radius is (dataset, job, access) and a field
+edge (source field, target field, origin): runs and components do not count, so a run
+repeating the last one changes nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import hashlib
 import hmac
 import ipaddress
 import random
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple
@@ -25,9 +29,27 @@ from upstream.model.errors import InvalidInput, Problem, shown
 
 #: The kinds of change a subscription may ask for, most significant first: a notification
 #: that carries several is named by the first (`headline`).
-CHANGE_KINDS = ("deleted", "run_failed", "relation_removed", "relation_added", "revived")
-#: Kinds the issue names that Upstream does not compute yet; asking for one is refused.
-NOT_YET = ("field_edges_changed", "schema_break")
+CHANGE_KINDS = (
+    "deleted",
+    "schema_break",
+    "run_failed",
+    "relation_removed",
+    "field_edges_changed",
+    "relation_added",
+    "revived",
+)
+WatchKind = Literal["dataset", "field", "tag", "namespace"]
+#: The kinds of change each kind of watch can tell (and tells when `changes` is left out):
+#: a field or a tag has no relations, deletions or runs of its own.
+KINDS_OF: dict[str, tuple[str, ...]] = {
+    "dataset": CHANGE_KINDS,
+    "namespace": CHANGE_KINDS,
+    "field": ("schema_break", "field_edges_changed"),
+    "tag": ("schema_break", "field_edges_changed"),
+}
+#: The bounds of a digest's interval, in seconds: a minute to a week.
+DIGEST_BOUNDS = (60, 7 * 24 * 3600)
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$")
 DEFAULT_LEVELS = 1
 DEFAULT_ACTIVE_DAYS = 30
 #: The header carrying `sha256=<hex HMAC-SHA256 of the exact body with the secret>`.
@@ -38,11 +60,43 @@ Sink = Literal["webhook", "kafka"]
 
 
 @dataclass(frozen=True)
+class Watched:
+    """What a subscription watches: a dataset (`namespace`, `name`), a field of one
+    (`field` too), every field carrying `tag`, or every dataset of `namespace`."""
+
+    kind: WatchKind
+    namespace: str = ""
+    name: str = ""
+    field: str = ""
+    tag: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        """The request's own shape: `{"dataset": {...}}`, `{"field": {...}}`, `{"tag": …}`
+        or `{"namespace": …}`."""
+        if self.kind == "dataset":
+            return {"dataset": {"namespace": self.namespace, "name": self.name}}
+        if self.kind == "field":
+            return {"field": {"namespace": self.namespace, "name": self.name, "field": self.field}}
+        if self.kind == "tag":
+            return {"tag": self.tag}
+        return {"namespace": self.namespace}
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, Any]) -> Watched:
+        ((kind, value),) = stored.items()
+        if kind == "tag":
+            return cls("tag", tag=value)
+        if kind == "namespace":
+            return cls("namespace", namespace=value)
+        shape: WatchKind = "field" if kind == "field" else "dataset"
+        return cls(shape, value["namespace"], value["name"], value.get("field", ""))
+
+
+@dataclass(frozen=True)
 class SubscriptionSpec:
     """A subscription as asked for, checked (`parse_subscription`); the secret is apart."""
 
-    namespace: str
-    name: str
+    watch: Watched
     direction: Direction
     levels: int
     changes: tuple[str, ...]
@@ -50,6 +104,9 @@ class SubscriptionSpec:
     sink: Sink
     #: The webhook's URL, or the Kafka topic.
     target: str
+    #: Seconds of a digest's interval: the changes of each are sent as one notification at
+    #: its end. None: each batch's changes are sent as they are seen.
+    digest: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The subscription as the API shows it (and stores it): the request's own names."""
@@ -59,31 +116,34 @@ class SubscriptionSpec:
             else {"kafka": {"topic": self.target}}
         )
         return {
-            "watch": {"dataset": {"namespace": self.namespace, "name": self.name}},
+            "watch": self.watch.as_json(),
             "direction": self.direction,
             "levels": self.levels,
             "changes": list(self.changes),
             "activeDays": self.active_days,
+            "digest": self.digest,
             "deliver": deliver,
         }
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> SubscriptionSpec:
         """The spec `as_json` wrote."""
-        dataset = stored["watch"]["dataset"]
         deliver = stored["deliver"]
         sink: Sink = "webhook" if "webhook" in deliver else "kafka"
         target = deliver["webhook"]["url"] if sink == "webhook" else deliver["kafka"]["topic"]
         return cls(
-            dataset["namespace"],
-            dataset["name"],
+            Watched.from_json(stored["watch"]),
             stored["direction"],
             stored["levels"],
             tuple(stored["changes"]),
             stored["activeDays"],
             sink,
             target,
+            stored.get("digest"),
         )
+
+
+_FIELDS = {"watch", "direction", "levels", "changes", "activeDays", "digest", "deliver"}
 
 
 def parse_subscription(body: Any, *, max_levels: int) -> tuple[SubscriptionSpec, str | None]:
@@ -92,48 +152,85 @@ def parse_subscription(body: Any, *, max_levels: int) -> tuple[SubscriptionSpec,
     problems: list[Problem] = []
     if not isinstance(body, dict):
         raise InvalidInput.at("", "a subscription is a JSON object")
-    namespace, name = _watched(body.get("watch"), problems)
+    watched = _watched(body.get("watch"), problems)
     direction = body.get("direction", "downstream")
     if direction not in DIRECTIONS:
         problems.append(Problem("direction", f"must be one of {', '.join(DIRECTIONS)}"))
     levels = _whole("levels", body.get("levels", DEFAULT_LEVELS), 1, max_levels, problems)
     active = _whole("activeDays", body.get("activeDays", DEFAULT_ACTIVE_DAYS), 1, 36_500, problems)
-    changes = _changes(body.get("changes", list(CHANGE_KINDS)), problems)
+    allowed = KINDS_OF[watched.kind]
+    changes = _changes(body.get("changes", list(allowed)), watched.kind, allowed, problems)
+    digest = digest_seconds(body.get("digest"), problems)
     sink, target, secret = _deliver(body.get("deliver"), problems)
-    unknown = sorted(
-        set(body) - {"watch", "direction", "levels", "changes", "activeDays", "deliver"}
-    )
-    problems += [Problem(key, "is not a field of a subscription") for key in unknown]
+    problems += [
+        Problem(key, "is not a field of a subscription") for key in sorted(set(body) - _FIELDS)
+    ]
     if problems:
         raise InvalidInput(problems)
-    spec = SubscriptionSpec(namespace, name, direction, levels, changes, active, sink, target)
+    spec = SubscriptionSpec(watched, direction, levels, changes, active, sink, target, digest)
     return spec, secret
 
 
-def _watched(watch: Any, problems: list[Problem]) -> tuple[str, str]:
+_WATCH_SHAPES = (
+    'must name one thing to watch: {"dataset": {"namespace", "name"}}, '
+    '{"field": {"namespace", "name", "field"}}, {"tag": "…"} or {"namespace": "…"}'
+)
+
+
+def _watched(watch: Any, problems: list[Problem]) -> Watched:
     if not isinstance(watch, dict) or len(watch) != 1:
-        problems.append(
-            Problem("watch", 'must name one dataset: {"dataset": {"namespace", "name"}}')
-        )
-        return "", ""
+        problems.append(Problem("watch", _WATCH_SHAPES))
+        return Watched("dataset")
     ((what, value),) = watch.items()
-    if what in ("field", "tag", "namespace"):
-        problems.append(
-            Problem(f"watch.{what}", f"watching a {what} is not supported yet: watch a dataset")
-        )
-        return "", ""
-    if what != "dataset" or not isinstance(value, dict):
-        problems.append(
-            Problem("watch", 'must name one dataset: {"dataset": {"namespace", "name"}}')
-        )
-        return "", ""
+    if what in ("tag", "namespace"):
+        if not isinstance(value, str) or not value.strip():
+            problems.append(Problem(f"watch.{what}", "must be a name, not blank"))
+            return Watched(what)
+        return Watched("tag", tag=value) if what == "tag" else Watched("namespace", namespace=value)
+    if what not in ("dataset", "field") or not isinstance(value, dict):
+        problems.append(Problem("watch", _WATCH_SHAPES))
+        return Watched("dataset")
+    keys = ("namespace", "name", "field") if what == "field" else ("namespace", "name")
     found = []
-    for key in ("namespace", "name"):
+    for key in keys:
         text = value.get(key)
         if not isinstance(text, str) or not text.strip():
-            problems.append(Problem(f"watch.dataset.{key}", "is required and must not be blank"))
+            problems.append(Problem(f"watch.{what}.{key}", "is required and must not be blank"))
         found.append(text if isinstance(text, str) else "")
-    return found[0], found[1]
+    return Watched(what, *found)
+
+
+def digest_seconds(asked: Any, problems: list[Problem]) -> int | None:
+    """A digest's interval in seconds, from a whole number of seconds or an ISO 8601
+    duration of days, hours, minutes and seconds (`PT1H`, `P1D`); None when not asked."""
+    if asked is None:
+        return None
+    seconds: int | None = None
+    if isinstance(asked, int) and not isinstance(asked, bool):
+        seconds = asked
+    elif (
+        isinstance(asked, str)
+        and (match := _DURATION.match(asked))
+        and any(match.groups())
+        and not asked.endswith("T")
+    ):
+        days, hours, minutes, secs = (int(part or 0) for part in match.groups())
+        seconds = ((days * 24 + hours) * 60 + minutes) * 60 + secs
+    if seconds is None:
+        problems.append(
+            Problem(
+                "digest",
+                f"must be a number of seconds or an ISO 8601 duration such as PT1H, not "
+                f"{shown(str(asked))}",
+            )
+        )
+        return None
+    low, high = DIGEST_BOUNDS
+    if not low <= seconds <= high:
+        problems.append(
+            Problem("digest", f"must be between {low} seconds and {high} (7 days), not {seconds}")
+        )
+    return seconds
 
 
 def _whole(path: str, value: Any, low: int, high: int, problems: list[Problem]) -> int:
@@ -145,18 +242,25 @@ def _whole(path: str, value: Any, low: int, high: int, problems: list[Problem]) 
     return value
 
 
-def _changes(asked: Any, problems: list[Problem]) -> tuple[str, ...]:
+def _changes(
+    asked: Any, watched: str, allowed: tuple[str, ...], problems: list[Problem]
+) -> tuple[str, ...]:
     if not isinstance(asked, list) or not asked:
-        problems.append(Problem("changes", f"must list kinds of change: {', '.join(CHANGE_KINDS)}"))
+        problems.append(Problem("changes", f"must list kinds of change: {', '.join(allowed)}"))
         return ()
     for index, kind in enumerate(asked):
-        if kind in NOT_YET:
-            problems.append(Problem(f"changes[{index}]", f"{kind} is not reported yet"))
+        if kind in CHANGE_KINDS and kind not in allowed:
+            problems.append(
+                Problem(
+                    f"changes[{index}]",
+                    f"{kind} is not told for a {watched} watch; its kinds: {', '.join(allowed)}",
+                )
+            )
         elif kind not in CHANGE_KINDS:
             problems.append(
                 Problem(
                     f"changes[{index}]",
-                    f"{shown(str(kind))} is not a kind of change; kinds: {', '.join(CHANGE_KINDS)}",
+                    f"{shown(str(kind))} is not a kind of change; kinds: {', '.join(allowed)}",
                 )
             )
     return tuple(kind for kind in CHANGE_KINDS if kind in asked)
@@ -224,11 +328,37 @@ class RadiusRelation(NamedTuple):
     access: str
 
 
+class FieldEdgeKey(NamedTuple):
+    """A field edge of a watched radius (dataset ids as text) and the origin that stated
+    it, as answers name it (`columnLineage`, `sql`, …): one edge stated by two origins is
+    two keys, so an origin that starts or stops stating it is a change."""
+
+    source_dataset: str
+    source_field: str
+    target_dataset: str
+    target_field: str
+    origin: str
+
+
+#: A field of a dataset's schema: (dataset id as text, top-level field name).
+SchemaField = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class SchemaBreak:
+    """A field gone from its dataset's schema while field edges from it lead downstream
+    within the radius: each downstream field (dataset id, field) with its least hops."""
+
+    dataset_id: str
+    field: str
+    downstream: tuple[tuple[str, str, int], ...]
+
+
 @dataclass(frozen=True)
 class Radius:
-    """What the dispatcher saw of a subscription's watched lineage: its relations, the
-    entities of it that were deleted (so their return is a revival), and the failed runs
-    already told (a failure is told once)."""
+    """What the dispatcher saw of a subscription's watched lineage: its relations, its
+    field edges and the schema fields it watches, the entities of it that were deleted (so
+    their return is a revival), and the failed runs already told (a failure is told once)."""
 
     relations: frozenset[RadiusRelation] = frozenset()
     deleted: frozenset[str] = frozenset()
@@ -236,11 +366,21 @@ class Radius:
     #: The change-log position the subscription was made at: what was written before it is
     #: the starting point, never news (a failure committed before it is not told).
     since: int = 0
+    field_edges: frozenset[FieldEdgeKey] = frozenset()
+    schema: frozenset[SchemaField] = frozenset()
 
     @property
     def nodes(self) -> frozenset[str]:
-        """The datasets and jobs of the radius, by id."""
+        """The datasets and jobs of the radius's relations, by id."""
         return frozenset(r.dataset_id for r in self.relations) | {r.job_id for r in self.relations}
+
+    @property
+    def entities(self) -> frozenset[str]:
+        """Every dataset and job whose change may change this radius, by id."""
+        ends = {e.source_dataset for e in self.field_edges} | {
+            e.target_dataset for e in self.field_edges
+        }
+        return self.nodes | self.deleted | ends | {d for d, _ in self.schema}
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -248,6 +388,8 @@ class Radius:
             "deleted": sorted(self.deleted),
             "failedRuns": list(self.failed_runs),
             "since": self.since,
+            "fieldEdges": sorted(list(e) for e in self.field_edges),
+            "schema": sorted(list(f) for f in self.schema),
         }
 
     @classmethod
@@ -257,6 +399,8 @@ class Radius:
             frozenset(stored["deleted"]),
             tuple(stored["failedRuns"]),
             stored["since"],
+            frozenset(FieldEdgeKey(*e) for e in stored.get("fieldEdges", [])),
+            frozenset((d, f) for d, f in stored.get("schema", [])),
         )
 
 
@@ -283,47 +427,82 @@ class RadiusChange:
     deleted: frozenset[str] = frozenset()
     revived: frozenset[str] = frozenset()
     failed: tuple[FailedRun, ...] = ()
+    field_added: frozenset[FieldEdgeKey] = frozenset()
+    field_removed: frozenset[FieldEdgeKey] = frozenset()
+    breaks: tuple[SchemaBreak, ...] = ()
 
     def kinds(self, wanted: Sequence[str]) -> list[str]:
         """The kinds of this change the subscription asked for, most significant first."""
         present = {
             "deleted": bool(self.deleted),
+            "schema_break": bool(self.breaks),
             "run_failed": bool(self.failed),
             "relation_removed": bool(self.removed),
+            "field_edges_changed": bool(self.field_added or self.field_removed),
             "relation_added": bool(self.added),
             "revived": bool(self.revived),
         }
         return [kind for kind in CHANGE_KINDS if present[kind] and kind in wanted]
 
 
-def compare(
-    before: Radius,
-    after_relations: frozenset[RadiusRelation],
-    seed: str,
-    deleted_now: frozenset[str],
-    failed: Sequence[FailedRun],
-) -> tuple[RadiusChange, Radius]:
-    """What changed between the radius seen before and the relations found now, and the
-    radius to remember. `deleted_now` holds which of the radius's entities before, the ones
-    seen deleted and the watched dataset `seed` are deleted now; `failed` the failed runs of
-    the change that wrote into the radius. An entity of the radius (or the watched dataset)
+@dataclass(frozen=True)
+class Seen:
+    """A radius as the dispatcher finds it now, beside the entities it watches."""
+
+    relations: frozenset[RadiusRelation]
+    #: The watched datasets (the watched dataset, the namespace's, the watched fields').
+    seeds: frozenset[str]
+    deleted_now: frozenset[str]
+    failed: Sequence[FailedRun] = ()
+    field_edges: frozenset[FieldEdgeKey] = frozenset()
+    schema: frozenset[SchemaField] = frozenset()
+    #: The schema fields gone since `before` that have field edges downstream in the radius.
+    breaks: tuple[SchemaBreak, ...] = ()
+
+
+def vanished(
+    before: frozenset[SchemaField],
+    now: frozenset[SchemaField],
+    still_watched: Callable[[SchemaField], bool],
+) -> list[SchemaField]:
+    """The schema fields seen before and not now, of those `still_watched(field)` says the
+    radius still watches (a dataset that left the radius did not lose its fields)."""
+    return sorted(f for f in before - now if still_watched(f))
+
+
+def compare(before: Radius, seen: Seen) -> tuple[RadiusChange, Radius]:
+    """What changed between the radius seen before and the one seen now, and the radius to
+    remember. `seen.deleted_now` holds which of the radius's entities before, the ones seen
+    deleted and the watched datasets are deleted now; `seen.failed` the failed runs of the
+    change that wrote into the radius. An entity of the radius (or a watched dataset)
     deleted now is *deleted*; one seen deleted that is not any more is *revived*; a failed
     run already told is not told again."""
-    watched = before.nodes | {seed}
-    newly_deleted = (deleted_now & watched) - before.deleted
-    revived = before.deleted - deleted_now
+    watched = before.nodes | seen.seeds
+    newly_deleted = (seen.deleted_now & watched) - before.deleted
+    revived = before.deleted - seen.deleted_now
     told = set(before.failed_runs)
-    new_failures = tuple(f for f in failed if f.run_id not in told)
+    new_failures = tuple(f for f in seen.failed if f.run_id not in told)
     change = RadiusChange(
-        added=after_relations - before.relations,
-        removed=before.relations - after_relations,
+        added=seen.relations - before.relations,
+        removed=before.relations - seen.relations,
         deleted=newly_deleted,
         revived=revived,
         failed=new_failures,
+        field_added=seen.field_edges - before.field_edges,
+        field_removed=before.field_edges - seen.field_edges,
+        breaks=seen.breaks,
     )
     remembered = (*before.failed_runs, *(f.run_id for f in new_failures))[-KEEP_FAILED_RUNS:]
     still_deleted = (before.deleted | newly_deleted) - revived
-    return change, Radius(after_relations, frozenset(still_deleted), remembered, before.since)
+    kept = Radius(
+        seen.relations,
+        frozenset(still_deleted),
+        remembered,
+        before.since,
+        seen.field_edges,
+        seen.schema,
+    )
+    return change, kept
 
 
 def sign(secret: str, body: bytes) -> str:

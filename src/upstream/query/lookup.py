@@ -49,6 +49,13 @@ def existing_job(
     return job_id
 
 
+def existing_namespace(conn: Connection, namespace: str) -> None:
+    """NotFound unless `namespace` is stored."""
+    n = t.namespaces.c
+    if conn.execute(sa.select(n.name).where(n.name == namespace)).first() is None:
+        raise NotFound(f"namespace {namespace!r} not found")
+
+
 def _require_visible(namespace: str, visibility: Visibility) -> None:
     """NotFound, as for a namespace never stored, for one the reader may not see."""
     if not visibility.shows(namespace):

@@ -32,10 +32,27 @@ from upstream.store.dialect import has_json_key
 def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     """`{"tag", "levels", "tagged": [{dataset, fields}], "reach": [{dataset, fields}]}`;
     NotFound (404) for a tag neither set through the API nor named by a `tags` facet."""
+    tagged = tagged_fields(conn, tag)
+    if tagged is None:
+        raise NotFound(f"tag {tag!r} not found")
+    reached = field_reach(graph_of(conn), tagged, "downstream", query.levels, query.window)
+    names = dataset_names(conn, {d for d, _ in (*tagged, *reached)})
+    return {
+        "tag": tag,
+        "levels": query.levels,
+        "tagged": render_fields_by_dataset(names, tagged),
+        "reach": render_fields_by_dataset(names, reached, reached),
+    }
+
+
+def tagged_fields(conn: Connection, tag: str) -> set[FieldNode] | None:
+    """Every field of a dataset not deleted that carries `tag` (set on it or on its
+    dataset, through the API or a `tags` facet); None for a tag neither set through the
+    API nor named by a `tags` facet."""
     from_facets = _facet_tagged(conn, tag)
     known = conn.execute(sa.select(t.tags.c.name).where(t.tags.c.name == tag)).first()
     if known is None and from_facets is None:
-        raise NotFound(f"tag {tag!r} not found")
+        return None
     f, d = t.field_tags, t.datasets
     on_fields = sa.select(f.c.dataset_id, f.c.field).join(d, d.c.id == f.c.dataset_id)
     tagged: set[FieldNode] = {
@@ -48,14 +65,7 @@ def tag_reach(conn: Connection, tag: str, query: FieldQuery) -> TagReachAnswer:
     for row in conn.execute(on_datasets.where(t.dataset_tags.c.tag == tag, visible(d))):
         tagged.update(_every_field(row.id, row.fields))
     tagged |= from_facets or set()
-    reached = field_reach(graph_of(conn), tagged, "downstream", query.levels, query.window)
-    names = dataset_names(conn, {d for d, _ in (*tagged, *reached)})
-    return {
-        "tag": tag,
-        "levels": query.levels,
-        "tagged": render_fields_by_dataset(names, tagged),
-        "reach": render_fields_by_dataset(names, reached, reached),
-    }
+    return tagged
 
 
 def _facet_tagged(conn: Connection, tag: str) -> set[FieldNode] | None:

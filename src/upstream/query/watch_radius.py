@@ -2,7 +2,7 @@
 notification shows (design §4.8).
 
 The radius is the dataset-lineage walk (`upstream.query.graph_index.dataset_walk`) from
-the watched dataset, so a subscription sees exactly what `GET …/lineage` with the same
+each watched dataset, so a subscription sees exactly what `GET …/lineage` with the same
 direction and levels over its last `activeDays` days shows: no second notion of lineage.
 """
 
@@ -18,22 +18,42 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef
 from upstream.model.keys import EntityKind, entity_key
-from upstream.model.watch import RadiusRelation, SubscriptionSpec
+from upstream.model.watch import RadiusRelation, SubscriptionSpec, Watched
 from upstream.model.window import Window
 from upstream.query.answers import EntityId, RelationEntry
 from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.field_walk import FieldNode
 from upstream.query.graph_index.index import graph_of
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import render
+from upstream.query.tag_reach import tagged_fields
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
 from upstream.store.dialect import id_filters
 from upstream.store.subscriptions import deleted_among
 
 
-def watched_dataset(conn: Connection, spec: SubscriptionSpec) -> uuid.UUID:
-    """The id the watched dataset stands under (the one it is an alias of, for an alias)."""
-    return canonical_ref(conn, DatasetRef(spec.namespace, spec.name)).id
+def watched_datasets(conn: Connection, watch: Watched) -> frozenset[uuid.UUID]:
+    """The ids of the datasets a watch names: the watched dataset or the watched field's
+    (the id it stands under, for an alias), every dataset of the namespace, or the datasets
+    of the fields carrying the tag."""
+    if watch.kind in ("dataset", "field"):
+        return frozenset({canonical_ref(conn, DatasetRef(watch.namespace, watch.name)).id})
+    if watch.kind == "namespace":
+        d = t.datasets.c
+        found = conn.execute(sa.select(d.id).where(d.namespace == watch.namespace)).scalars()
+        return frozenset(found)
+    return frozenset(d for d, _ in watched_fields(conn, watch))
+
+
+def watched_fields(conn: Connection, watch: Watched) -> set[FieldNode]:
+    """The fields a field or tag watch names now (none for a dataset or namespace watch)."""
+    if watch.kind == "field":
+        dataset = canonical_ref(conn, DatasetRef(watch.namespace, watch.name)).id
+        return {(dataset, watch.field)}
+    if watch.kind == "tag":
+        return tagged_fields(conn, watch.tag) or set()
+    return set()
 
 
 def params_of(spec: SubscriptionSpec, now: datetime) -> LineageParams:
@@ -47,19 +67,28 @@ def params_of(spec: SubscriptionSpec, now: datetime) -> LineageParams:
     )
 
 
+def window_of(spec: SubscriptionSpec, now: datetime) -> Window:
+    """The window a radius's relations and field edges count in."""
+    return Window(now - timedelta(days=spec.active_days), now)
+
+
 def radius_walk(
-    conn: Connection, spec: SubscriptionSpec, seed: uuid.UUID, now: datetime
+    conn: Connection, spec: SubscriptionSpec, seeds: Collection[uuid.UUID], now: datetime
 ) -> list[ShownRelation]:
-    """Every relation of the radius now, one per run; none while the watched dataset is
-    unknown or deleted."""
-    if deleted_among(conn, [str(seed)]):
-        return []
+    """Every relation of the radius now, one per run, from each watched dataset that is
+    known and not deleted."""
     graph = graph_of(conn)
-    number = graph.ids.datasets.known(str(seed))
-    if number is None:
-        return []
-    window = Window(now - timedelta(days=spec.active_days), now)
-    return list(walk_relations(graph, number, spec.direction, spec.levels, window))
+    deleted = deleted_among(conn, [str(s) for s in seeds])
+    living = sorted(s for s in seeds if str(s) not in deleted)
+    found: dict[ShownRelation, None] = {}
+    for seed in living:
+        number = graph.ids.datasets.known(str(seed))
+        if number is not None:
+            window = window_of(spec, now)
+            found.update(
+                dict.fromkeys(walk_relations(graph, number, spec.direction, spec.levels, window))
+            )
+    return list(found)
 
 
 def radius_of(shown: Iterable[ShownRelation]) -> frozenset[RadiusRelation]:
@@ -70,12 +99,14 @@ def radius_of(shown: Iterable[ShownRelation]) -> frozenset[RadiusRelation]:
 def shown_relations(
     conn: Connection,
     spec: SubscriptionSpec,
-    seed: uuid.UUID,
     relations: list[ShownRelation],
     now: datetime,
 ) -> tuple[list[RelationEntry], dict[str, Any], dict[str, Any]]:
     """`relations` in the dataset-lineage answer's shapes: the relations (runs of one
     relation collapsed, newest first) and the `data` and `programs` they name."""
+    if not relations:
+        return [], {}, {}
+    seed = uuid.UUID(relations[0].dataset_id)
     answer = render(conn, params_of(spec, now), seed, relations, None, None)
     return answer["relations"], dict(answer["data"]), dict(answer["programs"])
 

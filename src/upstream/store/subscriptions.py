@@ -25,6 +25,10 @@ from upstream.store.dialect import id_filters
 PENDING = "pending"
 DELIVERED = "delivered"
 DEAD = "dead"
+#: A digest subscription's notification waiting for its interval's end.
+HELD = "held"
+#: A held notification sent within a digest.
+DIGESTED = "digested"
 _CURSOR = 1
 
 
@@ -122,9 +126,54 @@ def advance_cursor(
     return moved.first() is not None
 
 
+def notification_row(
+    notification: uuid.UUID, subscription: uuid.UUID, body: str, state: str, now: datetime
+) -> dict[str, Any]:
+    """A new notification's row, to be sent from `now` (or held, for a digest)."""
+    return {
+        "id": notification,
+        "subscription_id": subscription,
+        "body": body,
+        "state": state,
+        "tries": 0,
+        "created_at": now,
+        "next_attempt_at": now,
+        "leased_until": None,
+        "delivered_at": None,
+    }
+
+
 def add_notifications(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
         conn.execute(t.notifications.insert(), list(rows))
+
+
+class HeldRow(NamedTuple):
+    id: uuid.UUID
+    subscription_id: uuid.UUID
+    body: str
+    created_at: datetime
+
+
+def held(conn: Connection, created_before: datetime) -> list[HeldRow]:
+    """The notifications waiting for a digest, made before `created_before`, oldest first."""
+    n = t.notifications.c
+    query = (
+        sa.select(n.id, n.subscription_id, n.body, n.created_at)
+        .where(n.state == HELD, n.created_at < created_before)
+        .order_by(n.created_at, n.id)
+    )
+    return [HeldRow(*row) for row in conn.execute(query)]
+
+
+def settle_held(conn: Connection, notifications: Collection[uuid.UUID]) -> bool:
+    """Mark held `notifications` sent within a digest; False when any of them is no longer
+    held (another process made the digest first, or its subscription was deleted)."""
+    n = t.notifications
+    moved = conn.execute(
+        n.update().where(n.c.id.in_(list(notifications)), n.c.state == HELD).values(state=DIGESTED)
+    )
+    return moved.rowcount == len(notifications)
 
 
 def due(conn: Connection, now: datetime, limit: int) -> list[uuid.UUID]:

@@ -15,8 +15,22 @@ class WatchedDataset(TypedDict):
     name: str
 
 
-class Watch(TypedDict):
+class FieldRef(TypedDict):
+    """A field of a dataset."""
+
+    namespace: str
+    name: str
+    field: str
+
+
+class Watch(TypedDict, total=False):
+    """One of: a dataset, a field of one, every field carrying a tag, every dataset of a
+    namespace."""
+
     dataset: WatchedDataset
+    field: FieldRef
+    tag: str
+    namespace: str
 
 
 class Webhook(TypedDict):
@@ -41,6 +55,8 @@ class Subscription(TypedDict):
     levels: int
     changes: list[str]
     activeDays: int
+    #: Seconds of the digest's interval; null: each change is sent as it is seen.
+    digest: int | None
     deliver: Deliver
     createdAt: str
 
@@ -59,7 +75,8 @@ class DeliveryAttempt(TypedDict):
 
 class Delivery(TypedDict):
     id: str
-    #: pending, delivered or dead.
+    #: pending, delivered or dead; for a digest, held (until its interval ends) or
+    #: digested (sent within one).
     state: str
     tries: int
     createdAt: str
@@ -88,7 +105,34 @@ class FailedRunEntry(TypedDict):
 
 
 class NotificationLinks(TypedDict):
-    watched: str
+    #: The UI page of what is watched; null for a namespace.
+    watched: str | None
+
+
+class FieldEdgeEntry(TypedDict):
+    source: FieldRef
+    target: FieldRef
+    #: What stated the edge: lineageFacet, fieldOperations, columnLineage or sql.
+    origin: str
+
+
+class FieldEdgeChange(TypedDict):
+    added: list[FieldEdgeEntry]
+    removed: list[FieldEdgeEntry]
+
+
+class DownstreamField(TypedDict):
+    namespace: str
+    name: str
+    field: str
+    #: The least number of field edges from the gone field.
+    hops: int
+
+
+class SchemaBreakEntry(TypedDict):
+    #: The field gone from its dataset's schema.
+    field: FieldRef
+    downstream: list[DownstreamField]
 
 
 class WatchNotification(TypedDict):
@@ -112,6 +156,26 @@ class WatchNotification(TypedDict):
     deleted: list[EntityId]
     revived: list[EntityId]
     failedRuns: list[FailedRunEntry]
+    fieldEdges: FieldEdgeChange
+    schemaBreaks: list[SchemaBreakEntry]
     data: dict[str, DataEntry]
     programs: dict[str, ProgramEntry]
     links: NotificationLinks
+
+
+#: A digest's interval: its start and end (ISO 8601, UTC), aligned on the Unix epoch.
+DigestSpan = TypedDict("DigestSpan", {"from": str, "to": str})
+
+
+class WatchDigest(TypedDict):
+    """The body a digest subscription receives at the end of each interval with changes:
+    the interval's notifications, oldest first, signed as any notification."""
+
+    id: str
+    subscription: str
+    change: str
+    changes: list[str]
+    at: str
+    digest: DigestSpan
+    watch: Watch
+    notifications: list[WatchNotification]

@@ -13,6 +13,7 @@ from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.store.outage import is_database_outage
 from upstream.watch.delivery import Deliverer, KafkaSink
+from upstream.watch.digest import digest_once
 from upstream.watch.dispatcher import dispatch_once
 from upstream.watch.payload import Links
 
@@ -63,6 +64,7 @@ class Watcher:
         while not self._stop.is_set():
             try:
                 dispatch_once(self.store, self.links, self.sweep)
+                digest_once(self.store)
                 self.deliverer.deliver_due()
             except Exception as exc:
                 # A database that cannot serve (said in one line, as every outage is), or a

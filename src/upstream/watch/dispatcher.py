@@ -19,25 +19,13 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.model.watch import (
-    FAILED_STATES,
-    FailedRun,
-    Radius,
-    RadiusChange,
-    SubscriptionSpec,
-    compare,
-)
+from upstream.model.watch import FAILED_STATES, Radius, RadiusChange, SubscriptionSpec, compare
 from upstream.query.graph_index.dataset_walk import ShownRelation
-from upstream.query.watch_radius import (
-    entities_named,
-    radius_of,
-    radius_walk,
-    shown_relations,
-    watched_dataset,
-)
+from upstream.query.watch_radius import entities_named, shown_relations, watched_datasets
 from upstream.store import change_log
 from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
+from upstream.watch.observe import observe
 from upstream.watch.payload import Links, notification_body
 
 
@@ -96,25 +84,18 @@ def _round(conn: Connection, links: Links, sweep_every: timedelta, now: datetime
     for subscription in subscriptions:
         spec = SubscriptionSpec.from_json(subscription.spec)
         before = Radius.from_json(subscription.radius)
-        seed = watched_dataset(conn, spec)
-        if not touched.everything and touched.ids.isdisjoint(
-            before.nodes | before.deleted | {str(seed)}
-        ):
+        if not touched.everything and not _may_change(conn, spec, before, touched.ids):
             continue
-        shown = radius_walk(conn, spec, seed, now)
-        after = radius_of(shown)
-        watched = before.nodes | before.deleted | {str(seed)} | {n for r in after for n in r[:2]}
-        deleted_now = rows.deleted_among(conn, watched)
         news = [w for w in touched.failed if touched.run_positions[w.run_id] > before.since]
-        failed = _failed_runs(news, after | before.relations, str(seed))
-        change, remembered = compare(before, after, str(seed), deleted_now, failed)
+        seen = observe(conn, spec, before, news, now)
+        change, remembered = compare(before, seen.seen)
         if remembered != before:
             radii[subscription.id] = remembered.as_json()
         kinds = change.kinds(spec.changes)
         if kinds:
             notes.append(
                 _notification(
-                    conn, subscription.id, spec, seed, change, kinds, shown, links, newest, now
+                    conn, subscription.id, spec, change, kinds, seen.shown, links, newest, now
                 )
             )
     return Round(read, newest, had_cursor, now if sweep else None, radii, notes)
@@ -134,28 +115,22 @@ def _touched(conn: Connection, read: int, sweep: bool) -> Touched:
     return Touched(ids, failed, everything=sweep or reload, run_positions=run_positions)
 
 
-def _failed_runs(
-    writes: list[rows.FailedWrite], relations: frozenset[Any], seed: str
-) -> list[FailedRun]:
-    """The failed runs that wrote a dataset of the radius, as a job of the radius."""
-    datasets = {r.dataset_id for r in relations} | {seed}
-    jobs = {r.job_id for r in relations}
-    wrote: dict[str, tuple[str, str, set[str]]] = {}
-    for write in writes:
-        if str(write.dataset_id) in datasets and str(write.job_id) in jobs:
-            entry = wrote.setdefault(str(write.run_id), (str(write.job_id), write.state, set()))
-            entry[2].add(str(write.dataset_id))
-    return [
-        FailedRun(run, job, state, tuple(sorted(datasets_written)))
-        for run, (job, state, datasets_written) in sorted(wrote.items())
-    ]
+def _may_change(
+    conn: Connection, spec: SubscriptionSpec, before: Radius, touched: frozenset[str]
+) -> bool:
+    """Whether the changes that touched `touched` may change the subscription's radius: one
+    of its entities, or a watched dataset, changed. A tag or a namespace may gain fields or
+    datasets with any change, so it is looked at whenever something changed."""
+    if spec.watch.kind in ("tag", "namespace"):
+        return bool(touched)
+    seeds = {str(s) for s in watched_datasets(conn, spec.watch)}
+    return not touched.isdisjoint(before.entities | seeds)
 
 
 def _notification(
     conn: Connection,
     subscription: uuid.UUID,
     spec: SubscriptionSpec,
-    seed: uuid.UUID,
     change: RadiusChange,
     kinds: list[str],
     shown: list[ShownRelation],
@@ -175,12 +150,14 @@ def _notification(
         if "relation_removed" in kinds
         else []
     )
-    added_entries, data, programs = shown_relations(conn, spec, seed, added, now)
-    removed_entries, removed_data, removed_programs = shown_relations(
-        conn, spec, seed, removed, now
-    )
+    added_entries, data, programs = shown_relations(conn, spec, added, now)
+    removed_entries, removed_data, removed_programs = shown_relations(conn, spec, removed, now)
     entities = set(change.deleted) | set(change.revived) | {f.job_id for f in change.failed}
     entities |= {d for f in change.failed for d in f.wrote}
+    for edge in change.field_added | change.field_removed:
+        entities |= {edge.source_dataset, edge.target_dataset}
+    for broken in change.breaks:
+        entities |= {broken.dataset_id, *(d for d, _, _ in broken.downstream)}
     named = entities_named(conn, entities)
     notification = uuid.uuid4()
     body = notification_body(
@@ -198,17 +175,10 @@ def _notification(
         named=named,
         links=links,
     )
-    return {
-        "id": notification,
-        "subscription_id": subscription,
-        "body": json.dumps(body, sort_keys=True, separators=(",", ":")),
-        "state": rows.PENDING,
-        "tries": 0,
-        "created_at": now,
-        "next_attempt_at": now,
-        "leased_until": None,
-        "delivered_at": None,
-    }
+    # A digest's notifications wait to be sent together at its interval's end.
+    state = rows.HELD if spec.digest else rows.PENDING
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return rows.notification_row(notification, subscription, text, state, now)
 
 
 def _store(conn: Connection, found: Round) -> int:

@@ -3,13 +3,14 @@ OpenAPI document): what changed in a watched radius, in the dataset-lineage answ
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from upstream.model.watch import RadiusChange, SubscriptionSpec
+from upstream.model.watch import FieldEdgeKey, RadiusChange, SubscriptionSpec, Watched
 from upstream.query.answers import EntityId, RelationEntry
 
 
@@ -20,8 +21,20 @@ class Links:
 
     base: str = ""
 
-    def dataset(self, namespace: str, name: str) -> str:
-        return f"{self.base.rstrip('/')}/#/dataset?{urlencode({'ns': namespace, 'name': name})}"
+    def watched(self, watch: Watched) -> str | None:
+        """The UI page of what a subscription watches; None for a namespace (no page)."""
+        if watch.kind == "dataset":
+            return self._view("dataset", {"ns": watch.namespace, "name": watch.name})
+        if watch.kind == "field":
+            return self._view(
+                "fields", {"ns": watch.namespace, "name": watch.name, "field": watch.field}
+            )
+        if watch.kind == "tag":
+            return self._view("tag", {"tag": watch.tag})
+        return None
+
+    def _view(self, view: str, params: dict[str, str]) -> str:
+        return f"{self.base.rstrip('/')}/#/{view}?{urlencode(params)}"
 
 
 def notification_body(
@@ -41,11 +54,29 @@ def notification_body(
     links: Links,
 ) -> dict[str, Any]:
     """`{"id", "subscription", "change", "changes", "at", "position", "watch", "added",
-    "removed", "deleted", "revived", "failedRuns", "data", "programs", "links"}`: `change` is
-    the most significant of `changes`, the kinds this notification carries."""
+    "removed", "deleted", "revived", "failedRuns", "fieldEdges", "schemaBreaks", "data",
+    "programs", "links"}`: `change` is the most significant of `changes`, the kinds this
+    notification carries."""
 
     def entities(ids: frozenset[str]) -> list[EntityId]:
         return [named[i][1] for i in sorted(ids, key=lambda i: named[i][0]) if i in named]
+
+    def field(dataset: str, name: str) -> dict[str, str]:
+        entity = named[dataset][1]
+        return {"namespace": entity["namespace"], "name": entity["name"], "field": name}
+
+    def edges(keys: frozenset[FieldEdgeKey]) -> list[dict[str, Any]]:
+        shown = [
+            {
+                "source": field(e.source_dataset, e.source_field),
+                "target": field(e.target_dataset, e.target_field),
+                "origin": e.origin,
+            }
+            for e in keys
+        ]
+        return sorted(shown, key=lambda e: json.dumps(e, sort_keys=True))
+
+    edges_told = "field_edges_changed" in kinds
 
     return {
         "id": str(notification_id),
@@ -72,7 +103,23 @@ def notification_body(
         ]
         if "run_failed" in kinds
         else [],
+        "fieldEdges": {
+            "added": edges(change.field_added) if edges_told else [],
+            "removed": edges(change.field_removed) if edges_told else [],
+        },
+        "schemaBreaks": [
+            {
+                "field": field(broken.dataset_id, broken.field),
+                "downstream": sorted(
+                    ({**field(d, name), "hops": hops} for d, name, hops in broken.downstream),
+                    key=lambda f: (f["hops"], f["namespace"], f["name"], f["field"]),
+                ),
+            }
+            for broken in change.breaks
+        ]
+        if "schema_break" in kinds
+        else [],
         "data": dict(sorted(data.items())),
         "programs": dict(sorted(programs.items())),
-        "links": {"watched": links.dataset(spec.namespace, spec.name)},
+        "links": {"watched": links.watched(spec.watch)},
     }

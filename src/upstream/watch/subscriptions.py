@@ -14,11 +14,20 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import Connection
 
 from upstream.model.errors import InvalidInput, NotFound
-from upstream.model.watch import Radius, SubscriptionSpec, parse_subscription, private_address
-from upstream.query.lookup import existing_dataset
-from upstream.query.watch_radius import radius_of, radius_walk, watched_dataset
+from upstream.model.watch import (
+    Radius,
+    SubscriptionSpec,
+    Watched,
+    compare,
+    parse_subscription,
+    private_address,
+)
+from upstream.query.field_operation_sets import require_field
+from upstream.query.lookup import existing_dataset, existing_namespace
+from upstream.query.tag_reach import tagged_fields
 from upstream.store import subscriptions as rows
 from upstream.store.change_log import position
+from upstream.watch.observe import observe
 
 
 def checked_subscription(
@@ -51,18 +60,32 @@ def create_subscription(
 ) -> dict[str, Any]:
     """Store the subscription, its radius as it stands now being what later changes are told
     against; the answer is the only one that shows the secret."""
-    try:
-        existing_dataset(conn, spec.namespace, spec.name)
-    except NotFound as exc:
-        raise InvalidInput.at("watch.dataset", str(exc)) from None
-    seed = watched_dataset(conn, spec)
-    radius = Radius(radius_of(radius_walk(conn, spec, seed, now)), since=position(conn))
+    _require_watched(conn, spec.watch)
+    start = Radius(since=position(conn))
+    _, radius = compare(start, observe(conn, spec, start, (), now).seen)
     row = rows.SubscriptionRow(uuid.uuid4(), spec.as_json(), secret, radius.as_json(), now)
     rows.add_subscription(conn, row)
     answer = _shown(row)
     if spec.sink == "webhook":
         answer["deliver"]["webhook"]["secret"] = secret
     return answer
+
+
+def _require_watched(conn: Connection, watch: Watched) -> None:
+    """InvalidInput, naming the field, unless what `watch` names exists."""
+    where = f"watch.{watch.kind}"
+    try:
+        if watch.kind in ("dataset", "field"):
+            dataset = existing_dataset(conn, watch.namespace, watch.name)
+            if watch.kind == "field":
+                where = "watch.field.field"
+                require_field(conn, dataset, watch.field)
+        elif watch.kind == "tag" and tagged_fields(conn, watch.tag) is None:
+            raise NotFound(f"tag {watch.tag!r} not found")
+        elif watch.kind == "namespace":
+            existing_namespace(conn, watch.namespace)
+    except NotFound as exc:
+        raise InvalidInput.at(where, str(exc)) from None
 
 
 def list_subscriptions(conn: Connection) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from upstream.watch.answers import (
     Redelivery,
     Subscription,
     SubscriptionList,
+    WatchDigest,
     WatchNotification,
 )
 
@@ -33,9 +34,10 @@ _BODY = {
     "requestBody": {
         "required": True,
         "description": 'What to watch, how far, which changes, where to deliver: {"watch": '
-        '{"dataset": {"namespace", "name"}}, "direction": "downstream", "levels": 3, '
-        '"changes": [...], "activeDays": 30, "deliver": {"webhook": {"url", "secret"}} or '
-        '{"kafka": {"topic"}}}',
+        '{"dataset": {"namespace", "name"}} or {"field": {"namespace", "name", "field"}} or '
+        '{"tag": "PII"} or {"namespace": "…"}, "direction": "downstream", "levels": 3, '
+        '"changes": [...], "activeDays": 30, "digest": "PT1H" (or seconds; optional), '
+        '"deliver": {"webhook": {"url", "secret"}} or {"kafka": {"topic"}}}',
         "content": {"application/json": {"schema": {"type": "object"}}},
     },
 }
@@ -44,7 +46,8 @@ _BODY = {
 @router.post(
     "/v3/subscriptions",
     status_code=201,
-    summary="Watch a dataset's lineage: be told when it changes, on a webhook or Kafka",
+    summary="Watch the lineage of a dataset, a field, a tag or a namespace: be told when it "
+    "changes, on a webhook or Kafka",
     response_model=None,
     responses={
         201: {"model": Subscription},
@@ -55,8 +58,8 @@ _BODY = {
 async def post_subscription(
     request: Request, store: StoreDep, settings: SettingsDep, response: Response
 ) -> dict[str, object]:
-    """Check the subscription (the dataset must exist, a webhook must be a public http(s)
-    URL), store it, and answer with it and its secret, shown only here."""
+    """Check the subscription (what it watches must exist, a webhook must be a public
+    http(s) URL), store it, and answer with it and its secret, shown only here."""
     limits = Limits(settings.max_body_bytes, max_events=None, max_values=settings.max_event_values)
     body = await read_json(request, limits)
     spec, secret = await run_in_threadpool(
@@ -139,4 +142,13 @@ def post_redeliver(
     "no answer) or ends the delivery (other answers). The same `id` on every retry.",
 )
 def lineage_changed(body: WatchNotification) -> None:
+    """Documentation only: the server sends this, it does not serve it."""
+
+
+@webhooks.post(
+    "lineage-digest",
+    summary="The changes of one interval of a digest subscription, posted as one",
+    description="Sent when the interval ends, signed and retried as every notification.",
+)
+def lineage_digest(body: WatchDigest) -> None:
     """Documentation only: the server sends this, it does not serve it."""
