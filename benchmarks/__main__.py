@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from benchmarks import answers, report
+from benchmarks.bulk_insert import run_bulk
 from benchmarks.databases import KINDS, fresh_database, postgres_available
 from benchmarks.exactness import check
 from benchmarks.generator import (
@@ -236,6 +237,33 @@ def scoped_command(
             f"ratio {row['ratio']} (limit {row['limit']}: {verdict}); "
             f"{row['scoped_relations']}/{row['full_relations']} relations shown, "
             f"{row['hidden_nodes']} nodes and {row['hidden_relations']} relations hidden"
+        )
+
+
+@app.command("bulk")
+def bulk_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    batch: Annotated[int, typer.Option(help="Events per batch the statements stand for.")] = 500,
+    repetitions: Annotated[int, typer.Option(help="Tries per method and table.", min=1)] = 5,
+    out: OutOption = OUT,
+) -> None:
+    """PostgreSQL: binary COPY against INSERT … SELECT FROM unnest for the write path's bulk
+    inserts, on the workload's own rows, in the same run (median of the tries)."""
+    _size(size)
+    if problem := postgres_available():
+        typer.echo(f"PostgreSQL is needed: {problem}", err=True)
+        raise typer.Exit(1)
+    data_dir = _workload(size, seed, out)
+    rows = [r.as_dict() for r in run_bulk(data_dir, out, batch, repetitions)]
+    results = report.load_results(out, size)
+    results["bulk_insert"] = rows
+    report.save_results(out, size, results)
+    for row in rows:
+        typer.echo(
+            f"{row['table']}: {row['rows']:,} rows in {row['statements']} statements: "
+            f"unnest {row['unnest_s']} s, COPY {row['copy_s']} s "
+            f"(COPY {row['copy_speedup']}x unnest's speed)"
         )
 
 

@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from upstream.model.json_text import dumps
+from upstream.store.copy_rows import copy_rows, copy_rows_ignoring
 
 T = TypeVar("T")
 
@@ -39,6 +40,8 @@ def insert_rows_ignoring(
     text is the same for any number of rows, so it is parsed and planned once per connection,
     where a multi-row VALUES list costs a fresh parse (client and server) per batch size.
     The arrays travel in binary (`%b`): text arrays would escape every JSON payload.
+    From `COPY_ROWS` rows on, the tables in `STAGED_COPY` go by binary COPY into a staging
+    table instead, and `insert_rows` by binary COPY into the table (`store.copy_rows`).
     SQLite gets multi-row `VALUES` lists (`_insert_sqlite_rows`).
     """
     return _insert_rows(conn, table, rows, key, conflict)
@@ -62,6 +65,35 @@ def _insert_rows(
         return set()
     if conn.dialect.name != "postgresql":
         return _insert_sqlite_rows(conn, table, rows, key, conflict)
+    if len(rows) >= COPY_ROWS:
+        if key is None:
+            copy_rows(conn, table, rows)
+            return set()
+        if table.name in STAGED_COPY:
+            return copy_rows_ignoring(conn, table, rows, key, conflict or (key,))
+    return unnest_rows(conn, table, rows, key, conflict)
+
+
+#: Rows from which a PostgreSQL bulk insert goes by binary COPY (`store.copy_rows`): below
+#: it, the statements' fixed costs outweigh what COPY saves per row.
+COPY_ROWS = 100
+
+#: The tables whose skipping inserts go by COPY into a staging table: their rows carry
+#: documents (raw payloads, facets), where COPY saved 13-57 % (`python -m benchmarks bulk`);
+#: for the narrow rows of lineage sets and links the staging table's extra statements cost
+#: more than COPY saved.
+STAGED_COPY = frozenset({"events", "runs", "relations", "dataset_versions"})
+
+
+def unnest_rows(
+    conn: Connection,
+    table: sa.Table,
+    rows: Sequence[Mapping[str, Any]],
+    key: str | None,
+    conflict: Sequence[str] = (),
+) -> set[Any]:
+    """PostgreSQL's `INSERT … SELECT FROM unnest(…)` of `rows` (see `insert_rows_ignoring`);
+    without a `key`, every row is inserted and nothing returned."""
     columns = [table.c[name] for name in rows[0]]
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c.name) for c in columns)
