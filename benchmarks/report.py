@@ -66,11 +66,14 @@ def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
 
 def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
     """Events/s by path beside the ceiling (the raw payloads alone, by bare COPY or
-    executemany, in the same database and run), the load average when the ingest ended."""
+    executemany, in the same database and run), the load average when the ingest ended, the
+    seconds PostgreSQL's writers waited on locks, the paced path's p50/p99 acknowledgement
+    latency, bytes stored per event (raw events / derived rows) and, under the batched path,
+    `upstream db rebuild` of the store it filled against the same ceiling."""
     table = Table(title=title)
     columns = (
         "db", "mode", "events", "s", "events/s", "CPU ms/ev", "ceiling ev/s", "ratio", "load",
-        "P/R ds, fields",
+        "lock wait s", "p50/p99 ms", "B/ev raw/derived", "P/R ds, fields",
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in ("db", "mode") else "right")
@@ -91,8 +94,22 @@ def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
             f"{row['ceiling_events_per_s']:,.0f}",
             f"{row['ratio_to_ceiling']:.3f}",
             " ".join(f"{x:.1f}" for x in row.get("load", ())),
+            f"{row.get('lock_wait_s', 0):.2f}",
+            "/".join(f"{v:.0f}" for v in (row.get("latency_ms") or {}).values()) or "-",
+            "/".join(f"{v:,.0f}" for v in (row.get("bytes_per_event") or {}).values()) or "-",
             verdict,
         )
+        if row.get("rebuild_events_per_s"):
+            table.add_row(
+                row["db"],
+                "db rebuild",
+                str(row["events"]),
+                f"{row['events'] / row['rebuild_events_per_s']:.2f}",
+                f"{row['rebuild_events_per_s']:,.0f}",
+                "",
+                f"{row['ceiling_events_per_s']:,.0f}",
+                f"{row['rebuild_ratio_to_ceiling']:.3f}",
+            )
     console.print(table)
     sized = next((row for row in rows if row.get("event_bytes")), None)
     if sized:
