@@ -16,6 +16,7 @@ import typer
 from benchmarks import answers, report
 from benchmarks.bulk_insert import run_bulk
 from benchmarks.databases import KINDS, fresh_database, postgres_available
+from benchmarks.decoding import run_decoding
 from benchmarks.exactness import check
 from benchmarks.generator import (
     GENERATOR_VERSION,
@@ -264,6 +265,28 @@ def bulk_command(
             f"{row['table']}: {row['rows']:,} rows in {row['statements']} statements: "
             f"unnest {row['unnest_s']} s, COPY {row['copy_s']} s "
             f"(COPY {row['copy_speedup']}x unnest's speed)"
+        )
+
+
+@app.command("decoding")
+def decoding_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    events: Annotated[int, typer.Option(help="Events decoded per try.", min=1)] = 2000,
+    repetitions: Annotated[int, typer.Option(help="Tries per decoder.", min=1)] = 5,
+    out: OutOption = OUT,
+) -> None:
+    """msgspec against pydantic on the workload's events: the event envelope and the schema
+    and columnLineage facets, microseconds each, in the same run (median of the tries)."""
+    _size(size)
+    rows = run_decoding(_workload(size, seed, out), events, repetitions)
+    results = report.load_results(out, size)
+    results["decoding"] = rows
+    report.save_results(out, size, results)
+    for row in rows:
+        typer.echo(
+            f"{row['what']} ({row['count']:,}): pydantic {row['pydantic_us']} µs, "
+            f"msgspec {row['msgspec_us']} µs (msgspec {row['msgspec_speedup']}x pydantic's speed)"
         )
 
 

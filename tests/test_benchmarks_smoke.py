@@ -16,6 +16,7 @@ from benchmarks import answers
 from benchmarks.__main__ import app
 from benchmarks.ceiling import ceiling_seconds, event_key
 from benchmarks.databases import fresh_database
+from benchmarks.decoding import run_decoding
 from benchmarks.exactness import check
 from benchmarks.generator import (
     DATASET_FIELDS,
@@ -210,6 +211,18 @@ def test_stored_bytes_tell_the_raw_events_from_the_derived_rows(tiny: Path, tmp_
         > empty["raw_events"] + sum(len(line) for line in read_events(tiny)) // 2
     )
     assert loaded["derived"] > empty["derived"]
+
+
+def test_decoding_times_both_decoders_on_the_same_events(tiny: Path) -> None:
+    rows = run_decoding(tiny, 50, 1)
+    assert [row["what"] for row in rows][:2] == [
+        "envelope, from the document",
+        "envelope, from JSON bytes",
+    ]
+    assert rows[1]["count"] == 50
+    for row in rows:
+        assert row["pydantic_us"] > 0
+        assert row["msgspec_us"] > 0
 
 
 def test_events_in_a_shuffled_order_one_per_transaction_are_exact(
