@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -257,10 +257,7 @@ def bulk_command(
         raise typer.Exit(1)
     data_dir = _workload(size, seed, out)
     rows = [r.as_dict() for r in run_bulk(data_dir, out, batch, repetitions)]
-    results = report.load_results(out, size)
-    results["bulk_insert"] = rows
-    report.save_results(out, size, results)
-    for row in rows:
+    for row in _recorded(out, size, "bulk_insert", rows):
         typer.echo(
             f"{row['table']}: {row['rows']:,} rows in {row['statements']} statements: "
             f"unnest {row['unnest_s']} s, COPY {row['copy_s']} s "
@@ -280,14 +277,19 @@ def decoding_command(
     and columnLineage facets, microseconds each, in the same run (median of the tries)."""
     _size(size)
     rows = run_decoding(_workload(size, seed, out), events, repetitions)
-    results = report.load_results(out, size)
-    results["decoding"] = rows
-    report.save_results(out, size, results)
-    for row in rows:
+    for row in _recorded(out, size, "decoding", rows):
         typer.echo(
             f"{row['what']} ({row['count']:,}): pydantic {row['pydantic_us']} µs, "
             f"msgspec {row['msgspec_us']} µs (msgspec {row['msgspec_speedup']}x pydantic's speed)"
         )
+
+
+def _recorded(out: Path, size: str, key: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows`, after saving them under `key` in the size's results."""
+    results = report.load_results(out, size)
+    results[key] = rows
+    report.save_results(out, size, results)
+    return rows
 
 
 @app.command("exactness")

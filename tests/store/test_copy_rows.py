@@ -6,7 +6,6 @@ refused row refused as an IntegrityError."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import truncate_tables
+from tests.store.test_bulk_insert import SET_ID, edge_rows
 from upstream.model.errors import StoreUnavailable
 from upstream.store import schema as t
 from upstream.store.dialect import COPY_ROWS, insert_rows
@@ -21,45 +21,6 @@ from upstream.store.engine import Store, Timeouts
 from upstream.store.months import insert_by_month
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
-SET_ID = uuid.uuid5(uuid.NAMESPACE_URL, "set")
-
-
-@pytest.fixture
-def statements(store: Store) -> Iterator[list[str]]:
-    """The SQL text of every statement SQLAlchemy sends (COPY goes by the driver alone)."""
-    sent: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        sent.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", record)
-    yield sent
-    sa.event.remove(store.engine, "before_cursor_execute", record)
-
-
-def edge_rows(count: int) -> list[dict[str, Any]]:
-    source, target = (uuid.uuid5(uuid.NAMESPACE_URL, name) for name in ("in", "out"))
-    return [
-        {
-            "set_id": SET_ID,
-            "position": position,
-            "origin": "column_lineage",
-            "rank": 2,
-            "implied": position == 0,
-            "source_type": "dataset",
-            "source_dataset_id": source,
-            "source_field": f"f{position} ✓",
-            "source_job_id": None,
-            "source_run_id": None,
-            "target_type": "dataset",
-            "target_dataset_id": target,
-            "target_field": None if position == 0 else f"g{position}",
-            "target_job_id": None,
-            "target_run_id": None,
-            "transformations": [{"type": "DIRECT", "rows": 2**70, "ratio": 1e-07}],
-        }
-        for position in range(count)
-    ]
 
 
 def event_row(number: int, payload: str | None = None) -> dict[str, Any]:
@@ -87,20 +48,15 @@ def inserts_into(sent: list[str], table: str) -> list[str]:
     return [s for s in sent if s.startswith(f"INSERT INTO {table} ")]
 
 
-def test_many_rows_without_a_key_go_by_copy_and_are_stored_as_given(
-    store: Store, statements: list[str]
-) -> None:
+def test_many_rows_without_a_key_go_by_copy(store: Store, statements: list[str]) -> None:
+    """(That they are stored as given, JSON beyond 64 bits included, is
+    `test_bulk_insert.py::test_rows_without_a_key_are_all_inserted_as_given`, 1,203 rows.)"""
     store_set(store)
     rows = edge_rows(COPY_ROWS + 17)
     store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows))
     with store.read() as conn:
-        stored = [
-            r._asdict()
-            for r in conn.execute(
-                sa.select(t.lineage_set_edges).order_by(t.lineage_set_edges.c.position)
-            )
-        ]
-    assert stored == rows
+        count = conn.execute(sa.select(sa.func.count()).select_from(t.lineage_set_edges))
+        assert count.scalar_one() == COPY_ROWS + 17
     # One VALUES list on SQLite; no INSERT at all on PostgreSQL.
     sent = inserts_into(statements, "lineage_set_edges")
     assert len(sent) == (0 if store.dialect == "postgresql" else 1)
