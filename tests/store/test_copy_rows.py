@@ -6,6 +6,7 @@ refused row refused as an IntegrityError."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,19 @@ from upstream.store.engine import Store, Timeouts
 from upstream.store.months import insert_by_month
 
 NOW = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+
+
+@pytest.fixture
+def statements(store: Store) -> Iterator[list[str]]:
+    """The SQL text of every statement SQLAlchemy sends (COPY goes by the driver alone)."""
+    sent: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    yield sent
+    sa.event.remove(store.engine, "before_cursor_execute", record)
 
 
 def event_row(number: int, payload: str | None = None) -> dict[str, Any]:
