@@ -129,7 +129,7 @@ def test_staged_copy_skips_stored_rows_and_returns_only_the_new_keys(
     assert stored[f"{25:064x}"].payload == '{"kept":true}'  # stored before: left alone
     fresh = event_row(41)
     assert {k: getattr(stored[fresh["event_key"]], k) for k in fresh} == fresh
-    staged = [s for s in statements if "FROM stage_events" in s]
+    staged = [s for s in statements if "FROM stage_events_" in s]
     assert len(staged) == (2 if store.dialect == "postgresql" else 0)
     # The staging table is emptied at commit: the next transaction starts from nothing.
     later = [event_row(n) for n in range(1000, 1000 + COPY_ROWS)]

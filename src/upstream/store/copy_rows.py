@@ -7,13 +7,14 @@ are written by Upstream's own `dumps` (as the other paths store them) and parsed
 PostgreSQL's `jsonb` input.
 
 COPY cannot skip rows already stored, so an insert that must (`ON CONFLICT DO NOTHING`)
-copies into a temporary staging table shaped like the target and moves the rows over in one
-`INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`: `benchmarks bulk` measures whether that
-pays against `unnest` table by table.
+copies into a temporary staging table with the insert's columns and moves the rows over in one
+`INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`. `python -m benchmarks bulk` measures both
+against `unnest` table by table; `store.dialect` uses them where they were faster.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -42,18 +43,20 @@ def copy_rows_ignoring(
     conflict: Sequence[str],
 ) -> set[Any]:
     """Insert `rows` unless their `conflict` columns are taken, by COPY into a staging table
-    (made once per connection, emptied at each commit and after each use); the new keys."""
+    (made once per connection and set of columns, emptied at each commit and after each use);
+    the new keys. The staging table has the columns alone: no defaults (a serial column's
+    would draw numbers from the target's sequence), no constraints."""
     if not rows:
         return set()
     quote = conn.dialect.identifier_preparer.quote
     columns = [table.c[name] for name in rows[0]]
-    stage = f"stage_{table.name}"
+    names = ", ".join(quote(c.name) for c in columns)
+    stage = f"stage_{table.name}_{zlib.crc32(names.encode()):08x}"
     conn.exec_driver_sql(
-        f"CREATE TEMPORARY TABLE IF NOT EXISTS {quote(stage)} "
-        f"(LIKE {quote(table.name)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {quote(stage)} ON COMMIT DELETE ROWS AS "
+        f"SELECT {names} FROM {quote(table.name)} WITH NO DATA"
     )
     _copy(conn, stage, columns, rows)
-    names = ", ".join(quote(c.name) for c in columns)
     on = ", ".join(quote(column) for column in conflict)
     result = conn.exec_driver_sql(
         f"INSERT INTO {quote(table.name)} ({names}) SELECT {names} FROM {quote(stage)} "
@@ -80,7 +83,7 @@ def _copy(
         set_json_dumps(dumps, context=cursor)
         try:
             with cursor.copy(statement) as copy:
-                copy.set_types([copy_type(c) for c in columns])
+                copy.set_types([_copy_type(c) for c in columns])
                 for row in rows:
                     copy.write_row([row[n] for n in names])
         except psycopg.Error as error:
@@ -95,7 +98,7 @@ def _copy(
             ) from error  # fmt: skip
 
 
-def copy_type(column: sa.Column[Any]) -> str:
+def _copy_type(column: sa.Column[Any]) -> str:
     """The PostgreSQL type name binary COPY sends `column`'s values as: its own type, but
     text for a bounded VARCHAR (the server's input takes the same bytes)."""
     name = column.type.compile(dialect=_DIALECT).lower()
