@@ -17,7 +17,7 @@ from tests.conftest import truncate_tables
 from tests.store.test_bulk_insert import SET_ID, edge_rows
 from upstream.model.errors import StoreUnavailable
 from upstream.store import schema as t
-from upstream.store.dialect import COPY_ROWS, insert_rows
+from upstream.store.dialect import COPY_ROWS, insert_rows, insert_rows_ignoring
 from upstream.store.engine import Store, Timeouts
 from upstream.store.months import insert_by_month
 
@@ -153,3 +153,18 @@ def test_a_copy_that_waits_out_the_lock_timeout_is_an_outage(postgres_server: st
     finally:
         holder.dispose()
         store.dispose()
+
+
+def test_skipping_inserts_outside_the_staged_tables_stay_one_statement(
+    store: Store, statements: list[str]
+) -> None:
+    """Only the raw events pay for a staging table's extra statements (`STAGED_COPY`)."""
+    rows = [
+        {"id": uuid.uuid5(uuid.NAMESPACE_URL, f"ns{n}"), "name": f"ns{n}", "description": None,
+         "created_at": NOW, "updated_at": NOW}
+        for n in range(COPY_ROWS + 3)
+    ]  # fmt: skip
+    new = store.write(lambda c: insert_rows_ignoring(c, t.namespaces, rows, "id"))
+    assert new == {row["id"] for row in rows}
+    assert len(inserts_into(statements, "namespaces")) == 1
+    assert not [s for s in statements if "stage_" in s]

@@ -40,8 +40,8 @@ def insert_rows_ignoring(
     text is the same for any number of rows, so it is parsed and planned once per connection,
     where a multi-row VALUES list costs a fresh parse (client and server) per batch size.
     The arrays travel in binary (`%b`): text arrays would escape every JSON payload.
-    From `COPY_ROWS` rows on, the tables in `STAGED_COPY` go by binary COPY into a staging
-    table instead, and `insert_rows` by binary COPY into the table (`store.copy_rows`).
+    From `COPY_ROWS` rows on, the raw events go by binary COPY into a staging table instead
+    (`STAGED_COPY`), and `insert_rows` by binary COPY into the table (`store.copy_rows`).
     SQLite gets multi-row `VALUES` lists (`_insert_sqlite_rows`).
     """
     return _insert_rows(conn, table, rows, key, conflict)
@@ -78,11 +78,12 @@ def _insert_rows(
 #: it, the statements' fixed costs outweigh what COPY saves per row.
 COPY_ROWS = 100
 
-#: The tables whose skipping inserts go by COPY into a staging table: their rows carry
-#: documents (raw payloads, facets), where COPY saved 13-57 % (`python -m benchmarks bulk`);
-#: for the narrow rows of lineage sets and links the staging table's extra statements cost
-#: more than COPY saved.
-STAGED_COPY = frozenset({"events", "runs", "relations", "dataset_versions"})
+#: The tables whose skipping inserts go by COPY into a staging table: the raw events, the
+#: widest rows, where COPY was 1.36-1.48x unnest's speed in every run of `python -m
+#: benchmarks bulk`. For runs, relations and dataset versions it was 1.13-1.57x on a calm
+#: machine but 0.66-0.9x on a busy one, where the staging table's three extra round trips
+#: cost more than COPY saves; for lineage sets and links it was slower in every run.
+STAGED_COPY = frozenset({"events"})
 
 
 def unnest_rows(
