@@ -9,12 +9,14 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from benchmarks import answers, report
+from benchmarks.bulk_insert import run_bulk
 from benchmarks.databases import KINDS, fresh_database, postgres_available
+from benchmarks.decoding import run_decoding
 from benchmarks.exactness import check
 from benchmarks.generator import (
     GENERATOR_VERSION,
@@ -237,6 +239,57 @@ def scoped_command(
             f"{row['scoped_relations']}/{row['full_relations']} relations shown, "
             f"{row['hidden_nodes']} nodes and {row['hidden_relations']} relations hidden"
         )
+
+
+@app.command("bulk")
+def bulk_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    batch: Annotated[int, typer.Option(help="Events per batch the statements stand for.")] = 500,
+    repetitions: Annotated[int, typer.Option(help="Tries per method and table.", min=1)] = 5,
+    out: OutOption = OUT,
+) -> None:
+    """PostgreSQL: binary COPY against INSERT … SELECT FROM unnest for the write path's bulk
+    inserts, on the workload's own rows, in the same run (median of the tries)."""
+    _size(size)
+    if problem := postgres_available():
+        typer.echo(f"PostgreSQL is needed: {problem}", err=True)
+        raise typer.Exit(1)
+    data_dir = _workload(size, seed, out)
+    rows = [r.as_dict() for r in run_bulk(data_dir, out, batch, repetitions)]
+    for row in _recorded(out, size, "bulk_insert", rows):
+        typer.echo(
+            f"{row['table']}: {row['rows']:,} rows in {row['statements']} statements: "
+            f"unnest {row['unnest_s']} s, COPY {row['copy_s']} s "
+            f"(COPY {row['copy_speedup']}x unnest's speed)"
+        )
+
+
+@app.command("decoding")
+def decoding_command(
+    size: SizeOption = "small",
+    seed: SeedOption = 7,
+    events: Annotated[int, typer.Option(help="Events decoded per try.", min=1)] = 2000,
+    repetitions: Annotated[int, typer.Option(help="Tries per decoder.", min=1)] = 5,
+    out: OutOption = OUT,
+) -> None:
+    """msgspec against pydantic on the workload's events: the event envelope and the schema
+    and columnLineage facets, microseconds each, in the same run (median of the tries)."""
+    _size(size)
+    rows = run_decoding(_workload(size, seed, out), events, repetitions)
+    for row in _recorded(out, size, "decoding", rows):
+        typer.echo(
+            f"{row['what']} ({row['count']:,}): pydantic {row['pydantic_us']} µs, "
+            f"msgspec {row['msgspec_us']} µs (msgspec {row['msgspec_speedup']}x pydantic's speed)"
+        )
+
+
+def _recorded(out: Path, size: str, key: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows`, after saving them under `key` in the size's results."""
+    results = report.load_results(out, size)
+    results[key] = rows
+    report.save_results(out, size, results)
+    return rows
 
 
 @app.command("exactness")

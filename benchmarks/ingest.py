@@ -3,6 +3,8 @@
 - `http-batch`: JSON arrays of `batch` events posted to a live `upstream serve` over
   `batch_connections` keep-alive connections.
 - `http-single`: one event per POST, `concurrency` keep-alive connections at once.
+- `http-paced`: one event per POST over `PACED_CONNECTIONS` connections, offered at
+  `PACED_RATE` events/s: the acknowledgement latency a steady producer sees (p50, p99).
 - `cli`: `upstream ingest --db URL events.ndjson` when the command exists, else the same
   in-process path it wraps (`ingest_documents` over batches), reported as `in-process`.
 - `kafka`: `consumers` `upstream consume` processes drain a pre-filled topic
@@ -11,8 +13,9 @@
 Requests are made from the events file as they are sent (a batch is one join of lines, far
 cheaper than the server's work on it), so the large workload never sits in memory. Every run is
 followed, on the same database, by the ceiling (the same events' raw payloads with their keys,
-by COPY or bare executemany into a bare table, `ceiling.py`) and by the exactness check against
-the ground truth.
+by COPY or bare executemany into a bare table, `ceiling.py`), the exactness check against
+the ground truth and the bytes stored per event (`ingest_figures.py`); the batched path also
+by `upstream db rebuild` of the store it filled, timed against the same ceiling.
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ from benchmarks.ceiling import ceiling_seconds
 from benchmarks.databases import fresh_database
 from benchmarks.exactness import check
 from benchmarks.generator import in_chunks, load_summary, load_truth, read_events
+from benchmarks.ingest_figures import LockWaits, rebuild_seconds, stored_bytes
 from benchmarks.kafka_ingest import consume_seconds
-from benchmarks.server import Server, cpu_seconds, post_request, send_all
+from benchmarks.server import Server, cpu_seconds, post_request, send_all, send_paced
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 
-MODES = ("http-batch", "http-single", "cli", "kafka")
+MODES = ("http-batch", "http-single", "http-paced", "cli", "kafka")
+#: The steady producers of `http-paced`: events/s offered, and connections they post over.
+PACED_RATE = 200.0
+PACED_CONNECTIONS = 32
 
 
 @dataclass
@@ -57,6 +64,14 @@ class IngestResult:
     event_bytes: dict[str, int] = field(default_factory=dict)
     #: The 1, 5 and 15-minute load average when the ingest ended (the machine is shared).
     load: list[float] = field(default_factory=list)
+    #: Backend-seconds PostgreSQL's writers spent waiting on locks (`LockWaits`).
+    lock_wait_seconds: float = 0.0
+    #: `http-paced`: p50 and p99 milliseconds from an event's due time to its 201.
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    #: Bytes stored per event: the raw events and the derived rows apart.
+    bytes_per_event: dict[str, float] = field(default_factory=dict)
+    #: `http-batch`: seconds `upstream db rebuild` took to derive the same store again.
+    rebuild_seconds: float | None = None
 
     @property
     def rate(self) -> float:
@@ -88,6 +103,15 @@ class IngestResult:
             "exactness": self.exactness,
             "event_bytes": self.event_bytes,
             "load": self.load,
+            "lock_wait_s": self.lock_wait_seconds,
+            "latency_ms": self.latency_ms,
+            "bytes_per_event": self.bytes_per_event,
+            "rebuild_events_per_s": None
+            if self.rebuild_seconds is None
+            else self.events / self.rebuild_seconds,
+            "rebuild_ratio_to_ceiling": None
+            if self.rebuild_seconds is None
+            else self.ceiling_seconds / self.rebuild_seconds,
         }
 
 
@@ -127,7 +151,8 @@ def run_ingest(
     serving = (
         f"{workers} workers" if processes == 1 else f"{processes} servers of {workers} worker(s)"
     )
-    with fresh_database(kind, label, work_dir) as url:
+    latencies: list[float] = []
+    with fresh_database(kind, label, work_dir) as url, LockWaits(url) as waits:
         database = _DatabaseCpu(url)
         if mode == "http-batch":
             batches = _batches(lines(), batch)
@@ -141,6 +166,13 @@ def run_ingest(
                 url, work_dir, requests, concurrency, (workers, processes), database
             )
             detail = f"{concurrency} connections, {serving}"
+        elif mode == "http-paced":
+            requests = (post_request("/api/v1/lineage", line.encode()) for line in lines())
+            pacing = (PACED_CONNECTIONS, PACED_RATE, latencies)
+            seconds, cpu = _http(url, work_dir, requests, 0, (workers, processes), database, pacing)
+            detail = (
+                f"{PACED_RATE:.0f} events/s offered, {PACED_CONNECTIONS} connections, {serving}"
+            )
         elif mode == "kafka":
             db_before = database.snapshot()
             seconds, cpu, detail = consume_seconds(
@@ -154,6 +186,15 @@ def run_ingest(
         ceiling = ceiling_seconds(url, lines())
         result = IngestResult(mode, kind, events, seconds, ceiling, detail, cpu)
         result.event_bytes, result.load = summary["event_bytes"], load
+        result.lock_wait_seconds = waits.seconds
+        if latencies:
+            ordered = sorted(latencies)
+            result.latency_ms = {
+                f"p{q}": 1000 * ordered[min(len(ordered) - 1, len(ordered) * q // 100)]
+                for q in (50, 99)
+            }
+        stored = stored_bytes(url)
+        result.bytes_per_event = {name: size / events for name, size in stored.items()}
         if verify and limit is None:
             store = Store(url)
             try:
@@ -162,6 +203,8 @@ def run_ingest(
                 store.dispose()
         if after is not None:
             after(url)
+        if mode == "http-batch" and limit is None:
+            result.rebuild_seconds = rebuild_seconds(url)
     return result
 
 
@@ -207,13 +250,20 @@ def _http(
     concurrency: int,
     serving: tuple[int, int],
     database: _DatabaseCpu,
+    pacing: tuple[int, float, list[float]] | None = None,
 ) -> tuple[float, float]:
+    """Seconds and CPU seconds to send `requests`; with `pacing` (connections, rate and a
+    list that gets each request's latency), at that rate instead of as fast as answered."""
     workers, processes = serving
     with Server(url, work_dir, workers, processes=processes) as server:
         root = server.pids
         before, db_before = cpu_seconds(root), database.snapshot()
         started = time.perf_counter()
-        send_all(server.ports, requests, concurrency)
+        if pacing is None:
+            send_all(server.ports, requests, concurrency)
+        else:
+            connections, rate, latencies = pacing
+            latencies.extend(send_paced(server.ports, requests, connections, rate))
         elapsed = time.perf_counter() - started
         return elapsed, cpu_seconds(root) - before + database.used(db_before)
 

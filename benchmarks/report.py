@@ -66,7 +66,9 @@ def save_results(out_dir: Path, size: str, results: dict[str, Any]) -> Path:
 
 def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
     """Events/s by path beside the ceiling (the raw payloads alone, by bare COPY or
-    executemany, in the same database and run), the load average when the ingest ended."""
+    executemany, in the same database and run), the load average when the ingest ended and,
+    under the batched path, `upstream db rebuild` of the store it filled against the same
+    ceiling; then `print_ingest_figures`."""
     table = Table(title=title)
     columns = (
         "db", "mode", "events", "s", "events/s", "CPU ms/ev", "ceiling ev/s", "ratio", "load",
@@ -93,10 +95,43 @@ def print_ingest(rows: list[dict[str, Any]], title: str) -> None:
             " ".join(f"{x:.1f}" for x in row.get("load", ())),
             verdict,
         )
+        if row.get("rebuild_events_per_s"):
+            table.add_row(
+                row["db"],
+                "db rebuild",
+                str(row["events"]),
+                f"{row['events'] / row['rebuild_events_per_s']:.2f}",
+                f"{row['rebuild_events_per_s']:,.0f}",
+                "",
+                f"{row['ceiling_events_per_s']:,.0f}",
+                f"{row['rebuild_ratio_to_ceiling']:.3f}",
+            )
     console.print(table)
+    print_ingest_figures(rows)
     sized = next((row for row in rows if row.get("event_bytes")), None)
     if sized:
         console.print(event_sizes({"event_bytes": sized["event_bytes"]}))
+
+
+def print_ingest_figures(rows: list[dict[str, Any]]) -> None:
+    """Per ingest run: seconds PostgreSQL's writers waited on locks (backend-seconds,
+    sampled), the paced path's p50/p99 acknowledgement latency, and bytes stored per event,
+    the raw events and the derived rows apart."""
+    table = Table(title="Locks, latency and storage")
+    columns = ("db", "mode", "lock wait s", "p50 ms", "p99 ms", "raw B/ev", "derived B/ev")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("db", "mode") else "right")
+    for row in rows:
+        latency = row.get("latency_ms") or {}
+        stored = row.get("bytes_per_event") or {}
+        table.add_row(
+            row["db"],
+            row["mode"],
+            f"{row.get('lock_wait_s', 0):.2f}",
+            *(f"{latency[q]:,.0f}" if q in latency else "-" for q in ("p50", "p99")),
+            *(f"{stored[k]:,.0f}" if k in stored else "-" for k in ("raw_events", "derived")),
+        )
+    console.print(table)
 
 
 def print_queries(

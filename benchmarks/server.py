@@ -218,3 +218,37 @@ def send_all(
     """Send every request over `concurrency` keep-alive connections, spread evenly over the
     servers' `ports`, taking each request from `requests` when a connection is free."""
     asyncio.run(_send_all(ports, requests, concurrency, expect))
+
+
+async def _send_paced(
+    ports: list[int], requests: Iterable[bytes], concurrency: int, rate: float
+) -> list[float]:
+    pending = enumerate(requests)  # shared, as in `_send_all`
+    latencies: list[float] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def worker(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for number, request in pending:
+                due = start + number / rate
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                status, body = await _exchange(reader, writer, request)
+                if status != 201:
+                    raise RuntimeError(f"HTTP {status}: {body[:500]!r}")
+                latencies.append(loop.time() - due)
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(worker(ports[i % len(ports)]) for i in range(concurrency)))
+    return latencies
+
+
+def send_paced(
+    ports: list[int], requests: Iterable[bytes], concurrency: int, rate: float
+) -> list[float]:
+    """Offer `rate` requests a second over `concurrency` keep-alive connections, request n
+    due at n / rate seconds; each request's seconds from when it was due to its answer (a
+    request that waited for a free connection counts its wait, as its producer would)."""
+    return asyncio.run(_send_paced(ports, requests, concurrency, rate))

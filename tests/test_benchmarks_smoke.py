@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from benchmarks import answers
 from benchmarks.__main__ import app
 from benchmarks.ceiling import ceiling_seconds, event_key
 from benchmarks.databases import fresh_database
+from benchmarks.decoding import run_decoding
 from benchmarks.exactness import check
 from benchmarks.generator import (
     DATASET_FIELDS,
@@ -24,7 +27,8 @@ from benchmarks.generator import (
     load_truth,
     read_events,
 )
-from benchmarks.ingest import run_ingest
+from benchmarks.ingest import PACED_RATE, run_ingest
+from benchmarks.ingest_figures import LockWaits, stored_bytes
 from benchmarks.queries import load_store
 from benchmarks.sql_text import identifier
 from typer.testing import CliRunner
@@ -160,6 +164,65 @@ def test_ingest_benchmark_on_sqlite_is_exact(tiny: Path, tmp_path: Path) -> None
         ("field edges", 1.0, 1.0),
         ("SQL field edges", 1.0, 1.0),
     ]
+    assert result.bytes_per_event["raw_events"] > 0
+    assert result.bytes_per_event["derived"] > 0
+    assert result.rebuild_seconds is not None
+    assert result.rebuild_seconds > 0
+    assert result.as_dict()["rebuild_events_per_s"] == result.events / result.rebuild_seconds
+
+
+def test_paced_single_posts_report_their_acknowledgement_latency(
+    tiny: Path, tmp_path: Path
+) -> None:
+    result = run_ingest("http-paced", "sqlite", tiny, tmp_path, limit=60)
+    assert result.events == 60
+    # 60 events offered at 200/s take at least the 0.295 s until the last one is due.
+    assert result.seconds >= 59 / PACED_RATE
+    assert 0 < result.latency_ms["p50"] <= result.latency_ms["p99"]
+    assert "200 events/s offered, 32 connections" in result.detail
+
+
+def test_lock_waits_count_the_backends_waiting_on_a_lock(postgres_server: str) -> None:
+    holder = sa.create_engine(postgres_server)
+    waiter = sa.create_engine(postgres_server)
+    try:
+        with LockWaits(postgres_server) as idle:
+            time.sleep(0.2)
+        assert idle.seconds == 0
+        with holder.begin() as held, LockWaits(postgres_server) as waits:
+            held.exec_driver_sql("LOCK TABLE namespaces IN ACCESS EXCLUSIVE MODE")
+            with waiter.connect() as conn:
+                conn.exec_driver_sql("SET lock_timeout = '600ms'")
+                with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
+                    conn.exec_driver_sql("SELECT count(*) FROM namespaces")
+        assert 0.3 <= waits.seconds <= 0.7
+    finally:
+        holder.dispose()
+        waiter.dispose()
+
+
+def test_stored_bytes_tell_the_raw_events_from_the_derived_rows(tiny: Path, tmp_path: Path) -> None:
+    with fresh_database("sqlite", "stored", tmp_path) as url:
+        empty = stored_bytes(url)
+        load_store(url, tiny)
+        loaded = stored_bytes(url)
+    assert (
+        loaded["raw_events"]
+        > empty["raw_events"] + sum(len(line) for line in read_events(tiny)) // 2
+    )
+    assert loaded["derived"] > empty["derived"]
+
+
+def test_decoding_times_both_decoders_on_the_same_events(tiny: Path) -> None:
+    rows = run_decoding(tiny, 50, 1)
+    assert [row["what"] for row in rows][:2] == [
+        "envelope, from the document",
+        "envelope, from JSON bytes",
+    ]
+    assert rows[1]["count"] == 50
+    for row in rows:
+        assert row["pydantic_us"] > 0
+        assert row["msgspec_us"] > 0
 
 
 def test_events_in_a_shuffled_order_one_per_transaction_are_exact(

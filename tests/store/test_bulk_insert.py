@@ -110,21 +110,22 @@ def test_event_keys_are_returned_as_the_text_they_are(store: Store) -> None:
     assert tuple(stored) == ('{"eventType":"START"}', row["run_id"])
 
 
-def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
-    """A set's edges: JSON, NULLs, booleans and ids stored as their columns store them, in
-    more rows than one SQLite statement takes; the same row twice is refused, not ignored."""
-    set_id = uuid.uuid5(uuid.NAMESPACE_URL, "set")
+SET_ID = uuid.uuid5(uuid.NAMESPACE_URL, "set")
+
+
+def edge_rows(count: int) -> list[dict[str, Any]]:
+    """`count` edges of the set `SET_ID`: JSON beyond 64 bits, NULLs, booleans, ids, text."""
     source, target = (uuid.uuid5(uuid.NAMESPACE_URL, name) for name in ("in", "out"))
-    rows = [
+    return [
         {
-            "set_id": set_id,
+            "set_id": SET_ID,
             "position": position,
             "origin": "column_lineage",
             "rank": 2,
             "implied": position == 0,
             "source_type": "dataset",
             "source_dataset_id": source,
-            "source_field": f"f{position}",
+            "source_field": f"f{position} ✓",
             "source_job_id": None,
             "source_run_id": None,
             "target_type": "dataset",
@@ -132,10 +133,19 @@ def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
             "target_field": None if position == 0 else f"g{position}",
             "target_job_id": None,
             "target_run_id": None,
-            "transformations": [{"type": "DIRECT", "masking": position % 2 == 1}],
+            "transformations": [
+                {"type": "DIRECT", "masking": position % 2 == 1, "rows": 2**70, "ratio": 1e-07}
+            ],
         }
-        for position in range(1203)
+        for position in range(count)
     ]
+
+
+def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
+    """A set's edges: JSON, NULLs, booleans and ids stored as their columns store them, in
+    more rows than one SQLite statement takes; the same row twice is refused, not ignored."""
+    rows = edge_rows(1203)
+    set_id, target = SET_ID, rows[0]["target_dataset_id"]
     lineage_set = {"id": set_id, "checksum": "c", "target_dataset_id": target, "rank": 2}
     store.write(lambda c: insert_rows(c, t.lineage_sets, [{**lineage_set, "created_at": NOW}]))
     store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows))
