@@ -160,8 +160,9 @@ class LineageConsumer:
         self.metrics.messages.labels(self.config.topic).inc(len(batch))
         self.totals.consumed += len(batch)
         values = [message.value() for message in batch]
+        following = _following(batch)
         outcomes = self._until_available(
-            lambda: ingest_messages(self.store, values, self.config.limits)
+            lambda: ingest_messages(self.store, values, self.config.limits, following)
         )
         if outcomes is None:
             return  # stopped while waiting: uncommitted, so read again by whoever goes on
@@ -265,13 +266,9 @@ class LineageConsumer:
         """Commit the offset after the last message of each partition this member still
         owns. A refused commit (a rebalance came first) is harmless: the batch is stored,
         and whoever reads it again stores nothing twice."""
-        following: dict[tuple[str, int], int] = {}
-        for message in batch:
-            topic, partition, offset = _where(message)
-            following[(topic, partition)] = max(following.get((topic, partition), 0), offset + 1)
         offsets = [
             TopicPartition(topic, partition, offset)
-            for (topic, partition), offset in following.items()
+            for (topic, partition), offset in _following(batch).items()
             if (topic, partition) in self._owned
         ]
         if not offsets:
@@ -365,6 +362,16 @@ def kafka_reason(exc: KafkaException) -> str:
     """The readable part of a Kafka client exception (`No such configuration property: …`)."""
     error = exc.args[0] if exc.args else None
     return error.str() if isinstance(error, KafkaError) else str(exc)
+
+
+def _following(batch: Sequence[Message]) -> dict[tuple[str, int], int]:
+    """The offset after the batch's last message in each of its partitions: what is
+    committed to Kafka, and recorded in the store with the batch."""
+    following: dict[tuple[str, int], int] = {}
+    for message in batch:
+        topic, partition, offset = _where(message)
+        following[(topic, partition)] = max(following.get((topic, partition), 0), offset + 1)
+    return following
 
 
 def _where(message: Message) -> tuple[str, int, int]:
