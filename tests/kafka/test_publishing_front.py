@@ -20,6 +20,7 @@ from tests.kafka_support import TansuBroker, free_port
 from tests.readback import counts
 from upstream.api.app import create_app
 from upstream.kafka.keys import message_key
+from upstream.model.read_position import KafkaOffset, ReadPosition
 from upstream.settings import Settings, SettingsError, load_settings
 from upstream.store.engine import Store
 
@@ -115,6 +116,64 @@ def test_the_front_publishes_keyed_as_the_transport_and_a_consumer_stores_it(
     assert consumer.totals.refused == 0
     assert counts(store)["events"] == len(events)
     assert front.get("/api/v1/namespaces/warehouse/datasets/orders").status_code == 200
+
+
+def test_the_front_answers_kafka_offsets_and_a_read_after_them_waits_for_the_consumers(
+    kafka_broker: TansuBroker, front_topic: str, db_url: str
+) -> None:
+    settings = Settings(
+        db_url=db_url,
+        publish_to_kafka=True,
+        kafka_bootstrap_servers=kafka_broker.bootstrap,
+        kafka_topic=front_topic,
+        position_wait=0.3,
+    )
+    events = [
+        run_event(("etl", "load"), outputs=[ds("warehouse", "orders")]),
+        job_event(("etl", "report")),
+        run_event(("etl", "load"), outputs=[ds("warehouse", "orders")]),
+    ]
+    read = "/api/v1/namespaces/warehouse/datasets/orders"
+    with TestClient(create_app(settings, migrate=False)) as front:
+        posted = front.post("/api/v1/lineage", json=events)
+        assert posted.status_code == 201, posted.text
+        # Where Kafka put them: the newest offset of each partition written to.
+        published = kafka_broker.read_all(front_topic, len(events))
+        where = [KafkaOffset(m.topic(), m.partition(), m.offset()) for m in published]  # type: ignore[attr-defined]
+        assert posted.headers["X-Upstream-Position"] == str(ReadPosition.of_offsets(where))
+        assert posted.headers["X-Upstream-Position"].startswith(f"kafka:{front_topic}:")
+        # Tansu gives a partition's newest offset as the last batch's first, plus one (Kafka:
+        # its last message's): one event alone in its batch keeps the two the same.
+        alone = front.post("/api/v1/lineage", json=events[0])
+        position = alone.headers["X-Upstream-Position"]
+        (last,) = ReadPosition.parse(position).offsets
+        assert last.offset == max(o.offset for o in where if o.partition == last.partition) + 1
+        # Nothing consumed yet: the read waits its bound, then says so.
+        held = front.get(read, params={"after": position})
+        assert held.status_code == 503
+        assert held.headers["Retry-After"] == "1"
+        assert "what the Kafka consumers stored" in held.json()["message"]
+        # Offsets Kafka never gave are refused, naming after.
+        beyond = f"kafka:{front_topic}:{last.partition}:{last.offset + 1}"
+        refused = front.get(read, params={"after": beyond})
+        assert refused.status_code == 400
+        assert refused.json()["errors"] == [
+            {
+                "path": "after",
+                "message": f"offset {last.offset + 1} of {front_topic} partition "
+                f"{last.partition} is beyond the newest, {last.offset}",
+            }
+        ]
+        nowhere = front.get(read, headers={"X-Upstream-Position": f"kafka:{front_topic}:9:0"})
+        assert nowhere.status_code == 400, nowhere.text
+        assert nowhere.json()["errors"][0]["path"] == "after"
+        with consuming(db_url, kafka_broker.bootstrap, front_topic):
+            eventually(
+                lambda: front.get(read, params={"after": position}).status_code == 200,
+                "the read after the front's offsets answered",
+            )
+        answered = front.get(read, params={"after": position})
+        assert answered.json()["name"] == "orders"
 
 
 def test_a_refused_batch_publishes_nothing(
