@@ -144,15 +144,23 @@ class LineageConsumer:
         )
         try:
             while not self.stop.is_set():
-                batch = self._readable(
-                    self._consumer.consume(self.config.batch_messages, timeout=0.5)
-                )
+                batch = self._readable(self._next_batch())
                 if batch:
                     self.handle(batch)
         finally:
             self._consumer.close()  # leaves the group at once, so its partitions move now
             if self._producer is not None:
                 self._producer.flush(DEAD_LETTER_TIMEOUT)
+
+    def _next_batch(self) -> list[Message]:
+        """The next message (waiting up to half a second for it), with every message already
+        fetched behind it, up to `batch_messages`. Waiting for a full batch instead would hold
+        a lone message — a post to a publishing front whose client waits to read it — for the
+        whole time-out; under load the fetched messages fill the batch anyway."""
+        first = self._consumer.consume(1, timeout=0.5)
+        if not first or self.config.batch_messages == 1:
+            return first
+        return first + self._consumer.consume(self.config.batch_messages - 1, timeout=0)
 
     def handle(self, batch: Sequence[Message]) -> None:
         """Store one batch, dead-letter its refusals, then commit its offsets."""
