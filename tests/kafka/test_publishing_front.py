@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,7 +17,7 @@ from openlineage.client.serde import Serde
 
 from tests.builders import dataset_event, ds, job_event, run_event
 from tests.kafka.test_kafka_consume import consuming, eventually, transport
-from tests.kafka_support import TansuBroker, free_port
+from tests.kafka_support import TansuBroker, TcpProxy, free_port
 from tests.readback import counts
 from upstream.api.app import create_app
 from upstream.kafka.keys import message_key
@@ -203,6 +204,50 @@ def test_with_kafka_away_the_front_answers_503_with_retry_after(db_url: str) -> 
     assert answer.status_code == 503
     assert answer.headers["Retry-After"]
     assert "Kafka" in answer.json()["message"]
+
+
+def test_a_post_kafka_does_not_acknowledge_is_503_and_never_published_later(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The broker cut off after the front connected: the post is answered 503 with
+    Retry-After, and once the broker is back none of its events turns up in the topic (given
+    up, never sent later), while the next post is published whole."""
+    from tests.conftest import tansu_binary
+
+    advertised = free_port()
+    broker = TansuBroker(tansu_binary(), tmp_path / "tansu.log", advertised_port=advertised)
+    proxy = TcpProxy(broker.port, port=advertised)
+    try:
+        topic = broker.create_topic(partitions=2)
+        settings = Settings(
+            db_url=db_url,
+            publish_to_kafka=True,
+            kafka_bootstrap_servers=broker.bootstrap,
+            kafka_topic=topic,
+            kafka_publish_timeout=2,
+        )
+        with TestClient(create_app(settings, migrate=False)) as front:
+            first = run_event(("etl", "first"))
+            assert front.post("/api/v1/lineage", json=first).status_code == 201
+            proxy.cut()
+            lost = [run_event(("etl", f"lost{n}")) for n in range(5)]
+            refused = front.post("/api/v1/lineage", json=lost)
+            assert refused.status_code == 503
+            assert refused.headers["Retry-After"]
+            assert "Kafka" in refused.json()["message"]
+            proxy.restore()
+            after = [run_event(("etl", f"after{n}")) for n in range(3)]
+            eventually(
+                lambda: front.post("/api/v1/lineage", json=after).status_code == 201,
+                "the front publishing again",
+            )
+        published = [json.loads(m.value()) for m in broker.read_all(topic, 20, timeout=10)]  # type: ignore[attr-defined]
+        names = {e["job"]["name"] for e in published}
+        assert names >= {"first", "after0", "after1", "after2"}
+        assert not any(name.startswith("lost") for name in names)
+    finally:
+        proxy.cut()
+        broker.stop()
 
 
 def test_the_front_needs_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
