@@ -143,6 +143,7 @@ def test_a_read_naming_offsets_waits_until_the_consumers_stored_them(
     app_client: TestClient, store: Store
 ) -> None:
     after = "kafka:t:0:4,kafka:t:1:0"
+    store.write(lambda conn: kafka_offsets.record(conn, {("t", 0): 1}))  # the topic consumed
 
     def consumer() -> None:
         time.sleep(0.1)
@@ -175,11 +176,26 @@ def test_a_read_naming_offsets_not_yet_stored_answers_503(
         "what the Kafka consumers stored includes position kafka:t:0:2, not yet kafka:t:0:3; "
         "retry later"
     )
-    unseen = app_client.get(READ, headers={HEADER: "kafka:other:0:0"})
+    unseen = app_client.get(READ, headers={HEADER: "kafka:t:1:0"})
     assert unseen.status_code == 503
     assert "includes position none of their partitions" in unseen.json()["message"]
     # Stored: answered at once (the dataset is not there, hence 404, but not held back).
     assert app_client.get(READ, params={"after": "kafka:t:0:2"}).status_code == 404
+
+
+def test_without_brokers_offsets_of_a_topic_never_stored_are_refused(
+    app_client: TestClient, store: Store
+) -> None:
+    """A process that does not know the brokers cannot ask them; a topic no consumer ever
+    stored anything of into its database is one nobody publishes to for it."""
+    answer = app_client.get(READ, params={"after": "kafka:other:0:0,kafka:t:0:0"})
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [
+        {"path": "after", "message": "no Kafka consumer has stored anything of topic other"},
+        {"path": "after", "message": "no Kafka consumer has stored anything of topic t"},
+    ]
+    store.write(lambda conn: kafka_offsets.record(conn, {("t", 0): 1}))
+    assert app_client.get(READ, params={"after": "kafka:t:0:0"}).status_code == 404  # stored
 
 
 def test_a_read_naming_offsets_kafka_never_gave_is_refused(app_client: TestClient) -> None:

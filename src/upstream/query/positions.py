@@ -82,14 +82,14 @@ class Views:
         """The store position of the first primary snapshot in which consumers have stored
         every message of `offsets`."""
         pause = _FIRST_PAUSE
-        checked = self._check_offsets is None
+        checked = False
         while True:
             with self._store.read(primary=True) as conn:
                 stored = kafka_offsets.stored(conn, offsets)
                 if kafka_offsets.covers(stored, offsets):
                     return position(conn)
-            if not checked and self._check_offsets is not None:
-                self._check_offsets(offsets)  # once, and only for a read that must wait
+            if not checked:
+                self._refuse_unknown(offsets)  # once, and only for a read that must wait
                 checked = True
             left = deadline - time.monotonic()
             if left <= 0:
@@ -100,6 +100,24 @@ class Views:
                 )
             time.sleep(min(pause, left))
             pause = min(pause * 2, _LONGEST_PAUSE)
+
+    def _refuse_unknown(self, offsets: Sequence[KafkaOffset]) -> None:
+        """Refuse offsets never given: as the brokers say when this process knows them, else
+        those of a topic no consumer ever stored anything of into this database (a consumer
+        stores a topic's first batch within moments of its first message)."""
+        if self._check_offsets is not None:
+            self._check_offsets(offsets)
+            return
+        topics = {o.topic for o in offsets}
+        with self._store.read(primary=True) as conn:
+            unknown = topics - kafka_offsets.known_topics(conn, topics)
+        if unknown:
+            raise InvalidParameter(
+                [
+                    Problem("after", f"no Kafka consumer has stored anything of topic {topic}")
+                    for topic in sorted(unknown)
+                ]
+            )
 
     def _included(self, after: int, deadline: float) -> None:
         with self._store.read(primary=True) as conn:

@@ -60,3 +60,10 @@ def covers(stored: Sequence[KafkaOffset], offsets: Iterable[KafkaOffset]) -> boo
     those before it in its partition."""
     last = {(o.topic, o.partition): o.offset for o in stored}
     return all(last.get((o.topic, o.partition), -1) >= o.offset for o in offsets)
+
+
+def known_topics(conn: Connection, topics: Iterable[str]) -> set[str]:
+    """Those of `topics` that consumers have stored any message of into this database."""
+    table = t.kafka_offsets
+    query = sa.select(table.c.topic).where(table.c.topic.in_(sorted(set(topics)))).distinct()
+    return set(conn.execute(query).scalars())
