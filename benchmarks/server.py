@@ -189,7 +189,11 @@ async def _exchange(
 
 
 async def _send_all(
-    ports: list[int], requests: Iterable[bytes], concurrency: int, expect: int
+    ports: list[int],
+    requests: Iterable[bytes],
+    concurrency: int,
+    expect: int,
+    latencies: list[float] | None,
 ) -> None:
     pending = iter(requests)  # shared: each connection takes the next request when it is free
 
@@ -197,8 +201,11 @@ async def _send_all(
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             for request in pending:
+                sent = time.perf_counter()
                 try:
                     status, body = await _exchange(reader, writer, request)
+                    if latencies is not None:
+                        latencies.append(time.perf_counter() - sent)
                 except (asyncio.IncompleteReadError, ConnectionError) as exc:
                     raise RuntimeError(
                         f"the server on port {port} closed the connection before answering "
@@ -213,11 +220,16 @@ async def _send_all(
 
 
 def send_all(
-    ports: list[int], requests: Iterable[bytes], concurrency: int, expect: int = 201
+    ports: list[int],
+    requests: Iterable[bytes],
+    concurrency: int,
+    expect: int = 201,
+    latencies: list[float] | None = None,
 ) -> None:
     """Send every request over `concurrency` keep-alive connections, spread evenly over the
-    servers' `ports`, taking each request from `requests` when a connection is free."""
-    asyncio.run(_send_all(ports, requests, concurrency, expect))
+    servers' `ports`, taking each request from `requests` when a connection is free; each
+    answer's seconds are appended to `latencies` when given."""
+    asyncio.run(_send_all(ports, requests, concurrency, expect, latencies))
 
 
 async def _send_paced(

@@ -23,6 +23,7 @@ from upstream.client.positions import PositionFile
 from upstream.commands.target import Target
 from upstream.ingest.service import ingest_documents
 from upstream.model.errors import InvalidParameter
+from upstream.model.read_position import ReadPosition
 from upstream.query.graph_index import index as index_module
 from upstream.query.graph_index.index import index_of
 from upstream.query.positions import Views, parse_after
@@ -139,7 +140,11 @@ def test_a_malformed_position_header_is_refused_naming_after(
     answer = app_client.get(READS[1], headers={HEADER: bad})
     assert answer.status_code == 400, answer.text
     assert answer.json()["errors"] == [
-        {"path": "after", "message": f"must be a change-log position (0 or more), not {bad!r}"}
+        {
+            "path": "after",
+            "message": "must be a change-log position (0 or more) or Kafka offsets "
+            f"(kafka:<topic>:<partition>:<offset>, comma-separated), not {bad!r}",
+        }
     ]
 
 
@@ -184,9 +189,9 @@ def test_a_read_waits_for_a_view_that_catches_up(app_client: TestClient) -> None
 
 def test_parse_after_takes_the_larger_of_query_and_header() -> None:
     assert parse_after(None, None) is None
-    assert parse_after("3", None) == 3
-    assert parse_after("3", "5") == 5
-    assert parse_after(None, "0") == 0
+    assert parse_after("3", None) == ReadPosition(3)
+    assert parse_after("3", "5") == ReadPosition(5)
+    assert parse_after(None, "0") == ReadPosition(0)
     with pytest.raises(InvalidParameter) as refused:
         parse_after("3", "x")
     assert refused.value.problems[0].path == "after"
@@ -210,7 +215,7 @@ def test_the_client_sends_the_position_of_its_last_write_with_its_reads(
     with _client(app_client) as client:
         assert client.position is None
         client.post_events([_load()])
-        assert client.position == _stored_position(store) == 2
+        assert client.position == str(_stored_position(store)) == "2"
         assert client.lineage_graph()
         # A view that has not caught up holds the client's read back; not another client's.
         app_client.app.state.views.plug(lambda: 1)  # type: ignore[attr-defined]
@@ -227,19 +232,19 @@ def test_commands_carry_the_position_between_them(app_client: TestClient, store:
     kept = PositionFile()  # under the test's XDG_STATE_HOME, as the command line's
     with _client(app_client, positions=kept) as client:
         client.post_events([_load()])
-    assert kept.get("http://testserver") == 2
-    assert Target("http://testserver/").client().position == 2
+    assert kept.get("http://testserver") == "2"
+    assert Target("http://testserver/").client().position == "2"
     with _client(app_client, positions=kept) as client:
-        assert client.position == 2
+        assert client.position == "2"
         client.delete(NS, "datasets", "orders")
-        assert kept.get("http://testserver") == _stored_position(store) == 3
+        assert kept.get("http://testserver") == str(_stored_position(store)) == "3"
 
 
 def test_a_kept_position_the_server_never_gave_is_forgotten(app_client: TestClient) -> None:
     """The store was started afresh since the last write: the read is answered all the same."""
     _post(app_client)
     kept = PositionFile()
-    kept.put("http://testserver", 999)
+    kept.put("http://testserver", "999")
     with _client(app_client, positions=kept) as client:
         assert client.lineage_graph()
         assert client.position is None
@@ -250,8 +255,8 @@ def test_a_position_file_that_cannot_be_read_is_empty(tmp_path: Path) -> None:
     broken = tmp_path / "positions.json"
     broken.write_text("{not json")
     assert PositionFile(broken).get("http://a") is None
-    PositionFile(broken).put("http://a", 4)
-    assert PositionFile(broken).get("http://a") == 4
+    PositionFile(broken).put("http://a", "4")
+    assert PositionFile(broken).get("http://a") == "4"
 
 
 def test_marquez_events_keep_their_own_after_and_take_the_position_as_a_header(

@@ -172,3 +172,22 @@ def test_a_stopped_replica_turns_reads_to_the_primary_within_seconds(
         assert _dataset(client, "while-stopped").status_code == 200
         replica.thaw()
         _until(lambda: _ready(client).json()["replicas"][0]["in_use"] is True)
+
+
+def test_with_fallback_unavailable_a_stopped_replica_makes_reads_503_within_seconds(
+    clusters: tuple[PrivateCluster, PrivateCluster],
+) -> None:
+    primary, replica = clusters
+    with _app(primary, replica, max_replica_lag=1, replica_lag_fallback="unavailable") as client:
+        _post(client, "before")
+        _until(lambda: _dataset(client, "before").status_code == 200)
+        replica.hang()
+        _until(lambda: _dataset(client, "before").status_code == 503)
+        refused = _dataset(client, "before")
+        assert refused.headers["Retry-After"]
+        assert "max_replica_lag" in refused.json()["message"]
+        assert _ready(client).status_code == 503
+        # Writes go on: they never touch the replica.
+        _post(client, "while-stopped")
+        replica.thaw()
+        _until(lambda: _dataset(client, "while-stopped").status_code == 200)

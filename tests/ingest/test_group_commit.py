@@ -43,9 +43,9 @@ def transactions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = service.store_facts
 
-    def counting(store: Store, batch: Sequence[EventFacts]) -> WriteResult:
+    def counting(store: Store, batch: Sequence[EventFacts], **more: Any) -> WriteResult:
         sizes.append(len(batch))
-        return real(store, batch)
+        return real(store, batch, **more)
 
     monkeypatch.setattr(service, "store_facts", counting)
     return sizes

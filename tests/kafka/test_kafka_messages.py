@@ -151,7 +151,7 @@ def test_a_message_the_store_refuses_does_not_fail_the_others(
 
 
 def test_an_outage_is_raised_not_refused(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    def away(target: Store, facts: list[Any]) -> Any:
+    def away(target: Store, facts: list[Any], also: Any = None) -> Any:
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("connection refused"))
 
     monkeypatch.setattr(service, "store_facts", away)

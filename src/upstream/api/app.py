@@ -53,6 +53,7 @@ from upstream.web import routes as web_routes
 
 if TYPE_CHECKING:
     from upstream.kafka.background import BackgroundConsumers
+    from upstream.kafka.watermarks import OffsetCheck
 
 log = logging.getLogger("upstream")
 
@@ -140,6 +141,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.event_writer = _event_writer(settings, app.state.group_commit)
         app.state.views = Views(store)
         app.state.views.plug(position_view(store))
+        offset_check = _offset_check(settings)
+        if offset_check is not None:
+            app.state.views.check_offsets_with(offset_check)
         app_metrics.watch_pool(store)
         consumers = _kafka_consumers(settings, store, app_metrics)
         log.info("upstream %s serving %s", __version__, store.display_url)
@@ -171,6 +175,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             if watcher is not None:
                 await run_in_threadpool(watcher.stop)
             await app.state.group_commit.close()
+            if offset_check is not None:
+                await run_in_threadpool(offset_check.close)
             store.dispose()
 
     app = FastAPI(
@@ -220,6 +226,16 @@ def _event_writer(settings: Settings, group_commit: GroupCommit) -> EventWriter:
         timeout=settings.kafka_publish_timeout,
         client_options=settings.kafka_options,
     )
+
+
+def _offset_check(settings: Settings) -> OffsetCheck | None:
+    """What asks the brokers whether a read's Kafka offsets were ever given, when this
+    process knows them; without, such a read only waits."""
+    if not settings.kafka_bootstrap_servers.strip():
+        return None
+    from upstream.kafka.watermarks import OffsetCheck
+
+    return OffsetCheck(settings.kafka_bootstrap_servers, settings.kafka_options)
 
 
 def _kafka_consumers(

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.model.access import Access, Visibility
+from upstream.model.read_position import PATTERN, ReadPosition
 from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
@@ -57,13 +58,14 @@ NowDep = Annotated[datetime, Depends(current_time)]
 POSITION_HEADER = "X-Upstream-Position"
 #: The header as a write's answer documents it in OpenAPI.
 POSITION_DOC = {
-    "description": "The change-log position the write committed at: pass it as `after` to a "
-    "read that must see this write",
-    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    "description": "The change-log position the write committed at, or on a publishing front "
+    "the Kafka offsets of its events (kafka:<topic>:<partition>:<offset>, comma-separated): "
+    "pass it as `after` to a read that must see this write",
+    "schema": {"type": "string", "pattern": PATTERN},
 }
 
 
-def answer_position(response: Response, position: int) -> None:
+def answer_position(response: Response, position: ReadPosition) -> None:
     """Tell the client the position its write committed at, for its next read's `after`."""
     response.headers[POSITION_HEADER] = str(position)
 
@@ -73,7 +75,7 @@ PositionHeader = Annotated[
     str | None,
     Header(
         alias=POSITION_HEADER,
-        description="The same as `after`, as a header (the larger of the two counts)",
+        description="The same as `after`, as a header (a read naming both waits for both)",
     ),
 ]
 
@@ -84,8 +86,9 @@ async def read_after(
         str | None,
         Query(
             description="Answer only once this server includes the write that answered with "
-            "this position (its X-Upstream-Position header): read your own writes",
-            pattern=r"^[0-9]+$",
+            "this position (its X-Upstream-Position header: a change-log position, or a "
+            "publishing front's Kafka offsets): read your own writes",
+            pattern=PATTERN,
         ),
     ] = None,
     position: PositionHeader = None,
@@ -107,12 +110,12 @@ async def read_after_in_marquez(request: Request, position: PositionHeader = Non
     await _wait_for(request, parse_after(after, position))
 
 
-async def _wait_for(request: Request, wanted: int | None) -> None:
+async def _wait_for(request: Request, wanted: ReadPosition | None) -> None:
     if wanted is not None:
-        reads_must_include(wanted)  # the request's reads are checked against it (a replica's)
         views: Views = request.app.state.views
         settings: Settings = request.app.state.settings
-        await run_in_threadpool(views.wait_for, wanted, settings.position_wait)
+        included = await run_in_threadpool(views.wait_for, wanted, settings.position_wait)
+        reads_must_include(included)  # the request's reads are checked against it (a replica's)
 
 
 #: Every read route depends on it: `?after=` and the position header.

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from upstream.api.deps import answer_position
 from upstream.api.json_answer import JsonAnswer
 from upstream.model.access import Visibility
+from upstream.model.read_position import ReadPosition
 from upstream.query.hidden import without_hidden
 from upstream.store.engine import Store
 
@@ -58,5 +59,5 @@ def change(store: Store, response: Response, work: Callable[..., T], *args: obje
     retried transaction writes the same one."""
     now = datetime.now(UTC)
     answer, position = store.write_at(lambda conn: work(conn, *args, now))
-    answer_position(response, position)
+    answer_position(response, ReadPosition(change=position))
     return answer

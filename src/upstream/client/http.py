@@ -22,6 +22,8 @@ from upstream.client import DEFAULT_URL
 from upstream.client.errors import ApiRejected, UpstreamError
 from upstream.client.positions import PositionFile
 from upstream.client.reader import JsonObject
+from upstream.model.errors import InvalidParameter
+from upstream.model.read_position import ReadPosition
 
 if TYPE_CHECKING:
     from upstream.query.lineage_query import (
@@ -49,10 +51,11 @@ class UpstreamClient:
     """Calls one Upstream server; use as a context manager so the connection pool closes.
 
     Reads see the client's own writes: each write's answer gives the change-log position it
-    committed at, and every later read sends the newest of them (`X-Upstream-Position`), so
-    whichever server process answers waits until it includes them. `read_your_writes=False`
-    turns that off; `positions` keeps the position between clients (the command line's
-    commands, each a process of its own)."""
+    committed at (a publishing front: its events' Kafka offsets), and every later read sends
+    them (`X-Upstream-Position`: the newest store position and the newest offset of each
+    partition), so whichever server process answers waits until it includes them.
+    `read_your_writes=False` turns that off; `positions` keeps the position between clients
+    (the command line's commands, each a process of its own)."""
 
     def __init__(
         self,
@@ -70,7 +73,8 @@ class UpstreamClient:
         self.url = url.rstrip("/")
         self._read_your_writes = read_your_writes
         self._positions = positions
-        #: The position of this client's newest write (or the one `positions` kept).
+        #: The position of this client's writes (or the one `positions` kept), as the
+        #: header sends it.
         self.position = (
             positions.get(self.url) if positions is not None and read_your_writes else None
         )
@@ -235,20 +239,20 @@ class UpstreamClient:
             if len(content) > _GZIP_ABOVE_BYTES:
                 content = gzip.compress(content, compresslevel=1)
                 headers["Content-Encoding"] = "gzip"
-        reading = method == "GET" and self.position is not None
-        if reading:
-            headers[POSITION_HEADER] = str(self.position)
+        sent = self.position if method == "GET" else None
+        if sent is not None:
+            headers[POSITION_HEADER] = sent
         response = self._send(method, path, params, content, headers)
-        if reading and _refused_position(response):
+        if sent is not None and _refused_position(response):
             # A kept position this server never gave: its store started afresh. Forget it.
             self._remember(None)
             del headers[POSITION_HEADER]
             response = self._send(method, path, params, content, headers)
         if not response.is_success:
             raise _rejection(response)
-        written = response.headers.get(POSITION_HEADER, "")
-        if method != "GET" and self._read_your_writes and written.isdigit():
-            self._remember(int(written))
+        written = response.headers.get(POSITION_HEADER)
+        if method != "GET" and self._read_your_writes and written is not None:
+            self._remember(_following(self.position, written))
         return response
 
     def _send(
@@ -266,7 +270,7 @@ class UpstreamClient:
         except httpx.HTTPError as exc:
             raise UpstreamError(f"cannot reach {self.url}: {exc or type(exc).__name__}") from exc
 
-    def _remember(self, position: int | None) -> None:
+    def _remember(self, position: str | None) -> None:
         self.position = position
         if self._positions is not None:
             if position is None:
@@ -289,6 +293,21 @@ def url_parameters(query: object) -> list[tuple[str, str]]:
         values = value if isinstance(value, tuple) else () if value is None else (value,)
         found += [(field.metadata["param"], str(v)) for v in values]
     return found
+
+
+def _following(kept: str | None, written: str) -> str | None:
+    """The position to read after once a write answered `written`: its store position, and
+    the newest offset of each partition of it and of `kept` (a front's posts each give the
+    offsets of the partitions they wrote to). A position the client cannot read is left out."""
+    try:
+        later = ReadPosition.parse(written)
+    except InvalidParameter:
+        return kept
+    try:
+        earlier = ReadPosition() if kept is None else ReadPosition.parse(kept)
+    except InvalidParameter:
+        earlier = ReadPosition()
+    return str(earlier.then(later))
 
 
 def _refused_position(response: httpx.Response) -> bool:

@@ -1,7 +1,8 @@
 """The position of the last write to each server, kept between commands (issue 40).
 
-A server answers every write with the change-log position it committed at; a read that sends
-it back is answered only once that server's view includes the write. The command line runs
+A server answers every write with the change-log position it committed at (a publishing front
+with its events' Kafka offsets); a read that sends it back is answered only once that
+server's view includes the write. The command line runs
 each command in a process of its own, so `upstream ingest --url …` followed by `upstream
 lineage --url …` carries the position through this small file: a user reads what they just
 wrote, whichever server process answers.
@@ -28,11 +29,14 @@ class PositionFile:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_path()
 
-    def get(self, url: str) -> int | None:
+    def get(self, url: str) -> str | None:
+        """The position kept for `url`, as the header sends it."""
         found = self._read().get(url)
-        return found if isinstance(found, int) else None
+        if isinstance(found, int):  # kept by an older version
+            return str(found)
+        return found if isinstance(found, str) else None
 
-    def put(self, url: str, position: int) -> None:
+    def put(self, url: str, position: str) -> None:
         """Remember `position` for `url` (it replaces an older one; a store started afresh
         gives smaller positions again, so it is not merely the larger of the two)."""
         positions = self._read()

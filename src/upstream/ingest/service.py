@@ -4,9 +4,11 @@ batch in one transaction. A batch is all-or-nothing; re-posting an event changes
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from upstream.ingest.documents import translate_document
 from upstream.ingest.recipe import apply_recipe
@@ -29,22 +31,38 @@ def ingest_documents(
     return store_facts(store, prepare(documents, batch=batch, sql_lineage=sql_lineage))
 
 
+#: More work for the transaction that stores a batch, after the recipe (a consumer's offsets).
+Also = Callable[[Connection], None]
+
+
 def store_facts(
-    store: Store, facts: Sequence[EventFacts], received: datetime | None = None
+    store: Store,
+    facts: Sequence[EventFacts],
+    received: datetime | None = None,
+    also: Also | None = None,
 ) -> WriteResult:
     """Write prepared events in one transaction (all-or-nothing) through the write recipe
     (`ingest.recipe.apply_recipe`), as received now, or at `received` (a replay of history
-    received over months, which files it by month)."""
+    received over months, which files it by month); `also` runs last in the transaction."""
     now = received or datetime.now(UTC)
-    result, position = store.write_at(lambda conn: apply_recipe(conn, facts, now))
+
+    def work(conn: Connection) -> WriteResult:
+        result = apply_recipe(conn, facts, now)
+        if also is not None:
+            also(conn)
+        return result
+
+    result, position = store.write_at(work)
     return dataclasses.replace(result, position=position)
 
 
 def store_parts(
-    store: Store, parts: Sequence[Sequence[EventFacts]]
+    store: Store, parts: Sequence[Sequence[EventFacts]], also: Also | None = None
 ) -> list[WriteResult | Exception]:
     """Store each part (a post, a Kafka message) all-or-nothing, in one shared transaction,
-    else each part alone: the result or the error of each, in order.
+    else each part alone: the result or the error of each, in order. `also` runs in the
+    shared transaction, or, when the parts are written alone, in one of its own after them:
+    either way it commits only after every part that could be stored is.
 
     One transaction for all costs a commit instead of one per part. When it fails for a
     reason other than an outage (the store refuses one part's events), each part is written
@@ -54,13 +72,16 @@ def store_parts(
     Each transaction runs the recipe, which takes its locks in the order its docstring
     lists (`ingest.recipe.apply_recipe`)."""
     try:
-        shared = store_facts(store, [f for part in parts for f in part])
+        shared = store_facts(store, [f for part in parts for f in part], also=also)
     except Exception as exc:
         if is_database_outage(exc):
             raise
-        if len(parts) == 1:
-            return [exc]
-        return [_alone(store, part) for part in parts]
+        results: list[WriteResult | Exception] = (
+            [exc] if len(parts) == 1 else [_alone(store, part) for part in parts]
+        )
+        if also is not None:
+            store.write(also)
+        return results
     return list(split_result(shared, parts))
 
 

@@ -144,9 +144,7 @@ class LineageConsumer:
         )
         try:
             while not self.stop.is_set():
-                batch = self._readable(
-                    self._consumer.consume(self.config.batch_messages, timeout=0.5)
-                )
+                batch = self._readable(self._next_batch())
                 if batch:
                     self.handle(batch)
         finally:
@@ -154,14 +152,25 @@ class LineageConsumer:
             if self._producer is not None:
                 self._producer.flush(DEAD_LETTER_TIMEOUT)
 
+    def _next_batch(self) -> list[Message]:
+        """The next message (waiting up to half a second for it), with every message already
+        fetched behind it, up to `batch_messages`. Waiting for a full batch instead would hold
+        a lone message — a post to a publishing front whose client waits to read it — for the
+        whole time-out; under load the fetched messages fill the batch anyway."""
+        first = self._consumer.consume(1, timeout=0.5)
+        if not first or self.config.batch_messages == 1:
+            return first
+        return first + self._consumer.consume(self.config.batch_messages - 1, timeout=0)
+
     def handle(self, batch: Sequence[Message]) -> None:
         """Store one batch, dead-letter its refusals, then commit its offsets."""
         started = time.perf_counter()
         self.metrics.messages.labels(self.config.topic).inc(len(batch))
         self.totals.consumed += len(batch)
         values = [message.value() for message in batch]
+        following = _following(batch)
         outcomes = self._until_available(
-            lambda: ingest_messages(self.store, values, self.config.limits)
+            lambda: ingest_messages(self.store, values, self.config.limits, following)
         )
         if outcomes is None:
             return  # stopped while waiting: uncommitted, so read again by whoever goes on
@@ -265,13 +274,9 @@ class LineageConsumer:
         """Commit the offset after the last message of each partition this member still
         owns. A refused commit (a rebalance came first) is harmless: the batch is stored,
         and whoever reads it again stores nothing twice."""
-        following: dict[tuple[str, int], int] = {}
-        for message in batch:
-            topic, partition, offset = _where(message)
-            following[(topic, partition)] = max(following.get((topic, partition), 0), offset + 1)
         offsets = [
             TopicPartition(topic, partition, offset)
-            for (topic, partition), offset in following.items()
+            for (topic, partition), offset in _following(batch).items()
             if (topic, partition) in self._owned
         ]
         if not offsets:
@@ -365,6 +370,16 @@ def kafka_reason(exc: KafkaException) -> str:
     """The readable part of a Kafka client exception (`No such configuration property: …`)."""
     error = exc.args[0] if exc.args else None
     return error.str() if isinstance(error, KafkaError) else str(exc)
+
+
+def _following(batch: Sequence[Message]) -> dict[tuple[str, int], int]:
+    """The offset after the batch's last message in each of its partitions: what is
+    committed to Kafka, and recorded in the store with the batch."""
+    following: dict[tuple[str, int], int] = {}
+    for message in batch:
+        topic, partition, offset = _where(message)
+        following[(topic, partition)] = max(following.get((topic, partition), 0), offset + 1)
+    return following
 
 
 def _where(message: Message) -> tuple[str, int, int]:

@@ -15,11 +15,12 @@ turned into refusals: the caller waits and tries the same batch again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from upstream.ingest.body import MESSAGE_VALUE, Events, Limits, decode_events
-from upstream.ingest.service import prepare, store_parts
+from upstream.ingest.service import Also, prepare, store_parts
 from upstream.model.errors import (
     Conflict,
     DocumentTooLarge,
@@ -28,6 +29,7 @@ from upstream.model.errors import (
     MalformedDocument,
 )
 from upstream.model.facts import EventFacts
+from upstream.store import kafka_offsets
 from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
 
@@ -71,10 +73,17 @@ class MessageOutcome:
 
 
 def ingest_messages(
-    store: Store, values: Sequence[bytes | None], limits: Limits
+    store: Store,
+    values: Sequence[bytes | None],
+    limits: Limits,
+    following: Mapping[tuple[str, int], int] | None = None,
 ) -> list[MessageOutcome]:
     """Store the events of every good message of the batch; one outcome per message, in
-    order. Raises only when the database is unavailable (nothing was stored then)."""
+    order. Raises only when the database is unavailable (nothing was stored then).
+
+    `following` (topic and partition: the offset after the batch's last message there) is
+    recorded with the events (`store.kafka_offsets`), in their transaction: a refused
+    message is done with as surely as a stored one."""
     outcomes: list[MessageOutcome | None] = []
     prepared: dict[int, list[EventFacts]] = {}
     for index, value in enumerate(values):
@@ -83,7 +92,8 @@ def ingest_messages(
             outcomes.append(None)
         except MessageRefused as exc:
             outcomes.append(MessageOutcome(events=0, refusal=exc.refusal))
-    for index, outcome in _store(store, prepared).items():
+    also = None if not following else partial(kafka_offsets.record, following=following)
+    for index, outcome in _store(store, prepared, also).items():
         outcomes[index] = outcome
     return [outcome for outcome in outcomes if outcome is not None]
 
@@ -115,12 +125,16 @@ def decode_value(value: bytes | None, limits: Limits) -> Events:
     return decode_events(value, gzipped=gzipped, limits=limits, source=MESSAGE_VALUE)
 
 
-def _store(store: Store, prepared: dict[int, list[EventFacts]]) -> dict[int, MessageOutcome]:
+def _store(
+    store: Store, prepared: dict[int, list[EventFacts]], also: Also | None
+) -> dict[int, MessageOutcome]:
     """One transaction for every prepared message, else one per message
-    (`ingest.service.store_parts`, which raises an outage)."""
+    (`ingest.service.store_parts`, which raises an outage); `also` with them."""
     if not prepared:
+        if also is not None:
+            store.write(also)
         return {}
-    results = store_parts(store, list(prepared.values()))
+    results = store_parts(store, list(prepared.values()), also)
     return {
         index: _outcome(facts, result)
         for (index, facts), result in zip(prepared.items(), results, strict=True)

@@ -6,9 +6,10 @@ The front validates a post exactly as a storing server does (`ingest.service.pre
 errors), so a refused batch publishes nothing. Each event is one message, its value the
 event as posted and its key OpenLineage's (`kafka.keys`); the producer waits for every
 in-sync replica (acks=all) and is idempotent, so a broker's retry never doubles a message.
-A post is answered after the broker acknowledged all of its events; when the broker does
-not within `kafka_publish_timeout` seconds, librdkafka gives the messages up (its message
-time-out is the same) and the post is answered 503 with Retry-After: re-sending it is safe,
+A post is answered after the broker acknowledged all of its events, with the partition and
+offset it gave each (the newest per partition is the post's position, design §6); when the
+broker does not within `kafka_publish_timeout` seconds, librdkafka gives the messages up (its
+message time-out is the same) and the post is answered 503 with Retry-After: re-sending it is safe,
 as storing an event twice keeps one.
 """
 
@@ -26,6 +27,7 @@ from upstream.kafka.keys import message_key
 from upstream.model.errors import BrokerUnavailable
 from upstream.model.facts import EventFacts
 from upstream.model.json_text import parse
+from upstream.model.read_position import KafkaOffset, ReadPosition
 from upstream.store.writer import WriteResult
 
 log = logging.getLogger("upstream.kafka")
@@ -71,7 +73,7 @@ class KafkaPublisher:
         acknowledged every one; raises BrokerUnavailable when it did not. `since` is unused:
         the wait is the publish time-out from now, as librdkafka counts it."""
         loop = asyncio.get_running_loop()
-        acknowledged = [loop.create_future() for _ in facts]
+        acknowledged: list[asyncio.Future[KafkaOffset]] = [loop.create_future() for _ in facts]
         try:
             for event, done in zip(facts, acknowledged, strict=True):
                 self._producer.produce(
@@ -88,10 +90,14 @@ class KafkaPublisher:
             )
         except TimeoutError:
             raise BrokerUnavailable("Kafka did not acknowledge the events in time") from None
+        published: list[KafkaOffset] = []
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        return WriteResult(stored=len(facts), duplicates=0)
+            published.append(outcome)
+        return WriteResult(
+            stored=len(facts), duplicates=0, published=ReadPosition.of_offsets(published).offsets
+        )
 
     async def close(self) -> None:
         """Deliver what is still queued (within the publish time-out), then stop."""
@@ -106,12 +112,16 @@ class KafkaPublisher:
             self._producer.poll(_POLL_SECONDS)
 
 
-def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> Any:
-    """The delivery callback of one message: settles `done` on the event loop."""
+def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[KafkaOffset]) -> Any:
+    """The delivery callback of one message: settles `done` on the event loop with where
+    the broker put it."""
 
-    def delivered(error: KafkaError | None, _message: Message) -> None:
+    def delivered(error: KafkaError | None, message: Message) -> None:
         if error is None:
-            loop.call_soon_threadsafe(_finish, done, None)
+            where = KafkaOffset(
+                message.topic() or "", message.partition() or 0, message.offset() or 0
+            )
+            loop.call_soon_threadsafe(_finish, done, where)
         else:
             failure = BrokerUnavailable(f"Kafka did not acknowledge an event: {error.str()}")
             loop.call_soon_threadsafe(_finish, done, failure)
@@ -119,10 +129,10 @@ def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> Any:
     return delivered
 
 
-def _finish(done: asyncio.Future[None], failure: BrokerUnavailable | None) -> None:
+def _finish(done: asyncio.Future[KafkaOffset], outcome: KafkaOffset | BrokerUnavailable) -> None:
     if done.done():  # the post gave up waiting
         return
-    if failure is None:
-        done.set_result(None)
+    if isinstance(outcome, BrokerUnavailable):
+        done.set_exception(outcome)
     else:
-        done.set_exception(failure)
+        done.set_result(outcome)

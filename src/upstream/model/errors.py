@@ -110,10 +110,10 @@ class NotCaughtUp(ServiceError):
     include yet, and did not catch up within the wait allowed; asking again shortly (or
     another process) may succeed."""
 
-    def __init__(self, after: int, included: int) -> None:
-        super().__init__(
-            f"this server's view includes position {included}, not yet {after}; retry later"
-        )
+    def __init__(
+        self, after: int | str, included: int | str, *, by: str = "this server's view"
+    ) -> None:
+        super().__init__(f"{by} includes position {included}, not yet {after}; retry later")
         self.after = after
         self.included = included
 

@@ -595,6 +595,17 @@ change_log_head = sa.Table(
     sa.Column("position", sa.BigInteger, nullable=False),
 )
 
+kafka_offsets = sa.Table(
+    "kafka_offsets",
+    metadata,
+    # Per Kafka topic and partition, the offset after the last message consumers stored,
+    # raised in the transaction that stores them (`upstream.store.kafka_offsets`): what a read
+    # naming a publishing front's offsets waits for.
+    sa.Column("topic", sa.Text, primary_key=True),
+    sa.Column("partition", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("next_offset", sa.BigInteger, nullable=False),
+)
+
 access_tokens = sa.Table(
     "access_tokens",
     metadata,

@@ -45,6 +45,7 @@ from upstream.model.merge_rules import (
     merge_run,
     merge_version,
 )
+from upstream.model.read_position import KafkaOffset, ReadPosition
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_batch
 from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
@@ -82,6 +83,14 @@ class WriteResult:
     stale: frozenset[uuid.UUID] = frozenset()
     #: The change-log position a read must include to see the batch (`Store.write_at`).
     position: int = 0
+    #: Where a publishing front's Kafka put the batch, instead of a position (design §6).
+    published: tuple[KafkaOffset, ...] = ()
+
+    def read_position(self) -> ReadPosition:
+        """What a read names to see the batch: its Kafka offsets, else its position."""
+        if self.published:
+            return ReadPosition.of_offsets(self.published)
+        return ReadPosition(change=self.position)
 
 
 def write_facts(conn: Connection, batch: Sequence[EventFacts], now: datetime) -> WriteResult:

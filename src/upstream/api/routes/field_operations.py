@@ -63,5 +63,5 @@ async def post_field_operations(
     result = await writer.write(facts)
     metrics_of(request).count_ingested(result)
     response = Response(status_code=201)
-    answer_position(response, result.position)
+    answer_position(response, result.read_position())
     return response

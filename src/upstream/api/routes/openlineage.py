@@ -24,6 +24,7 @@ from upstream.ingest.body import Limits
 from upstream.ingest.outcomes import EventOutcome, store_each
 from upstream.ingest.service import prepare
 from upstream.model.errors import InvalidInput
+from upstream.model.read_position import ReadPosition
 from upstream.model.write_scope import writable_events
 
 router = APIRouter(tags=["openlineage"])
@@ -43,7 +44,8 @@ router = APIRouter(tags=["openlineage"])
         207: {
             "description": "With atomic=false: the good events are stored; one outcome per "
             "event (index, status, and for a refused event its located errors). The "
-            "X-Upstream-Position header is the position to read after to see them.",
+            "X-Upstream-Position header, and the body's position, is the position to read "
+            "after to see them.",
             "headers": {"X-Upstream-Position": POSITION_DOC},
         },
         401: {"description": "Tokens are configured and none (or an unknown one) was sent"},
@@ -88,14 +90,16 @@ async def post_lineage(
             sql_lineage=settings.sql_lineage,
             texts=texts,
         )
-        positions = [0]
+        position = ReadPosition()
         for outcome in outcomes:
             if outcome.result is not None and outcome.facts is not None:
                 metrics_of(request).count_ingested(outcome.result)
                 metrics_of(request).count_sql([outcome.facts])
-                positions.append(outcome.result.position)
-        answer = JSONResponse(_outcomes_json(outcomes), status_code=207)
-        answer_position(answer, max(positions))
+                position = position.together(outcome.result.read_position())
+        if position == ReadPosition():  # nothing stored: no read need wait
+            position = ReadPosition(change=0)
+        answer = JSONResponse(_outcomes_json(outcomes, position), status_code=207)
+        answer_position(answer, position)
         return answer
     facts = await run_in_threadpool(
         prepare,
@@ -108,12 +112,13 @@ async def post_lineage(
     metrics_of(request).count_ingested(result)
     metrics_of(request).count_sql(facts)
     response = Response(status_code=201)
-    answer_position(response, result.position)
+    answer_position(response, result.read_position())
     return response
 
 
-def _outcomes_json(outcomes: list[EventOutcome]) -> dict[str, object]:
-    """The 207 body: counts, then one entry per event in posting order."""
+def _outcomes_json(outcomes: list[EventOutcome], position: ReadPosition) -> dict[str, object]:
+    """The 207 body: counts, the position to read after, then one entry per event in
+    posting order."""
     entries: list[dict[str, object]] = []
     for outcome in outcomes:
         if outcome.result is not None:
@@ -135,5 +140,6 @@ def _outcomes_json(outcomes: list[EventOutcome]) -> dict[str, object]:
         "stored": sum(1 for e in stored if not e["duplicate"]),
         "duplicates": sum(1 for e in stored if e["duplicate"]),
         "refused": len(entries) - len(stored),
+        "position": str(position),
         "outcomes": entries,
     }
