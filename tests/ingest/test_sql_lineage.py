@@ -7,6 +7,8 @@ field`, and dataset edges `target <- source` for tables read without a column.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime
 
@@ -16,7 +18,8 @@ from hypothesis import strategies as st
 
 from upstream.ingest import sql_lineage as sql_lineage_module
 from upstream.ingest.context import Owner
-from upstream.ingest.sql_lineage import SqlLineage, clear_cache, sql_facet_text, sql_lineage
+from upstream.ingest.sql_facet import sql_facet_text
+from upstream.ingest.sql_lineage import SqlLineage, clear_cache, sql_lineage
 from upstream.ingest.sql_names import dialect_for
 from upstream.ingest.sql_parse import ParsedSql, SchemaOf, parse
 from upstream.ingest.sql_statements import TableName
@@ -480,3 +483,20 @@ def test_very_long_sql_is_not_parsed() -> None:
     found = run(long, inputs=("shop.public.orders",))
     assert found.edges == []
     assert found.failures == ["longer than 100,000 characters: not parsed"]
+
+
+#: Imports the server and the translation of events, then says whether a SQL parser loaded.
+_PARSER_LOADED = """
+import sys
+import upstream.api.app, upstream.ingest.translate
+print("sqlglot" in sys.modules or "openlineage_sql" in sys.modules)
+"""
+
+
+def test_a_server_loads_no_sql_parser_until_an_event_carries_a_query() -> None:
+    """The parsers weigh 33 MB of a worker's memory, and a worker that only reads never needs
+    them (what they make of a query once one arrives is what the tests above check)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PARSER_LOADED], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"

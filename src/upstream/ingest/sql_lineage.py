@@ -42,17 +42,6 @@ class SqlLineage:
     failures: list[str] = field(default_factory=list)
 
 
-def sql_facet_text(job_facets: Mapping[str, Any]) -> tuple[str, object] | None:
-    """(query, declared dialect) of the `sql` facet, when it carries a query."""
-    facet = job_facets.get("sql")
-    if not isinstance(facet, dict):
-        return None
-    query = facet.get("query")
-    if not isinstance(query, str) or not query.strip():
-        return None
-    return query, facet.get("dialect")
-
-
 def sql_lineage(
     query: str,
     declared_dialect: object,

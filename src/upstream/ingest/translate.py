@@ -22,7 +22,7 @@ from upstream.ingest.parts import (
     owned_edges,
     part_key,
 )
-from upstream.ingest.sql_lineage import sql_facet_text, sql_lineage
+from upstream.ingest.sql_facet import sql_facet_text
 from upstream.model.events import DatasetEvent, DatasetInfo, JobEvent, OpenLineageEvent, RunEvent
 from upstream.model.facets import (
     COMPONENT_FACET,
@@ -258,6 +258,9 @@ def with_sql_lineage(
     request = facts.sql
     if request is None:
         return facts
+    # Imported here: the SQL parsers weigh 33 MB, and most processes never meet a query.
+    from upstream.ingest.sql_lineage import sql_lineage
+
     fields = {ref: names for ref, names in run_datasets.items() if names}
     fields.update({d.ref: [f["name"] for f in d.fields] for d in facts.datasets if d.fields})
     others = tuple(ref for ref in run_datasets if ref not in request.outputs)
