@@ -77,6 +77,18 @@ def _postgres_problem() -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, those allowed the longest time (their own `timeout` mark) before
+    the others: the two workers of `pytest -n 2` then finish together, where a long test met
+    at the end of the run kept one worker busy while the other had nothing left."""
+
+    def allowed(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark and mark.args else 0.0
+
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -allowed(item)))
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A database of our own on the PostgreSQL server, dropped at the end of the session."""
