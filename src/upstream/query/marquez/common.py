@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound, shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
@@ -89,14 +90,24 @@ def require_namespace(conn: Connection, namespace: str, *, include_deleted: bool
 
 
 def require_dataset(
-    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+    conn: Connection,
+    namespace: str,
+    name: str,
+    *,
+    include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> uuid.UUID:
     """The id of a stored dataset (the one it is an alias of, for an alias); NotFound names
-    the namespace or the dataset missing."""
+    the namespace or the dataset missing. An alias of a dataset `visibility` does not show
+    is missing, in the very words of a missing one (the route has checked the namespace
+    asked for; the alias must not reach into another)."""
     ref = canonical_ref(conn, DatasetRef(namespace, name))
+    missing = f"dataset {name!r} not found in namespace {namespace!r}"
+    if not visibility.shows(ref.namespace):
+        require_namespace(conn, namespace, include_deleted=include_deleted)
+        raise NotFound(missing)
     require_namespace(conn, ref.namespace, include_deleted=include_deleted)
     dataset_id = ref.id
-    missing = f"dataset {name!r} not found in namespace {namespace!r}"
     gone = f"dataset {name!r} in namespace {namespace!r} was deleted"
     _require(conn, t.datasets, dataset_id, (missing, gone), include_deleted)
     return dataset_id
