@@ -461,6 +461,10 @@ class HierarchyMapAnswer(TypedDict):
     depth: int
     groups: list[MapGroup]
     edges: list[MapEdge]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the flows
+    #: of the shown ones met, and those flows (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class GraphAnswer(TypedDict):
@@ -471,6 +475,10 @@ class GraphAnswer(TypedDict):
     flows: list[Flow]
     links: list[JobLink]
     truncated: NotRequired[bool]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs named by a
+    #: flow or link of a shown one, and those flows and links (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class NamespaceCounts(TypedDict):
