@@ -75,7 +75,6 @@ READ_ROUTERS = [
 UNFILTERED_ROUTERS = [
     field_lineage.router,
     impact.router,
-    run_lineage.router,
     tag_reach.router,
     marquez_lineage.router,
     marquez_web.router,

@@ -239,6 +239,10 @@ class RunLineageAnswer(TypedDict):
     #: Control flow: the job runs this run waited for and those that waited for it.
     jobDependencies: list[RunDependencyEntry]
     truncated: NotRequired[bool]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the walk
+    #: stopped at, and the reads and writes with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class SourceInput(TypedDict):
