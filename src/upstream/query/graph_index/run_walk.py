@@ -88,8 +88,8 @@ class _RunWalk:
         with a hidden end is counted as met."""
         if self.visible is None:
             return True
-        columns = (np.array([value], dtype=np.int64) for value in (dataset, job, run, write))
-        return bool(self.visible.stop_at(*columns, np.ones(1, dtype=np.bool_))[0])
+        d, j, r, w = (np.array([value], dtype=np.int64) for value in (dataset, job, run, write))
+        return bool(self.visible.stop_at(d, j, r, w, np.ones(1, dtype=np.bool_))[0])
 
     def upstream(self, seed: int, levels: int) -> list[tuple[int, int, int, int]]:
         links: list[tuple[int, int, int, int]] = []
