@@ -113,3 +113,48 @@ def test_the_map_groups_only_shown_datasets(estate: TestClient, level: str) -> N
     full = graph(estate, READ_ALL, rollup="hierarchy", level=level)
     assert {tuple(g["containers"]) for g in full["groups"]} == {(CRM,), (FIN_DS,), (HR,)}
     assert "hiddenNodes" not in full
+
+
+def marquez(client: TestClient, token: str, node: str) -> dict[str, Any]:
+    response = client.get("/api/v1/lineage", params={"nodeId": node}, headers=bearer(token))
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def test_the_marquez_graph_walks_only_through_shown_nodes(estate: TestClient) -> None:
+    """Around the invoices: downstream the costs job and dataset, then crm's churn reading
+    costs (hidden); upstream build_invoices with the orders it read, and crm's customers it
+    read too (hidden)."""
+    finance = issue(estate, "read:finance/*")["token"]
+    answer = marquez(estate, finance, f"dataset:{FIN_DS}:invoices")
+    assert {node["id"] for node in answer["graph"]} == {
+        f"dataset:{FIN_DS}:invoices",
+        f"dataset:{FIN_DS}:orders",
+        f"dataset:{FIN_DS}:costs",
+        f"job:{FIN_JOBS}:build_invoices",
+        f"job:{FIN_JOBS}:costs",
+    }
+    # Met: build_invoices reading customers, churn reading costs.
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2, 2)
+    edges = {(e["origin"], e["destination"]) for n in answer["graph"] for e in n["outEdges"]}
+    assert (f"dataset:{FIN_DS}:orders", f"job:{FIN_JOBS}:build_invoices") in edges
+    assert "crm" not in repr(answer)
+    assert f"'{HR}" not in repr(answer)
+    full = marquez(estate, READ_ALL, f"dataset:{FIN_DS}:invoices")
+    assert len(full["graph"]) == 10
+    assert "hiddenNodes" not in full
+
+
+def test_a_hidden_marquez_node_is_404_like_a_missing_one(estate: TestClient) -> None:
+    finance = issue(estate, "read:finance/*")["token"]
+
+    def asked(node: str) -> Any:
+        return estate.get("/api/v1/lineage", params={"nodeId": node}, headers=bearer(finance))
+
+    hidden, missing = asked(f"dataset:{HR}:salaries"), asked(f"dataset:{HR}:no_such")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.content == missing.content.replace(b"no_such", b"salaries")
+    hidden, missing = asked(f"job:{CRM}:churn"), asked(f"job:{CRM}:no_such")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.content == missing.content.replace(b"no_such", b"churn")

@@ -183,7 +183,7 @@ def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> No
     "path",
     [
         f"/v3/namespaces/{F}/datasets/invoices/lineage/diff",
-        "/api/v1/lineage",
+        "/api/v1/events/lineage",
         "/api/v1/search",
         "/v3/tags/pii/reach",
     ],

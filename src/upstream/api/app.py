@@ -76,7 +76,6 @@ UNFILTERED_ROUTERS = [
     field_lineage.router,
     impact.router,
     tag_reach.router,
-    marquez_lineage.router,
     marquez_web.router,
 ]
 

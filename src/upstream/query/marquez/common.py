@@ -45,10 +45,12 @@ def total(conn: Connection, query: sa.Select[Any]) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one())
 
 
-def resolve_node(conn: Connection, value: str) -> NodeId:
+def resolve_node(conn: Connection, value: str, visibility: Visibility = EVERYTHING) -> NodeId:
     """The reading of node id `value` that names a stored dataset or job (design §4.4).
 
-    Raises InvalidParameter when `value` is malformed and NotFound when no reading matches."""
+    Raises InvalidParameter when `value` is malformed and NotFound when no reading matches.
+    A reading in a namespace `visibility` does not show, or an alias of a dataset in one,
+    matches nothing: the answer is that of a node that does not exist."""
     candidates = possible_namespaces(value)
     by_id = {namespace_id(name): name for name in candidates}
     known: list[str] = []
@@ -59,6 +61,11 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     # An alias may be in a namespace no event named: it reads as the dataset it names.
     canonical = canonical_refs(conn, {_entity_id(r) for r in readings if r.kind != "job"})
     readings = [r for r in readings if r.namespace in known or _entity_id(r) in canonical]
+    hidden = {k for k, ref in canonical.items() if not visibility.shows(ref.namespace)}
+    canonical = {k: ref for k, ref in canonical.items() if k not in hidden}
+    readings = [
+        r for r in readings if visibility.shows(r.namespace) and _entity_id(r) not in hidden
+    ]
     if readings:
         datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
         datasets |= {ref.id for ref in canonical.values()}
