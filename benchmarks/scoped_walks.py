@@ -1,9 +1,9 @@
 """What filtering by a token's namespaces costs a lineage answer (design §5): the same
-dataset-lineage walks, a run-lineage walk and the whole graph, in process on one loaded
-store, with a full token and with a token that reads only the warehouses and the scheduler
-(`SCOPES`: the landing bucket is hidden).
-The figure is the ratio of the scoped walk's median to the full walk's, measured in the same
-run; `LIMIT` is what it must stay under."""
+dataset-lineage walks, a run-lineage walk, Marquez's graph and the whole graph, in process on
+one loaded store, with a full token and with a token that reads only the warehouses and the
+scheduler (`SCOPES`: the landing bucket is hidden). The figure is the ratio of the scoped
+walk's median to the full walk's, measured in the same run; `LIMIT` is what it must stay
+under."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from upstream.model.access import EVERYTHING, Access, Visibility
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import LineageQuery, RunQuery
+from upstream.query.marquez.lineage import lineage_graph as marquez_graph
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
 from upstream.store.engine import Store
@@ -50,7 +51,7 @@ def _median_seconds(work: Any, repetitions: int) -> tuple[float, Any]:
 def _walks(truth: dict[str, Any]) -> list[tuple[str, Callable[[Connection, Visibility], Any], str]]:
     """Each answer measured: (label, the work with one visibility, the key of the list it
     shows): the dataset-lineage walks of `WALKS`, run lineage around a run that wrote the
-    `both` target, and the whole graph."""
+    `both` target, Marquez's graph around that target, and the whole graph."""
     walks: list[tuple[str, Callable[[Connection, Visibility], Any], str]] = []
     for label, start, direction in WALKS:
         namespace, name = truth["targets"][start]
@@ -82,6 +83,12 @@ def _walks(truth: dict[str, Any]) -> list[tuple[str, Callable[[Connection, Visib
         return run_lineage(conn, asked, max_nodes=10**6, visibility=visibility)
 
     walks.append((f"run lineage both from a run writing {namespace} {name}", runs, "edges"))
+
+    def marquez(conn: Connection, visibility: Visibility) -> Any:
+        node = f"dataset:{namespace}:{name}"
+        return marquez_graph(conn, node, 10, 10**6, None, visibility)
+
+    walks.append((f"Marquez graph depth 10 around {namespace} {name}", marquez, "graph"))
 
     def whole(conn: Connection, visibility: Visibility) -> Any:
         return lineage_graph(conn, visibility=visibility)

@@ -88,6 +88,8 @@ class _RunWalk:
         with a hidden end is counted as met."""
         if self.visible is None:
             return True
+        if self.visible.datasets[dataset] and self.visible.jobs[job]:
+            return True  # the common case, without making arrays
         d, j, r, w = (np.array([value], dtype=np.int64) for value in (dataset, job, run, write))
         return bool(self.visible.stop_at(d, j, r, w, np.ones(1, dtype=np.bool_))[0])
 
