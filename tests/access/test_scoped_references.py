@@ -10,7 +10,17 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.access.estate import FIN_DS, FIN_JOBS, HR, READ_ALL, RUNS, WRITE_ALL, bearer, issue
+from tests.access.estate import (
+    ADMIN,
+    FIN_DS,
+    FIN_JOBS,
+    HR,
+    READ_ALL,
+    RUNS,
+    WRITE_ALL,
+    bearer,
+    issue,
+)
 from tests.builders import BASE_TIME, PRODUCER, ds, hours, iso, run_event
 from upstream.client.http import segment
 
@@ -134,3 +144,50 @@ def test_a_run_names_no_hidden_parent_run(in_hr_workflow: TestClient) -> None:
     assert "parent" not in finance["facets"]
     assert WORKFLOW_RUN not in repr(finance)
     assert "month_end" not in repr(finance)
+
+
+FINANCE_WORKFLOW_RUN = "00000000-0000-4000-8000-0000000000f1"
+
+
+@pytest.fixture
+def month_close(estate: TestClient) -> TestClient:
+    """Finance's `month_close` workflow ran finance's costs and hr's payroll inside it."""
+    workflow = ((FIN_JOBS, "month_close"), FINANCE_WORKFLOW_RUN)
+    post(
+        estate,
+        run_event((FIN_JOBS, "month_close"), run_id=FINANCE_WORKFLOW_RUN, event_type="START"),
+        run_event((FIN_JOBS, "costs"), run_id=RUNS["costs"], parent=workflow),
+        run_event((HR, "payroll"), run_id=RUNS["payroll"], parent=workflow),
+    )
+    return estate
+
+
+def _contents(client: TestClient, token: str, path: str) -> Any:
+    return client.get(path, params={"start": "0", "end": "now"}, headers=bearer(token))
+
+
+def test_workflow_contents_show_only_the_runs_of_shown_jobs(month_close: TestClient) -> None:
+    path = f"/v3/namespaces/{FJ}/jobs/month_close/contents"
+    full = _contents(month_close, READ_ALL, path).json()
+    assert [j["name"] for j in full["jobs"]] == ["costs", "payroll"]
+    assert "hiddenNodes" not in full
+    finance = issue(month_close, "read:finance/*")["token"]
+    answer = _contents(month_close, finance, path)
+    assert answer.status_code == 200, answer.text
+    document = answer.json()
+    assert [r["id"] for r in document["runs"]] == [FINANCE_WORKFLOW_RUN]
+    assert [(r["id"], r["job"]["name"]) for r in document["runs"][0]["jobRuns"]] == [
+        (RUNS["costs"], "costs")
+    ]
+    assert [(j["name"], j["runs"]) for j in document["jobs"]] == [("costs", 1)]
+    assert (document["hiddenNodes"], document["hiddenRelations"]) == (1, 1)
+    assert "payroll" not in answer.text
+    assert RUNS["payroll"] not in answer.text
+
+
+def test_a_hidden_workflow_is_404_like_a_missing_one(month_close: TestClient) -> None:
+    hr = issue(month_close, "read:hr")["token"]
+    hidden = _contents(month_close, hr, f"/v3/namespaces/{FJ}/jobs/month_close/contents")
+    missing = _contents(month_close, ADMIN, "/v3/namespaces/nowhere/jobs/month_close/contents")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.content == missing.content.replace(b"nowhere", FIN_JOBS.encode())

@@ -322,6 +322,10 @@ class WorkflowContentsAnswer(TypedDict):
     isWorkflow: bool
     runs: list[WorkflowRun]
     jobs: list[WorkflowJob]
+    #: Only for a token limited to some namespaces: the jobs it may not see with runs inside
+    #: the workflow's runs, and those runs (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class DiffWindow(TypedDict):
