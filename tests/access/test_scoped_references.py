@@ -20,8 +20,9 @@ from tests.access.estate import (
     WRITE_ALL,
     bearer,
     issue,
+    symlinks,
 )
-from tests.builders import BASE_TIME, PRODUCER, ds, hours, iso, run_event
+from tests.builders import BASE_TIME, ds, hours, iso, run_event
 from upstream.client.http import segment
 
 F, FJ = segment(FIN_DS), segment(FIN_JOBS)
@@ -32,14 +33,6 @@ WORKFLOW_RUN = "00000000-0000-4000-8000-0000000000f0"
 def post(client: TestClient, *events: dict[str, Any]) -> None:
     response = client.post("/api/v1/lineage", json=list(events), headers=bearer(WRITE_ALL))
     assert response.status_code == 201, response.text
-
-
-def symlinks(namespace: str, name: str) -> dict[str, Any]:
-    return {
-        "_producer": PRODUCER,
-        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json",
-        "identifiers": [{"namespace": namespace, "name": name, "type": "TABLE"}],
-    }
 
 
 @pytest.fixture

@@ -73,7 +73,6 @@ READ_ROUTERS = [
 #: The routers whose answers are not filtered by namespace yet: a token limited to some
 #: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
 UNFILTERED_ROUTERS = [
-    field_lineage.router,
     impact.router,
     tag_reach.router,
     marquez_web.router,

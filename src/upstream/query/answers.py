@@ -170,6 +170,10 @@ class FieldSummaryAnswer(TypedDict):
 
     incoming: NotRequired[list[FieldsOfDataset]]
     outgoing: NotRequired[list[FieldsOfDataset]]
+    #: Only for a token limited to some namespaces: the fields of datasets it may not see
+    #: that the walk stopped at, and the field edges to them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class TagReachAnswer(TypedDict):
