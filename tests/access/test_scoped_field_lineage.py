@@ -33,7 +33,8 @@ from tests.access.estate import (
     issue,
     symlinks,
 )
-from tests.builders import column_lineage, schema_facet
+from tests.builders import column_lineage, ds, run_event, schema_facet
+from tests.ingest.test_owners_and_tags import tags
 from upstream.client.http import segment
 
 F = segment(FIN_DS)
@@ -58,14 +59,25 @@ COLUMNS: dict[tuple[str, str], dict[str, list[tuple[str, str, str]]]] = {
 
 @pytest.fixture
 def fields(server: TestClient) -> TestClient:
-    """`server` holding the estate, each output with its schema and column lineage."""
+    """`server` holding the estate, each dataset with its schema (the fields the column
+    lineage names), each output with its column lineage."""
+    schemas: dict[tuple[str, str], set[str]] = {}
+    for (namespace, name), columns in COLUMNS.items():
+        schemas.setdefault((namespace, name), set()).update(columns)
+        for ins in columns.values():
+            for in_namespace, in_name, field in ins:
+                schemas.setdefault((in_namespace, in_name), set()).add(field)
     events = estate_events()
     for event in events:
+        for dataset in event["inputs"]:
+            key = (dataset["namespace"], dataset["name"])
+            fields_of = sorted(schemas[key])
+            dataset["facets"] = {"schema": schema_facet(*((f, "string") for f in fields_of))}
         for output in event["outputs"]:
-            columns = COLUMNS[(output["namespace"], output["name"])]
+            key = (output["namespace"], output["name"])
             output["facets"] = {
-                "schema": schema_facet(*((name, "string") for name in columns)),
-                "columnLineage": column_lineage(columns),
+                "schema": schema_facet(*((f, "string") for f in sorted(schemas[key]))),
+                "columnLineage": column_lineage(COLUMNS[key]),
             }
             if output["name"] == "salaries":
                 # Also finance's `salaries_view`: an alias a finance reader may name.
@@ -222,3 +234,82 @@ def test_the_other_field_answers_still_refuse_a_scoped_token(fields: TestClient,
     assert answer.status_code == 403
     assert "read:*" in answer.json()["message"]
     assert fields.get(path, params=WINDOW, headers=bearer(READ_ALL)).status_code == 200
+
+
+@pytest.fixture
+def tagged(fields: TestClient) -> TestClient:
+    """`fields` with `pii` on hr's employees.salary, crm's raw_customers.id and finance's
+    orders.customer_id."""
+    put = fields.put("/api/v1/tags/pii", headers=bearer(WRITE_ALL))
+    assert put.status_code == 200, put.text
+    for namespace, dataset, field in (
+        (HR, "employees", "salary"),
+        (CRM, "raw_customers", "id"),
+        (F, "orders", "customer_id"),
+    ):
+        path = f"/api/v1/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/pii"
+        response = fields.post(path, headers=bearer(WRITE_ALL))
+        assert response.status_code == 200, response.text
+    return fields
+
+
+def tag_reach(client: TestClient, token: str) -> dict[str, Any]:
+    response = client.get("/v3/tags/pii/reach", headers=bearer(token))
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def test_tag_reach_shows_each_reader_its_own_fields(tagged: TestClient) -> None:
+    """Full: from salary, salaries.amount, costs.total, churn_scores.score; from
+    raw_customers.id, customers.id, invoices.customer_id, costs.customer_id and both
+    churn_scores fields; orders.customer_id adds nothing new. A finance reader starts from
+    orders.customer_id only, reaches invoices' and costs' customer_id and meets the two
+    churn_scores fields; a crm reader starts from raw_customers.id, reaches customers.id and
+    meets invoices.customer_id."""
+    full = tag_reach(tagged, READ_ALL)
+    assert reached(full["tagged"]) == {
+        f"{HR}:employees.salary",
+        f"{CRM}:raw_customers.id",
+        f"{FIN_DS}:orders.customer_id",
+    }
+    assert reached(full["reach"]) == {
+        f"{HR}:salaries.amount",
+        f"{CRM}:customers.id",
+        f"{FIN_DS}:invoices.customer_id",
+        f"{FIN_DS}:costs.customer_id",
+        f"{FIN_DS}:costs.total",
+        f"{CRM}:churn_scores.score",
+        f"{CRM}:churn_scores.customer_id",
+    }
+    assert "hiddenNodes" not in full
+    finance = tag_reach(tagged, issue(tagged, "read:finance/*")["token"])
+    assert reached(finance["tagged"]) == {f"{FIN_DS}:orders.customer_id"}
+    assert reached(finance["reach"]) == {
+        f"{FIN_DS}:invoices.customer_id",
+        f"{FIN_DS}:costs.customer_id",
+    }
+    assert (finance["hiddenNodes"], finance["hiddenRelations"]) == (2, 2)
+    crm = tag_reach(tagged, issue(tagged, f"read:{CRM}")["token"])
+    assert reached(crm["tagged"]) == {f"{CRM}:raw_customers.id"}
+    assert reached(crm["reach"]) == {f"{CRM}:customers.id"}
+    assert (crm["hiddenNodes"], crm["hiddenRelations"]) == (1, 1)
+    assert "finance" not in repr(crm)
+    assert "hr" not in repr(crm)
+
+
+def test_a_tag_only_hidden_datasets_name_is_404_like_an_unknown_one(fields: TestClient) -> None:
+    """`salary_band` is named only by the `tags` facet of hr's employees: a finance reader
+    gets the bytes an unknown tag gets, the full reader its reach."""
+    facet = tags("Dataset", {"key": "salary_band", "value": "true", "field": "salary"})
+    event = run_event((HR, "payroll"), inputs=[ds(HR, "employees", tags=facet)])
+    posted = fields.post("/api/v1/lineage", json=[event], headers=bearer(WRITE_ALL))
+    assert posted.status_code == 201, posted.text
+    finance = issue(fields, "read:finance/*")["token"]
+    hidden = fields.get("/v3/tags/salary_band/reach", headers=bearer(finance))
+    unknown = fields.get("/v3/tags/no_such/reach", headers=bearer(finance))
+    assert hidden.status_code == unknown.status_code == 404
+    assert hidden.content == unknown.content.replace(b"no_such", b"salary_band")
+    full = fields.get("/v3/tags/salary_band/reach", headers=bearer(READ_ALL))
+    assert full.status_code == 200
+    assert reached(full.json()["tagged"]) == {f"{HR}:employees.salary"}

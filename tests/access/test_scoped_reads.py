@@ -185,7 +185,6 @@ def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> No
         f"/v3/namespaces/{F}/datasets/invoices/lineage/diff",
         "/api/v1/events/lineage",
         "/api/v1/search",
-        "/v3/tags/pii/reach",
     ],
 )
 def test_an_answer_not_filtered_yet_refuses_a_scoped_token(estate: TestClient, path: str) -> None:

@@ -74,7 +74,6 @@ READ_ROUTERS = [
 #: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
 UNFILTERED_ROUTERS = [
     impact.router,
-    tag_reach.router,
     marquez_web.router,
 ]
 

@@ -183,6 +183,10 @@ class TagReachAnswer(TypedDict):
     levels: int
     tagged: list[FieldsOfDataset]
     reach: list[FieldsOfDataset]
+    #: Only for a token limited to some namespaces: the fields of datasets it may not see
+    #: that the walk stopped at, and the field edges to them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class RunOfRunLineage(TypedDict):
