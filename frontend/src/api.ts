@@ -210,6 +210,9 @@ export interface LineageResponse {
   truncated?: boolean;
   /** With no relation: when the latest run touching the dataset started, all its runs lying outside the window. */
   latestRunOutsideWindow?: string;
+  /** Only for a token limited to some namespaces: the datasets and jobs the walk stopped at, never named. */
+  hiddenNodes?: number;
+  hiddenRelations?: number;
 }
 
 export interface ColumnNode {

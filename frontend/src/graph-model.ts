@@ -43,6 +43,8 @@ export interface LineageGraph {
   nodes: GraphNode[];
   edges: GraphEdge[];
   truncated: boolean;
+  /** How many nodes the reader's token may not see the server stopped at (0: none). */
+  hidden?: number;
 }
 
 function kindOf(type: string): NodeKind {
@@ -114,7 +116,12 @@ export function fromRelations(response: LineageResponse, centre: Centre): Lineag
     control: true,
     dependency: dependency.dependencyType,
   }));
-  return { nodes, edges: [...edges.list(), ...control], truncated: response.truncated === true };
+  return {
+    nodes,
+    edges: [...edges.list(), ...control],
+    truncated: response.truncated === true,
+    hidden: response.hiddenNodes ?? 0,
+  };
 }
 
 /** The (source, target) pairs a relation draws: a read dataset → program, a write program →
@@ -174,7 +181,9 @@ export function merged(base: LineageGraph, extra: LineageGraph): LineageGraph {
   }
   const edgeIds = new Set(base.edges.map((edge) => edge.id));
   const edges = [...base.edges, ...extra.edges.filter((edge) => !edgeIds.has(edge.id))];
-  return { nodes, edges, truncated: base.truncated || extra.truncated };
+  // The same hidden node may be met by both walks: the larger count, never more than there are.
+  const hidden = Math.max(base.hidden ?? 0, extra.hidden ?? 0);
+  return { nodes, edges, truncated: base.truncated || extra.truncated, hidden };
 }
 
 /** Who feeds whom: the edges of a graph indexed both ways. */

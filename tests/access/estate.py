@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.builders import ds, run_event
+from tests.builders import PRODUCER, ds, run_event
 from upstream.api.app import create_app
 from upstream.model.keys import entity_key
 from upstream.settings import Settings
@@ -69,6 +69,15 @@ def estate_events() -> list[dict[str, Any]]:
             outputs=[ds(CRM, "churn_scores")],
         ),
     ]
+
+
+def symlinks(namespace: str, name: str) -> dict[str, Any]:
+    """A symlinks facet: the dataset is also `namespace`:`name` (an alias)."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json",
+        "identifiers": [{"namespace": namespace, "name": name, "type": "TABLE"}],
+    }
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -28,6 +28,8 @@ from upstream.model.keys import parse_entity_key
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import LineageQuery
+from upstream.query.marquez.lineage import lineage_graph as marquez_graph
+from upstream.query.whole_graph import lineage_graph
 from upstream.settings import Settings
 from upstream.store.engine import Store
 
@@ -172,3 +174,109 @@ def _answer(
         return dict(dataset_lineage(conn, namespace, name, params, visibility=visibility, **caps))
     except NotFound:
         return None
+
+
+def _graph_part(answer: dict[str, Any], namespaces: str, kind: str) -> dict[str, Any]:
+    """The flows and programs of a whole-graph answer among `namespaces` (a prefix), with
+    the store's kind of namespace taken out of keys."""
+
+    def key(value: str | None) -> str | None:
+        return None if value is None else value.replace(kind, "*")
+
+    return {
+        "flows": {
+            (key(f["source"]), key(f["target"]), key(f["program"]), f["runs"], f["inferred"])
+            for f in answer["flows"]
+            if namespaces in f["source"]
+        },
+        "programs": {key(p) for p in answer["programs"] if namespaces in p},
+    }
+
+
+@examples(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=graphs())
+def test_the_scoped_whole_graph_is_the_graph_without_the_hidden_nodes(
+    sqlite_server: tuple[TestClient, Store], graph: dict[str, Any]
+) -> None:
+    """The whole graph (`GET /v3/lineage/graph`) a scoped reader gets shows exactly the
+    flows and programs of the graph stored without what it hides, and nothing else."""
+    client, store = sqlite_server
+    prefix = f"g{next(_EXAMPLE)}"
+    for cut in (False, True):
+        events = _events(graph, prefix, cut)
+        if events:
+            assert client.post("/api/v1/lineage", json=events).status_code == 201
+    patterns = tuple(
+        f"{prefix}full-d{d}" + ("*" if graph["wildcard"] else "") for d in graph["visible"]
+    )
+    visibility = Visibility(patterns)
+    with store.read() as conn:
+        scoped = dict(lineage_graph(conn, visibility=visibility))
+        cut = dict(lineage_graph(conn))
+    for key in [*scoped["data"], *scoped["programs"]]:
+        assert visibility.shows(parse_entity_key(key)[1]), key
+    assert _graph_part(scoped, f"{prefix}full-", "full") == _graph_part(cut, f"{prefix}cut-", "cut")
+    assert (scoped["hiddenNodes"] == 0) == (scoped["hiddenRelations"] == 0)
+
+
+def _marquez_part(
+    conn: Any, node: str, kind: str, visibility: Visibility
+) -> tuple[set[str], set[tuple[str, str]]] | None:
+    """The node ids and edges of the Marquez graph around `node`, with the store's kind of
+    namespace taken out; None when the node is not found."""
+    from upstream.model.errors import NotFound
+
+    try:
+        answer = marquez_graph(conn, node, 20, 10**6, None, visibility)
+    except NotFound:
+        return None
+    nodes = {n["id"].replace(kind, "*") for n in answer["graph"]}
+    edges = {
+        (e["origin"].replace(kind, "*"), e["destination"].replace(kind, "*"))
+        for n in answer["graph"]
+        for e in n["outEdges"]
+    }
+    for n in answer["graph"]:
+        assert visibility.shows(n["data"]["namespace"]), n["id"]
+    return nodes, edges
+
+
+@examples(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=graphs())
+def test_the_scoped_marquez_graph_is_the_graph_without_the_hidden_nodes(
+    sqlite_server: tuple[TestClient, Store], graph: dict[str, Any]
+) -> None:
+    """Marquez's lineage graph (`GET /api/v1/lineage`) around a dataset a scoped reader may
+    see holds exactly the nodes and edges of the graph stored without what it hides."""
+    client, store = sqlite_server
+    prefix = f"m{next(_EXAMPLE)}"
+    for cut in (False, True):
+        events = _events(graph, prefix, cut)
+        if events:
+            assert client.post("/api/v1/lineage", json=events).status_code == 201
+    domain = graph["datasets"][graph["seed"]]
+    patterns = tuple(
+        f"{prefix}full-d{d}" + ("*" if graph["wildcard"] else "") for d in graph["visible"]
+    )
+    visibility = Visibility(patterns)
+    seed = f"x{graph['seed']}"
+    with store.read() as conn:
+        scoped = _marquez_part(conn, f"dataset:{prefix}full-d{domain}:{seed}", "full", visibility)
+        cut = _marquez_part(conn, f"dataset:{prefix}cut-d{domain}:{seed}", "cut", EVERYTHING)
+    if domain not in graph["visible"]:
+        assert scoped is None
+    elif cut is None:
+        # Stored only through hidden jobs: the dataset alone, or not stored at all.
+        assert scoped is None or scoped == ({f"dataset:{prefix}*-d{domain}:{seed}"}, set())
+    else:
+        assert scoped == cut

@@ -695,6 +695,9 @@ class GraphSession {
       ". ",
       text,
       this.graph.truncated ? h("strong", { class: "warn" }, " The server cut this graph at its node limit.") : null,
+      this.graph.hidden
+        ? h("span", { class: "hidden-note" }, ` ${counted(this.graph.hidden, "node")} hidden by your access.`)
+        : null,
     );
   }
 }

@@ -74,12 +74,7 @@ READ_ROUTERS = [
 #: The routers whose answers are not filtered by namespace yet: a token limited to some
 #: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
 UNFILTERED_ROUTERS = [
-    field_lineage.router,
     impact.router,
-    lineage_graph.router,
-    run_lineage.router,
-    tag_reach.router,
-    marquez_lineage.router,
     marquez_web.router,
 ]
 

@@ -170,6 +170,10 @@ class FieldSummaryAnswer(TypedDict):
 
     incoming: NotRequired[list[FieldsOfDataset]]
     outgoing: NotRequired[list[FieldsOfDataset]]
+    #: Only for a token limited to some namespaces: the fields of datasets it may not see
+    #: that the walk stopped at, and the field edges to them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class TagReachAnswer(TypedDict):
@@ -179,6 +183,10 @@ class TagReachAnswer(TypedDict):
     levels: int
     tagged: list[FieldsOfDataset]
     reach: list[FieldsOfDataset]
+    #: Only for a token limited to some namespaces: the fields of datasets it may not see
+    #: that the walk stopped at, and the field edges to them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class RunOfRunLineage(TypedDict):
@@ -239,6 +247,10 @@ class RunLineageAnswer(TypedDict):
     #: Control flow: the job runs this run waited for and those that waited for it.
     jobDependencies: list[RunDependencyEntry]
     truncated: NotRequired[bool]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the walk
+    #: stopped at, and the reads and writes with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class SourceInput(TypedDict):
@@ -318,6 +330,10 @@ class WorkflowContentsAnswer(TypedDict):
     isWorkflow: bool
     runs: list[WorkflowRun]
     jobs: list[WorkflowJob]
+    #: Only for a token limited to some namespaces: the jobs it may not see with runs inside
+    #: the workflow's runs, and those runs (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class DiffWindow(TypedDict):
@@ -461,6 +477,10 @@ class HierarchyMapAnswer(TypedDict):
     depth: int
     groups: list[MapGroup]
     edges: list[MapEdge]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the flows
+    #: of the shown ones met, and those flows (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class GraphAnswer(TypedDict):
@@ -471,6 +491,10 @@ class GraphAnswer(TypedDict):
     flows: list[Flow]
     links: list[JobLink]
     truncated: NotRequired[bool]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs named by a
+    #: flow or link of a shown one, and those flows and links (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class NamespaceCounts(TypedDict):

@@ -115,7 +115,9 @@ def dataset_lineage(
             "hiddenNodes": visible.hidden_nodes,
             "hiddenRelations": visible.hidden_relations,
         }
-    if not answer["relations"] and (latest := latest_run_outside(conn, seed, params.window)):
+    if not answer["relations"] and (
+        latest := latest_run_outside(conn, seed, params.window, visibility)
+    ):
         answer["latestRunOutsideWindow"] = latest.isoformat()
     return answer
 

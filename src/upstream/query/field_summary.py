@@ -4,7 +4,9 @@
 Every kind of field edge counts alike — recorded operations, the lineage facet's `fields`,
 `columnLineage`, the parsed `sql` facet — because they are all stored as dataset-field ->
 dataset-field edges; each reached field says by which origins' edges it was reached at its
-nearest hop. The walk runs on the graph index (`query.graph_index.field_walk.field_reach`).
+nearest hop. The walk runs on the graph index (`query.graph_index.field_walk.FieldEdges`);
+for a reader limited to some namespaces it does not pass through a field of a dataset the
+reader may not see, and the answer counts the fields and edges it stopped at there.
 """
 
 from __future__ import annotations
@@ -15,37 +17,50 @@ from typing import cast
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.direction import Step
 from upstream.model.identity import DatasetRef
 from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
 from upstream.query.field_operation_sets import dataset_names, require_field
-from upstream.query.graph_index.field_walk import field_reach
+from upstream.query.graph_index.field_walk import FieldEdges
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.lookup import existing_dataset
 
 FieldNode = tuple[uuid.UUID, str]
 
 
 def field_summary(
-    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection,
+    namespace: str,
+    name: str,
+    field_name: str,
+    query: FieldQuery,
+    visibility: Visibility = EVERYTHING,
 ) -> FieldSummaryAnswer:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}`, the side not
-    asked for left out; NotFound for an unknown dataset or field."""
-    dataset = existing_dataset(conn, namespace, name)
+    asked for left out; NotFound for an unknown dataset or field, and for a dataset
+    `visibility` does not show, in the same words. A reader limited to some namespaces is
+    also told `hiddenNodes` and `hiddenRelations`."""
+    dataset = existing_dataset(conn, namespace, name, visibility)
     require_field(conn, dataset, field_name)
     start = (dataset.id, field_name)
     sides: tuple[tuple[str, Step], ...] = (("incoming", "upstream"), ("outgoing", "downstream"))
     graph = graph_of(conn)
+    edges = FieldEdges(graph, query.window, VisibleNodes.of(conn, graph, visibility))
     reached = {
-        side: field_reach(graph, [start], step, query.levels, query.window)
+        side: edges.reach([start], step, query.levels)
         for side, step in sides
         if query.direction in (side, "both")
     }
     names = dataset_names(conn, {d for found in reached.values() for d, _ in found})
-    result = {
+    result: dict[str, object] = {
         side: render_fields_by_dataset(names, found, found) for side, found in reached.items()
     }
+    if edges.visible is not None:
+        result["hiddenNodes"] = edges.hidden_nodes
+        result["hiddenRelations"] = edges.hidden_relations
     return cast(FieldSummaryAnswer, result)
 
 

@@ -75,11 +75,12 @@ def _reached(seed: str, neighbours: dict[str, set[str]]) -> set[str]:
 
 
 def without_hidden(doc: T, visibility: Visibility) -> T:
-    """`doc` (a Marquez-shaped answer) without the list items that refer to an entity in a
-    namespace `visibility` does not show: an item whose own `namespace`, or that of one of
-    its objects (`id`, `datasetVersionId`), is hidden. Lists and searches already leave
-    hidden entities out; this takes them out of what a shown one refers to (a job's
-    inputs, a run's dataset versions, a column's input fields, a dataset's symlinks)."""
+    """`doc` (a Marquez-shaped answer) without the list items and the members that refer to
+    an entity in a namespace `visibility` does not show: an item or member whose own
+    `namespace`, or that of one of its objects (`id`, `datasetVersionId`, `job`), is hidden.
+    Lists and searches already leave hidden entities out; this takes them out of what a
+    shown one refers to (a job's inputs, a run's dataset versions and `parent` facet, a
+    column's input fields, a dataset's symlinks)."""
     if visibility.everything:
         return doc
     return cast(T, _scrubbed(doc, visibility))
@@ -89,7 +90,11 @@ def _scrubbed(value: object, visibility: Visibility) -> object:
     if isinstance(value, list):
         return [_scrubbed(v, visibility) for v in value if not _refers_to_hidden(v, visibility)]
     if isinstance(value, dict):
-        return {key: _scrubbed(v, visibility) for key, v in value.items()}
+        return {
+            key: _scrubbed(v, visibility)
+            for key, v in value.items()
+            if not _refers_to_hidden(v, visibility)
+        }
     return value
 
 

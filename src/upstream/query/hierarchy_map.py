@@ -15,6 +15,7 @@ from collections import Counter
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter
 from upstream.model.hierarchy import containers, group_key, group_of
 from upstream.model.keys import entity_key
@@ -26,18 +27,24 @@ from upstream.store.deletion import visible
 
 
 def hierarchy_map(
-    conn: Connection, level: int, within: tuple[str, ...] = (), window: Window | None = None
+    conn: Connection,
+    level: int,
+    within: tuple[str, ...] = (),
+    window: Window | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> HierarchyMapAnswer:
     """Groups at `level` (1: namespaces) of the datasets inside the container `within` (all
     when empty), and the flows between groups. InvalidParameter (400, `level`) for a level
-    not below `within`, or deeper than the deepest container of those datasets."""
+    not below `within`, or deeper than the deepest container of those datasets. With a
+    `visibility` that does not show everything, the map of the graph that visibility
+    shows, with its hidden counts (`upstream.query.whole_graph.lineage_graph`)."""
     if level < 1:
         raise InvalidParameter.at("level", f"must be at least 1, not {level}")
     if within and level <= len(within):
         raise InvalidParameter.at(
             "level", f"must be deeper than the {len(within)} levels of `within`, not {level}"
         )
-    graph = lineage_graph(conn, None, window)
+    graph = lineage_graph(conn, None, window, visibility)
     paths = {key: path for key, path in _paths(conn).items() if key in graph["data"]}
     inside = {key: path for key, path in paths.items() if path[: len(within)] == within}
     depth = max((len(path) for path in inside.values()), default=0)
@@ -71,13 +78,17 @@ def hierarchy_map(
         {"source": group_key(s), "target": group_key(t_), "flows": n}
         for (s, t_), n in sorted(between.items())
     ]
-    return {
+    answer: HierarchyMapAnswer = {
         "level": level,
         "within": list(within),
         "depth": depth,
         "groups": groups,
         "edges": edges,
     }
+    if "hiddenNodes" in graph:
+        answer["hiddenNodes"] = graph["hiddenNodes"]
+        answer["hiddenRelations"] = graph["hiddenRelations"]
+    return answer
 
 
 def _paths(conn: Connection) -> dict[str, tuple[str, ...]]:

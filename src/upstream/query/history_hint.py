@@ -15,15 +15,21 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.deletion import visible
+from upstream.store.visibility import shown_namespaces
 from upstream.store.window import run_overlaps, run_started_by
 
 
-def latest_run_outside(conn: Connection, dataset: uuid.UUID, window: Window) -> datetime | None:
+def latest_run_outside(
+    conn: Connection, dataset: uuid.UUID, window: Window, visibility: Visibility = EVERYTHING
+) -> datetime | None:
     """The start of the latest run touching `dataset` that had started by the window's
-    `as_of` time, when none of them overlaps the window; None otherwise."""
+    `as_of` time, when none of them overlaps the window; None otherwise. Only the runs of
+    jobs `visibility` shows count: a hidden job's run times are none of the reader's
+    business (design §5)."""
     runs = t.runs
     touching = (
         sa.select(runs.c.started_at, run_overlaps(runs, window).label("inside"))
@@ -35,6 +41,7 @@ def latest_run_outside(conn: Connection, dataset: uuid.UUID, window: Window) -> 
             runs.c.started_at.is_not(None),
             run_started_by(runs, window.as_of),
             visible(t.jobs),
+            shown_namespaces(t.jobs.c.namespace, visibility),
         )
         .subquery()
     )

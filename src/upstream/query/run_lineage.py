@@ -24,14 +24,17 @@ from typing import Any, Literal, NamedTuple, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.direction import DIRECTIONS, Direction, Step
 from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.graph_index.dataset_walk import microseconds
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.run_walk import run_links
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.job_dependencies import run_dependencies
 from upstream.query.lineage_params import as_of_time, parse_levels
 from upstream.query.lineage_query import RunQuery
@@ -84,26 +87,49 @@ class Link(NamedTuple):
     level: int
 
 
-def run_lineage(conn: Connection, params: RunLineageParams, *, max_nodes: int) -> RunLineageAnswer:
+def run_lineage(
+    conn: Connection,
+    params: RunLineageParams,
+    *,
+    max_nodes: int,
+    visibility: Visibility = EVERYTHING,
+) -> RunLineageAnswer:
     """Runs and the dataset versions between them around one run; NotFound for a
     run that is not stored (or had not started by `as_of`). At most `max_nodes` runs and
-    versions: a larger answer keeps the nearest levels and says `"truncated": true`."""
-    _existing_run(conn, params)
+    versions: a larger answer keeps the nearest levels and says `"truncated": true`. With
+    a `visibility` that does not show every namespace, a run of a hidden job is NotFound as
+    a missing one is, the walk neither shows nor passes through what it hides
+    (`upstream.query.graph_index.run_walk`), and the answer says how much it met
+    (`hiddenNodes`, `hiddenRelations`)."""
+    _existing_run(conn, params, visibility)
+    graph = graph_of(conn)
+    visible = VisibleNodes.of(conn, graph, visibility)
     links: set[Link] = set()
     if params.direction in ("upstream", "both"):
-        links |= _walk(conn, params, "upstream")
+        links |= _walk(graph, params, "upstream", visible)
     if params.direction in ("downstream", "both"):
-        links |= _walk(conn, params, "downstream")
+        links |= _walk(graph, params, "downstream", visible)
     kept, truncated = _nearest(links, params.run_id, max_nodes)
-    return _render(conn, params, kept, truncated)
+    answer = _render(conn, params, kept, truncated)
+    if visible is not None:
+        answer["jobDependencies"] = [
+            entry
+            for entry in answer["jobDependencies"]
+            if all(visibility.shows(entry[end]["namespace"]) for end in ("upstream", "downstream"))
+        ]
+        answer["hiddenNodes"] = visible.hidden_nodes
+        answer["hiddenRelations"] = visible.hidden_relations
+    return answer
 
 
-def _existing_run(conn: Connection, params: RunLineageParams) -> None:
+def _existing_run(conn: Connection, params: RunLineageParams, visibility: Visibility) -> None:
     runs = t.runs
     found = conn.execute(
-        sa.select(runs.c.id, runs.c.started_at).where(runs.c.id == params.run_id)
+        sa.select(runs.c.id, runs.c.started_at, t.jobs.c.namespace)
+        .join(t.jobs, t.jobs.c.id == runs.c.job_id)
+        .where(runs.c.id == params.run_id)
     ).first()
-    if found is None:
+    if found is None or not visibility.shows(found.namespace):
         raise NotFound(f"run {params.run_id} not found")
     if params.as_of is not None and (found.started_at is None or found.started_at > params.as_of):
         raise NotFound(f"run {params.run_id} had not started by {params.as_of.isoformat()} (asOf)")
@@ -112,9 +138,11 @@ def _existing_run(conn: Connection, params: RunLineageParams) -> None:
 # -- the walk ------------------------------------------------------------------------------
 
 
-def _walk(conn: Connection, params: RunLineageParams, direction: Step) -> set[Link]:
+def _walk(
+    graph: Graph, params: RunLineageParams, direction: Step, visible: VisibleNodes | None
+) -> set[Link]:
     as_of = None if params.as_of is None else microseconds(params.as_of)
-    found = run_links(graph_of(conn), str(params.run_id), direction, params.levels, as_of)
+    found = run_links(graph, str(params.run_id), direction, params.levels, as_of, visible)
     return {
         Link(
             uuid.UUID(link.reader),

@@ -17,6 +17,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.keys import EntityKind, entity_key
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
@@ -26,13 +27,17 @@ from upstream.query.graph_index.graph_export import EdgeEnd, flows_out_of, job_e
 from upstream.query.graph_index.index import graph_of
 from upstream.store import schema as t
 from upstream.store.deletion import visible
+from upstream.store.visibility import shown_namespaces
 
 #: (source dataset key, target dataset key, job key or None for declared lineage)
 FlowKey = tuple[str, str, str | None]
 
 
 def lineage_graph(
-    conn: Connection, max_nodes: int | None = None, window: Window | None = None
+    conn: Connection,
+    max_nodes: int | None = None,
+    window: Window | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> GraphAnswer:
     """`{"data": {key: {"entityId"}}, "programs": {key: {"entityId"}}, "flows": [{"source",
     "target", "program", "runs", "inferred"}], "links": [{"source", "target"}]}`, sorted.
@@ -42,9 +47,17 @@ def lineage_graph(
     name, each with the programs that connect it to those kept before, until the next would
     pass the cap; the answer then says `"truncated": true`. With a `window`, only its runs
     count (`Window.until(as_of)`: the graph as it stood then).
+
+    With a `visibility` that does not show every namespace, only its datasets and jobs are
+    shown, and a flow or link is shown only when every node it names is; those with a shown
+    node and a hidden one are counted (`hiddenRelations`), with the distinct hidden nodes
+    they name (`hiddenNodes`), as a walk counts where it stopped (design §5). The cap counts
+    shown nodes only.
     """
     d = t.datasets
-    query = sa.select(d.c.id, d.c.namespace, d.c.name).where(visible(d))
+    query = sa.select(d.c.id, d.c.namespace, d.c.name).where(
+        visible(d), shown_namespaces(d.c.namespace, visibility)
+    )
     query = query.order_by(d.c.namespace, d.c.name)
     if max_nodes is not None:
         query = query.limit(max_nodes + 1)
@@ -55,6 +68,8 @@ def lineage_graph(
     for row in rows[:max_nodes]:
         datasets[str(row.id)] = entity_key("dataset", row.namespace, row.name)
         data[datasets[str(row.id)]] = _entity("dataset", row.namespace, row.name)
+    hidden_datasets = _hidden_datasets(conn, visibility)
+    hidden = set(hidden_datasets.values())
     jobs: dict[str, str] = {}
     entities: dict[str, Any] = {}
     j = t.jobs
@@ -62,10 +77,17 @@ def lineage_graph(
     for job in conn.execute(query):
         kind: EntityKind = "workflow" if is_workflow(job.job_type, job.seen_as_parent) else "job"
         key = jobs[str(job.id)] = entity_key(kind, job.namespace, job.name)
-        entities[key] = _entity(kind, job.namespace, job.name)
+        if visibility.shows(job.namespace):
+            entities[key] = _entity(kind, job.namespace, job.name)
+        else:
+            hidden.add(key)
     graph = graph_of(conn)
-    found_flows = _flows(graph, datasets, jobs, window)
-    links = _job_links(graph, datasets, jobs, window)
+    ends = {**datasets, **hidden_datasets}
+    found_flows = _flows(graph, ends, jobs, window)
+    links = _job_links(graph, ends, jobs, window)
+    stopped = _Stopped(hidden)
+    found_flows = [f for f in found_flows if stopped.shows(f["source"], f["target"], f["program"])]
+    links = [link for link in links if stopped.shows(link["source"], link["target"])]
     named = {f["program"] for f in found_flows} | {e for link in links for e in link.values()}
     programs = {key: entities[key] for key in sorted(named & entities.keys())}
     if max_nodes is not None and len(data) + len(programs) > max_nodes:
@@ -88,7 +110,45 @@ def lineage_graph(
     }
     if truncated:
         answer["truncated"] = True
+    if not visibility.everything:
+        answer["hiddenNodes"] = len(stopped.nodes)
+        answer["hiddenRelations"] = stopped.relations
     return cast(GraphAnswer, answer)
+
+
+def _hidden_datasets(conn: Connection, visibility: Visibility) -> dict[str, str]:
+    """The live datasets `visibility` does not show, by id, to their keys (none for a full
+    reader): a flow from one of them into a shown dataset is met and counted, never shown."""
+    if visibility.everything:
+        return {}
+    d = t.datasets
+    query = sa.select(d.c.id, d.c.namespace, d.c.name).where(
+        visible(d), ~shown_namespaces(d.c.namespace, visibility)
+    )
+    return {
+        str(row.id): entity_key("dataset", row.namespace, row.name) for row in conn.execute(query)
+    }
+
+
+class _Stopped:
+    """The flows and links with a hidden node the whole graph met: how many had a shown node
+    too (`relations`), and the distinct hidden nodes they named (`nodes`). One wholly among
+    hidden nodes lies beyond where the reader's view stops, and is not counted."""
+
+    def __init__(self, hidden: set[str]) -> None:
+        self.hidden = hidden
+        self.nodes: set[str] = set()
+        self.relations = 0
+
+    def shows(self, *ends: str | None) -> bool:
+        named = [end for end in ends if end is not None]
+        out = {end for end in named if end in self.hidden}
+        if not out:
+            return True
+        if len(out) < len(named):
+            self.relations += 1
+            self.nodes |= out
+        return False
 
 
 def _within_cap(

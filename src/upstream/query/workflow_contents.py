@@ -5,6 +5,10 @@ inside it; and the jobs those runs belong to. Behind
 Membership is the rule rollup=workflow uses (`query.workflows`): a run belongs to
 the nearest workflow run up its parent chain, so a task of a nested sub-workflow belongs to
 the sub-workflow, not to the outer one.
+
+A reader limited to some namespaces sees a workflow it may see with the runs of its jobs
+only: a run inside it of a job the reader may not see is left out and counted
+(`hiddenRelations`: such runs, `hiddenNodes`: their jobs), never named (design §5).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import WorkflowContentsAnswer
@@ -30,26 +35,33 @@ _RUN_KEYS = ("id", "state", "startedAt", "endedAt", "durationMs")
 
 
 def workflow_contents(
-    conn: Connection, namespace: str, name: str, window: Window
+    conn: Connection,
+    namespace: str,
+    name: str,
+    window: Window,
+    visibility: Visibility = EVERYTHING,
 ) -> WorkflowContentsAnswer:
     """The runs of workflow `namespace`/`name` overlapping `window`, newest first, each with
     the job runs inside it; and every job with a run inside them, with its run count and
     newest run. A job that is no workflow has none. Raises NotFound for an unknown
-    namespace or job."""
-    job_id = existing_job(conn, namespace, name)
+    namespace or job, or one `visibility` does not show."""
+    job_id = existing_job(conn, namespace, name, visibility)
     row = conn.execute(
         sa.select(t.jobs.c.job_type, t.jobs.c.seen_as_parent).where(t.jobs.c.id == job_id)
     ).one()
     graph = graph_of(conn)
     members = workflow_members(graph, {job_id}, window)
     links = workflow_runs(graph, members)
-    docs = run_docs(conn, members)
+    docs = run_docs(conn, members, visibility)
     inside: dict[uuid.UUID, list[dict[str, Any]]] = {}
     outer: list[dict[str, Any]] = []
+    hidden_runs: list[dict[str, Any]] = []
     for run_id, doc in docs.items():
         link = links.get(run_id)
         if link is None or link == run_id:
             outer.append(doc)
+        elif not visibility.shows(doc["jobVersion"]["namespace"]):
+            hidden_runs.append(doc)
         else:
             inside.setdefault(link, []).append(doc)
     runs = [
@@ -63,6 +75,9 @@ def workflow_contents(
         "runs": runs,
         "jobs": _jobs(run for docs_ in inside.values() for run in docs_),
     }
+    if not visibility.everything:
+        answer["hiddenNodes"] = len(_jobs(hidden_runs))
+        answer["hiddenRelations"] = len(hidden_runs)
     return cast(WorkflowContentsAnswer, answer)
 
 

@@ -1,4 +1,7 @@
-"""Field lineage (design §4.3): paths of a field, fields with lineage, summaries, operations."""
+"""Field lineage (design §4.3): paths of a field, fields with lineage, summaries, operations.
+
+The summary is filtered by the token's namespaces; the others are not yet, so a token
+limited to some namespaces is refused there (`api.scoped.EveryNamespace`)."""
 
 from __future__ import annotations
 
@@ -7,11 +10,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
+from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import (
@@ -52,6 +56,7 @@ def _parsed(
     _DATASET + "/fields/{field:path}/lineage",
     summary="How a field was made: the paths of operations behind it",
     response_model=None,
+    dependencies=[EveryNamespace],
     responses={200: {"model": FieldPathsAnswer}, **_RESPONSES},
 )
 def get_field_paths(
@@ -72,6 +77,7 @@ def get_field_paths(
     _DATASET + "/lineage/fields",
     summary="Fields of a dataset that have lineage",
     response_model=None,
+    dependencies=[EveryNamespace],
     responses={200: {"model": FieldsAnswer}, **_RESPONSES},
 )
 def get_fields_with_lineage(
@@ -106,6 +112,7 @@ def get_fields_with_lineage(
     _DATASET + "/lineage/fields/{field:path}/operations",
     summary="The operations a field was made by or went through",
     response_model=None,
+    dependencies=[EveryNamespace],
     responses={200: {"model": FieldOperationsAnswer}, **_RESPONSES},
 )
 def get_field_operations(
@@ -135,10 +142,13 @@ def get_field_summary(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     asked_for: Annotated[FieldLineageQuery, Depends(asked(FieldLineageQuery))],
 ) -> JsonAnswer[FieldSummaryAnswer]:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
     of field edge (operations, lineage facet, columnLineage, the job's SQL); `origins` names,
-    per field, what stated the edges that reached it."""
+    per field, what stated the edges that reached it. A token limited to some namespaces
+    sees only their fields, with `hiddenNodes` and `hiddenRelations` counting the fields
+    and edges left out."""
     query = FieldQuery.parse(asked_for, max_levels=settings.max_levels)
-    return read(store, field_summary, namespace, dataset, field, query)
+    return read(store, field_summary, namespace, dataset, field, query, visibility)

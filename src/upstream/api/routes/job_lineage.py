@@ -12,7 +12,6 @@ from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
 from upstream.api.params import End, Start
 from upstream.api.path_segments import EncodedSegmentsRoute
-from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, WorkflowContentsAnswer
@@ -60,18 +59,19 @@ def get_job_lineage(
     summary="Runs and jobs inside a workflow",
     response_model=None,
     responses={200: {"model": WorkflowContentsAnswer}, **_RESPONSES},
-    dependencies=[EveryNamespace],
 )
 def get_workflow_contents(
     namespace: str,
     job: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     start: Start = None,
     end: End = None,
 ) -> JsonAnswer[WorkflowContentsAnswer]:
     """The workflow's runs that overlap the window, newest first, each with the job runs
-    inside it, and the jobs of those runs with their run counts and newest run."""
+    inside it, and the jobs of those runs with their run counts and newest run; for a token
+    limited to some namespaces, the runs of its jobs only, with the others counted."""
     asked = LineageQuery(start=start, end=end)
     window = LineageParams.parse(asked, max_levels=settings.max_levels).window
-    return read(store, workflow_contents, namespace, job, window)
+    return read(store, workflow_contents, namespace, job, window, visibility)

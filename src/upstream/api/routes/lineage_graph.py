@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import AsOf, history_window
 from upstream.api.services import read
@@ -32,6 +32,7 @@ router = APIRouter(tags=["dataset lineage"])
 def get_lineage_graph(
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     as_of: AsOf = None,
     rollup: Annotated[
         Literal["hierarchy"] | None,
@@ -57,14 +58,21 @@ def get_lineage_graph(
     the explicit edges that touch a job; `"truncated": true` past `max_lineage_nodes`. With
     `asOf`, the runs that had started by then and the declarations of then. With
     rollup=hierarchy&level=N, the datasets grouped by their level-N container instead, with
-    the flows between groups."""
+    the flows between groups. A token limited to some namespaces sees only theirs, and how
+    many hidden nodes and flows the shown ones met (`hiddenNodes`, `hiddenRelations`)."""
     window = history_window(as_of)
     if rollup is None:
         for name, value in (("level", level), ("within", within)):
             if value is not None:
                 raise InvalidParameter.at(name, "only applies with rollup=hierarchy")
-        return read(store, lineage_graph, max_nodes=settings.max_lineage_nodes, window=window)
+        return read(
+            store,
+            lineage_graph,
+            max_nodes=settings.max_lineage_nodes,
+            window=window,
+            visibility=visibility,
+        )
     if level is None:
         raise InvalidParameter.at("level", "rollup=hierarchy needs a level (1: namespaces)")
     inside = parse_group_key(within) if within else ()
-    return read(store, hierarchy_map, level, inside, window)
+    return read(store, hierarchy_map, level, inside, window, visibility)

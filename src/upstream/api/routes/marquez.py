@@ -139,7 +139,13 @@ def get_dataset(
 ) -> JsonAnswer[DatasetAnswer]:
     """One dataset: current fields and facets, tags, current version, last successful write."""
     return read_shown(
-        store, visibility, datasets.get_dataset, namespace, dataset, include_deleted=deleted
+        store,
+        visibility,
+        datasets.get_dataset,
+        namespace,
+        dataset,
+        include_deleted=deleted,
+        visibility=visibility,
     )
 
 
@@ -152,7 +158,9 @@ def list_dataset_versions(
     namespace: str, dataset: str, store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[DatasetVersionsAnswer]:
     """The dataset as each run wrote it, newest first."""
-    return read_shown(store, visibility, datasets.list_dataset_versions, namespace, dataset, paging)
+    return read_shown(
+        store, visibility, datasets.list_dataset_versions, namespace, dataset, paging, visibility
+    )
 
 
 @router.get(
@@ -164,7 +172,9 @@ def get_dataset_version(
     namespace: str, dataset: str, version: uuid.UUID, store: StoreDep, visibility: VisibilityDep
 ) -> JsonAnswer[DatasetVersionAnswer]:
     """The dataset as one run wrote it, with that run."""
-    return read_shown(store, visibility, datasets.get_dataset_version, namespace, dataset, version)
+    return read_shown(
+        store, visibility, datasets.get_dataset_version, namespace, dataset, version, visibility
+    )
 
 
 @router.get(
@@ -230,7 +240,15 @@ def get_job(
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[JobAnswer]:
     """One job, with every dataset its runs read and wrote and its latest runs."""
-    return read_shown(store, visibility, jobs.get_job, namespace, job, include_deleted=deleted)
+    return read_shown(
+        store,
+        visibility,
+        jobs.get_job,
+        namespace,
+        job,
+        include_deleted=deleted,
+        visibility=visibility,
+    )
 
 
 @router.get(
@@ -266,7 +284,7 @@ def list_job_runs(
     namespace: str, job: str, store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[RunsAnswer]:
     """The job's runs, newest first."""
-    return read_shown(store, visibility, runs.list_job_runs, namespace, job, paging)
+    return read_shown(store, visibility, runs.list_job_runs, namespace, job, paging, visibility)
 
 
 @router.get(

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import (
@@ -20,7 +20,8 @@ from upstream.api.params import (
 )
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import checked_depth, page
-from upstream.api.services import read
+from upstream.api.scoped import EveryNamespace
+from upstream.api.services import read, read_shown
 from upstream.model.errors import NotFound
 from upstream.query.marquez.answers import (
     ColumnLineageAnswer,
@@ -60,23 +61,29 @@ def get_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     depth: DepthParam = 20,
     as_of: AsOf = None,
 ) -> JsonAnswer[MarquezGraphAnswer]:
     """The job<->dataset graph around a dataset or job, cumulative over all runs (all runs
-    that had started by `asOf`, with the declarations of then)."""
-    return read(
+    that had started by `asOf`, with the declarations of then). A token limited to some
+    namespaces sees only theirs, with how much the walk stopped at (`hiddenNodes`,
+    `hiddenRelations`)."""
+    return read_shown(
         store,
+        visibility,
         lineage_graph,
         node_id,
         checked_depth(depth, settings),
         settings.max_lineage_nodes,
         history_window(as_of),
+        visibility,
     )
 
 
 @router.get(
     "/column-lineage",
+    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": ColumnLineageAnswer}, **documented(NotFound)},
 )
@@ -101,7 +108,12 @@ def get_column_lineage(
     )
 
 
-@router.get("/search", response_model=None, responses={200: {"model": SearchAnswer}})
+@router.get(
+    "/search",
+    dependencies=[EveryNamespace],
+    response_model=None,
+    responses={200: {"model": SearchAnswer}},
+)
 def search(
     store: StoreDep,
     q: Annotated[str, Query(min_length=1, description="Text the name contains (any case).")],
@@ -135,7 +147,12 @@ def search(
     )
 
 
-@router.get("/events/lineage", response_model=None, responses={200: {"model": LineageEventsAnswer}})
+@router.get(
+    "/events/lineage",
+    dependencies=[EveryNamespace],
+    response_model=None,
+    responses={200: {"model": LineageEventsAnswer}},
+)
 def list_lineage_events(
     store: StoreDep,
     paging: PageDep,
@@ -150,14 +167,22 @@ def list_lineage_events(
     )
 
 
-@router.get("/events", response_model=None, responses={200: {"model": EventsAnswer}})
+@router.get(
+    "/events",
+    dependencies=[EveryNamespace],
+    response_model=None,
+    responses={200: {"model": EventsAnswer}},
+)
 def list_events(store: StoreDep, paging: PageDep) -> JsonAnswer[EventsAnswer]:
     """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
     return read(store, recent_events, paging)
 
 
 @router.get(
-    "/events/{namespace:path}", response_model=None, responses={200: {"model": EventsAnswer}}
+    "/events/{namespace:path}",
+    dependencies=[EveryNamespace],
+    response_model=None,
+    responses={200: {"model": EventsAnswer}},
 )
 def list_namespace_events(
     namespace: str, store: StoreDep, paging: PageDep

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import LEVELS, End, HistoryStart
@@ -37,6 +37,7 @@ def get_tag_reach(
     tag: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     start: HistoryStart = None,
     end: End = None,
     levels: Annotated[
@@ -48,11 +49,12 @@ def get_tag_reach(
     """`{"tag", "levels", "tagged": [{"dataset", "fields"}], "reach": [...]}`: the tagged
     fields (a tagged dataset tags each of its fields), whether tagged through the API or by a
     dataset's `tags` facet, and what their data flowed into, through every origin of field
-    edges."""
+    edges. A token limited to some namespaces sees their fields only, with `hiddenNodes`
+    and `hiddenRelations` counting the fields and edges left out."""
     asked = FieldLineageQuery(
         start="0" if start is None else start,
         end=end,
         levels=str(DEFAULT_LEVELS) if levels is None else levels,
     )
     query = FieldQuery.parse(asked, max_levels=settings.max_levels)
-    return read(store, tag_reach, tag, query)
+    return read(store, tag_reach, tag, query, visibility)

@@ -5,7 +5,10 @@ Which edges a question counts is decided by their sets' links (`field_graph`): w
 a link of a run that overlaps it (and had started by its `as_of` time), or a declaration in
 force — the current ones, or with `as_of` those of the history then in force, as the dataset
 walks decide (`dataset_walk.WalkView`); without one, every current link. A walk never steps
-onto a field of a deleted dataset.
+onto a field of a deleted dataset, nor, for a reader limited to some namespaces
+(`visibility.VisibleNodes`), onto a field of a dataset it may not see: the edges it stopped
+at there are counted, never named (`hidden_nodes`: the distinct hidden fields at their far
+ends; `hidden_relations`: the distinct field -> field pairs).
 
 Nodes are numbers inside; the answers' (dataset id, field name) pairs are made only for the
 nodes an answer shows, from the index's own tables.
@@ -28,6 +31,7 @@ from upstream.query.graph_index.dataset_walk import WalkView
 from upstream.query.graph_index.field_graph import ORIGINS, FieldGraph
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
@@ -50,12 +54,16 @@ class FieldEdge(NamedTuple):
 class FieldEdges:
     """The field edges one question counts, in one version of the index."""
 
-    def __init__(self, graph: Graph, window: Window | None) -> None:
+    def __init__(
+        self, graph: Graph, window: Window | None, visible: VisibleNodes | None = None
+    ) -> None:
         self.graph = graph
         self.fields: FieldGraph = graph.fields
         self.window = window
         self.view = WalkView(graph, window) if window is not None else None
+        self.visible = visible
         self._uuids: dict[int, uuid.UUID] = {}
+        self._hidden: list[Ints] = []
 
     # -- which edges count -------------------------------------------------------------------
 
@@ -103,6 +111,8 @@ class FieldEdges:
             rows, far = rows[keep], far[keep]
             keep = self.counted(rows)
             rows, far = rows[keep], far[keep]
+            keep = self._shown(rows, far_dataset[rows], direction)
+            rows, far = rows[keep], far[keep]
             if not len(rows):
                 break
             origin_nodes.append(far)
@@ -117,6 +127,48 @@ class FieldEdges:
             np.concatenate(origin_nodes) if origin_nodes else empty,
             np.concatenate(origin_codes) if origin_codes else empty,
         )
+
+    def _shown(self, rows: Ints, far_dataset: npt.NDArray[np.integer], direction: Step) -> Flags:
+        """Which of the edge rows `rows` lead to a field the reader may see; the others are
+        remembered as hidden edges the walk stopped at."""
+        if self.visible is None:
+            return np.ones(len(rows), dtype=np.bool_)
+        shown = self.visible.shows_datasets(far_dataset.astype(np.int64))
+        hidden = rows[~shown]
+        if len(hidden):
+            f = self.fields
+            pair = (f.source_node[hidden], f.target_node[hidden])
+            near, far = pair if direction == "downstream" else pair[::-1]
+            self._hidden.append(np.stack([near.astype(np.int64), far.astype(np.int64)], axis=1))
+        return shown
+
+    @property
+    def hidden_nodes(self) -> int:
+        """The distinct hidden fields the walks stopped at."""
+        if not self._hidden:
+            return 0
+        return len(np.unique(np.concatenate(self._hidden)[:, 1]))
+
+    @property
+    def hidden_relations(self) -> int:
+        """The distinct field -> field edges to a hidden field the walks stopped at."""
+        if not self._hidden:
+            return 0
+        return len(np.unique(np.concatenate(self._hidden), axis=0))
+
+    def reach(
+        self, starts: Collection[FieldNode], direction: Step, levels: int
+    ) -> dict[FieldNode, set[str]]:
+        """The fields reached from `starts` against (upstream) or along (downstream) field
+        edges in at most `levels` hops, each with the origins (as answers name them) of the
+        edges that reached it at its nearest hop; the starts themselves are never part of the
+        answer, even when a cycle leads back to them."""
+        reached, _, origin_nodes, origin_codes = self.walk(starts, direction, levels)
+        found: dict[int, set[str]] = {node: set() for node in reached.tolist()}
+        for node, code in zip(origin_nodes.tolist(), origin_codes.tolist(), strict=True):
+            found[node].add(_SHOWN[code])
+        keys = self.keys(reached)
+        return {key: found[node] for key, node in zip(keys, reached.tolist(), strict=True)}
 
     def edges_at(self, nodes: Ints, end: Literal["source", "target"]) -> Ints:
         """The counted field -> field edges whose `end` is one of `nodes`, between datasets
@@ -218,17 +270,8 @@ def field_reach(
     levels: int,
     window: Window,
 ) -> dict[FieldNode, set[str]]:
-    """The fields reached from `starts` against (upstream) or along (downstream) field
-    edges in at most `levels` hops, each with the origins (as answers name them) of the
-    edges that reached it at its nearest hop; the starts themselves are never part of the
-    answer, even when a cycle leads back to them."""
-    edges = FieldEdges(graph, window)
-    reached, _, origin_nodes, origin_codes = edges.walk(starts, direction, levels)
-    found: dict[int, set[str]] = {node: set() for node in reached.tolist()}
-    for node, code in zip(origin_nodes.tolist(), origin_codes.tolist(), strict=True):
-        found[node].add(_SHOWN[code])
-    keys = edges.keys(reached)
-    return {key: found[node] for key, node in zip(keys, reached.tolist(), strict=True)}
+    """`FieldEdges.reach` of one walk that every namespace may see."""
+    return FieldEdges(graph, window).reach(starts, direction, levels)
 
 
 def field_hops(

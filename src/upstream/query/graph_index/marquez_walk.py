@@ -12,6 +12,11 @@ A direction expands a node once. Nodes join the graph in a fixed order — withi
 near relations, the flows, the whole jobs' relations and the job -> job edges, each sorted by
 the ids as the store sorts them — so a graph cut at `max_nodes` keeps the first nodes met,
 the same on every call: the nodes a walk that stops adding at the cap would hold.
+
+A reader limited to some namespaces (`VisibleNodes`) is walked as if the nodes it may not
+see were not there: a relation, flow or job -> job edge is followed only to a visible node,
+and each one met with a hidden end is counted as a relation with it (a flow: its near
+relation when its job is hidden, else its far one), never named.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.dataset_walk import WalkView
 from upstream.query.graph_index.graph import JOB, Graph
 from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 
 Ints = npt.NDArray[np.int64]
 DIRECTIONS: tuple[Step, ...] = ("downstream", "upstream")
@@ -73,17 +79,27 @@ class _Direction:
 
 
 def marquez_graph(
-    graph: Graph, seed_kind: str, seed_id: str, depth: int, max_nodes: int, window: Window | None
+    graph: Graph,
+    seed_kind: str,
+    seed_id: str,
+    depth: int,
+    max_nodes: int,
+    window: Window | None,
+    visible: VisibleNodes | None = None,
 ) -> MarquezGraph:
     """The graph around the dataset or job `seed_id`, `depth` jobs deep each way, over the
-    runs of `window` (every run without one), at most `max_nodes` nodes."""
-    return _Walk(graph, window).run(seed_kind, seed_id, depth, max_nodes)
+    runs of `window` (every run without one), at most `max_nodes` nodes; with `visible`,
+    only through and between the nodes it shows, counting what it stopped at there."""
+    return _Walk(graph, window, visible).run(seed_kind, seed_id, depth, max_nodes)
 
 
 class _Walk:
-    def __init__(self, graph: Graph, window: Window | None) -> None:
+    def __init__(
+        self, graph: Graph, window: Window | None, visible: VisibleNodes | None = None
+    ) -> None:
         self.graph = graph
-        self.view = WalkView(graph, window)
+        self.visible = visible
+        self.view = WalkView(graph, window, visible)
         self.dataset_count = len(graph.ids.datasets) + 1
         self.job_count = len(graph.ids.jobs) + 1
         #: Nodes in the order they joined the graph, each as 2 * number (+ 1 for a job).
@@ -145,6 +161,10 @@ class _Walk:
         rows, _ = view.all_flows(graph.by_source if downstream else graph.by_target, walk.datasets)
         source, target, job = (f[c][rows].astype(np.int64) for c in ("source", "target", "job"))
         live = view.live_datasets(source) & view.live_datasets(target) & view.live_jobs(job)
+        if downstream:
+            live &= self._shown_flows(source, target, job, f["run"][rows], live, downstream)
+        else:
+            live &= self._shown_flows(target, source, job, f["run"][rows], live, downstream)
         source, target, job = source[live], target[live], job[live]
         order = np.lexsort(
             (self._job_places(job), self._dataset_places(target), self._dataset_places(source))
@@ -167,6 +187,12 @@ class _Walk:
             e[f"{side}_job"][rows].astype(np.int64) for side in ("source", "target")
         )
         live = view.live_jobs(sources) & view.live_jobs(targets)
+        if self.visible is not None:
+            far_jobs = targets if downstream else sources
+            no_dataset = np.full(len(far_jobs), NONE, dtype=np.int64)
+            runs = e["run"][rows].astype(np.int64)
+            reads = np.zeros(len(far_jobs), dtype=np.int64)
+            live &= self.visible.stop_at(no_dataset, far_jobs, runs, reads, live)
         sources, targets = sources[live], targets[live]
         order = np.lexsort((self._job_places(targets), self._job_places(sources)))
         linked = (targets if downstream else sources)[order]
@@ -175,14 +201,32 @@ class _Walk:
         walk.reach(np.concatenate([far, written]), linked)
 
     def _relations(self, by: Adjacency, nodes: Ints, *, write: bool) -> Ints:
-        """The relations of `nodes` with one access, in the window, nothing deleted."""
+        """The relations of `nodes` with one access, in the window, nothing deleted, both
+        ends visible (those met with a hidden end counted)."""
         rows, _ = self.view.relations(by, nodes)
         r = self.graph.relations
-        keep = r["write"][rows] == write
-        keep &= self.view.live_datasets(r["dataset"][rows].astype(np.int64))
-        keep &= self.view.live_jobs(r["job"][rows].astype(np.int64))
-        found: Ints = rows[keep]
+        rows = rows[r["write"][rows] == write]
+        dataset, job, run = (r[c][rows].astype(np.int64) for c in ("dataset", "job", "run"))
+        found: Ints = rows[self.view.shown_relations(dataset, job, run, write)]
         return found
+
+    def _shown_flows(
+        self, near: Ints, far: Ints, job: Ints, run: Ints, live: npt.NDArray[np.bool_], out: bool
+    ) -> npt.NDArray[np.bool_]:
+        """Which flows from the frontier's datasets `near` the walk follows: their job (if
+        any) and far dataset visible. One with a hidden job is counted as its near relation
+        (the job read or wrote the frontier), one with a visible job and a hidden far end as
+        its far relation; `out` is whether the near end is the flow's source."""
+        if self.visible is None:
+            return live
+        run = run.astype(np.int64)
+        near_writes, far_writes = (np.full(len(job), w, dtype=np.int64) for w in (not out, out))
+        jobs_shown = self.visible.shows_jobs(job)
+        self.visible.stop_at(near, job, run, near_writes, live & ~jobs_shown)
+        shown: npt.NDArray[np.bool_] = self.visible.stop_at(
+            far, job, run, far_writes, live & jobs_shown
+        )
+        return shown & jobs_shown
 
     def _sorted(self, datasets: npt.NDArray[np.integer], jobs: npt.NDArray[np.integer]) -> Ints:
         order: Ints = np.lexsort((self._job_places(jobs), self._dataset_places(datasets)))

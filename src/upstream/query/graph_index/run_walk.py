@@ -7,6 +7,13 @@ then run id). Upstream, each run's reads lead to their writers; downstream, a ru
 lead to the runs whose reads resolve to it. Only runs' own current relations count: declared
 lineage has no run and no version, and nothing deleted is left out (a run's history is a
 fact, whatever was deleted since).
+
+A reader limited to some namespaces (`VisibleNodes`; a run is visible when its job is) is
+walked so that nothing hidden is shown or passed through (design §5): a read or write of a
+hidden dataset, and a read by a hidden run, is met and counted, never shown; a read whose
+version a hidden run wrote is shown with its writer unknown (the walk stops there), and that
+write is counted. Which version was read is decided on every run, hidden ones included, so
+a shown writer is the true one.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from upstream.model.direction import Step
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.graph import NO_END, NO_START, Graph
 from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.visibility import VisibleNodes
 
 Ints = npt.NDArray[np.int64]
 
@@ -40,17 +48,24 @@ class _Read(NamedTuple):
     run: int
     dataset: int
     version: int
+    job: int
 
 
 def run_links(
-    graph: Graph, seed: str, direction: Step, levels: int, as_of: int | None
+    graph: Graph,
+    seed: str,
+    direction: Step,
+    levels: int,
+    as_of: int | None,
+    visible: VisibleNodes | None = None,
 ) -> set[RunLink]:
     """Every link `levels` steps at most from run `seed` in `direction`, each at its nearest
-    level; downstream only readers that had started by `as_of` (microseconds) count."""
+    level; downstream only readers that had started by `as_of` (microseconds) count. With
+    `visible`, only through and between what it shows, counting what it met there."""
     number = graph.ids.runs.known(seed)
     if number is None:
         return set()
-    walk = _RunWalk(graph)
+    walk = _RunWalk(graph, visible)
     if direction == "upstream":
         found = walk.upstream(number, levels)
     else:
@@ -63,9 +78,20 @@ def run_links(
 
 
 class _RunWalk:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, visible: VisibleNodes | None = None) -> None:
         self.graph = graph
+        self.visible = visible
         self.writers: dict[int, _Writers] = {}
+
+    def shown(self, dataset: int, job: int, run: int, write: bool) -> bool:
+        """Whether the relation (dataset, job, run, access) has both ends visible; one
+        with a hidden end is counted as met."""
+        if self.visible is None:
+            return True
+        if self.visible.datasets[dataset] and self.visible.jobs[job]:
+            return True  # the common case, without making arrays
+        d, j, r, w = (np.array([value], dtype=np.int64) for value in (dataset, job, run, write))
+        return bool(self.visible.stop_at(d, j, r, w, np.ones(1, dtype=np.bool_))[0])
 
     def upstream(self, seed: int, levels: int) -> list[tuple[int, int, int, int]]:
         links: list[tuple[int, int, int, int]] = []
@@ -74,7 +100,13 @@ class _RunWalk:
         for level in range(1, levels + 1):
             following: list[int] = []
             for read in self.rows(self.graph.by_run, frontier, write=False):
+                if not self.shown(read.dataset, read.job, read.run, False):
+                    continue
                 writer = self.writer_of(read)
+                if writer != NONE:
+                    job = self.writers[read.dataset].jobs[writer]
+                    if not self.shown(read.dataset, job, writer, True):
+                        writer = NONE
                 links.append((read.run, read.dataset, writer, level))
                 if writer != NONE and writer not in reached:
                     reached.add(writer)
@@ -94,13 +126,19 @@ class _RunWalk:
         for level in range(1, levels + 1):
             following: list[int] = []
             for writer in frontier:
-                datasets = {w.dataset for w in self.rows(self.graph.by_run, [writer], write=True)}
+                datasets = {
+                    w.dataset
+                    for w in self.rows(self.graph.by_run, [writer], write=True)
+                    if self.shown(w.dataset, w.job, w.run, True)
+                }
                 for read in self.rows(self.graph.by_dataset, sorted(datasets), write=False):
                     if read.run == writer:
                         continue
                     if as_of is not None and not started[read.run] <= as_of:
                         continue
                     if self.writer_of(read) != writer:
+                        continue
+                    if not self.shown(read.dataset, read.job, read.run, False):
                         continue
                     links.append((read.run, read.dataset, writer, level))
                     if read.run not in reached:
@@ -118,10 +156,10 @@ class _RunWalk:
         rows, _ = by.rows_of(np.array(nodes, dtype=np.int64))
         keep = r["current"][rows] & (r["write"][rows] == write) & (r["run"][rows] != NONE)
         rows = rows[keep]
-        for run, dataset, version in zip(
-            *(r[c][rows].tolist() for c in ("run", "dataset", "version")), strict=True
+        for run, dataset, version, job in zip(
+            *(r[c][rows].tolist() for c in ("run", "dataset", "version", "job")), strict=True
         ):
-            yield _Read(run, dataset, version)
+            yield _Read(run, dataset, version, job)
 
     def writer_of(self, read: _Read) -> int:
         """The run that wrote the version `read` read (NONE: none known)."""
@@ -141,10 +179,14 @@ class _Writers:
         rows = rows[r["current"][rows] & r["write"][rows] & (r["run"][rows] != NONE)]
         #: Per named version, its writes newest first: (event time, run id) descending.
         self.named: dict[int, list[int]] = {}
-        writes = zip(*(r[c][rows].tolist() for c in ("run", "version", "event_time")), strict=True)
+        #: The job of each writing run.
+        self.jobs: dict[int, int] = {}
+        columns = ("run", "version", "event_time", "job")
+        writes = zip(*(r[c][rows].tolist() for c in columns), strict=True)
         by_version: dict[int, list[tuple[int, str, int]]] = {}
         completed: set[int] = set()
-        for run, version, event_time in writes:
+        for run, version, event_time, job in writes:
+            self.jobs[run] = job
             if version != NONE:
                 by_version.setdefault(version, []).append((event_time, runs[run], run))
             if graph.run_completed[run] and graph.run_ended[run] != NO_END:

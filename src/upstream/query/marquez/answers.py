@@ -334,6 +334,10 @@ class GraphNode(TypedDict):
 class MarquezGraphAnswer(TypedDict):
     graph: list[GraphNode]
     truncated: bool
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the walk
+    #: stopped at, and the relations with them it left out (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class LineageEventCounts(TypedDict):

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound, shown
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import NodeId, parse_node_id, possible_namespaces
@@ -44,10 +45,12 @@ def total(conn: Connection, query: sa.Select[Any]) -> int:
     return int(conn.execute(sa.select(sa.func.count()).select_from(query.subquery())).scalar_one())
 
 
-def resolve_node(conn: Connection, value: str) -> NodeId:
+def resolve_node(conn: Connection, value: str, visibility: Visibility = EVERYTHING) -> NodeId:
     """The reading of node id `value` that names a stored dataset or job (design §4.4).
 
-    Raises InvalidParameter when `value` is malformed and NotFound when no reading matches."""
+    Raises InvalidParameter when `value` is malformed and NotFound when no reading matches.
+    A reading in a namespace `visibility` does not show, or an alias of a dataset in one,
+    matches nothing: the answer is that of a node that does not exist."""
     candidates = possible_namespaces(value)
     by_id = {namespace_id(name): name for name in candidates}
     known: list[str] = []
@@ -58,6 +61,11 @@ def resolve_node(conn: Connection, value: str) -> NodeId:
     # An alias may be in a namespace no event named: it reads as the dataset it names.
     canonical = canonical_refs(conn, {_entity_id(r) for r in readings if r.kind != "job"})
     readings = [r for r in readings if r.namespace in known or _entity_id(r) in canonical]
+    hidden = {k for k, ref in canonical.items() if not visibility.shows(ref.namespace)}
+    canonical = {k: ref for k, ref in canonical.items() if k not in hidden}
+    readings = [
+        r for r in readings if visibility.shows(r.namespace) and _entity_id(r) not in hidden
+    ]
     if readings:
         datasets = {DatasetRef(r.namespace, r.name).id for r in readings if r.kind != "job"}
         datasets |= {ref.id for ref in canonical.values()}
@@ -89,14 +97,24 @@ def require_namespace(conn: Connection, namespace: str, *, include_deleted: bool
 
 
 def require_dataset(
-    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+    conn: Connection,
+    namespace: str,
+    name: str,
+    *,
+    include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> uuid.UUID:
     """The id of a stored dataset (the one it is an alias of, for an alias); NotFound names
-    the namespace or the dataset missing."""
+    the namespace or the dataset missing. An alias of a dataset `visibility` does not show
+    is missing, in the very words of a missing one (the route has checked the namespace
+    asked for; the alias must not reach into another)."""
     ref = canonical_ref(conn, DatasetRef(namespace, name))
+    missing = f"dataset {name!r} not found in namespace {namespace!r}"
+    if not visibility.shows(ref.namespace):
+        require_namespace(conn, namespace, include_deleted=include_deleted)
+        raise NotFound(missing)
     require_namespace(conn, ref.namespace, include_deleted=include_deleted)
     dataset_id = ref.id
-    missing = f"dataset {name!r} not found in namespace {namespace!r}"
     gone = f"dataset {name!r} in namespace {namespace!r} was deleted"
     _require(conn, t.datasets, dataset_id, (missing, gone), include_deleted)
     return dataset_id

@@ -15,6 +15,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound
 from upstream.model.identity import namespace_id
 from upstream.model.ownership import owners_of
@@ -160,18 +161,29 @@ def list_datasets(
 
 
 def get_dataset(
-    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+    conn: Connection,
+    namespace: str,
+    name: str,
+    *,
+    include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> DatasetAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}`."""
-    dataset_id = require_dataset(conn, namespace, name, include_deleted=include_deleted)
+    dataset_id = require_dataset(
+        conn, namespace, name, include_deleted=include_deleted, visibility=visibility
+    )
     return cast(DatasetAnswer, dataset_docs(conn, [dataset_id], column_lineage=True)[dataset_id])
 
 
 def list_dataset_versions(
-    conn: Connection, namespace: str, name: str, page: Page
+    conn: Connection,
+    namespace: str,
+    name: str,
+    page: Page,
+    visibility: Visibility = EVERYTHING,
 ) -> DatasetVersionsAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions`, newest first."""
-    dataset_id = require_dataset(conn, namespace, name)
+    dataset_id = require_dataset(conn, namespace, name, visibility=visibility)
     v = t.dataset_versions
     query = sa.select(v.c.id).where(v.c.dataset_id == dataset_id)
     ordered = query.order_by(v.c.created_at.desc(), v.c.id.desc())
@@ -182,10 +194,14 @@ def list_dataset_versions(
 
 
 def get_dataset_version(
-    conn: Connection, namespace: str, name: str, version: uuid.UUID
+    conn: Connection,
+    namespace: str,
+    name: str,
+    version: uuid.UUID,
+    visibility: Visibility = EVERYTHING,
 ) -> DatasetVersionAnswer:
     """`GET /namespaces/{ns}/datasets/{ds}/versions/{version}`."""
-    dataset_id = require_dataset(conn, namespace, name)
+    dataset_id = require_dataset(conn, namespace, name, visibility=visibility)
     doc = _version_docs(conn, dataset_id, [version]).get(version)
     if doc is None:
         raise NotFound(

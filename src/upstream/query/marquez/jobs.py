@@ -63,18 +63,23 @@ def run_states(values: Collection[str]) -> tuple[RunState, ...]:
 
 
 def job_docs(
-    conn: Connection, job_ids: Collection[uuid.UUID], *, recent_runs: int = LATEST_RUNS
+    conn: Connection,
+    job_ids: Collection[uuid.UUID],
+    *,
+    recent_runs: int = LATEST_RUNS,
+    visibility: Visibility = EVERYTHING,
 ) -> dict[uuid.UUID, Json]:
     """Marquez `Job` documents for `job_ids`, built with a fixed number of queries, with up to
-    `recent_runs` runs in `latestRuns`."""
+    `recent_runs` runs in `latestRuns`; a parent job `visibility` does not show is named as
+    no parent is (`parentJobName` null), so a reader does not learn its name."""
     rows: list[Any] = []
     for matches in id_filters(conn, t.jobs.c.id, job_ids):
         rows.extend(conn.execute(sa.select(t.jobs, deleted(t.jobs)).where(matches)).mappings())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
     latest = _latest_runs(conn, ids, recent_runs)
-    runs = run_docs(conn, [r for runs in latest.values() for r in runs])
-    parents = _parent_jobs(conn, [runs_[0] for runs_ in latest.values() if runs_])
+    runs = run_docs(conn, [r for runs in latest.values() for r in runs], visibility)
+    parents = _parent_jobs(conn, [runs_[0] for runs_ in latest.values() if runs_], visibility)
     tags = job_tags_of(conn, ids)
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
@@ -182,9 +187,9 @@ def _latest_run_in(states: Collection[RunState]) -> sa.ColumnElement[bool]:
 
 
 def _parent_jobs(
-    conn: Connection, run_ids: list[uuid.UUID]
+    conn: Connection, run_ids: list[uuid.UUID], visibility: Visibility
 ) -> dict[uuid.UUID, tuple[uuid.UUID, str]]:
-    """For each run with a parent run: the parent run's job (id, name)."""
+    """For each run with a parent run whose job `visibility` shows: that job (id, name)."""
     child, parent = t.runs.alias("child"), t.runs.alias("parent")
     result: dict[uuid.UUID, tuple[uuid.UUID, str]] = {}
     for matches in id_filters(conn, child.c.id, run_ids):
@@ -192,7 +197,7 @@ def _parent_jobs(
             sa.select(child.c.id, t.jobs.c.id.label("job_id"), t.jobs.c.name)
             .join(parent, parent.c.id == child.c.parent_run_id)
             .join(t.jobs, t.jobs.c.id == parent.c.job_id)
-            .where(matches)
+            .where(matches, shown_namespaces(t.jobs.c.namespace, visibility))
         )
         result.update({row.id: (row.job_id, row.name) for row in conn.execute(query)})
     return result
@@ -223,16 +228,21 @@ def list_jobs(
     if last_run_states:
         query = query.where(_latest_run_in(last_run_states))
     ids = list(conn.execute(page.apply(query.order_by(*order))).scalars())
-    docs = job_docs(conn, ids)
+    docs = job_docs(conn, ids, visibility=visibility)
     return {"jobs": [cast(JobAnswer, docs[i]) for i in ids], "totalCount": total(conn, query)}
 
 
 def get_job(
-    conn: Connection, namespace: str, name: str, *, include_deleted: bool = False
+    conn: Connection,
+    namespace: str,
+    name: str,
+    *,
+    include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> JobAnswer:
     """`GET /namespaces/{ns}/jobs/{job}`."""
     job_id = require_job(conn, namespace, name, include_deleted=include_deleted)
-    return cast(JobAnswer, job_docs(conn, [job_id])[job_id])
+    return cast(JobAnswer, job_docs(conn, [job_id], visibility=visibility)[job_id])
 
 
 def _versions(conn: Connection, namespace: str, name: str) -> list[Json]:

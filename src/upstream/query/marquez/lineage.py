@@ -33,12 +33,14 @@ from typing import cast
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.model.window import Window
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.marquez_walk import MarquezGraph, marquez_graph
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.marquez.answers import GraphNode, MarquezGraphAnswer
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
@@ -46,11 +48,19 @@ from upstream.query.marquez.jobs import job_docs
 
 
 def lineage_graph(
-    conn: Connection, node_id: str, depth: int, max_nodes: int, window: Window | None = None
+    conn: Connection,
+    node_id: str,
+    depth: int,
+    max_nodes: int,
+    window: Window | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> MarquezGraphAnswer:
     """The graph around `node_id` (a dataset or job), `depth` jobs deep each way; with a
-    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
-    seed = resolve_node(conn, node_id)
+    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then).
+    With a `visibility` that does not show every namespace, a hidden node asked for is
+    NotFound as a missing one is, the walk neither shows nor passes through what it hides,
+    and the answer says how much it stopped at (`hiddenNodes`, `hiddenRelations`)."""
+    seed = resolve_node(conn, node_id, visibility)
     if seed.kind == "datasetField":
         raise InvalidParameter.at(
             "nodeId", "lineage takes a dataset or job node id; use /column-lineage"
@@ -59,18 +69,25 @@ def lineage_graph(
         seed_id = DatasetRef(seed.namespace, seed.name).id
     else:
         seed_id = JobRef(seed.namespace, seed.name).id
-    found = marquez_graph(graph_of(conn), seed.kind, str(seed_id), depth, max_nodes, window)
-    nodes = cast(list[GraphNode], _render(conn, found))
-    return {"graph": nodes, "truncated": found.truncated}
+    index = graph_of(conn)
+    visible = VisibleNodes.of(conn, index, visibility)
+    found = marquez_graph(index, seed.kind, str(seed_id), depth, max_nodes, window, visible)
+    nodes = cast(list[GraphNode], _render(conn, found, visibility))
+    answer: MarquezGraphAnswer = {"graph": nodes, "truncated": found.truncated}
+    if visible is not None:
+        answer["hiddenNodes"] = visible.hidden_nodes
+        answer["hiddenRelations"] = visible.hidden_relations
+    return answer
 
 
-def _render(conn: Connection, graph: MarquezGraph) -> list[Json]:
+def _render(conn: Connection, graph: MarquezGraph, visibility: Visibility) -> list[Json]:
     """The nodes with their documents, read by id, and the edges between them."""
     dataset_ids = {uuid.UUID(i) for i in graph.datasets}
     datasets = {str(i): doc for i, doc in dataset_docs(conn, dataset_ids).items()}
+    job_ids = {uuid.UUID(i) for i in graph.jobs}
     jobs = {
         str(i): doc
-        for i, doc in job_docs(conn, {uuid.UUID(i) for i in graph.jobs}, recent_runs=1).items()
+        for i, doc in job_docs(conn, job_ids, recent_runs=1, visibility=visibility).items()
     }
     for doc in [*datasets.values(), *jobs.values()]:
         del doc["facets"]  # as in Marquez's graph; facets can be large, the entity has them

@@ -17,6 +17,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound
 from upstream.model.identity import stable_id
 from upstream.model.ownership import own_and_facet_tags
@@ -30,6 +31,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.visibility import shown_namespaces
 
 #: OpenLineage eventType -> Marquez RunState.
 RUN_STATES = {
@@ -98,13 +100,24 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
     return result
 
 
-def run_docs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
-    """Marquez `Run` documents for `run_ids` (unknown ids are left out)."""
+def run_docs(
+    conn: Connection, run_ids: Collection[uuid.UUID], visibility: Visibility = EVERYTHING
+) -> dict[uuid.UUID, Json]:
+    """Marquez `Run` documents for `run_ids` (unknown ids are left out). A parent run of a
+    job `visibility` does not show is no parent (`parentRunId` null): its id would point
+    at what the reader may not see (the `parent` facet naming it goes in
+    `upstream.query.hidden.without_hidden`)."""
     rows: list[Any] = []
+    parent_run, parent_job = t.runs.alias("parent_run"), t.jobs.alias("parent_job")
+    parent_shown = (
+        sa.true() if visibility.everything else shown_namespaces(parent_job.c.namespace, visibility)
+    )
     for matches in id_filters(conn, t.runs.c.id, run_ids):
         query = (
-            sa.select(t.runs, t.jobs.c.namespace, t.jobs.c.name)
+            sa.select(t.runs, t.jobs.c.namespace, t.jobs.c.name, parent_shown.label("parent_shown"))
             .join(t.jobs, t.jobs.c.id == t.runs.c.job_id)
+            .outerjoin(parent_run, parent_run.c.id == t.runs.c.parent_run_id)
+            .outerjoin(parent_job, parent_job.c.id == parent_run.c.job_id)
             .where(matches)
         )
         rows.extend(conn.execute(query).mappings())
@@ -138,7 +151,9 @@ def _run_doc(row: Any, io: RunIO) -> Json:
         "context": {},
         "facets": row["facets"] or {},
         "tags": own_and_facet_tags([], row["facets"] or {}),
-        "parentRunId": str(row["parent_run_id"]) if row["parent_run_id"] else None,
+        "parentRunId": (
+            str(row["parent_run_id"]) if row["parent_run_id"] and row["parent_shown"] else None
+        ),
     }
 
 
@@ -183,10 +198,16 @@ def runs_newest_first(job_id: uuid.UUID) -> sa.Select[Any]:
     )
 
 
-def list_job_runs(conn: Connection, namespace: str, job: str, page: Page) -> RunsAnswer:
+def list_job_runs(
+    conn: Connection,
+    namespace: str,
+    job: str,
+    page: Page,
+    visibility: Visibility = EVERYTHING,
+) -> RunsAnswer:
     """`GET /namespaces/{ns}/jobs/{job}/runs`, newest first."""
     job_id = require_job(conn, namespace, job)
     query = runs_newest_first(job_id)
     ids = list(conn.execute(page.apply(query)).scalars())
-    docs = run_docs(conn, ids)
+    docs = run_docs(conn, ids, visibility)
     return {"runs": [cast(RunAnswer, docs[i]) for i in ids], "totalCount": total(conn, query)}
