@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +21,9 @@ from tests.watch_support import (
     immediate_retries,
     receiver_running,
 )
+from upstream.model.watch import parse_subscription
 from upstream.store.engine import Store
+from upstream.watch.delivery import WebhookSink
 
 __all__ = ["app"]
 
@@ -128,3 +131,22 @@ def test_redelivering_an_unknown_notification_is_404(app: TestClient, receiver: 
     answer = app.post(f"/v3/subscriptions/{subscription}/deliveries/{missing}/redeliver")
     assert answer.status_code == 404
     assert app.get(f"/v3/subscriptions/{missing}/deliveries").status_code == 404
+
+
+def test_a_webhook_sink_makes_its_http_client_at_the_first_delivery(
+    receiver: Receiver,
+) -> None:
+    """Every server starts a watcher; most never deliver, so none pays for a client (and
+    its certificates) until a notification goes out. Closing one never used is a no-op."""
+    unused = WebhookSink(timeout=5)
+    unused.close()
+    assert "client" not in unused.__dict__
+    sink = WebhookSink(timeout=5)
+    asked = {
+        "watch": {"dataset": {"namespace": "ns", "name": "orders"}},
+        "deliver": {"webhook": {"url": receiver.url, "secret": SECRET}},
+    }
+    spec, _ = parse_subscription(asked, max_levels=10)
+    assert sink.send(spec, uuid.uuid4(), "{}", SECRET).status == 200
+    assert "client" in sink.__dict__
+    sink.close()

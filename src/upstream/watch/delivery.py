@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Protocol
 
 import httpx
@@ -54,7 +55,13 @@ class WebhookSink:
     """`POST url` with the JSON body and its signature (`X-Upstream-Signature`)."""
 
     def __init__(self, timeout: float) -> None:
-        self.client = httpx.Client(timeout=timeout, follow_redirects=False)
+        self.timeout = timeout
+
+    @cached_property
+    def client(self) -> httpx.Client:
+        """Made at the first delivery: loading the CA certificates costs a server start a
+        few tenths of a second, and most servers never deliver."""
+        return httpx.Client(timeout=self.timeout, follow_redirects=False)
 
     def send(
         self, spec: SubscriptionSpec, subscription: uuid.UUID, body: str, secret: str
@@ -70,7 +77,8 @@ class WebhookSink:
         return Outcome(response.status_code, f"the receiver answered {response.status_code}")
 
     def close(self) -> None:
-        self.client.close()
+        if "client" in self.__dict__:
+            self.client.close()
 
 
 class KafkaSink:
