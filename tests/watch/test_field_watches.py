@@ -14,12 +14,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import column_lineage, ds, run_event, schema_facet
 from tests.conftest import post
 from tests.watch.test_notifications import NS, app, notify
 from tests.watch_support import SECRET, Receiver, deliver, dispatch, receiver_running, recent
+from upstream.query.watch_fields import Schemas
+from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.watch.digest import interval_of
 
@@ -380,3 +383,25 @@ def test_two_processes_make_a_digest_once(
     deliver(store, at=end)
     [sent] = receiver.documents()
     assert len(sent["notifications"]) == 1
+
+
+def test_a_rounds_schemas_read_each_dataset_once(app: TestClient, store: Store) -> None:
+    """A dispatcher's round shares one `Schemas` among its subscriptions: a dataset already
+    read is answered without a statement, and only the new ones are read."""
+    schema = {"fields": [{"name": "id", "type": "int"}, {"name": "total", "type": "float"}]}
+    post(app, run_event((NS, "etl"), inputs=[ds(NS, "raw", schema=schema)],
+                        outputs=[ds(NS, "orders")]))  # fmt: skip
+    with store.read() as conn:
+        ids = {
+            name: str(i) for i, name in conn.execute(sa.select(t.datasets.c.id, t.datasets.c.name))
+        }
+        statements: list[str] = []
+        sa.event.listen(conn, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        schemas = Schemas(conn)
+        assert schemas.fields([ids["raw"]]) == {(ids["raw"], "id"), (ids["raw"], "total")}
+        assert len(statements) == 1
+        both = schemas.fields([ids["raw"], ids["orders"]])
+        assert both == {(ids["raw"], "id"), (ids["raw"], "total")}
+        assert len(statements) == 2  # orders only
+        assert schemas.fields([ids["orders"], ids["raw"]]) == both
+        assert len(statements) == 2

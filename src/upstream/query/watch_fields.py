@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -89,16 +89,26 @@ def field_radius(
     return FieldRadius(keys, frozenset(named | {(str(d), name) for d, name in fields}))
 
 
-def schema_fields(conn: Connection, datasets: Iterable[str]) -> frozenset[SchemaField]:
-    """Each (dataset, top-level field) that the schemas of `datasets` (ids as text) list."""
-    d = t.datasets.c
-    found: set[SchemaField] = set()
-    for matches in id_filters(conn, d.id, [uuid.UUID(i) for i in datasets]):
-        for id_, fields in conn.execute(sa.select(d.id, d.fields).where(matches)):
-            found.update(
-                (str(id_), f["name"]) for f in fields or [] if isinstance(f, dict) and "name" in f
-            )
-    return frozenset(found)
+@dataclass
+class Schemas:
+    """The top-level fields of datasets' schemas, each dataset read once per snapshot: a
+    dispatcher's round looks at many subscriptions whose radii share datasets, and parsing
+    the same schema for each of them slowed ingest beside it."""
+
+    conn: Connection
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def fields(self, datasets: Iterable[str]) -> frozenset[SchemaField]:
+        """Each (dataset, top-level field) that the schemas of `datasets` (ids as text) list."""
+        wanted = set(datasets)
+        missing = [uuid.UUID(i) for i in wanted - self.names.keys()]
+        d = t.datasets.c
+        for matches in id_filters(self.conn, d.id, missing):
+            for id_, fields in self.conn.execute(sa.select(d.id, d.fields).where(matches)):
+                self.names[str(id_)] = frozenset(
+                    f["name"] for f in fields or [] if isinstance(f, dict) and "name" in f
+                )
+        return frozenset((i, name) for i in wanted for name in self.names.get(i, ()))
 
 
 def schema_breaks(

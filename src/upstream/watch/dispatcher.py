@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.watch import FAILED_STATES, Radius, RadiusChange, SubscriptionSpec, compare
 from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.watch_fields import Schemas
 from upstream.query.watch_radius import entities_named, shown_relations, watched_datasets
 from upstream.store import change_log
 from upstream.store import subscriptions as rows
@@ -81,13 +82,14 @@ def _round(conn: Connection, links: Links, sweep_every: timedelta, now: datetime
     touched = _touched(conn, read, sweep)
     radii: dict[uuid.UUID, dict[str, Any]] = {}
     notes: list[dict[str, Any]] = []
+    schemas = Schemas(conn)
     for subscription in subscriptions:
         spec = SubscriptionSpec.from_json(subscription.spec)
         before = Radius.from_json(subscription.radius)
         if not touched.everything and not _may_change(conn, spec, before, touched.ids):
             continue
         news = [w for w in touched.failed if touched.run_positions[w.run_id] > before.since]
-        seen = observe(conn, spec, before, news, now)
+        seen = observe(conn, spec, before, news, now, schemas)
         change, remembered = compare(before, seen.seen)
         if remembered != before:
             radii[subscription.id] = remembered.as_json()

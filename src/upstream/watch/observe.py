@@ -25,7 +25,7 @@ from upstream.model.watch import (
 from upstream.model.window import Window
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.index import graph_of
-from upstream.query.watch_fields import FieldRadius, field_radius, schema_breaks, schema_fields
+from upstream.query.watch_fields import FieldRadius, Schemas, field_radius, schema_breaks
 from upstream.query.watch_radius import (
     radius_of,
     radius_walk,
@@ -55,9 +55,11 @@ def observe(
     before: Radius,
     failed: Sequence[rows.FailedWrite],
     now: datetime,
+    schemas: Schemas | None = None,
 ) -> Observation:
     """The radius as it stands now, with the failed runs of `failed` that wrote into it
-    and the fields gone from the schemas it watched `before`."""
+    and the fields gone from the schemas it watched `before` (read through `schemas`, which
+    a round shares among its subscriptions)."""
     seeds = watched_datasets(conn, spec.watch)
     window = window_of(spec, now)
     graph = graph_of(conn)
@@ -78,7 +80,9 @@ def observe(
     breaks: tuple[SchemaBreak, ...] = ()
     if "schema_break" in spec.changes:
         watched = None if datasets else fields.fields
-        schema, breaks = _schema(conn, spec, before, within - deleted_now, watched, window)
+        schema, breaks = _schema(
+            conn, schemas or Schemas(conn), spec, before, within - deleted_now, watched, window
+        )
     seen = Seen(
         relations,
         seed_ids,
@@ -93,6 +97,7 @@ def observe(
 
 def _schema(
     conn: Connection,
+    schemas: Schemas,
     spec: SubscriptionSpec,
     before: Radius,
     within: frozenset[str],
@@ -102,7 +107,7 @@ def _schema(
     """The schema fields the radius watches now — every field of the datasets `within`
     (those of the radius not deleted), or only the `watched` ones of them — and the schema
     breaks: fields seen `before` and gone from a schema, with field edges downstream."""
-    schema = schema_fields(conn, within)
+    schema = schemas.fields(within)
     if watched is not None:
         schema &= watched
 
