@@ -311,8 +311,8 @@ def naive_walk(rows: _Rows, seed: uuid.UUID, mode: str, levels: int) -> dict[Sho
                     depth[("job", r.job_id)] + 1,
                 )
         return _as_shown(shown)
-    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
-    near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
+    near = "target" if mode == "upstream" else "source"
+    near_access = "write" if mode == "upstream" else "read"
     for (kind, node), d in depth.items():
         level = d + 1
         if kind == "dataset":
@@ -326,21 +326,9 @@ def naive_walk(rows: _Rows, seed: uuid.UUID, mode: str, levels: int) -> dict[Sho
                 if near_end == node and flow_in and f.job_id is not None and rows.live(*ends):
                     show((f.source_dataset_id, f.job_id, f.run_id, "read"), level)
                     show((f.target_dataset_id, f.job_id, f.run_id, "write"), level)
-        for e in rows.edges:
-            if getattr(e, f"{near}_type") != kind or getattr(e, f"{near}_{kind}_id") != node:
-                continue
-            if kind == "dataset" and getattr(e, f"{far}_type") == "job":
-                show(
-                    (node, getattr(e, f"{far}_job_id"), getattr(e, f"{far}_run_id"), near_access),
-                    level,
-                )
-            if kind == "job" and getattr(e, f"{far}_type") == "dataset":
-                far_dataset = getattr(e, f"{far}_dataset_id")
-                if far_dataset is not None:
-                    show((far_dataset, node, getattr(e, f"{near}_run_id"), far_access), level)
-    components: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for r in rows.relations:
-        components[(r.dataset_id, r.job_id, r.run_id, r.access)].add(r.component)
+        for key in _edge_relations(rows, kind, node, mode):
+            show(key, level)
+    components = _components(rows)
     return _as_shown(
         {
             (*key, component): level
@@ -348,6 +336,32 @@ def naive_walk(rows: _Rows, seed: uuid.UUID, mode: str, levels: int) -> dict[Sho
             for component in components.get(key) or {""}
         }
     )
+
+
+def _edge_relations(
+    rows: _Rows, kind: str, node: uuid.UUID, mode: str
+) -> Iterator[tuple[Any, ...]]:
+    """The relations (dataset, job, run, access) that the job-end edges at `node` (a dataset
+    or a job) show, walking `mode` (upstream or downstream)."""
+    near, far = ("target", "source") if mode == "upstream" else ("source", "target")
+    near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
+    for e in rows.edges:
+        if getattr(e, f"{near}_type") != kind or getattr(e, f"{near}_{kind}_id") != node:
+            continue
+        if kind == "dataset" and getattr(e, f"{far}_type") == "job":
+            yield (node, getattr(e, f"{far}_job_id"), getattr(e, f"{far}_run_id"), near_access)
+        if kind == "job" and getattr(e, f"{far}_type") == "dataset":
+            far_dataset = getattr(e, f"{far}_dataset_id")
+            if far_dataset is not None:
+                yield (far_dataset, node, getattr(e, f"{near}_run_id"), far_access)
+
+
+def _components(rows: _Rows) -> dict[tuple[Any, ...], set[str]]:
+    """The components each relation (dataset, job, run, access) was stated with."""
+    components: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for r in rows.relations:
+        components[(r.dataset_id, r.job_id, r.run_id, r.access)].add(r.component)
+    return components
 
 
 def _as_shown(found: dict[tuple[Any, ...], int]) -> dict[ShownRelation, int]:
@@ -542,7 +556,7 @@ def naive_rolled_up(
     window, rollup = rows.window, _Rollup(flows_of)
     relations = [r for r in rows.relations if rows.run_in(r.run_id)]
     near, far = ("target", "source") if mode == "upstream" else ("source", "target")
-    near_access, far_access = ("write", "read") if mode == "upstream" else ("read", "write")
+    near_access = "write" if mode == "upstream" else "read"
     flows = [
         f
         for f in rows.flows
@@ -606,21 +620,9 @@ def naive_rolled_up(
                     show((f.target_dataset_id, f.job_id, f.run_id, "write"), level)
         if kind == "within":
             continue
-        for e in rows.edges:
-            if getattr(e, f"{near}_type") != kind or getattr(e, f"{near}_{kind}_id") != node:
-                continue
-            if kind == "dataset" and getattr(e, f"{far}_type") == "job":
-                show(
-                    (node, getattr(e, f"{far}_job_id"), getattr(e, f"{far}_run_id"), near_access),
-                    level,
-                )
-            if kind == "job" and getattr(e, f"{far}_type") == "dataset":
-                far_dataset = getattr(e, f"{far}_dataset_id")
-                if far_dataset is not None:
-                    show((far_dataset, node, getattr(e, f"{near}_run_id"), far_access), level)
-    components: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for r in rows.relations:
-        components[(r.dataset_id, r.job_id, r.run_id, r.access)].add(r.component)
+        for key in _edge_relations(rows, kind, node, mode):
+            show(key, level)
+    components = _components(rows)
     rolled: dict[tuple[Any, ...], int] = {}
     for key, level in shown.items():
         for component in components.get(key) or {""}:
