@@ -110,12 +110,12 @@ def get_column_lineage(
 
 @router.get(
     "/search",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": SearchAnswer}},
 )
 def search(
     store: StoreDep,
+    visibility: VisibilityDep,
     q: Annotated[str, Query(min_length=1, description="Text the name contains (any case).")],
     filter: Annotated[
         Literal["DATASET", "JOB", "dataset", "job"] | None, Query(description="Only this type.")
@@ -130,7 +130,7 @@ def search(
     ] = None,
     deleted: IncludeDeleted = False,
 ) -> JsonAnswer[SearchAnswer]:
-    """Datasets and jobs whose name contains `q`."""
+    """Datasets and jobs whose name contains `q`, of the namespaces the token may read."""
     only: SearchType | None = (
         "DATASET" if filter in ("DATASET", "dataset") else "JOB" if filter else None
     )
@@ -144,6 +144,7 @@ def search(
         limit=limit,
         namespace=namespace,
         include_deleted=deleted,
+        visibility=visibility,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.model.nodeid import dataset_node_id, job_node_id
 from upstream.query.marquez.answers import OpenSearchAnswer, SearchAnswer, SearchResult
@@ -23,6 +24,7 @@ from upstream.query.marquez.common import Json, iso, total
 from upstream.query.marquez.jobs import ranked_runs
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
+from upstream.store.visibility import shown_namespaces
 
 SearchType = Literal["DATASET", "JOB"]
 SearchSort = Literal["NAME", "UPDATED_AT"]
@@ -37,15 +39,19 @@ def search(
     limit: int = 10,
     namespace: str | None = None,
     include_deleted: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> SearchAnswer:
     """Up to `limit` datasets and jobs matching `q`, by name (A-Z) or newest update first;
-    deleted ones only when asked for (then flagged `deleted`)."""
+    deleted ones only when asked for (then flagged `deleted`); of the namespaces `visibility`
+    shows only, and counted among those only (a hidden name is not even a number)."""
     results: list[SearchResult] = []
     count = 0
     for kind, table in (("DATASET", t.datasets), ("JOB", t.jobs)):
         if only is not None and only != kind:
             continue
-        query = _matching(table, q, namespace).where(visible(table, include_deleted))
+        query = _matching(table, q, namespace).where(
+            visible(table, include_deleted), shown_namespaces(table.c.namespace, visibility)
+        )
         count += total(conn, query)
         ordered = query.order_by(*_order(table, sort)).limit(limit)
         for row in conn.execute(ordered):
