@@ -187,6 +187,22 @@ def test_search_finds_and_counts_only_readable_names(estate: TestClient) -> None
     assert full["totalCount"] == 10
 
 
+def test_sources_are_those_the_readable_datasets_name(estate: TestClient) -> None:
+    """The estate's datasets carry no `dataSource` facet, so each namespace of datasets is a
+    source: finance's warehouse for a finance reader; hr's is 404 like one never seen."""
+    finance = bearer(issue(estate, "read:finance/*")["token"])
+    listed = estate.get("/api/v1/sources", headers=finance).json()
+    assert [s["name"] for s in listed["sources"]] == [FIN_DS]
+    assert listed["totalCount"] == 1
+    hidden = estate.get(f"/api/v1/sources/{HR}", headers=finance)
+    missing = estate.get("/api/v1/sources/nowhere", headers=finance)
+    assert hidden.status_code == 404
+    assert hidden.content == missing.content.replace(b"nowhere", HR.encode())
+    assert estate.get(f"/api/v1/sources/{HR}", headers=bearer(READ_ALL)).status_code == 200
+    everything = estate.get("/api/v1/sources", headers=bearer(READ_ALL)).json()
+    assert [s["name"] for s in everything["sources"]] == [CRM, FIN_DS, HR]
+
+
 def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> None:
     finance = issue(estate, "read:finance/*")["token"]
     job = estate.get(f"/api/v1/namespaces/{FJ}/jobs/costs", headers=bearer(finance))

@@ -87,24 +87,22 @@ def get_namespace(
     "/sources",
     response_model=None,
     responses={200: {"model": SourcesAnswer}},
-    dependencies=[EveryNamespace],
 )
 def list_sources(
     store: StoreDep, visibility: VisibilityDep, paging: PageDep
 ) -> JsonAnswer[SourcesAnswer]:
     """Data sources, from the datasets' `dataSource` facets (else their namespaces)."""
-    return read_shown(store, visibility, namespaces.list_sources, paging)
+    return read_shown(store, visibility, namespaces.list_sources, paging, visibility)
 
 
 @router.get(
     "/sources/{source}",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": SourceAnswer}, **documented(NotFound)},
 )
 def get_source(source: str, store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[SourceAnswer]:
     """One data source, by the name its datasets' `dataSource` facet gives."""
-    return read_shown(store, visibility, namespaces.get_source, source)
+    return read_shown(store, visibility, namespaces.get_source, source, visibility)
 
 
 @router.get(

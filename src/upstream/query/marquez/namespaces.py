@@ -87,10 +87,14 @@ class _Source:
         }
 
 
-def _sources(conn: Connection) -> dict[str, _Source]:
+def _sources(conn: Connection, visibility: Visibility) -> dict[str, _Source]:
+    """The sources the datasets of the namespaces `visibility` shows name: a source only
+    hidden datasets name is not known to the reader."""
     d = t.datasets
     found: dict[str, _Source] = {}
-    query = sa.select(d.c.namespace, d.c.source_name, d.c.facets, d.c.created_at, d.c.updated_at)
+    query = sa.select(
+        d.c.namespace, d.c.source_name, d.c.facets, d.c.created_at, d.c.updated_at
+    ).where(shown_namespaces(d.c.namespace, visibility))
     for row in conn.execute(query):
         facet = (row.facets or {}).get("dataSource")
         uri = facet.get("uri") if isinstance(facet, dict) else None
@@ -105,15 +109,17 @@ def _sources(conn: Connection) -> dict[str, _Source]:
     return found
 
 
-def list_sources(conn: Connection, page: Page) -> SourcesAnswer:
+def list_sources(
+    conn: Connection, page: Page, visibility: Visibility = EVERYTHING
+) -> SourcesAnswer:
     """`GET /sources`, by name."""
-    sources = [s.doc() for _, s in sorted(_sources(conn).items())]
+    sources = [s.doc() for _, s in sorted(_sources(conn, visibility).items())]
     return {"sources": sources[page.offset : page.offset + page.limit], "totalCount": len(sources)}
 
 
-def get_source(conn: Connection, name: str) -> SourceAnswer:
-    """`GET /sources/{source}`."""
-    source = _sources(conn).get(name)
+def get_source(conn: Connection, name: str, visibility: Visibility = EVERYTHING) -> SourceAnswer:
+    """`GET /sources/{source}`; NotFound for one only hidden datasets name, as for none."""
+    source = _sources(conn, visibility).get(name)
     if source is None:
         raise NotFound(f"source {name!r} not found")
     return source.doc()
