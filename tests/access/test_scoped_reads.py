@@ -68,6 +68,38 @@ def test_dataset_lineage_both_ways_shows_finance_only_and_counts_what_it_hid(
     assert "hr" not in names_in(answer).replace("hiddenRelations", "")
 
 
+def test_a_diff_compares_what_the_reader_sees_and_says_what_each_side_hid(
+    estate: TestClient,
+) -> None:
+    """From an empty window to all time: every relation the finance reader's lineage shows is
+    added, nothing of crm or hr is named, and the later side hid what that lineage hides."""
+    finance = issue(estate, "read:finance/*")["token"]
+    path = f"/v3/namespaces/{F}/datasets/invoices/lineage/diff"
+    asked = {"from": "0..1", "to": "0..now"}
+    answer = estate.get(path, params=asked, headers=bearer(finance))
+    assert answer.status_code == 200, answer.text
+    diff = answer.json()
+    assert shown(diff["added"]) == FINANCE_RELATIONS
+    assert diff["removed"]["relations"] == []
+    assert diff["kept"] == []
+    assert set(diff["data"]) == {INVOICES, ORDERS, COSTS}
+    assert (diff["to"]["hiddenNodes"], diff["to"]["hiddenRelations"]) == (3, 3)
+    assert (diff["from"]["hiddenNodes"], diff["from"]["hiddenRelations"]) == (0, 0)
+    assert "crm" not in answer.text
+    assert "hr:" not in answer.text
+    full = estate.get(path, params=asked, headers=bearer(READ_ALL)).json()
+    assert "hiddenNodes" not in full["to"]
+    assert shown(full["added"]) > FINANCE_RELATIONS
+    hidden = estate.get(
+        f"/v3/namespaces/{HR}/datasets/salaries/lineage/diff", headers=bearer(finance)
+    )
+    missing = estate.get(
+        f"/v3/namespaces/{HR}/datasets/nothing/lineage/diff", headers=bearer(finance)
+    )
+    assert hidden.status_code == 404
+    assert hidden.content == missing.content.replace(b"nothing", b"salaries")
+
+
 def test_a_second_readable_domain_opens_the_walk_through_it(estate: TestClient) -> None:
     token = issue(estate, "read:finance/*", "read:hr")["token"]
     answer = lineage(estate, token, f"/v3/namespaces/{F}/datasets/invoices/lineage")
@@ -218,7 +250,6 @@ def test_a_marquez_job_names_none_of_its_hidden_inputs(estate: TestClient) -> No
 @pytest.mark.parametrize(
     "path",
     [
-        f"/v3/namespaces/{F}/datasets/invoices/lineage/diff",
         "/api/v1/events/lineage",
     ],
 )

@@ -342,6 +342,10 @@ class DiffWindow(TypedDict):
     start: int
     end: int
     asOf: NotRequired[str]
+    #: Only for a token limited to some namespaces: what this side's walk stopped at and
+    #: left out, counted as a lineage answer counts them (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class DiffRelation(TypedDict):

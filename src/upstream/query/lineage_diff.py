@@ -7,6 +7,10 @@ between two windows, so a relation's identity is its dataset, program, accesses 
 components with its runs collapsed: a relation in one answer and not the other is `added` or
 `removed`, and a kept relation says how many runs it had on each side. Field edges between
 each answer's datasets, and the datasets and programs themselves, are compared the same way.
+
+A reader limited to some namespaces diffs two filtered answers: each side is walked as that
+reader's lineage answer is, and says what it hid (`hiddenNodes`, `hiddenRelations` in `from`
+and `to`); field edges are read between the datasets the sides show only.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, cast
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
@@ -134,20 +139,23 @@ def lineage_diff(
     *,
     max_nodes: int,
     max_relations: int,
+    visibility: Visibility = EVERYTHING,
 ) -> LineageDiffAnswer:
-    """`added`, `removed` and `kept` between the two sides; NotFound for an
-    unknown dataset. Each side is capped at `max_nodes` and `max_relations` like a lineage
-    answer; a cut side makes the diff say `"truncated": true`."""
+    """`added`, `removed` and `kept` between the two sides; NotFound for an unknown dataset,
+    or one `visibility` does not show. Each side is capped at `max_nodes` and `max_relations`
+    like a lineage answer; a cut side makes the diff say `"truncated": true`."""
     caps = (max_nodes, max_relations)
-    bodies = [_lineage(conn, namespace, name, p, caps) for p in (params.before, params.after)]
+    bodies = [
+        _lineage(conn, namespace, name, p, caps, visibility) for p in (params.before, params.after)
+    ]
     keys = [_dataset_keys(body) for body in bodies]
     edges = field_edges_among(
         conn, [Side(k, p.window) for k, p in zip(keys, (params.before, params.after), strict=True)]
     )
     before, after = (_Answer.of(body, k, e) for body, k, e in zip(bodies, keys, edges, strict=True))
     response: dict[str, Any] = {
-        "from": _described(params.before),
-        "to": _described(params.after),
+        "from": _described(params.before, bodies[0]),
+        "to": _described(params.after, bodies[1]),
         "added": _only_in(after, before),
         "removed": _only_in(before, after),
         "kept": [
@@ -169,7 +177,12 @@ DatasetKeys = dict[str, tuple[str, EntityId]]
 
 
 def _lineage(
-    conn: Connection, namespace: str, name: str, params: LineageParams, caps: tuple[int, int]
+    conn: Connection,
+    namespace: str,
+    name: str,
+    params: LineageParams,
+    caps: tuple[int, int],
+    visibility: Visibility,
 ) -> LineageAnswer:
     """One side's lineage answer with its runs collapsed: runs are what differ between the
     sides, so a relation's identity leaves them out (its runs are counted, so their order,
@@ -183,6 +196,7 @@ def _lineage(
         max_nodes=caps[0],
         max_relations=caps[1],
         runs_in_order=False,
+        visibility=visibility,
     )
 
 
@@ -256,11 +270,14 @@ def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
     }
 
 
-def _described(params: LineageParams) -> dict[str, Any]:
+def _described(params: LineageParams, body: LineageAnswer) -> dict[str, Any]:
     side: dict[str, Any] = {
         "start": int(params.start.timestamp()),
         "end": int(params.end.timestamp()),
     }
     if params.as_of is not None:
         side["asOf"] = params.as_of.isoformat()
+    for hidden in ("hiddenNodes", "hiddenRelations"):
+        if hidden in body:
+            side[hidden] = body[hidden]
     return side

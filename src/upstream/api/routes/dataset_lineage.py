@@ -11,7 +11,6 @@ from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep, asked
 from upstream.api.path_segments import EncodedSegmentsRoute
-from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, LineageDiffAnswer
@@ -60,13 +59,13 @@ def get_dataset_lineage(
     summary="What changed in a dataset's lineage between two windows or two times",
     response_model=None,
     responses={200: {"model": LineageDiffAnswer}, **_RESPONSES},
-    dependencies=[EveryNamespace],
 )
 def get_lineage_diff(
     namespace: str,
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     query: Annotated[DiffQuery, Depends(asked(DiffQuery))],
 ) -> JsonAnswer[LineageDiffAnswer]:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
@@ -80,4 +79,5 @@ def get_lineage_diff(
         params,
         max_nodes=settings.max_lineage_nodes,
         max_relations=settings.max_lineage_relations,
+        visibility=visibility,
     )
