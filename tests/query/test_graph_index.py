@@ -288,15 +288,7 @@ def naive_walk(rows: _Rows, seed: uuid.UUID, mode: str, levels: int) -> dict[Sho
                     0 if near_type == "dataset" else 1,
                 )
             )
-    changed = True
-    while changed:
-        changed = False
-        for start, end, weight in steps:
-            if start in depth and end[1] is not None and rows.live(end[1]):
-                reached = depth[start] + weight
-                if reached < levels and reached < depth.get(end, levels):
-                    depth[end] = reached
-                    changed = True
+    _settle(rows, steps, depth, levels)
     shown: dict[tuple[Any, ...], int] = {}
 
     def show(key: tuple[Any, ...], level: int) -> None:
@@ -336,6 +328,25 @@ def naive_walk(rows: _Rows, seed: uuid.UUID, mode: str, levels: int) -> dict[Sho
             for component in components.get(key) or {""}
         }
     )
+
+
+def _settle(
+    rows: _Rows,
+    steps: list[tuple[tuple[Any, ...], tuple[Any, ...], int]],
+    depth: dict[tuple[Any, ...], int],
+    levels: int,
+) -> None:
+    """Lower each node's `depth` along `steps` (start, end, weight) until nothing changes: the
+    least depth under `levels` at which the walk reaches it, never onto a deleted node."""
+    changed = True
+    while changed:
+        changed = False
+        for start, end, weight in steps:
+            if start in depth and end[1] is not None and rows.live(end[1]):
+                reached = depth[start] + weight
+                if reached < levels and reached < depth.get(end, levels):
+                    depth[end] = reached
+                    changed = True
 
 
 def _edge_relations(
@@ -588,15 +599,7 @@ def naive_rolled_up(
             far_dataset, run = getattr(e, f"{far}_dataset_id"), getattr(e, f"{near}_run_id")
             steps.append((start, *into(far_dataset, run)))
     depth: dict[tuple[Any, ...], int] = {("dataset", seed, None): 0}
-    changed = True
-    while changed:
-        changed = False
-        for start, end, weight in steps:
-            if start in depth and end[1] is not None and rows.live(end[1]):
-                reached = depth[start] + weight
-                if reached < levels and reached < depth.get(end, levels):
-                    depth[end] = reached
-                    changed = True
+    _settle(rows, steps, depth, levels)
     shown: dict[tuple[Any, ...], int] = {}
 
     def show(key: tuple[Any, ...], level: int) -> None:
