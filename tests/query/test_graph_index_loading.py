@@ -1,16 +1,21 @@
 """Reads waiting for the index a server is loading (`query.graph_index.index`): they go on
-as soon as that load ends, whether it loaded the index or failed."""
+as soon as that load ends, whether it loaded the index or failed — mid-load, or before its
+first statement because the database refused the connection."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import Connection
 
+from upstream.model.errors import StoreUnavailable
 from upstream.query.graph_index.graph import Graph
-from upstream.query.graph_index.index import GraphIndex
+from upstream.query.graph_index.index import GraphIndex, index_of, load_in_background
 from upstream.store.engine import Store
 
 
@@ -21,7 +26,22 @@ class _Unreadable:
         raise RuntimeError("the database went away")
 
 
-def test_a_failed_load_lets_its_waiting_reader_load_the_index_itself(store: Store) -> None:
+@contextmanager
+def _unreadable() -> Iterator[Connection]:
+    yield _Unreadable()  # type: ignore[misc]
+
+
+@contextmanager
+def _refused() -> Iterator[Connection]:
+    """A read the database refuses to open (too many connections, say)."""
+    raise StoreUnavailable("the database refused the connection")
+    yield
+
+
+@pytest.mark.parametrize("failing", [_unreadable, _refused], ids=["mid-load", "at-connect"])
+def test_a_failed_load_lets_its_waiting_reader_load_the_index_itself(
+    store: Store, failing: Callable[[], AbstractContextManager[Connection]]
+) -> None:
     index = GraphIndex()
     index.begin_loading()
     answers: list[Graph] = []
@@ -36,11 +56,31 @@ def test_a_failed_load_lets_its_waiting_reader_load_the_index_itself(store: Stor
     reader.start()
     assert connected.wait(30)
     time.sleep(0.5)  # the reader is waiting for the load by now
-    with pytest.raises(RuntimeError):
-        index.load_now(_Unreadable())  # type: ignore[arg-type]
+    with pytest.raises((RuntimeError, StoreUnavailable)):
+        index.load_now(failing)
     reader.join(timeout=10)
     # Without the end of the failed load waking it, the reader would wait its whole minute
     # and then be told the index is still loading.
     assert not reader.is_alive()
     assert len(answers) == 1
+    assert index.loaded
+
+
+def test_a_server_whose_first_read_is_refused_is_not_left_loading(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start's load could not even open its read: reads must not wait for a load that
+    will never end (every one of them answered 503 until a restart, before)."""
+    opened = store.read
+    refusals = iter([_refused])
+
+    def first_refused(**options: Any) -> AbstractContextManager[Connection]:
+        return next(refusals, opened)(**options)
+
+    monkeypatch.setattr(store, "read", first_refused)
+    load_in_background(store).join(timeout=30)
+    index = index_of(store.engine)
+    with store.read() as conn:
+        graph = index.graph(conn, wait=1)
+    assert graph.position == 0
     assert index.loaded

@@ -19,6 +19,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -71,10 +72,14 @@ class GraphIndex:
         self._load_ended.clear()
         self._loading.set()
 
-    def load_now(self, conn: Connection) -> None:
-        """Load the index. Should it fail, reads load it themselves."""
+    def load_now(self, read: Callable[[], AbstractContextManager[Connection]]) -> None:
+        """Load the index in a read transaction `read` opens. Should it fail — opening the
+        read included, as when the database refuses a connection at start — the load ends all
+        the same and reads load the index themselves; a load that never ended would hold
+        every read to its bound and answer 503 until the process restarts."""
         try:
-            self._at_snapshot(conn)
+            with read() as conn:
+                self._at_snapshot(conn)
         finally:
             if not self._loaded.is_set():
                 self._loading.clear()
@@ -167,8 +172,7 @@ def load_in_background(store: Store) -> threading.Thread:
 
     def run() -> None:
         try:
-            with store.read() as conn:
-                index.load_now(conn)
+            index.load_now(store.read)
         except Exception as exc:  # reads load it themselves then; the cause goes to the log
             if is_database_outage(exc):
                 log.warning("loading the lineage index: the database is unavailable (%s)", exc)
