@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, Query
@@ -37,11 +37,12 @@ def _annotation(field: dataclasses.Field[Any]) -> Any:
     return Annotated[str | None, query, extra]
 
 
-def asked(question: type[Q]) -> Callable[..., Q]:
-    """A FastAPI dependency building `question` from the query string."""
+def asked(question: type[Q]) -> Callable[..., Coroutine[Any, Any, Q]]:
+    """A FastAPI dependency building `question` from the query string (a coroutine, as every
+    dependency is: see `upstream.api.deps`)."""
     fields = dataclasses.fields(question)  # type: ignore[arg-type]
 
-    def build(**values: Any) -> Q:
+    async def build(**values: Any) -> Q:
         given = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
         return question(**{k: v for k, v in given.items() if v is not None})
 
@@ -58,7 +59,7 @@ def asked(question: type[Q]) -> Callable[..., Q]:
     return build
 
 
-def lineage_params(
+async def lineage_params(
     settings: SettingsDep, query: Annotated[LineageQuery, Depends(asked(LineageQuery))]
 ) -> LineageParams:
     """The walk asked for; a bad value is a 400 naming its parameter."""

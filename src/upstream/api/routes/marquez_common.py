@@ -8,7 +8,7 @@ from upstream.query.marquez.common import Page
 from upstream.settings import Settings
 
 
-def page(limit: Limit = 100, offset: Offset = 0) -> Page:
+async def page(limit: Limit = 100, offset: Offset = 0) -> Page:
     """Marquez's `limit`/`offset` query parameters."""
     return Page(limit=limit, offset=offset)
 

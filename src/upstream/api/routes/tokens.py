@@ -36,7 +36,7 @@ class NewToken(BaseModel):
     )
 
 
-def _admin(access: AccessDep, settings: SettingsDep) -> None:
+async def _admin(access: AccessDep, settings: SettingsDep) -> None:
     """Only an admin manages tokens, and only on a server that checks them."""
     if not settings.tokens:
         raise Forbidden(
