@@ -905,9 +905,9 @@ def impact(
         query = ImpactQuery(start=start, end=end, levels=_text_of(levels), as_of=as_of)
         response = reader.impact(namespace, dataset, query, field=field)
         if output_format is ImpactFormat.csv:
-            from upstream.query.impact import csv_lines
+            from upstream.query.impact import csv_text
 
-            typer.echo("".join(csv_lines(response)), nl=False)
+            typer.echo(csv_text(response), nl=False)
             return
         shown = OutputFormat.json if output_format is ImpactFormat.json else OutputFormat.table
         _show(response, shown, table=lambda: impact_table(response), graph=None)

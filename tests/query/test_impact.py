@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -293,3 +294,31 @@ def test_the_cli_writes_the_report(db_url: str, seeded: TestClient) -> None:
     assert table.exit_code == 0, table.output
     assert "team:modeling" in table.stdout
     assert "6 rows" in table.stdout
+
+
+def test_the_latest_run_is_the_one_that_started_last_to_the_microsecond(
+    client: TestClient,
+) -> None:
+    """Two runs started within one second: the one that started half a second later is the
+    latest, though its start written as text (`…00.500000Z`) sorts before the other's
+    (`…00Z`)."""
+    on_the_second = "bbbbbbbb-0000-4000-8000-000000000001"
+    half_a_second_later = "bbbbbbbb-0000-4000-8000-000000000002"
+    events = []
+    for run_id, start in ((half_a_second_later, 0.5), (on_the_second, 0.0)):
+        started = BASE_TIME + hours(1) + timedelta(seconds=start)
+        for event_type, time in (("START", started), ("COMPLETE", started + hours(1))):
+            events.append(
+                run_event(
+                    (NS, "load"),
+                    run_id=run_id,
+                    event_type=event_type,
+                    time=time,
+                    inputs=[ds(NS, "source")],
+                    outputs=[ds(NS, "target")],
+                )
+            )
+    assert client.post("/api/v1/lineage", json=events).status_code == 201
+    [row] = impact(client, "source")["rows"]
+    assert row["latestRun"]["runId"] == half_a_second_later
+    assert row["latestRun"]["startedAt"] == "2026-11-01T13:00:00.500000Z"

@@ -15,10 +15,11 @@ import csv
 import io
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -34,6 +35,7 @@ from upstream.query.answers import (
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
 from upstream.query.graph_index import field_walk
+from upstream.query.graph_index.graph import NO_START
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
@@ -116,13 +118,15 @@ def field_impact(
     return _answer(conn, seed, field, params, _Reach(datasets, fields, cut))
 
 
-def csv_lines(answer: Mapping[str, Any]) -> Iterator[str]:
-    """The report as CSV, one line at a time (a header, then one line per row); lists are
-    joined with `; `, jobs and owners written `namespace/name`."""
-    yield _csv_line(CSV_COLUMNS)
+def csv_text(answer: Mapping[str, Any]) -> str:
+    """The report as CSV (RFC 4180 quoting, CRLF): a header, then one line per row; lists
+    are joined with `; `, jobs and owners written `namespace/name`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
     for row in answer["rows"]:
         run = row["latestRun"]
-        yield _csv_line(
+        writer.writerow(
             (
                 row["kind"],
                 row["namespace"],
@@ -137,12 +141,6 @@ def csv_lines(answer: Mapping[str, Any]) -> Iterator[str]:
                 (run["endedAt"] or "") if run else "",
             )
         )
-
-
-def _csv_line(cells: Iterable[str]) -> str:
-    """One CSV record as the csv module writes it (RFC 4180 quoting, CRLF)."""
-    buffer = io.StringIO()
-    csv.writer(buffer).writerow(cells)
     return buffer.getvalue()
 
 
@@ -201,16 +199,11 @@ def _answer(
     job_names = _job_names(conn, job_ids)
     job_owners = owners_by_id(conn, t.jobs, job_ids)
     dataset_owners = owners_by_id(conn, t.datasets, dataset_ids)
-    runs = _runs(conn, {run for jobs in writers.values() for _, run in jobs if run is not None})
+    latest_runs = _latest_runs(conn, writers)
     rows: list[ImpactRow] = []
 
     def row(dataset_id: uuid.UUID, field_name: str | None, hops: int | None) -> ImpactRow:
         jobs = sorted({job for job, _ in writers.get(dataset_id, ())}, key=job_names.__getitem__)
-        latest = max(
-            (runs[r] for _, r in writers.get(dataset_id, ()) if r is not None and r in runs),
-            key=lambda run: (run["startedAt"] or "", run["runId"]),
-            default=None,
-        )
         return {
             "kind": "field" if field_name is not None else "dataset",
             "namespace": names[dataset_id].namespace,
@@ -219,7 +212,7 @@ def _answer(
             "hops": hops,
             "jobs": [_job(job_names[j], job_owners.get(j, [])) for j in jobs],
             "owners": dataset_owners.get(dataset_id, []),
-            "latestRun": latest,
+            "latestRun": latest_runs.get(dataset_id),
         }
 
     for dataset_id, dataset_hops in reach.datasets.items():
@@ -290,6 +283,32 @@ def _job_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
 
 def _job(name: tuple[str, str], owners: list[OwnerEntry]) -> ImpactJob:
     return {"namespace": name[0], "name": name[1], "owners": owners}
+
+
+def _latest_runs(
+    conn: Connection, writers: Mapping[uuid.UUID, set[tuple[uuid.UUID, uuid.UUID | None]]]
+) -> dict[uuid.UUID, ImpactRun]:
+    """For each dataset of `writers`, the latest run that wrote it: the newest start (a run
+    without one last), ties to the greater id. Chosen on the index's run starts, so only
+    the rows of the runs shown are read, not those of every run of every carrier."""
+    graph = graph_of(conn)
+    runs = {run for jobs in writers.values() for _, run in jobs if run is not None}
+    numbered = {run: graph.ids.runs.known(str(run)) for run in runs}
+    known = {run: n for run, n in numbered.items() if n is not None}
+    starts, _ = graph.spans(np.fromiter(known.values(), dtype=np.int64, count=len(known)))
+    start_of = dict(zip(known, starts.tolist(), strict=True))
+
+    def recency(run: uuid.UUID) -> tuple[bool, int, str]:
+        start = start_of[run]
+        return (start != NO_START, start, str(run))
+
+    latest = {
+        dataset: max(written, key=recency)
+        for dataset, jobs in writers.items()
+        if (written := [run for _, run in jobs if run in start_of])
+    }
+    rows = _runs(conn, set(latest.values()))
+    return {dataset: rows[run] for dataset, run in latest.items() if run in rows}
 
 
 def _runs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, ImpactRun]:

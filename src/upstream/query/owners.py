@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef, JobRef
-from upstream.model.ownership import owners_of
+from upstream.model.ownership import OWNERSHIP_FACET, owners_of
 from upstream.query.answers import DataEntry, LineageAnswer, OwnerEntry, ProgramEntry
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
@@ -46,11 +46,15 @@ def with_owners(conn: Connection, answer: LineageAnswer) -> LineageAnswer:
 def owners_by_id(
     conn: Connection, table: sa.Table, ids: Collection[uuid.UUID]
 ) -> dict[uuid.UUID, list[OwnerEntry]]:
-    """The owners of the datasets or jobs (`table`) with `ids`, from their `ownership` facet."""
+    """The owners of the datasets or jobs (`table`) with `ids`, from their `ownership` facet.
+    The database hands over that facet alone: a whole row's facets (schemas, documentation,
+    SQL) were most of an impact report's time, read and parsed for one small document."""
     found: dict[uuid.UUID, list[OwnerEntry]] = {}
+    ownership = table.c.facets[OWNERSHIP_FACET]
     for matches in id_filters(conn, table.c.id, ids):
-        for row in conn.execute(sa.select(table.c.id, table.c.facets).where(matches)):
-            owners = owners_of(row.facets or {})
+        query = sa.select(table.c.id, ownership.label("ownership")).where(matches)
+        for row in conn.execute(query):
+            owners = owners_of({OWNERSHIP_FACET: row.ownership})
             if owners:
                 found[row.id] = [{"name": str(o["name"]), "type": o["type"]} for o in owners]
     return found

@@ -7,14 +7,14 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from upstream.api.deps import SettingsDep, StoreDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.query.answers import ImpactAnswer
-from upstream.query.impact import csv_lines, dataset_impact, field_impact
+from upstream.query.impact import csv_text, dataset_impact, field_impact
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import ImpactQuery
 from upstream.settings import Settings
@@ -102,10 +102,12 @@ def _params(settings: Settings, query: ImpactQuery) -> LineageParams:
 def _render(
     store: Store, service: Callable[[Any], ImpactAnswer], format: str | None, accept: str | None
 ) -> Response:
-    """The report as JSON, or as CSV streamed line by line."""
+    """The report as JSON, or as CSV. The CSV is sent whole: the report is in memory
+    already, and streaming it a line at a time cost a hand-off to the thread pool per row
+    (half the time of a 5,000-row report)."""
     with store.read() as conn:
         answer = service(conn)
     wants_csv = format == "csv" or (format is None and "text/csv" in (accept or "").lower())
     if wants_csv:
-        return StreamingResponse(csv_lines(answer), media_type="text/csv; charset=utf-8")
+        return Response(csv_text(answer), media_type="text/csv; charset=utf-8")
     return JsonAnswer(answer)
