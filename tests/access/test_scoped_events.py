@@ -158,7 +158,7 @@ def test_the_dashboard_counts_what_the_reader_may_see(events: TestClient) -> Non
 
 def test_the_advanced_search_finds_only_readable_names(events: TestClient) -> None:
     """`o` is in orders, invoices, costs, raw_customers, customers, employees, churn_scores
-    (datasets) and build_invoices, costs, payroll, load_orders, report (jobs)."""
+    (datasets) and build_invoices, costs, payroll, load_orders, report, month_end (jobs)."""
     finance = issue(events, "read:finance/*")["token"]
     datasets = get(events, "/api/v2beta/search/datasets", finance, q="o")["hits"]
     assert [(h["namespace"], h["name"]) for h in datasets] == [
@@ -180,6 +180,7 @@ def test_the_advanced_search_finds_only_readable_names(events: TestClient) -> No
         "load_orders",
         "report",
         "payroll",
+        "month_end",
     }
     assert len(get(events, "/api/v2beta/search/datasets", READ_ALL, q="o")["hits"]) == 7
 
