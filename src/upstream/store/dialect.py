@@ -372,8 +372,9 @@ def json_text_at(
 ) -> sa.ColumnElement[str]:
     """The text at `path` (keys) of the JSON in `payload` (text); NULL where there is none."""
     if conn.dialect.name == "postgresql":
-        return sa.cast(payload, postgresql.JSONB)[path].astext
-    return sa.func.json_extract(payload, "$." + ".".join(path))
+        text: sa.ColumnElement[str] = sa.cast(payload, postgresql.JSONB)[path].astext
+        return text
+    return sa.func.json_extract(payload, "$." + ".".join(path), type_=sa.Text)
 
 
 def has_json_key(

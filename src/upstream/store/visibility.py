@@ -49,7 +49,7 @@ def shown_events(conn: Connection, visibility: Visibility) -> sa.ColumnElement[b
     if visibility.everything:
         return sa.true()
     e = t.events.c
-    named = [e.job_namespace, e.dataset_namespace]
+    named: list[sa.ColumnElement[str]] = [e.job_namespace, e.dataset_namespace]
     named += [json_text_at(conn, e.payload, *path) for path in _PARENT_JOBS]
     return sa.and_(
         *(sa.or_(column.is_(None), shown_namespaces(column, visibility)) for column in named),
