@@ -36,11 +36,11 @@ Conventions that hold for every endpoint:
   `write:postgres://wh:5432`, `admin`). Its answers show only what its namespaces hold: lists
   and searches leave the rest out, a lineage walk neither shows nor passes through a hidden
   dataset or job and says how much it hid (`hiddenNodes`, `hiddenRelations`), and a hidden
-  namespace, dataset or job is a `404` in the very words of a missing one. Answers not
-  filtered yet (field, run and tag lineage, diffs, the whole graph, Marquez's lineage, column
-  lineage, search, events, stats and sources, the estate) answer `403` to a token that may
-  not read every namespace. A write needs a `write` scope on the namespace it changes
-  (`403` naming it; nothing is stored).
+  namespace, dataset, job or run is a `404` in the very words of a missing one. Raw events
+  are sent as received, so it is listed only those naming nothing outside its namespaces; the
+  dashboard's counts count only what it may see. No read answers `403` for a token limited
+  to some namespaces. A write needs a `write` scope on the namespace it changes (`403`
+  naming it; nothing is stored).
 - Names and namespaces travel in path segments percent-encoded (`s3%3A%2F%2Fbucket`); each
   segment is decoded once. A path segment or query parameter that decodes to NUL, to bytes
   that are not UTF-8 or to a lone UTF-16 surrogate is a `400` naming it, on every route.

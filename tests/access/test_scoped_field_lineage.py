@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 from tests.access.estate import (
     CRM,
     FIN_DS,
+    FIN_JOBS,
     HR,
     READ_ALL,
     WINDOW,
@@ -219,21 +220,169 @@ def test_a_field_of_a_hidden_dataset_is_404_like_a_missing_one(
     assert get(hidden_path, READ_ALL).status_code == 200
 
 
-@pytest.mark.parametrize(
-    "tail",
-    [
-        "/lineage/fields",
-        "/fields/total/lineage",
-        "/lineage/fields/total/operations",
-    ],
-)
-def test_the_other_field_answers_still_refuse_a_scoped_token(fields: TestClient, tail: str) -> None:
+def column_graph(
+    client: TestClient, token: str, node_id: str, **params: str
+) -> tuple[set[str], dict[str, Any]]:
+    """The field node ids of Marquez's column lineage around `node_id`, and the answer."""
+    response = client.get(
+        "/api/v1/column-lineage", params={"nodeId": node_id, **params}, headers=bearer(token)
+    )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return {node["id"] for node in answer["graph"]}, answer
+
+
+def test_marquez_column_lineage_walks_only_readable_fields(fields: TestClient) -> None:
+    """Around costs.total both ways, as the summary: invoices.amount and orders.amount
+    upstream; hr's salaries.amount and crm's churn_scores.score met, one edge each."""
     finance = issue(fields, "read:finance/*")["token"]
-    path = f"/v3/namespaces/{F}/datasets/costs{tail}"
-    answer = fields.get(path, params=WINDOW, headers=bearer(finance))
-    assert answer.status_code == 403
-    assert "read:*" in answer.json()["message"]
-    assert fields.get(path, params=WINDOW, headers=bearer(READ_ALL)).status_code == 200
+    node = f"datasetField:{FIN_DS}:costs:total"
+    nodes, answer = column_graph(fields, finance, node, withDownstream="true")
+    assert nodes == {
+        f"datasetField:{FIN_DS}:costs:total",
+        f"datasetField:{FIN_DS}:invoices:amount",
+        f"datasetField:{FIN_DS}:orders:amount",
+    }
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2, 2)
+    assert "salar" not in repr(answer)
+    assert "churn" not in repr(answer)
+    full_nodes, full = column_graph(fields, READ_ALL, node, withDownstream="true")
+    assert full_nodes == nodes | {
+        f"datasetField:{HR}:salaries:amount",
+        f"datasetField:{HR}:employees:salary",
+        f"datasetField:{CRM}:churn_scores:score",
+    }
+    assert "hiddenNodes" not in full
+
+
+def test_column_lineage_of_a_job_counts_its_hidden_outputs(fields: TestClient) -> None:
+    """finance's costs job also wrote hr's cost_report. From costs' fields upstream a
+    finance reader reaches invoices' amount and customer_id and orders' amount and
+    customer_id, meeting hr's salaries.amount and crm's customers.id; the hidden output
+    is one more node and relation."""
+    event = run_event((FIN_JOBS, "costs"), outputs=[ds(HR, "cost_report")])
+    posted = fields.post("/api/v1/lineage", json=[event], headers=bearer(WRITE_ALL))
+    assert posted.status_code == 201, posted.text
+    finance = issue(fields, "read:finance/*")["token"]
+    nodes, answer = column_graph(fields, finance, f"job:{FIN_JOBS}:costs")
+    assert nodes == {
+        f"datasetField:{FIN_DS}:{name}"
+        for name in (
+            "costs:total",
+            "costs:customer_id",
+            "invoices:amount",
+            "invoices:customer_id",
+            "orders:amount",
+            "orders:customer_id",
+        )
+    }
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (3, 3)
+    assert "cost_report" not in repr(answer)
+
+
+def test_a_hidden_column_lineage_node_is_404_like_a_missing_one(fields: TestClient) -> None:
+    finance = issue(fields, "read:finance/*")["token"]
+
+    def answer(node: str) -> Any:
+        return fields.get(
+            "/api/v1/column-lineage", params={"nodeId": node}, headers=bearer(finance)
+        )
+
+    hidden, missing = answer(f"dataset:{FIN_DS}:salaries_view"), answer(f"dataset:{FIN_DS}:no_such")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.content == missing.content.replace(b"no_such", b"salaries_view")
+    assert (
+        fields.get(
+            "/api/v1/column-lineage",
+            params={"nodeId": f"dataset:{FIN_DS}:salaries_view"},
+            headers=bearer(READ_ALL),
+        ).status_code
+        == 200
+    )
+
+
+def impact(client: TestClient, token: str, path: str, **params: str) -> dict[str, Any]:
+    response = client.get(
+        f"/v3/namespaces/{path}/impact",
+        params={**WINDOW, "levels": "5", **params},
+        headers=bearer(token),
+    )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def rows(answer: dict[str, Any]) -> list[tuple[str, str, str | None, int | None, list[str]]]:
+    return [
+        (r["namespace"], r["name"], r["field"], r["hops"], [j["name"] for j in r["jobs"]])
+        for r in answer["rows"]
+    ]
+
+
+def test_the_impact_of_a_dataset_shows_only_what_the_reader_may_see(fields: TestClient) -> None:
+    """Downstream of orders: invoices (build_invoices), costs (costs), and their fields.
+    hr's audit read orders and wrote invoices: the dataset walk meets both its relations
+    (one node), and audit is no job of the invoices rows; crm's churn reading costs is met
+    (one node, one relation). The field walk meets churn_scores' score and customer_id (two
+    fields) by three edges (from costs.total and costs.customer_id)."""
+    audit = run_event(
+        (HR, "audit"), inputs=[ds(FIN_DS, "orders")], outputs=[ds(FIN_DS, "invoices")]
+    )
+    posted = fields.post("/api/v1/lineage", json=[audit], headers=bearer(WRITE_ALL))
+    assert posted.status_code == 201, posted.text
+    finance = issue(fields, "read:finance/*")["token"]
+    answer = impact(fields, finance, f"{F}/datasets/orders")
+    assert rows(answer) == [
+        (FIN_DS, "invoices", None, 1, ["build_invoices"]),
+        (FIN_DS, "invoices", "amount", 1, ["build_invoices"]),
+        (FIN_DS, "invoices", "customer_id", 1, ["build_invoices"]),
+        (FIN_DS, "costs", None, 2, ["costs"]),
+        (FIN_DS, "costs", "customer_id", 2, ["costs"]),
+        (FIN_DS, "costs", "total", 2, ["costs"]),
+    ]
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2 + 2, 3 + 3)
+    assert "audit" not in repr(answer)
+    assert "churn" not in repr(answer)
+    full = impact(fields, READ_ALL, f"{F}/datasets/orders")
+    assert (FIN_DS, "invoices", None, 1, ["build_invoices", "audit"]) in rows(full)
+    assert {(r[0], r[1], r[2]) for r in rows(full)} >= {
+        (CRM, "churn_scores", None),
+        (CRM, "churn_scores", "score"),
+        (CRM, "churn_scores", "customer_id"),
+    }
+    assert "hiddenNodes" not in full
+
+
+def test_the_impact_of_a_field_stops_at_hidden_fields(fields: TestClient) -> None:
+    """Downstream of orders.customer_id: invoices.customer_id, costs.customer_id; crm's
+    churn_scores.score and .customer_id are met, by one edge each from costs.customer_id."""
+    finance = issue(fields, "read:finance/*")["token"]
+    answer = impact(fields, finance, f"{F}/datasets/orders/fields/customer_id")
+    assert [(r[1], r[2], r[3]) for r in rows(answer)] == [
+        ("invoices", None, 1),
+        ("invoices", "customer_id", 1),
+        ("costs", None, 2),
+        ("costs", "customer_id", 2),
+    ]
+    assert (answer["hiddenNodes"], answer["hiddenRelations"]) == (2, 2)
+    full = impact(fields, READ_ALL, f"{F}/datasets/orders/fields/customer_id")
+    assert (CRM, "churn_scores", "customer_id") in {(r[0], r[1], r[2]) for r in rows(full)}
+
+
+@pytest.mark.parametrize("tail", ["/impact", "/fields/amount/impact"])
+def test_the_impact_of_a_hidden_dataset_is_404_like_a_missing_one(
+    fields: TestClient, tail: str
+) -> None:
+    finance = issue(fields, "read:finance/*")["token"]
+
+    def answer(name: str) -> Any:
+        return fields.get(
+            f"/v3/namespaces/{F}/datasets/{name}{tail}", params=WINDOW, headers=bearer(finance)
+        )
+
+    hidden, missing = answer("salaries_view"), answer("no_such")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.content == missing.content.replace(b"no_such", b"salaries_view")
 
 
 @pytest.fixture

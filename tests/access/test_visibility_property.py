@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
-from tests.builders import ds, run_event
+from tests.builders import column_lineage, ds, run_event, schema_facet
 from upstream.api.app import create_app
 from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.keys import parse_entity_key
@@ -72,8 +72,15 @@ def sqlite_server(tmp_path: Path, sqlite_template: Path) -> Iterator[tuple[TestC
     store.dispose()
 
 
-def _events(graph: dict[str, Any], prefix: str, cut: bool) -> list[dict[str, Any]]:
-    kind = "cut" if cut else "full"
+def _events(
+    graph: dict[str, Any], prefix: str, cut: bool, *, fields: bool = False, kind: str = ""
+) -> list[dict[str, Any]]:
+    """The graph's events in namespaces `{prefix}{kind}-dN` (`kind` by default `full` or
+    `cut`); cut, without what the scopes hide. With `fields`, every dataset has the field
+    `f`, and each output's `f` is made from each input's (columnLineage). Field walks consult
+    datasets only, so a cut for them (`kind="fcut"`) keeps the hidden jobs' runs."""
+    kind = kind or ("cut" if cut else "full")
+    keep_jobs = kind == "fcut"
 
     def namespace(domain: int) -> str:
         return f"{prefix}{kind}-d{domain}"
@@ -81,26 +88,27 @@ def _events(graph: dict[str, Any], prefix: str, cut: bool) -> list[dict[str, Any
     def shown(domain: int) -> bool:
         return not cut or domain in graph["visible"]
 
+    def dataset(d: int, made_from: list[int] | None = None) -> dict[str, Any]:
+        if not fields:
+            return ds(namespace(graph["datasets"][d]), f"x{d}")
+        facets: dict[str, Any] = {"schema": schema_facet(("f", "string"))}
+        if made_from:
+            sources = [(namespace(graph["datasets"][i]), f"x{i}", "f") for i in made_from]
+            facets["columnLineage"] = column_lineage({"f": sources})
+        return ds(namespace(graph["datasets"][d]), f"x{d}", **facets)
+
     events = []
     for job, (reads, writes) in enumerate(graph["runs"]):
-        if not shown(graph["jobs"][job]) or not (reads or writes):
+        if not (keep_jobs or shown(graph["jobs"][job])) or not (reads or writes):
             continue
-        inputs = [ds(namespace(graph["datasets"][d]), f"x{d}") for d in sorted(reads)]
-        outputs = [ds(namespace(graph["datasets"][d]), f"x{d}") for d in sorted(writes)]
+        read = [d for d in sorted(reads) if shown(graph["datasets"][d])]
+        written = [d for d in sorted(writes) if shown(graph["datasets"][d])]
         events.append(
             run_event(
                 (namespace(graph["jobs"][job]), f"j{job}"),
                 run_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{prefix}{kind}/{job}")),
-                inputs=[
-                    i
-                    for i, d in zip(inputs, sorted(reads), strict=True)
-                    if shown(graph["datasets"][d])
-                ],
-                outputs=[
-                    o
-                    for o, d in zip(outputs, sorted(writes), strict=True)
-                    if shown(graph["datasets"][d])
-                ],
+                inputs=[dataset(d) for d in read],
+                outputs=[dataset(d, read) for d in written],
             )
         )
     return events
@@ -280,3 +288,119 @@ def test_the_scoped_marquez_graph_is_the_graph_without_the_hidden_nodes(
         assert scoped is None or scoped == ({f"dataset:{prefix}*-d{domain}:{seed}"}, set())
     else:
         assert scoped == cut
+
+
+def _column_nodes(conn: Any, node: str, kind: str, visibility: Visibility, depth: int) -> Any:
+    """The field node ids and edges of Marquez's column lineage around `node` (both ways),
+    with the store's kind of namespace taken out; None when the node is not found."""
+    from upstream.model.errors import NotFound
+    from upstream.query.marquez.columns import column_lineage as column_graph
+
+    try:
+        answer = column_graph(conn, node, depth, True, 10**6, None, visibility)
+    except NotFound:
+        return None
+    for n in answer["graph"]:
+        assert visibility.shows(n["data"]["namespace"]), n["id"]
+    if not visibility.everything:
+        assert (answer["hiddenNodes"] == 0) == (answer["hiddenRelations"] == 0)
+    nodes = {n["id"].replace(kind, "*") for n in answer["graph"]}
+    edges = {
+        (e["origin"].replace(kind, "*"), e["destination"].replace(kind, "*"))
+        for n in answer["graph"]
+        for e in n["outEdges"]
+    }
+    return nodes, edges
+
+
+def _impact_rows(
+    conn: Any, namespace: str, name: str, kind: str, visibility: Visibility, levels: int
+) -> list[tuple[str, str, str | None, int | None]] | None:
+    """The rows of the impact report of dataset `namespace`:`name` as (kind, dataset key,
+    field, hops), the store's kind of namespace taken out; None when it is not found."""
+    from upstream.model.errors import NotFound
+    from upstream.query.impact import dataset_impact
+
+    query = LineageQuery(start="0", end="now", levels=str(levels))
+    params = LineageParams.parse(query, max_levels=100)
+    try:
+        answer = dataset_impact(
+            conn,
+            namespace,
+            name,
+            params,
+            max_nodes=10**6,
+            max_relations=10**6,
+            visibility=visibility,
+        )
+    except NotFound:
+        return None
+    for row in answer["rows"]:
+        assert visibility.shows(row["namespace"]), row
+        assert all(visibility.shows(job["namespace"]) for job in row["jobs"]), row
+    return sorted(
+        (
+            row["kind"],
+            f"{row['namespace'].replace(kind, '*')}:{row['name']}",
+            row["field"],
+            row["hops"],
+        )
+        for row in answer["rows"]
+    )
+
+
+@examples(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(graph=graphs())
+def test_scoped_field_walks_are_the_walks_of_the_graph_without_the_hidden_datasets(
+    sqlite_server: tuple[TestClient, Store], graph: dict[str, Any]
+) -> None:
+    """Marquez's column lineage around a dataset, and the impact report of a dataset, that a
+    scoped reader gets: the column graph is that of the graph stored without the hidden
+    datasets (field walks consult datasets only: no field answer names a job); the impact
+    report's field rows are too, and its dataset rows are those of the graph stored without
+    the hidden datasets and jobs (its dataset walk is the dataset lineage's)."""
+    client, store = sqlite_server
+    prefix = f"f{next(_EXAMPLE)}"
+    for kind in ("full", "cut", "fcut"):
+        events = _events(graph, prefix, kind != "full", fields=True, kind=kind)
+        if events:
+            assert client.post("/api/v1/lineage", json=events).status_code == 201
+    domain = graph["datasets"][graph["seed"]]
+    patterns = tuple(
+        f"{prefix}full-d{d}" + ("*" if graph["wildcard"] else "") for d in graph["visible"]
+    )
+    visibility = Visibility(patterns)
+    seed, levels = f"x{graph['seed']}", graph["levels"]
+
+    def node(kind: str) -> str:
+        return f"dataset:{prefix}{kind}-d{domain}:{seed}"
+
+    def impact(kind: str, shown_to: Visibility) -> Any:
+        return _impact_rows(conn, f"{prefix}{kind}-d{domain}", seed, kind, shown_to, levels)
+
+    with store.read() as conn:
+        scoped_columns = _column_nodes(conn, node("full"), "full", visibility, levels)
+        cut_columns = _column_nodes(conn, node("fcut"), "fcut", EVERYTHING, levels)
+        scoped_impact = impact("full", visibility)
+        field_cut_impact = impact("fcut", EVERYTHING)
+        cut_impact = impact("cut", EVERYTHING)
+    if domain not in graph["visible"]:
+        assert scoped_columns is None
+        assert scoped_impact is None
+        return
+    assert scoped_columns == cut_columns
+    if scoped_impact is None:
+        # Named by no event: unknown in both stores.
+        assert field_cut_impact is None
+        return
+    assert field_cut_impact is not None
+    assert [r for r in scoped_impact if r[0] == "field"] == [
+        r for r in field_cut_impact if r[0] == "field"
+    ]
+    scoped_datasets = [r for r in scoped_impact if r[0] == "dataset"]
+    assert scoped_datasets == [r for r in cut_impact or [] if r[0] == "dataset"]

@@ -36,7 +36,7 @@ from upstream.api.routes import (
     tag_reach,
     tokens,
 )
-from upstream.api.scoped import EveryNamespace, NamespaceInPath
+from upstream.api.scoped import NamespaceInPath
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
 from upstream.collector import tune_collector
@@ -69,13 +69,6 @@ READ_ROUTERS = [
     (lineage_graph.router, ReadAfter),
     (run_lineage.router, ReadAfter),
     (tag_reach.router, ReadAfter),
-]
-
-#: The routers whose answers are not filtered by namespace yet: a token limited to some
-#: namespaces is refused there (`api.scoped.EveryNamespace`) rather than shown too much.
-UNFILTERED_ROUTERS = [
-    impact.router,
-    marquez_web.router,
 ]
 
 ROUTERS = [
@@ -197,8 +190,6 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         reads = next((depends for read, depends in READ_ROUTERS if read is router), None)
         # A namespace named in the path is checked against the token's scopes first.
         depends = [NamespaceInPath] + ([reads] if reads is not None else [])
-        if any(router is unfiltered for unfiltered in UNFILTERED_ROUTERS):
-            depends.insert(0, EveryNamespace)
         app.include_router(router, dependencies=depends)
     app.state.metrics = app_metrics
     # Added last, so outermost: they see every answer, a refused token's included.

@@ -155,6 +155,10 @@ class ImpactAnswer(TypedDict):
     end: int
     rows: list[ImpactRow]
     truncated: NotRequired[bool]
+    #: Only for a token limited to some namespaces: the hidden datasets, jobs and fields the
+    #: walks stopped at, and the relations and field edges with them (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class FieldsOfDataset(TypedDict):
@@ -297,6 +301,10 @@ class FieldPathsAnswer(TypedDict):
     startTimeInSeconds: int
     endTimeInSeconds: int
     paths: list[FieldPath]
+    #: Only for a token limited to some namespaces: the hidden datasets and jobs the paths
+    #: met, and the relations with them (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class RunSummary(TypedDict):
@@ -436,6 +444,9 @@ class FieldOperationsAnswer(TypedDict):
 
     incoming: NotRequired[list[OperationGroup]]
     outgoing: NotRequired[list[OperationGroup]]
+    #: Only for a token limited to some namespaces, as in `FieldPathsAnswer`.
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class Flow(TypedDict):

@@ -5,6 +5,11 @@ A path is the operations a destination field depends on, trimmed from one stored
 set and renumbered: a field input's `origin` is the position, in the path's own `operations`,
 of the operation that output it. Identical trimmed paths — from different runs, operation sets
 or jobs — are one path listing every run in the window, newest first.
+
+A reader limited to some namespaces finds a dataset it may not see missing, and sees only
+the paths of jobs and datasets it may see (`query.recorded_paths`), told how many hidden
+ones they met (`hiddenNodes`, `hiddenRelations`); a field counts as having lineage only by
+an edge to a field it may see.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Literal, cast
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.field_operations import SourceRef, Step, step_json
 from upstream.model.identity import DatasetRef
@@ -39,9 +45,11 @@ from upstream.query.field_operation_sets import (
 )
 from upstream.query.graph_index.field_walk import FieldEdges
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 from upstream.query.lookup import existing_dataset
+from upstream.query.recorded_paths import RecordedPaths
 
 #: Which sides of a field an answer shows: what it came from, what it went to, or both. Not a
 #: `model.direction.Direction`: a field's sides are named as CDAP names them.
@@ -130,20 +138,29 @@ def _by_recency(groups: Iterable[_Group]) -> list[_Group]:
 
 
 def field_paths(
-    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection,
+    namespace: str,
+    name: str,
+    field_name: str,
+    query: FieldQuery,
+    visibility: Visibility = EVERYTHING,
 ) -> FieldPathsAnswer:
     """`GET …/datasets/{ds}/fields/{field}/lineage`: the ways the field was made in the
-    window. NotFound for an unknown dataset, or a field it does not have (a dropped
-    one included)."""
-    dataset = existing_dataset(conn, namespace, name)
+    window, of those `visibility` shows. NotFound for an unknown dataset, or a field it
+    does not have (a dropped one included), and for a dataset `visibility` does not show."""
+    dataset = existing_dataset(conn, namespace, name, visibility)
     recorded = operation_sets(conn, [dataset.id], query.window)
-    groups = _grouped(
+    paths = RecordedPaths(visibility, dataset)
+    trimmed = (
         (recorded.sets[link.operation_set].trim_to_field(field_name), link.run)
         for link in recorded.links
     )
+    groups = _grouped(
+        (steps, run) for steps, run in trimmed if steps and paths.shows(dataset, steps, run)
+    )
     if not groups:
         require_field(conn, dataset, field_name)
-    answer = {
+    answer: dict[str, Any] = {
         "fieldName": field_name,
         "startTimeInSeconds": int(query.window.start.timestamp()),
         "endTimeInSeconds": int(query.window.end.timestamp()),
@@ -152,6 +169,9 @@ def field_paths(
             for g in _by_recency(groups.values())
         ],
     }
+    if paths.filters:
+        answer["hiddenNodes"] = paths.hidden_nodes
+        answer["hiddenRelations"] = paths.hidden_relations
     return cast(FieldPathsAnswer, answer)
 
 
@@ -163,14 +183,15 @@ def fields_with_lineage(
     *,
     prefix: str | None = None,
     include_current: bool = False,
+    visibility: Visibility = EVERYTHING,
 ) -> FieldsAnswer:
     """`GET …/datasets/{ds}/lineage/fields`: the dataset's fields with lineage in the window
     — an end of a field edge of any kind (recorded operations, whose edges cover exactly the
     destination's fields, the lineage facet, columnLineage) — sorted; with `include_current`,
     the current fields too, each saying whether it has lineage. `prefix` filters
-    case-insensitively."""
-    dataset = existing_dataset(conn, namespace, name)
-    with_lineage = _edge_fields(conn, dataset, query.window)
+    case-insensitively. For `visibility`, only an edge whose other end it shows counts."""
+    dataset = existing_dataset(conn, namespace, name, visibility)
+    with_lineage = _edge_fields(conn, dataset, query.window, visibility)
     names = set(with_lineage)
     if include_current:
         names |= current_fields(conn, dataset)
@@ -182,29 +203,39 @@ def fields_with_lineage(
     return fields
 
 
-def _edge_fields(conn: Connection, dataset: DatasetRef, window: Window) -> set[str]:
-    """Fields of `dataset` at either end of a field edge stored in the window, found on the
-    graph index."""
-    edges = FieldEdges(graph_of(conn), window)
+def _edge_fields(
+    conn: Connection, dataset: DatasetRef, window: Window, visibility: Visibility
+) -> set[str]:
+    """Fields of `dataset` at either end of a field edge stored in the window whose other
+    end `visibility` shows, found on the graph index."""
+    graph = graph_of(conn)
+    edges = FieldEdges(graph, window, VisibleNodes.of(conn, graph, visibility))
     return {name for _, name in edges.keys(edges.ends_on(edges.datasets([dataset.id])))}
 
 
 def field_operations(
-    conn: Connection, namespace: str, name: str, field_name: str, query: FieldQuery
+    conn: Connection,
+    namespace: str,
+    name: str,
+    field_name: str,
+    query: FieldQuery,
+    visibility: Visibility = EVERYTHING,
 ) -> FieldOperationsAnswer:
     """`GET …/lineage/fields/{field}/operations`: per distinct operation set, the operations
     that made the field (incoming: trimmed to what it depends on) or that it went through in
     the datasets it reached (outgoing: from the reading operation on), with the jobs that
-    recorded them and their latest run."""
-    dataset = existing_dataset(conn, namespace, name)
+    recorded them and their latest run; of those `visibility` shows (`RecordedPaths`)."""
+    dataset = existing_dataset(conn, namespace, name, visibility)
     require_field(conn, dataset, field_name)
-    result: dict[str, list[Any]] = {}
+    paths = RecordedPaths(visibility, dataset)
+    result: dict[str, Any] = {}
     if query.direction in ("incoming", "both"):
         recorded = operation_sets(conn, [dataset.id], query.window)
         result["incoming"] = _operation_groups(
             conn,
             recorded.links,
             lambda link: recorded.sets[link.operation_set].trim_to_field(field_name),
+            paths,
         )
     if query.direction in ("outgoing", "both"):
         readers = reading_destinations(conn, dataset, query.window)
@@ -214,17 +245,26 @@ def field_operations(
             conn,
             recorded.links,
             lambda link: recorded.sets[link.operation_set].trim_from_source(source, field_name),
+            paths,
         )
+    if paths.filters:
+        result["hiddenNodes"] = paths.hidden_nodes
+        result["hiddenRelations"] = paths.hidden_relations
     return cast(FieldOperationsAnswer, result)
 
 
-def _operation_groups(conn: Connection, links: Sequence[Recorded], trim: Any) -> list[Any]:
+def _operation_groups(
+    conn: Connection, links: Sequence[Recorded], trim: Any, paths: RecordedPaths
+) -> list[Any]:
     names = dataset_names(conn, {link.destination for link in links})
     groups: dict[str, tuple[DatasetRef, _Group]] = {}
     for link in links:
         destination = names[link.destination]
+        steps = trim(link)
+        if not steps or not paths.shows(destination, steps, link.run):
+            continue
         for key, group in _grouped(
-            [(trim(link), link.run)], dataset=(destination.namespace, destination.name)
+            [(steps, link.run)], dataset=(destination.namespace, destination.name)
         ).items():
             groups.setdefault(key, (destination, group))[1].runs.update(group.runs)
     ordered = sorted(

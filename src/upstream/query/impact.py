@@ -7,6 +7,12 @@ caps: the datasets are exactly those of the downstream dataset-lineage walk
 (`upstream.query.dataset_lineage`), the fields those of the field summaries' walk
 (`upstream.query.graph_index.field_walk`, the walk `GET …/lineage/fields/{field}` takes). A field
 impact report lists the fields downstream of that field and the datasets holding them.
+
+A reader limited to some namespaces gets the report of those walks as they run for it (one
+`VisibleNodes` shared by both): nothing it may not see is a row or a job of a row, and the
+report counts what the walks stopped at (`hiddenNodes`: the hidden datasets and jobs of the
+dataset walk plus the hidden fields of the field walk; `hiddenRelations`: likewise their
+relations and field edges).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.identity import DatasetRef
 from upstream.query.answers import (
     ImpactAnswer,
@@ -34,9 +41,10 @@ from upstream.query.answers import (
 )
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
-from upstream.query.graph_index import field_walk
+from upstream.query.graph_index.field_walk import FieldEdges
 from upstream.query.graph_index.graph import NO_START
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_dataset
@@ -72,6 +80,22 @@ class _Reach:
     truncated: bool
 
 
+@dataclass(frozen=True)
+class _Reader:
+    """Whom the report is for: what it may see, and its view of the index that the walks
+    share (None when it sees everything)."""
+
+    visibility: Visibility
+    visible: VisibleNodes | None
+
+    @classmethod
+    def of(cls, conn: Connection, visibility: Visibility) -> _Reader:
+        return cls(visibility, VisibleNodes.of(conn, graph_of(conn), visibility))
+
+    def field_edges(self, conn: Connection, params: LineageParams) -> FieldEdges:
+        return FieldEdges(graph_of(conn), params.window, self.visible)
+
+
 def dataset_impact(
     conn: Connection,
     namespace: str,
@@ -80,19 +104,30 @@ def dataset_impact(
     *,
     max_nodes: int,
     max_relations: int,
+    visibility: Visibility = EVERYTHING,
 ) -> ImpactAnswer:
     """The impact report of a whole dataset: the datasets of its downstream walk, and the
-    fields downstream of any of its fields. NotFound for an unknown dataset."""
-    seed = existing_dataset(conn, namespace, name)
+    fields downstream of any of its fields, of what `visibility` shows. NotFound for an
+    unknown dataset, and in the same words for one `visibility` does not show."""
+    seed = existing_dataset(conn, namespace, name, visibility)
+    reader = _Reader.of(conn, visibility)
     down = replace(params, direction="downstream", collapse=frozenset(), rollup=None)
     walk = dataset_lineage(
-        conn, namespace, name, down, max_nodes=max_nodes, max_relations=max_relations
+        conn,
+        namespace,
+        name,
+        down,
+        max_nodes=max_nodes,
+        max_relations=max_relations,
+        visibility=visibility,
+        visible=reader.visible,
     )
     datasets = _hops_in_walk(walk, seed)
     starts = {(seed.id, f) for f in known_fields(conn, seed)}
-    fields, cut = _field_hops(conn, starts, params, max_nodes - len(datasets))
+    edges = reader.field_edges(conn, params)
+    fields, cut = _field_hops(edges, starts, params, max_nodes - len(datasets))
     reach = _Reach(datasets, fields, bool(walk.get("truncated")) or cut)
-    return _answer(conn, seed, None, params, reach)
+    return _answer(conn, seed, None, params, reach, reader, edges)
 
 
 def field_impact(
@@ -103,19 +138,22 @@ def field_impact(
     params: LineageParams,
     *,
     max_nodes: int,
+    visibility: Visibility = EVERYTHING,
 ) -> ImpactAnswer:
     """The impact report of one field: the fields downstream of it and their datasets (a
-    dataset's hop count is that of its nearest field). NotFound for an unknown dataset or
-    field."""
-    seed = existing_dataset(conn, namespace, name)
+    dataset's hop count is that of its nearest field), of what `visibility` shows. NotFound
+    for an unknown dataset or field, and for a dataset `visibility` does not show."""
+    seed = existing_dataset(conn, namespace, name, visibility)
     require_field(conn, seed, field)
-    fields, cut = _field_hops(conn, {(seed.id, field)}, params, max_nodes)
+    reader = _Reader.of(conn, visibility)
+    edges = reader.field_edges(conn, params)
+    fields, cut = _field_hops(edges, {(seed.id, field)}, params, max_nodes)
     datasets: dict[uuid.UUID, int | None] = {}
     for (dataset_id, _), hops in fields.items():
         known = datasets.get(dataset_id)
         datasets[dataset_id] = hops if known is None else min(known, hops)
     datasets.pop(seed.id, None)
-    return _answer(conn, seed, field, params, _Reach(datasets, fields, cut))
+    return _answer(conn, seed, field, params, _Reach(datasets, fields, cut), reader, edges)
 
 
 def csv_text(answer: Mapping[str, Any]) -> str:
@@ -170,12 +208,12 @@ def _hops_in_walk(walk: LineageAnswer, seed: DatasetRef) -> dict[uuid.UUID, int 
 
 
 def _field_hops(
-    conn: Connection, starts: set[tuple[uuid.UUID, str]], params: LineageParams, room: int
+    edges: FieldEdges, starts: set[tuple[uuid.UUID, str]], params: LineageParams, room: int
 ) -> tuple[dict[tuple[uuid.UUID, str], int], bool]:
-    """The fields downstream of `starts` within `params.levels`, each with its hop count, at
-    most `room` of them (nearest first, then by dataset and field); and whether that cap cut
-    them."""
-    hops = field_walk.field_hops(graph_of(conn), starts, "downstream", params.levels, params.window)
+    """The fields downstream of `starts` within `params.levels` on `edges`, each with its
+    hop count, at most `room` of them (nearest first, then by dataset and field); and
+    whether that cap cut them."""
+    hops = edges.hops(starts, "downstream", params.levels)
     nearest = sorted(hops.items(), key=lambda item: (item[1], item[0]))
     room = max(room, 0)
     return dict(nearest[:room]), len(nearest) > room
@@ -187,6 +225,8 @@ def _answer(
     field: str | None,
     params: LineageParams,
     reach: _Reach,
+    reader: _Reader,
+    edges: FieldEdges,
 ) -> ImpactAnswer:
     dataset_ids = set(reach.datasets) | {d for d, _ in reach.fields}
     names = dataset_names(conn, dataset_ids)
@@ -194,9 +234,14 @@ def _answer(
     for (dataset_id, _), hops in reach.fields.items():
         if dataset_id != seed.id and nearest.get(dataset_id) is None:
             nearest[dataset_id] = hops
-    writers = _carriers(conn, seed.id, nearest, params)
+    every_writer = _carriers(conn, seed.id, nearest, params)
+    job_names = _job_names(conn, {job for jobs in every_writer.values() for job, _ in jobs})
+    # A job the reader may not see carries nothing it is shown (the walks met it already).
+    writers = {
+        dataset: {pair for pair in jobs if reader.visibility.shows(job_names[pair[0]][0])}
+        for dataset, jobs in every_writer.items()
+    }
     job_ids = {job for jobs in writers.values() for job, _ in jobs}
-    job_names = _job_names(conn, job_ids)
     job_owners = owners_by_id(conn, t.jobs, job_ids)
     dataset_owners = owners_by_id(conn, t.datasets, dataset_ids)
     latest_runs = _latest_runs(conn, writers)
@@ -241,6 +286,9 @@ def _answer(
     }
     if reach.truncated:
         answer["truncated"] = True
+    if reader.visible is not None:
+        answer["hiddenNodes"] = reader.visible.hidden_nodes + edges.hidden_nodes
+        answer["hiddenRelations"] = reader.visible.hidden_relations + edges.hidden_relations
     return answer
 
 

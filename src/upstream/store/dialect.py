@@ -331,8 +331,17 @@ def _lock_key(value: uuid.UUID) -> int:
 def names_a_dataset_in(
     conn: Connection, payload: sa.ColumnElement[Any], namespace: str
 ) -> sa.ColumnElement[bool]:
-    """The event JSON in `payload` (text) lists an input or output in `namespace`: SQLite
-    walks it with json_each, PostgreSQL with jsonb_array_elements."""
+    """The event JSON in `payload` (text) lists an input or output in `namespace`."""
+    return names_a_dataset(conn, payload, lambda listed: listed == namespace)
+
+
+def names_a_dataset(
+    conn: Connection,
+    payload: sa.ColumnElement[Any],
+    test: Callable[[sa.ColumnElement[str]], sa.ColumnElement[bool]],
+) -> sa.ColumnElement[bool]:
+    """The event JSON in `payload` (text) lists an input or output whose namespace passes
+    `test`: SQLite walks it with json_each, PostgreSQL with jsonb_array_elements."""
     if conn.dialect.name == "postgresql":
         document = sa.cast(payload, postgresql.JSONB)
         nothing = sa.cast("[]", postgresql.JSONB)
@@ -343,14 +352,12 @@ def names_a_dataset_in(
             sa.column("value", postgresql.JSONB)
         )
         return (
-            sa.select(1)
-            .select_from(elements)
-            .where(elements.c.value["namespace"].astext == namespace)
+            sa.select(1).select_from(elements).where(test(elements.c.value["namespace"].astext))
         ).exists()
     found = [
         sa.select(1)
         .select_from(listed)
-        .where(sa.func.json_extract(listed.c.value, "$.namespace") == namespace)
+        .where(test(sa.func.json_extract(listed.c.value, "$.namespace")))
         .exists()
         for listed in (
             sa.func.json_each(payload, f"$.{key}").table_valued("value")
@@ -358,6 +365,16 @@ def names_a_dataset_in(
         )
     ]
     return sa.or_(*found)
+
+
+def json_text_at(
+    conn: Connection, payload: sa.ColumnElement[Any], *path: str
+) -> sa.ColumnElement[str]:
+    """The text at `path` (keys) of the JSON in `payload` (text); NULL where there is none."""
+    if conn.dialect.name == "postgresql":
+        text: sa.ColumnElement[str] = sa.cast(payload, postgresql.JSONB)[path].astext
+        return text
+    return sa.func.json_extract(payload, "$." + ".".join(path), type_=sa.Text)
 
 
 def has_json_key(

@@ -1,7 +1,7 @@
 """Field lineage (design §4.3): paths of a field, fields with lineage, summaries, operations.
 
-The summary is filtered by the token's namespaces; the others are not yet, so a token
-limited to some namespaces is refused there (`api.scoped.EveryNamespace`)."""
+Each is filtered by the token's namespaces: a dataset it may not see is missing, and what
+the answer would reach through one is left out (design §5)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
-from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read
 from upstream.model.errors import NotFound
 from upstream.query.answers import (
@@ -56,7 +55,6 @@ def _parsed(
     _DATASET + "/fields/{field:path}/lineage",
     summary="How a field was made: the paths of operations behind it",
     response_model=None,
-    dependencies=[EveryNamespace],
     responses={200: {"model": FieldPathsAnswer}, **_RESPONSES},
 )
 def get_field_paths(
@@ -65,19 +63,20 @@ def get_field_paths(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     window: Window,
 ) -> JsonAnswer[FieldPathsAnswer]:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
-    first."""
+    first. A token limited to some namespaces sees only the paths of jobs and datasets it
+    may see, with `hiddenNodes` and `hiddenRelations` counting those the others met."""
     query = _parsed(settings, window)
-    return read(store, field_paths, namespace, dataset, field, query)
+    return read(store, field_paths, namespace, dataset, field, query, visibility)
 
 
 @router.get(
     _DATASET + "/lineage/fields",
     summary="Fields of a dataset that have lineage",
     response_model=None,
-    dependencies=[EveryNamespace],
     responses={200: {"model": FieldsAnswer}, **_RESPONSES},
 )
 def get_fields_with_lineage(
@@ -85,6 +84,7 @@ def get_fields_with_lineage(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     window: Window,
     prefix: Annotated[str | None, Query(description="Field name prefix, any case")] = None,
     include_current: Annotated[
@@ -95,7 +95,8 @@ def get_fields_with_lineage(
         ),
     ] = False,
 ) -> JsonAnswer[FieldsAnswer]:
-    """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent."""
+    """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent. For a
+    token limited to some namespaces, a field has lineage by an edge to a field it may see."""
     query = _parsed(settings, window)
     return read(
         store,
@@ -105,6 +106,7 @@ def get_fields_with_lineage(
         query,
         prefix=prefix,
         include_current=include_current,
+        visibility=visibility,
     )
 
 
@@ -112,7 +114,6 @@ def get_fields_with_lineage(
     _DATASET + "/lineage/fields/{field:path}/operations",
     summary="The operations a field was made by or went through",
     response_model=None,
-    dependencies=[EveryNamespace],
     responses={200: {"model": FieldOperationsAnswer}, **_RESPONSES},
 )
 def get_field_operations(
@@ -121,13 +122,15 @@ def get_field_operations(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     window: Window,
     direction: DirectionParam = None,
 ) -> JsonAnswer[FieldOperationsAnswer]:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
-    them with their latest run."""
+    them with their latest run. A token limited to some namespaces sees those of jobs and
+    datasets it may see, with `hiddenNodes` and `hiddenRelations` as for the paths."""
     query = _parsed(settings, window, direction)
-    return read(store, field_operations, namespace, dataset, field, query)
+    return read(store, field_operations, namespace, dataset, field, query, visibility)
 
 
 @router.get(

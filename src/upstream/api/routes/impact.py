@@ -1,5 +1,7 @@
 """`GET …/datasets/{ds}/impact` and `…/fields/{field}/impact`: everything downstream of a
-dataset or a field, with hops, jobs, owners and latest runs (design §4.6), as JSON or CSV."""
+dataset or a field, with hops, jobs, owners and latest runs (design §4.6), as JSON or CSV.
+A token limited to some namespaces gets the report of what it may see; the JSON says how
+much the walks stopped at (`hiddenNodes`, `hiddenRelations`), the CSV is its rows only."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import Response
 
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
 from upstream.api.path_segments import EncodedSegmentsRoute
@@ -51,6 +53,7 @@ def get_dataset_impact(
     dataset: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     query: Asked,
     format: Format = None,
     accept: Accept = None,
@@ -58,12 +61,19 @@ def get_dataset_impact(
     """Each dataset and field downstream within `levels`: hops, the jobs in between with
     their owners, the dataset's owners, the latest run that wrote it and its state."""
     params = _params(settings, query)
-    caps = {
-        "max_nodes": settings.max_lineage_nodes,
-        "max_relations": settings.max_lineage_relations,
-    }
     return _render(
-        store, lambda conn: dataset_impact(conn, namespace, dataset, params, **caps), format, accept
+        store,
+        lambda conn: dataset_impact(
+            conn,
+            namespace,
+            dataset,
+            params,
+            max_nodes=settings.max_lineage_nodes,
+            max_relations=settings.max_lineage_relations,
+            visibility=visibility,
+        ),
+        format,
+        accept,
     )
 
 
@@ -79,6 +89,7 @@ def get_field_impact(
     field: str,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     query: Asked,
     format: Format = None,
     accept: Accept = None,
@@ -88,7 +99,13 @@ def get_field_impact(
     return _render(
         store,
         lambda conn: field_impact(
-            conn, namespace, dataset, field, params, max_nodes=settings.max_lineage_nodes
+            conn,
+            namespace,
+            dataset,
+            field,
+            params,
+            max_nodes=settings.max_lineage_nodes,
+            visibility=visibility,
         ),
         format,
         accept,

@@ -14,7 +14,6 @@ from upstream.api.json_answer import JsonAnswer
 from upstream.api.params import IncludeDeleted
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import page
-from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read_shown
 from upstream.model.access import Visibility
 from upstream.model.errors import NotFound
@@ -287,18 +286,18 @@ def list_job_runs(
 
 @router.get(
     "/jobs/runs/{run_id}",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": RunAnswer}, **documented(NotFound)},
 )
 def get_run(run_id: uuid.UUID, store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[RunAnswer]:
-    """One run, with the dataset versions it read and wrote."""
-    return read_shown(store, visibility, runs.get_run, run_id)
+    """One run, with the dataset versions it read and wrote. A token limited to some
+    namespaces finds a run of a job it may not see missing, and a shown run names nothing
+    hidden (no hidden dataset version, parent run or parent job)."""
+    return read_shown(store, visibility, runs.get_run, run_id, visibility)
 
 
 @router.get(
     "/jobs/runs/{run_id}/facets",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": RunFacetsAnswer}, **documented(NotFound)},
 )
@@ -310,5 +309,6 @@ def get_run_facets(
         Literal["run", "job"], Query(alias="type", description="The run's facets or its job's.")
     ] = "run",
 ) -> JsonAnswer[RunFacetsAnswer]:
-    """The facets of a run, or of its job."""
-    return read_shown(store, visibility, runs.run_facets, run_id, kind)
+    """The facets of a run, or of its job; a run of a job the token may not see is missing,
+    and no facet of a shown one names what it may not see."""
+    return read_shown(store, visibility, runs.run_facets, run_id, kind, visibility)

@@ -20,7 +20,6 @@ from upstream.api.params import (
 )
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.api.routes.marquez_common import checked_depth, page
-from upstream.api.scoped import EveryNamespace
 from upstream.api.services import read, read_shown
 from upstream.model.errors import NotFound
 from upstream.query.marquez.answers import (
@@ -83,7 +82,6 @@ def get_lineage(
 
 @router.get(
     "/column-lineage",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": ColumnLineageAnswer}, **documented(NotFound)},
 )
@@ -91,12 +89,14 @@ def get_column_lineage(
     node_id: NodeIdParam,
     store: StoreDep,
     settings: SettingsDep,
+    visibility: VisibilityDep,
     depth: DepthParam = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
     as_of: AsOf = None,
 ) -> JsonAnswer[ColumnLineageAnswer]:
     """The field graph upstream of a dataset, field or job (and downstream if asked); with
-    `asOf`, as it stood then."""
+    `asOf`, as it stood then. A token limited to some namespaces sees only their fields,
+    with how much the walk stopped at (`hiddenNodes`, `hiddenRelations`)."""
     return read(
         store,
         column_lineage,
@@ -105,6 +105,7 @@ def get_column_lineage(
         with_downstream,
         settings.max_lineage_nodes,
         history_window(as_of),
+        visibility,
     )
 
 
@@ -150,43 +151,53 @@ def search(
 
 @router.get(
     "/events/lineage",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": LineageEventsAnswer}},
 )
 def list_lineage_events(
     store: StoreDep,
     paging: PageDep,
+    visibility: VisibilityDep,
     before: Before = None,
     after: After = None,
     sort_direction: Annotated[Literal["asc", "desc"], Query(alias="sortDirection")] = "desc",
 ) -> JsonAnswer[LineageEventsAnswer]:
-    """The events received, verbatim, with `after <= eventTime < before`."""
+    """The events received, verbatim, with `after <= eventTime < before`. A token limited
+    to some namespaces is listed (and counted) only the events naming nothing outside
+    them."""
     upper, lower = event_window(before, after)
     return read(
-        store, lineage_events, before=upper, after=lower, direction=sort_direction, page=paging
+        store,
+        lineage_events,
+        before=upper,
+        after=lower,
+        direction=sort_direction,
+        page=paging,
+        visibility=visibility,
     )
 
 
 @router.get(
     "/events",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": EventsAnswer}},
 )
-def list_events(store: StoreDep, paging: PageDep) -> JsonAnswer[EventsAnswer]:
-    """The events received, verbatim, newest first (`marquez-python`'s `list_events()`)."""
-    return read(store, recent_events, paging)
+def list_events(
+    store: StoreDep, paging: PageDep, visibility: VisibilityDep
+) -> JsonAnswer[EventsAnswer]:
+    """The events received, verbatim, newest first (`marquez-python`'s `list_events()`); a
+    token limited to some namespaces is listed only those naming nothing outside them."""
+    return read(store, recent_events, paging, visibility=visibility)
 
 
 @router.get(
     "/events/{namespace:path}",
-    dependencies=[EveryNamespace],
     response_model=None,
     responses={200: {"model": EventsAnswer}},
 )
 def list_namespace_events(
-    namespace: str, store: StoreDep, paging: PageDep
+    namespace: str, store: StoreDep, paging: PageDep, visibility: VisibilityDep
 ) -> JsonAnswer[EventsAnswer]:
-    """The events whose job, or any of whose datasets, is in the namespace, newest first."""
-    return read(store, recent_events, paging, namespace=namespace)
+    """The events whose job, or any of whose datasets, is in the namespace, newest first;
+    of a namespace the token may not read, none."""
+    return read(store, recent_events, paging, namespace=namespace, visibility=visibility)

@@ -128,6 +128,14 @@ class FieldEdges:
             np.concatenate(origin_codes) if origin_codes else empty,
         )
 
+    def leading_to_shown(self, rows: Ints, direction: Step) -> Ints:
+        """The edge rows of `rows` whose far end (the source upstream, the target
+        downstream) is a field the reader may see; the others are counted as hidden edges
+        the walk stopped at."""
+        far = self.fields.edges["source_dataset" if direction == "upstream" else "target_dataset"]
+        kept: Ints = rows[self._shown(rows, far[rows], direction)]
+        return kept
+
     def _shown(self, rows: Ints, far_dataset: npt.NDArray[np.integer], direction: Step) -> Flags:
         """Which of the edge rows `rows` lead to a field the reader may see; the others are
         remembered as hidden edges the walk stopped at."""
@@ -170,6 +178,13 @@ class FieldEdges:
         keys = self.keys(reached)
         return {key: found[node] for key, node in zip(keys, reached.tolist(), strict=True)}
 
+    def hops(
+        self, starts: Collection[FieldNode], direction: Step, levels: int
+    ) -> dict[FieldNode, int]:
+        """The fields `reach` reaches, each with its least hop count."""
+        reached, depths, _, _ = self.walk(starts, direction, levels)
+        return dict(zip(self.keys(reached), depths.tolist(), strict=True))
+
     def edges_at(self, nodes: Ints, end: Literal["source", "target"]) -> Ints:
         """The counted field -> field edges whose `end` is one of `nodes`, between datasets
         that are not deleted."""
@@ -195,13 +210,20 @@ class FieldEdges:
 
     def ends_on(self, datasets: Ints) -> Ints:
         """The nodes of `datasets` at an end of a counted edge (either end; the other may
-        be a whole dataset or a job)."""
+        be a whole dataset or a job), for a reader limited to some namespaces one whose
+        other end it may see."""
         f = self.fields
         nodes = f.nodes_of(datasets)
         ends = []
-        for by, column in ((f.by_source, f.source_node), (f.by_target, f.target_node)):
+        for by, column, other in (
+            (f.by_source, f.source_node, "target_dataset"),
+            (f.by_target, f.target_node, "source_dataset"),
+        ):
             rows, _ = by.rows_of(nodes)
-            ends.append(column[rows[self.counted(rows)]].astype(np.int64))
+            rows = rows[self.counted(rows)]
+            if self.visible is not None:
+                rows = rows[self.visible.shows_datasets(f.edges[other][rows].astype(np.int64))]
+            ends.append(column[rows].astype(np.int64))
         found: Ints = np.unique(np.concatenate(ends))
         return found
 
@@ -282,6 +304,4 @@ def field_hops(
     window: Window,
 ) -> dict[FieldNode, int]:
     """The fields `field_reach` reaches, each with its least hop count."""
-    edges = FieldEdges(graph, window)
-    reached, depths, _, _ = edges.walk(starts, direction, levels)
-    return dict(zip(edges.keys(reached), depths.tolist(), strict=True))
+    return FieldEdges(graph, window).hops(starts, direction, levels)

@@ -220,6 +220,10 @@ class ColumnLineageAnswer(TypedDict):
 
     graph: list[ColumnNode]
     truncated: bool
+    #: Only for a token limited to some namespaces: the hidden fields (and a job seed's
+    #: hidden outputs) the walk stopped at, and the edges (writes) to them (never named).
+    hiddenNodes: NotRequired[int]
+    hiddenRelations: NotRequired[int]
 
 
 class NamespaceAnswer(TypedDict):

@@ -12,6 +12,11 @@ seed from the fields of every dataset it wrote. Edges are oriented as Marquez wr
 which its web UI relies on: an `outEdges` entry goes from the node to a field made from it, an
 `inEdges` entry from the node to one of its inputs (`{origin: node, destination: input}`).
 
+A reader limited to some namespaces finds a node it may not see missing, and is walked as the
+field summaries are (`FieldEdges` with `VisibleNodes`): never onto a field of a dataset it may
+not see, the fields and edges it stopped at there counted (`hiddenNodes`, `hiddenRelations`),
+with a job seed's outputs it may not see counted as nodes and its writes to them as relations.
+
 A Marquez `Dataset` answer lists the same inputs per field (`columnLineage`,
 `dataset_column_lineage`): what each of its fields was made from, one level up.
 """
@@ -27,6 +32,7 @@ from typing import Any, Literal, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.direction import Step
 from upstream.model.errors import NotFound
 from upstream.model.facts import ORIGIN_SHOWN
@@ -36,6 +42,7 @@ from upstream.model.window import Window
 from upstream.query.graph_index.field_walk import FieldEdge, FieldEdges
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.marquez.answers import (
     ColumnLineageAnswer,
     ColumnNode,
@@ -74,11 +81,13 @@ def column_lineage(
     with_downstream: bool,
     max_nodes: int,
     window: Window | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> ColumnLineageAnswer:
     """The field graph around `node_id` (a dataset, a dataset field or a job); with a
-    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then)."""
+    `window`, only its runs count (`Window.until(as_of)`: the graph as it stood then); of
+    what `visibility` shows, saying how much it hid when it does not show everything."""
     graph = graph_of(conn)
-    seeds = _seed_fields(conn, graph, node_id)
+    seeds, hidden_outputs = _seed_fields(conn, graph, node_id, visibility)
     nodes: set[FieldKey] = set()
     truncated = False
     for key in sorted(seeds):
@@ -89,7 +98,7 @@ def column_lineage(
     found = _FieldEdges()
     directions: list[Step] = ["upstream", "downstream"] if with_downstream else ["upstream"]
     start = set(nodes)
-    edges = FieldEdges(graph, window)
+    edges = FieldEdges(graph, window, VisibleNodes.of(conn, graph, visibility))
     for direction in directions:
         # Each direction walks from the seeds only: downstream of the seed, never of the
         # fields found upstream of it.
@@ -110,29 +119,45 @@ def column_lineage(
             if not following:
                 break
             frontier = following
-    return {"graph": cast(list[ColumnNode], _render(conn, nodes, found)), "truncated": truncated}
+    answer: ColumnLineageAnswer = {
+        "graph": cast(list[ColumnNode], _render(conn, nodes, found)),
+        "truncated": truncated,
+    }
+    if edges.visible is not None:
+        answer["hiddenNodes"] = edges.hidden_nodes + hidden_outputs
+        answer["hiddenRelations"] = edges.hidden_relations + hidden_outputs
+    return answer
 
 
-def _seed_fields(conn: Connection, graph: Graph, node_id: str) -> set[FieldKey]:
-    node = resolve_node(conn, node_id)
+def _seed_fields(
+    conn: Connection, graph: Graph, node_id: str, visibility: Visibility
+) -> tuple[set[FieldKey], int]:
+    """The fields the walk starts from, and how many datasets a job seed wrote that
+    `visibility` does not show (left out)."""
+    node = resolve_node(conn, node_id, visibility)
+    hidden = 0
     if node.kind == "job":
-        written = sa.select(t.relations.c.dataset_id).where(
-            t.relations.c.job_id == JobRef(node.namespace, node.name).id,
-            t.relations.c.access == "write",
+        r, d = t.relations, t.datasets
+        written = (
+            sa.select(d.c.id, d.c.namespace)
+            .join(r, r.c.dataset_id == d.c.id)
+            .where(r.c.job_id == JobRef(node.namespace, node.name).id, r.c.access == "write")
         )
-        datasets = set(conn.execute(written.distinct()).scalars())
+        outputs = conn.execute(written.distinct()).all()
+        datasets = {row.id for row in outputs if visibility.shows(row.namespace)}
+        hidden = len(outputs) - len(datasets)
     else:
         datasets = {DatasetRef(node.namespace, node.name).id}
     fields = _known_fields(conn, graph, datasets)
     if node.kind != "datasetField":
-        return fields
+        return fields, hidden
     key = (DatasetRef(node.namespace, node.name).id, node.field or "")
     if key not in fields:
         raise NotFound(
             f"nodeId: dataset {node.name!r} in namespace {node.namespace!r} has no field "
             f"{node.field!r}"
         )
-    return {key}
+    return {key}, hidden
 
 
 def _known_fields(conn: Connection, graph: Graph, datasets: set[uuid.UUID]) -> set[FieldKey]:
@@ -155,9 +180,11 @@ def _names(fields: list[Json] | None) -> Iterable[str]:
 
 def _edges_from(edges: FieldEdges, frontier: set[FieldKey], direction: Step) -> list[FieldEdge]:
     """The field -> field edges whose near end (the target upstream) is one of the
-    `frontier` fields, in the order of their ends' text."""
+    `frontier` fields and whose far end the reader may see, in the order of their ends'
+    text."""
     near: Literal["source", "target"] = "target" if direction == "upstream" else "source"
-    found = edges.as_edges(edges.edges_at(edges.nodes(frontier), near))
+    rows = edges.leading_to_shown(edges.edges_at(edges.nodes(frontier), near), direction)
+    found = edges.as_edges(rows)
     return sorted(found, key=lambda x: (str(x[0]), str(x[1])))
 
 

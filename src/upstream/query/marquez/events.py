@@ -1,5 +1,7 @@
 """`GET /api/v1/events/lineage` and `GET /api/v1/events`: the OpenLineage events as received,
-verbatim."""
+verbatim. A reader limited to some namespaces is listed, and counted, only the events it may
+read whole (`store.visibility.shown_events`): an event is never rewritten, so one naming
+anything hidden is left out."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from typing import Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.query.marquez.answers import EventsAnswer, LineageEventsAnswer
 from upstream.query.marquez.common import Page, total
 from upstream.store import schema as t
 from upstream.store.dialect import names_a_dataset_in
+from upstream.store.visibility import shown_events
 
 SortDirection = Literal["asc", "desc"]
 
@@ -25,10 +29,12 @@ def lineage_events(
     after: datetime | None,
     direction: SortDirection,
     page: Page,
+    visibility: Visibility = EVERYTHING,
 ) -> LineageEventsAnswer:
-    """Events with `after <= eventTime < before`, by event time (then arrival), as Marquez."""
+    """Events `visibility` shows with `after <= eventTime < before`, by event time (then
+    arrival), as Marquez; `totalCount` counts those shown."""
     e = t.events
-    query = sa.select(e.c.payload)
+    query = sa.select(e.c.payload).where(shown_events(conn, visibility))
     if before is not None:
         query = query.where(e.c.event_time < before)
     if after is not None:
@@ -39,12 +45,18 @@ def lineage_events(
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
 
 
-def recent_events(conn: Connection, page: Page, *, namespace: str | None = None) -> EventsAnswer:
-    """Events newest first, as Marquez's `GET /api/v1/events` lists them (`{"events"}`, no
-    count); with `namespace`, only those whose job, or any input or output, is in it (an
-    unknown namespace has none)."""
+def recent_events(
+    conn: Connection,
+    page: Page,
+    *,
+    namespace: str | None = None,
+    visibility: Visibility = EVERYTHING,
+) -> EventsAnswer:
+    """Events `visibility` shows, newest first, as Marquez's `GET /api/v1/events` lists them
+    (`{"events"}`, no count); with `namespace`, only those whose job, or any input or
+    output, is in it (an unknown namespace has none)."""
     e = t.events
-    query = sa.select(e.c.payload)
+    query = sa.select(e.c.payload).where(shown_events(conn, visibility))
     if namespace is not None:
         query = query.where(
             sa.or_(

@@ -169,21 +169,26 @@ def _version_ref(entry: tuple[str, str, uuid.UUID, uuid.UUID | None, Json]) -> J
     }
 
 
-def get_run(conn: Connection, run_id: uuid.UUID) -> RunAnswer:
-    doc = run_docs(conn, [run_id]).get(run_id)
-    if doc is None:
+def get_run(conn: Connection, run_id: uuid.UUID, visibility: Visibility = EVERYTHING) -> RunAnswer:
+    """`GET /jobs/runs/{id}`. A run of a job `visibility` does not show is NotFound in the
+    words of a missing run; a shown run's parent in a hidden namespace is no parent."""
+    doc = run_docs(conn, [run_id], visibility).get(run_id)
+    if doc is None or not visibility.shows(doc["jobVersion"]["namespace"]):
         raise NotFound(f"run {run_id} not found")
     return cast(RunAnswer, doc)
 
 
-def run_facets(conn: Connection, run_id: uuid.UUID, kind: str) -> RunFacetsAnswer:
-    """`GET /jobs/runs/{id}/facets?type=run|job`: the run's facets, or its job's."""
+def run_facets(
+    conn: Connection, run_id: uuid.UUID, kind: str, visibility: Visibility = EVERYTHING
+) -> RunFacetsAnswer:
+    """`GET /jobs/runs/{id}/facets?type=run|job`: the run's facets, or its job's; NotFound,
+    as for a missing run, for a run of a job `visibility` does not show."""
     row = conn.execute(
-        sa.select(t.runs.c.facets, t.jobs.c.facets.label("job_facets"))
+        sa.select(t.runs.c.facets, t.jobs.c.facets.label("job_facets"), t.jobs.c.namespace)
         .join(t.jobs, t.jobs.c.id == t.runs.c.job_id)
         .where(t.runs.c.id == run_id)
     ).first()
-    if row is None:
+    if row is None or not visibility.shows(row.namespace):
         raise NotFound(f"run {run_id} not found")
     return {"runId": str(run_id), "facets": (row.job_facets if kind == "job" else row.facets) or {}}
 

@@ -95,10 +95,13 @@ def _order(table: sa.Table, sort: SearchSort) -> list[Any]:
 HITS = 10
 
 
-def search_jobs_hits(conn: Connection, q: str) -> OpenSearchAnswer:
-    """`GET /api/v2beta/search/jobs`: the jobs whose name contains `q`, by name, each with
-    its latest run (`run_id`, `eventType`: the type of the run's latest event, `runFacets`)."""
-    names = _hit_names(conn, t.jobs, q)
+def search_jobs_hits(
+    conn: Connection, q: str, visibility: Visibility = EVERYTHING
+) -> OpenSearchAnswer:
+    """`GET /api/v2beta/search/jobs`: the jobs of namespaces `visibility` shows whose name
+    contains `q`, by name, each with its latest run (`run_id`, `eventType`: the type of the
+    run's latest event, `runFacets`)."""
+    names = _hit_names(conn, t.jobs, q, visibility)
     ids = [JobRef(*name).id for name in names]
     r = t.runs
     ranked = ranked_runs().where(r.c.job_id.in_(ids)).subquery()
@@ -125,20 +128,26 @@ def search_jobs_hits(conn: Connection, q: str) -> OpenSearchAnswer:
     return _answer(conn, t.jobs, ids, names, q, hit, t.jobs.c.processing_type)
 
 
-def search_datasets_hits(conn: Connection, q: str) -> OpenSearchAnswer:
-    """`GET /api/v2beta/search/datasets`: the datasets whose name contains `q`, by name, each
-    with the latest run that read or wrote it (`run_id`, `eventType`)."""
-    names = _hit_names(conn, t.datasets, q)
+def search_datasets_hits(
+    conn: Connection, q: str, visibility: Visibility = EVERYTHING
+) -> OpenSearchAnswer:
+    """`GET /api/v2beta/search/datasets`: the datasets of namespaces `visibility` shows whose
+    name contains `q`, by name, each with the latest run of a job it shows that read or
+    wrote it (`run_id`, `eventType`)."""
+    names = _hit_names(conn, t.datasets, q, visibility)
     ids = [DatasetRef(*name).id for name in names]
     rel, r = t.relations, t.runs
     position = sa.func.row_number().over(
         partition_by=rel.c.dataset_id, order_by=(rel.c.event_time.desc(), rel.c.run_id.desc())
     )
-    ranked = (
-        sa.select(rel.c.dataset_id, rel.c.run_id, position.label("position"))
-        .where(rel.c.dataset_id.in_(ids), rel.c.run_id.is_not(None))
-        .subquery()
+    among = sa.select(rel.c.dataset_id, rel.c.run_id, position.label("position")).where(
+        rel.c.dataset_id.in_(ids), rel.c.run_id.is_not(None)
     )
+    if not visibility.everything:
+        among = among.join(t.jobs, t.jobs.c.id == rel.c.job_id).where(
+            shown_namespaces(t.jobs.c.namespace, visibility)
+        )
+    ranked = among.subquery()
     latest = (
         sa.select(ranked.c.dataset_id, ranked.c.run_id, r.c.state)
         .join(r, r.c.id == ranked.c.run_id)
@@ -179,9 +188,14 @@ def _answer(
     }
 
 
-def _hit_names(conn: Connection, table: sa.Table, q: str) -> list[tuple[str, str]]:
-    """(namespace, name) of the first `HITS` visible entities of `table` matching `q`."""
-    query = _matching(table, q, None).where(visible(table))
+def _hit_names(
+    conn: Connection, table: sa.Table, q: str, visibility: Visibility
+) -> list[tuple[str, str]]:
+    """(namespace, name) of the first `HITS` entities of `table` matching `q`, not deleted
+    and of namespaces `visibility` shows."""
+    query = _matching(table, q, None).where(
+        visible(table), shown_namespaces(table.c.namespace, visibility)
+    )
     ordered = query.order_by(*_order(table, "NAME")).limit(HITS)
     return [(row.namespace, row.name) for row in conn.execute(ordered)]
 

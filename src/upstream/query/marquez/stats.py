@@ -15,6 +15,10 @@ time zone for `WEEK`, and so does Upstream; for `DAY` it defaults to UTC.
   declaration), so a history imported from Marquez charts as it happened, not as the import
   ran. A source (a `dataSource` facet's name, else the namespace) counts from its first
   dataset. Deleted entities are not counted.
+
+A reader limited to some namespaces is counted only what it may read: the events it may
+read (`store.visibility.shown_events`), the jobs and datasets of its namespaces, the sources
+those datasets name.
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter
 from upstream.query.marquez.answers import IntervalCount, LineageEventCounts
 from upstream.store import schema as t
 from upstream.store.deletion import visible
+from upstream.store.visibility import shown_events, shown_namespaces
 
 Period = Literal["DAY", "WEEK"]
 Asset = Literal["jobs", "datasets", "sources"]
@@ -88,9 +94,14 @@ def _interval_of(moment: sa.ColumnElement[Any], spans: list[Interval]) -> sa.Cas
 
 
 def lineage_event_counts(
-    conn: Connection, period: Period, zone_name: str | None, now: datetime
+    conn: Connection,
+    period: Period,
+    zone_name: str | None,
+    now: datetime,
+    visibility: Visibility = EVERYTHING,
 ) -> list[LineageEventCounts]:
-    """`GET /stats/lineage-events`: per interval, the run events of each charted type."""
+    """`GET /stats/lineage-events`: per interval, the run events `visibility` shows of each
+    charted type."""
     spans = intervals(period, zone_name, now)
     e = t.events
     placed = (
@@ -99,6 +110,7 @@ def lineage_event_counts(
             e.c.event_time >= spans[0].start,
             e.c.event_time < spans[-1].end,
             e.c.event_kind.in_(CHARTED),
+            shown_events(conn, visibility),
         )
         .subquery()
     )
@@ -126,11 +138,17 @@ def _instant(moment: datetime) -> str:
 
 
 def asset_counts(
-    conn: Connection, asset: Asset, period: Period, zone_name: str | None, now: datetime
+    conn: Connection,
+    asset: Asset,
+    period: Period,
+    zone_name: str | None,
+    now: datetime,
+    visibility: Visibility = EVERYTHING,
 ) -> list[IntervalCount]:
-    """`GET /stats/{jobs|datasets|sources}`: how many existed at the end of each interval."""
+    """`GET /stats/{jobs|datasets|sources}`: how many of those `visibility` shows existed at
+    the end of each interval."""
     spans = intervals(period, zone_name, now)
-    first = _first_seen(asset)
+    first = _first_seen(asset, visibility)
     placed = sa.select(_interval_of(first.c.first_seen, spans).label("interval")).subquery()
     query = sa.select(placed.c.interval, sa.func.count()).group_by(placed.c.interval)
     counts: Counter[int] = Counter(
@@ -151,11 +169,15 @@ def asset_counts(
 
 
 def _seen(
-    entities: sa.Table, owner: sa.Column[Any], moment: sa.Column[Any], *columns: Any
+    entities: sa.Table,
+    visibility: Visibility,
+    owner: sa.Column[Any],
+    moment: sa.Column[Any],
+    *columns: Any,
 ) -> sa.Select[Any]:
-    """The visible rows of `entities` (jobs or datasets) with `first_seen`: the earliest
-    `moment` of the rows whose `owner` they are (runs, relations), else their declaration,
-    else when they were stored; and `columns`."""
+    """The rows of `entities` (jobs or datasets) not deleted and in a namespace `visibility`
+    shows, with `first_seen`: the earliest `moment` of the rows whose `owner` they are (runs,
+    relations), else their declaration, else when they were stored; and `columns`."""
     earliest = (
         sa.select(owner.label("owner"), sa.func.min(moment).label("at")).group_by(owner).subquery()
     )
@@ -164,17 +186,17 @@ def _seen(
     return (
         sa.select(seen.label("first_seen"), *columns)
         .select_from(entities.outerjoin(earliest, earliest.c.owner == e.id))
-        .where(visible(entities))
+        .where(visible(entities), shown_namespaces(e.namespace, visibility))
     )
 
 
-def _first_seen(asset: Asset) -> sa.Subquery:
-    """One row per visible entity of `asset`, with the time it was first seen (`first_seen`)."""
+def _first_seen(asset: Asset, visibility: Visibility) -> sa.Subquery:
+    """One row per entity of `asset` counted, with the time it was first seen (`first_seen`)."""
     if asset == "jobs":
-        return _seen(t.jobs, t.runs.c.job_id, t.runs.c.started_at).subquery()
+        return _seen(t.jobs, visibility, t.runs.c.job_id, t.runs.c.started_at).subquery()
     d, r = t.datasets, t.relations
     source = sa.func.coalesce(d.c.source_name, d.c.namespace).label("source")
-    datasets = _seen(d, r.c.dataset_id, r.c.event_time, source)
+    datasets = _seen(d, visibility, r.c.dataset_id, r.c.event_time, source)
     if asset == "datasets":
         return datasets.subquery()
     per_dataset = datasets.subquery()
