@@ -14,6 +14,12 @@ in a bounded least-recently-used cache of the process, and a part seen before is
 again. Only a part read without a problem is kept: a malformed part is read, and refused with
 its own path, every time it is sent; the envelope and every other facet are checked per event.
 
+Edges read from a part (an output's `columnLineage`, and likewise a `sql` facet's edges into
+one output, `ingest.sql_lineage`) keep the part they came from (`EdgeFact.part`): the lineage
+set an owner's edges make when they are exactly one part's is made (grouped, ordered, hashed)
+once per part and taken from it by every other run that sends the part
+(`upstream.model.lineage_sets.EdgePart`).
+
 The cache is Python's dict keyed by the part's bytes (a fast hash, then an equality check of
 the bytes, so two parts never share an entry by a collision); `parts_read` counts the parts
 read, the cache's misses.
@@ -31,6 +37,7 @@ from upstream.ingest.context import Owner
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
 from upstream.model.json_text import dumps
+from upstream.model.lineage_sets import EdgePart
 
 #: Parts kept per kind: a few thousand distinct facets of a few kB each.
 CAPACITY = 4096
@@ -50,10 +57,12 @@ class EdgeShape:
 
 @dataclass(frozen=True)
 class ColumnLineageReading:
-    """An output's `columnLineage` facet as edges without an owner, and the datasets read."""
+    """An output's `columnLineage` facet as edges without an owner, and the datasets read;
+    `part`: the same edges as a lineage set holds them, whose set is made once."""
 
     edges: tuple[EdgeShape, ...]
     sources: frozenset[DatasetRef]
+    part: EdgePart
 
 
 class PartCache(Generic[V]):
@@ -100,6 +109,13 @@ def part_key(*content: Any) -> bytes:
 def owned_edges(reading: ColumnLineageReading, owner: Owner) -> list[EdgeFact]:
     """The edges of `reading`, owned by the event's `owner`."""
     return [
-        owner.edge("column_lineage", e.source, e.target, e.transformations, implied=e.implied)
+        owner.edge(
+            "column_lineage",
+            e.source,
+            e.target,
+            e.transformations,
+            implied=e.implied,
+            part=reading.part,
+        )
         for e in reading.edges
     ]

@@ -341,7 +341,13 @@ def _register_edge_entities(facts: EventFacts) -> None:
     known_jobs = {j.ref for j in facts.jobs}
     known_runs = {r.run_id for r in facts.runs}
     refs: set[DatasetRef] = {r.dataset for r in facts.relations}
+    before = None
     for edge in facts.edges:
+        if edge.part is not None:  # a part lists its datasets once
+            if edge.part is not before:
+                refs |= edge.part.datasets
+                before = edge.part
+            continue
         for node in (edge.source, edge.target):
             if isinstance(node, DatasetNode):
                 refs.add(node.dataset)
