@@ -12,13 +12,28 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from tests.builders import column_lineage, ds, run_event, schema_facet
+from tests.builders import (
+    column_lineage,
+    dataset_entry,
+    dataset_input,
+    ds,
+    job_entry,
+    job_input,
+    lineage_facet,
+    run_event,
+    schema_facet,
+)
 from tests.conftest import post
 from tests.ingest.test_sql_ingest import PG, load_event
 from tests.readback import edges
 from upstream.ingest import sql_lineage
 from upstream.ingest.documents import translate_document
-from upstream.ingest.parts import COLUMN_LINEAGE_PARTS, SCHEMA_PARTS, PartCache
+from upstream.ingest.parts import (
+    COLUMN_LINEAGE_PARTS,
+    LINEAGE_FACET_PARTS,
+    SCHEMA_PARTS,
+    PartCache,
+)
 from upstream.model import lineage_sets
 from upstream.model.facts import DatasetNode, JobNode
 from upstream.model.identity import DatasetRef, JobRef
@@ -31,12 +46,13 @@ NS = "parts"
 
 @pytest.fixture(autouse=True)
 def _empty_caches() -> Iterator[None]:
-    SCHEMA_PARTS.clear()
-    COLUMN_LINEAGE_PARTS.clear()
+    caches = (SCHEMA_PARTS, COLUMN_LINEAGE_PARTS, LINEAGE_FACET_PARTS)
+    for cache in caches:
+        cache.clear()
     sql_lineage.clear_cache()
     yield
-    SCHEMA_PARTS.clear()
-    COLUMN_LINEAGE_PARTS.clear()
+    for cache in caches:
+        cache.clear()
     sql_lineage.clear_cache()
 
 
@@ -211,6 +227,48 @@ def test_a_repeated_sql_facet_makes_its_lineage_set_once(
     assert {e.origin for e in sets_made[0].edges} == {"sql"}
     assert set(_links(store).values()) == {sets_made[0].id}
     assert (f"{PG}/public.orders#amount", f"{PG}/public.daily#total") in edges(store)
+
+
+def _facet_event(run_id: str, *entries: dict[str, Any]) -> dict[str, Any]:
+    return run_event(
+        (NS, "merge"),
+        run_id=run_id,
+        inputs=[ds(NS, "raw")],
+        outputs=[ds(NS, "sales")],
+        job_facets=lineage_facet(*entries),
+    )
+
+
+def test_a_repeated_lineage_facet_is_read_and_its_sets_made_once(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    entry = dataset_entry(NS, "sales", fields={"total": [dataset_input(NS, "raw", "amount")]})
+    runs = [str(uuid.uuid4()) for _ in range(3)]
+    post(client, *(_facet_event(run, entry) for run in runs))
+    assert LINEAGE_FACET_PARTS.parts_read == 1
+    assert len(sets_made) == 1
+    links = _links(store)
+    assert {str(run) for run in links} == set(runs)
+    assert set(links.values()) == {sets_made[0].id}
+    assert edges(store) == {("parts/raw#amount", "parts/sales#total")}
+
+
+def test_a_lineage_facet_naming_its_own_job_states_each_run(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    """A `JOB` reference without a name is the event's own run: read once, stated per run."""
+    entry = job_entry(inputs=[dataset_input(NS, "raw")])
+    into_sales = dataset_entry(NS, "sales", inputs=[job_input()])
+    runs = [str(uuid.uuid4()) for _ in range(2)]
+    post(client, *(_facet_event(run, entry, into_sales) for run in runs))
+    assert LINEAGE_FACET_PARTS.parts_read == 1
+    # Two sets per run (into the job's run, into sales), each naming its own run: four.
+    assert len(sets_made) == 4
+    assert len({lset.id for lset in sets_made}) == 4
+    assert {e.target_run_id or e.source_run_id for s in sets_made for e in s.edges} == {
+        uuid.UUID(run) for run in runs
+    }
+    assert edges(store) == {("parts/raw", "job:parts/merge"), ("job:parts/merge", "parts/sales")}
 
 
 def test_an_edge_renamed_to_its_canonical_dataset_leaves_its_part(
