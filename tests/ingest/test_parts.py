@@ -1,5 +1,6 @@
-"""Parts seen before are not read again; a part changed in one byte is read and stored; a
-malformed part is refused with its own path every time (`upstream.ingest.parts`)."""
+"""Parts seen before are not read again, nor their lineage sets made again; a part changed in
+one byte is read and stored; a malformed part is refused with its own path every time
+(`upstream.ingest.parts`, `upstream.model.lineage_sets.EdgePart`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,36 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from tests.builders import column_lineage, ds, run_event, schema_facet
+from tests.builders import (
+    column_lineage,
+    dataset_entry,
+    dataset_input,
+    ds,
+    job_entry,
+    job_input,
+    lineage_facet,
+    run_event,
+    schema_facet,
+)
+from tests.conftest import post
+from tests.ingest.test_sql_ingest import PG, load_event
 from tests.readback import edges
+from upstream.ingest import sql_lineage
 from upstream.ingest.documents import translate_document
-from upstream.ingest.parts import COLUMN_LINEAGE_PARTS, SCHEMA_PARTS, PartCache
+from upstream.ingest.parts import (
+    COLUMN_LINEAGE_PARTS,
+    LINEAGE_FACET_PARTS,
+    SCHEMA_PARTS,
+    PartCache,
+)
+from upstream.model import lineage_sets
+from upstream.model.facts import DatasetNode, JobNode
+from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.lineage_sets import EdgePart, LineageSet
+from upstream.store import schema as t
 from upstream.store.engine import Store
 
 NS = "parts"
@@ -21,11 +46,28 @@ NS = "parts"
 
 @pytest.fixture(autouse=True)
 def _empty_caches() -> Iterator[None]:
-    SCHEMA_PARTS.clear()
-    COLUMN_LINEAGE_PARTS.clear()
+    caches = (SCHEMA_PARTS, COLUMN_LINEAGE_PARTS, LINEAGE_FACET_PARTS)
+    for cache in caches:
+        cache.clear()
+    sql_lineage.clear_cache()
     yield
-    SCHEMA_PARTS.clear()
-    COLUMN_LINEAGE_PARTS.clear()
+    for cache in caches:
+        cache.clear()
+    sql_lineage.clear_cache()
+
+
+@pytest.fixture
+def sets_made(monkeypatch: pytest.MonkeyPatch) -> list[LineageSet]:
+    """Every lineage set made (grouped and hashed) from here on, in order."""
+    made: list[LineageSet] = []
+    make = lineage_sets.lineage_set
+
+    def counted(edges: Any, *, precedence: bool) -> LineageSet:
+        made.append(make(edges, precedence=precedence))
+        return made[-1]
+
+    monkeypatch.setattr(lineage_sets, "lineage_set", counted)
+    return made
 
 
 def _event(
@@ -118,3 +160,146 @@ def test_the_cache_keeps_the_most_recently_used_parts() -> None:
     assert cache.parts_read == 3
     assert cache.read(b"b", lambda: "read again") == "read again"
     assert cache.parts_read == 4
+
+
+def _links(store: Store) -> dict[uuid.UUID, uuid.UUID]:
+    """Each run's set (the runs here write one output each)."""
+    link = t.lineage_links.c
+    with store.read() as conn:
+        return dict(conn.execute(sa.select(link.owner_id, link.set_id)).all())
+
+
+def _stored_sets(store: Store) -> int:
+    with store.read() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(t.lineage_sets)).scalar_one()
+
+
+def test_a_repeated_part_makes_its_lineage_set_once(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    first, second, third = (str(uuid.uuid4()) for _ in range(3))
+    # A run's START and COMPLETE in one batch, then two more runs, each event alone.
+    start = _event(first, event_type="START")
+    assert client.post("/api/v1/lineage", json=[start, _event(first)]).status_code == 201
+    post(client, _event(second, event_type="START"), _event(second), _event(third, rows=7))
+    # The first statement of the part made its set; every other took it from the part.
+    assert len(sets_made) == 1
+    # In the canonical order: implied (true) after the field edges (false), fields by name.
+    assert [(e.source_field, e.target_field, e.implied) for e in sets_made[0].edges] == [
+        ("amount", "amount", False),
+        ("id", "id", False),
+        (None, None, True),
+    ]
+    links = _links(store)
+    assert {str(run) for run in links} == {first, second, third}
+    assert set(links.values()) == {sets_made[0].id}
+    assert _stored_sets(store) == 1
+    assert edges(store) == {
+        ("parts/raw#id", "parts/sales#id"),
+        ("parts/raw#amount", "parts/sales#amount"),
+    }
+
+
+def test_a_part_changed_in_one_byte_makes_and_stores_its_own_set(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    post(client, _event(first))
+    changed = _event(second)
+    lineage = changed["outputs"][0]["facets"]["columnLineage"]["fields"]
+    lineage["amount"]["inputFields"][0]["field"] = "amounu"  # one byte
+    post(client, changed)
+    assert len(sets_made) == 2
+    assert sets_made[0].id != sets_made[1].id
+    links = _links(store)
+    assert links[uuid.UUID(first)] == sets_made[0].id
+    assert links[uuid.UUID(second)] == sets_made[1].id
+    assert ("parts/raw#amounu", "parts/sales#amount") in edges(store)
+    assert ("parts/raw#amount", "parts/sales#amount") in edges(store)
+
+
+def test_a_repeated_sql_facet_makes_its_lineage_set_once(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    runs = [str(uuid.uuid4()) for _ in range(3)]
+    post(client, *(load_event(run_id=run) for run in runs))
+    assert len(sets_made) == 1
+    assert {e.origin for e in sets_made[0].edges} == {"sql"}
+    assert set(_links(store).values()) == {sets_made[0].id}
+    assert (f"{PG}/public.orders#amount", f"{PG}/public.daily#total") in edges(store)
+
+
+def _facet_event(run_id: str, *entries: dict[str, Any]) -> dict[str, Any]:
+    return run_event(
+        (NS, "merge"),
+        run_id=run_id,
+        inputs=[ds(NS, "raw")],
+        outputs=[ds(NS, "sales")],
+        job_facets=lineage_facet(*entries),
+    )
+
+
+def test_a_repeated_lineage_facet_is_read_and_its_sets_made_once(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    entry = dataset_entry(NS, "sales", fields={"total": [dataset_input(NS, "raw", "amount")]})
+    runs = [str(uuid.uuid4()) for _ in range(3)]
+    post(client, *(_facet_event(run, entry) for run in runs))
+    assert LINEAGE_FACET_PARTS.parts_read == 1
+    assert len(sets_made) == 1
+    links = _links(store)
+    assert {str(run) for run in links} == set(runs)
+    assert set(links.values()) == {sets_made[0].id}
+    assert edges(store) == {("parts/raw#amount", "parts/sales#total")}
+
+
+def test_a_lineage_facet_naming_its_own_job_states_each_run(
+    client: TestClient, store: Store, sets_made: list[LineageSet]
+) -> None:
+    """A `JOB` reference without a name is the event's own run: read once, stated per run."""
+    entry = job_entry(inputs=[dataset_input(NS, "raw")])
+    into_sales = dataset_entry(NS, "sales", inputs=[job_input()])
+    runs = [str(uuid.uuid4()) for _ in range(2)]
+    post(client, *(_facet_event(run, entry, into_sales) for run in runs))
+    assert LINEAGE_FACET_PARTS.parts_read == 1
+    # Two sets per run (into the job's run, into sales), each naming its own run: four.
+    assert len(sets_made) == 4
+    assert len({lset.id for lset in sets_made}) == 4
+    assert {e.target_run_id or e.source_run_id for s in sets_made for e in s.edges} == {
+        uuid.UUID(run) for run in runs
+    }
+    assert edges(store) == {("parts/raw", "job:parts/merge"), ("job:parts/merge", "parts/sales")}
+
+
+def test_an_edge_renamed_to_its_canonical_dataset_leaves_its_part(
+    client: TestClient, store: Store
+) -> None:
+    """A part read before a symlink made one of its datasets an alias names the alias; the
+    edges of the same part sent after name the canonical dataset, and so does their set."""
+    post(client, _event(str(uuid.uuid4())))
+    symlinks = {
+        "_producer": "p",
+        "_schemaURL": "s",
+        "identifiers": [{"namespace": NS, "name": "raw", "type": "TABLE"}],
+    }
+    claim = run_event(("hive", "copy"), outputs=[ds("hive", "raw_table", symlinks=symlinks)])
+    post(client, claim, _event(str(uuid.uuid4())))
+    assert edges(store) == {
+        ("hive/raw_table#id", "parts/sales#id"),
+        ("hive/raw_table#amount", "parts/sales#amount"),
+    }
+    # Both runs, the one replayed after the claim too, link to the set naming the canonical.
+    assert len(set(_links(store).values())) == 1
+
+
+def test_a_part_holds_the_set_and_the_datasets_of_its_edges() -> None:
+    raw, sales = DatasetRef(NS, "raw"), DatasetRef(NS, "sales")
+    edge = (DatasetNode(raw, "a"), DatasetNode(sales, "x"), [], False)
+    part = EdgePart("column_lineage", [edge, edge])
+    assert part.lineage_set(precedence=True) is part.lineage_set(precedence=True)
+    alone = lineage_sets.lineage_set([part.edges[0]], precedence=True)
+    assert part.lineage_set(precedence=True) == alone
+    assert part.datasets == {raw, sales}
+    assert part.dataset_ids == {raw.id, sales.id}
+    with pytest.raises(ValueError, match="join datasets"):
+        EdgePart("column_lineage", [(DatasetNode(raw), JobNode(JobRef(NS, "load")), [], False)])

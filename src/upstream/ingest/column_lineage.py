@@ -14,6 +14,7 @@ from upstream.ingest.parts import ColumnLineageReading, EdgeShape, owned_edges
 from upstream.model.facets import ColumnInputField, ColumnLineageFacet
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
+from upstream.model.lineage_sets import EdgePart
 
 
 def column_lineage_edges(
@@ -49,7 +50,10 @@ def column_lineage_reading(output: DatasetRef, facet: ColumnLineageFacet) -> Col
             add(source, DatasetNode(output, field_name), fallback)
     for source in facet.dataset:
         add(source, whole, [])
-    return ColumnLineageReading(tuple(edges), frozenset(sources))
+    part = EdgePart(
+        "column_lineage", ((e.source, e.target, e.transformations, e.implied) for e in edges)
+    )
+    return ColumnLineageReading(tuple(edges), frozenset(sources), part)
 
 
 def _deprecated_transformation(kind: str | None, description: str | None) -> list[dict[str, Any]]:

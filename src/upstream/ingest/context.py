@@ -9,6 +9,7 @@ from typing import Any
 
 from upstream.model.facts import EdgeFact, JobNode, Node, Origin, Scope
 from upstream.model.identity import JobRef
+from upstream.model.lineage_sets import EdgePart
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,10 @@ class Owner:
         transformations: list[dict[str, Any]],
         *,
         implied: bool = False,
+        part: EdgePart | None = None,
     ) -> EdgeFact:
-        """An edge owned by this event's scope, job and run."""
+        """An edge owned by this event's scope, job and run; `part`: the part it was read
+        from, with the other edges it states."""
         return EdgeFact(
             scope=self.scope,
             origin=origin,
@@ -39,6 +42,7 @@ class Owner:
             job=self.job,
             implied=implied,
             transformations=transformations,
+            part=part,
         )
 
     def job_node(self) -> JobNode:

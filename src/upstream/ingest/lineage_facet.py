@@ -8,7 +8,7 @@ also feeds the target dataset as a whole: that dataset edge is stored, marked `i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from upstream.ingest.context import Owner
 from upstream.model.facets import (
@@ -22,6 +22,7 @@ from upstream.model.facets import (
 )
 from upstream.model.facts import DatasetNode, EdgeFact, JobNode, Node, Origin
 from upstream.model.identity import DatasetRef, JobRef
+from upstream.model.lineage_sets import EdgePart
 
 
 @dataclass
@@ -49,6 +50,54 @@ def job_facet_edges(
         else:
             _job_target(entry, owner, origin, result)
     return result
+
+
+@dataclass(frozen=True)
+class LineageFacetReading:
+    """A job's `lineage` facet as read once (`upstream.ingest.parts`): the facet, and, when
+    its edges join datasets only (no `JOB` reference, whose run is the event's), what it
+    gives any owner: its edges, stated by the owner that first sent it, each with the part
+    of its target (`upstream.model.lineage_sets.EdgePart`), and the datasets it reads,
+    writes and describes."""
+
+    facet: LineageJobFacet
+    shared: FacetLineage | None
+
+
+def read_job_facet(facet: LineageJobFacet, owner: Owner) -> LineageFacetReading:
+    """What `facet` gives every owner, read with the first one."""
+    lineage = job_facet_edges(facet, owner)
+    ends = [node for edge in lineage.edges for node in (edge.source, edge.target)]
+    if not all(isinstance(node, DatasetNode) for node in ends):
+        return LineageFacetReading(facet, None)
+    into: dict[DatasetRef | None, list[EdgeFact]] = {}
+    for edge in lineage.edges:
+        into.setdefault(edge.target_dataset, []).append(edge)
+    parts = {
+        target: EdgePart(
+            "lineage_facet", [(e.source, e.target, e.transformations, e.implied) for e in edges]
+        )
+        for target, edges in into.items()
+    }
+    shared = FacetLineage(
+        [replace(edge, part=parts[edge.target_dataset]) for edge in lineage.edges],
+        lineage.reads,
+        lineage.writes,
+        lineage.targets,
+    )
+    return LineageFacetReading(facet, shared)
+
+
+def owned_job_facet(reading: LineageFacetReading, owner: Owner) -> FacetLineage:
+    """The edges of a read `lineage` facet, stated by `owner`."""
+    shared = reading.shared
+    if shared is None:
+        return job_facet_edges(reading.facet, owner)
+    edges = [
+        owner.edge(e.origin, e.source, e.target, e.transformations, implied=e.implied, part=e.part)
+        for e in shared.edges
+    ]
+    return FacetLineage(edges, set(shared.reads), set(shared.writes), set(shared.targets))
 
 
 def dataset_facet_edges(

@@ -5,14 +5,22 @@ facets, and the tenth run of a job reads and writes the same datasets, with the 
 and column lineage, as the first. Reading those facets (validating them, building the fields
 of a schema, turning column lineage into edges) was most of the work of translating an event.
 
-The parts read here are the facets whose reading costs: a dataset's `schema` and an output's
-`columnLineage`. A part's key is its exact content (its compact JSON text, with the output it
-describes for column lineage), so a part changed in one byte is another part; facets that
-change with every run (statistics, versions) sit beside them without spoiling their keys.
-What the translation reads from a part that does not depend on the event it came in is kept
-in a bounded least-recently-used cache of the process, and a part seen before is not read
-again. Only a part read without a problem is kept: a malformed part is read, and refused with
-its own path, every time it is sent; the envelope and every other facet are checked per event.
+The parts read here are the facets whose reading costs: a dataset's `schema`, an output's
+`columnLineage` and a job's `lineage`. A part's key is its exact content (its compact JSON
+text, with the output it describes for column lineage), so a part changed in one byte is
+another part; facets that change with every run (statistics, versions) sit beside them
+without spoiling their keys. What the translation reads from a part that does not depend on
+the event it came in is kept in a bounded least-recently-used cache of the process, and a
+part seen before is not read again. Only a part read without a problem is kept: a malformed
+part is read, and refused with its own path, every time it is sent; the envelope and every
+other facet are checked per event.
+
+Edges read from a part (an output's `columnLineage`, a job's `lineage` facet's edges into one
+dataset when it names no `JOB`, and likewise a `sql` facet's edges into one output,
+`ingest.sql_lineage`) keep the part they came from (`EdgeFact.part`): the lineage set an
+owner's edges make when they are exactly one part's is made (grouped, ordered, hashed) once
+per part and taken from it by every other run that sends the part
+(`upstream.model.lineage_sets.EdgePart`).
 
 The cache is Python's dict keyed by the part's bytes (a fast hash, then an equality check of
 the bytes, so two parts never share an entry by a collision); `parts_read` counts the parts
@@ -28,9 +36,11 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from upstream.ingest.context import Owner
+from upstream.ingest.lineage_facet import LineageFacetReading
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
 from upstream.model.json_text import dumps
+from upstream.model.lineage_sets import EdgePart
 
 #: Parts kept per kind: a few thousand distinct facets of a few kB each.
 CAPACITY = 4096
@@ -50,10 +60,12 @@ class EdgeShape:
 
 @dataclass(frozen=True)
 class ColumnLineageReading:
-    """An output's `columnLineage` facet as edges without an owner, and the datasets read."""
+    """An output's `columnLineage` facet as edges without an owner, and the datasets read;
+    `part`: the same edges as a lineage set holds them, whose set is made once."""
 
     edges: tuple[EdgeShape, ...]
     sources: frozenset[DatasetRef]
+    part: EdgePart
 
 
 class PartCache(Generic[V]):
@@ -86,6 +98,8 @@ class PartCache(Generic[V]):
             self.parts_read = 0
 
 
+#: Jobs' `lineage` facets, as the facet and the edges it gives any owner.
+LINEAGE_FACET_PARTS: PartCache[LineageFacetReading] = PartCache()
 #: `schema` facets, as the fields they list.
 SCHEMA_PARTS: PartCache[tuple[dict[str, Any], ...]] = PartCache()
 #: Outputs' `columnLineage` facets, as edges without their owner.
@@ -100,6 +114,13 @@ def part_key(*content: Any) -> bytes:
 def owned_edges(reading: ColumnLineageReading, owner: Owner) -> list[EdgeFact]:
     """The edges of `reading`, owned by the event's `owner`."""
     return [
-        owner.edge("column_lineage", e.source, e.target, e.transformations, implied=e.implied)
+        owner.edge(
+            "column_lineage",
+            e.source,
+            e.target,
+            e.transformations,
+            implied=e.implied,
+            part=reading.part,
+        )
         for e in reading.edges
     ]

@@ -25,6 +25,7 @@ from upstream.ingest.sql_parse import parse
 from upstream.ingest.sql_statements import StatementLineage, TableName, Transformation
 from upstream.model.facts import DatasetNode, EdgeFact
 from upstream.model.identity import DatasetRef
+from upstream.model.lineage_sets import EdgePart
 
 #: Distinct facets, each in one setting of datasets, kept parsed per process.
 CACHE_SIZE = 4096
@@ -67,7 +68,9 @@ def sql_lineage(
         tuple(sorted((ref, tuple(names)) for ref, names in fields.items() if ref in known)),
     )
     edges = [
-        owner.edge("sql", source, target, list(how), implied=implied)
+        owner.edge(
+            "sql", source, target, list(how), implied=implied, part=plan.parts[target.dataset]
+        )
         for source, target, how, implied in plan.edges
     ]
     return SqlLineage(edges, set(plan.sources), plan.parsed, list(plan.failures))
@@ -81,6 +84,8 @@ class _Plan:
     sources: frozenset[DatasetRef]
     parsed: int
     failures: tuple[str, ...]
+    #: The edges into each output, as a lineage set holds them: its set is made once.
+    parts: Mapping[DatasetRef, EdgePart]
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -119,12 +124,28 @@ def _plan(
             continue
         if target in wanted:
             _statement_edges(statement, target, resolver, schema_of.get(target), collected)
+    edges = collected.edges()
     return _Plan(
-        collected.edges(),
+        edges,
         frozenset(collected.sources),
         len(parsed.statements),
         parsed.failures,
+        _parts(edges),
     )
+
+
+def _parts(edges: Sequence[PlannedEdge]) -> dict[DatasetRef, EdgePart]:
+    """The planned edges into each output (an owner links them as one set per output)."""
+    into: dict[DatasetRef, list[PlannedEdge]] = {}
+    for edge in edges:
+        into.setdefault(edge[1].dataset, []).append(edge)
+    return {
+        output: EdgePart(
+            "sql",
+            ((source, target, list(how), implied) for source, target, how, implied in planned),
+        )
+        for output, planned in into.items()
+    }
 
 
 def clear_cache() -> None:

@@ -14,9 +14,16 @@ from typing import Any
 from upstream.ingest.column_lineage import column_lineage_edges, column_lineage_reading
 from upstream.ingest.context import Owner
 from upstream.ingest.field_operations import record_field_operations
-from upstream.ingest.lineage_facet import FacetLineage, dataset_facet_edges, job_facet_edges
+from upstream.ingest.lineage_facet import (
+    FacetLineage,
+    LineageFacetReading,
+    dataset_facet_edges,
+    owned_job_facet,
+    read_job_facet,
+)
 from upstream.ingest.parts import (
     COLUMN_LINEAGE_PARTS,
+    LINEAGE_FACET_PARTS,
     SCHEMA_PARTS,
     ColumnLineageReading,
     owned_edges,
@@ -150,7 +157,13 @@ def _job_lineage(job_facets: dict[str, Any], owner: Owner) -> FacetLineage | Non
     raw = job_facets.get("lineage")
     if raw is None:
         return None
-    return job_facet_edges(parse_facet(LineageJobFacet, raw, "job.facets.lineage"), owner)
+    reading = LINEAGE_FACET_PARTS.read(part_key(raw), _read_job_lineage, raw, owner)
+    return owned_job_facet(reading, owner)
+
+
+def _read_job_lineage(raw: Any, owner: Owner) -> LineageFacetReading:
+    """A job's `lineage` facet, read with the first owner that sends it."""
+    return read_job_facet(parse_facet(LineageJobFacet, raw, "job.facets.lineage"), owner)
 
 
 def _inputs_outputs(
@@ -341,7 +354,13 @@ def _register_edge_entities(facts: EventFacts) -> None:
     known_jobs = {j.ref for j in facts.jobs}
     known_runs = {r.run_id for r in facts.runs}
     refs: set[DatasetRef] = {r.dataset for r in facts.relations}
+    before = None
     for edge in facts.edges:
+        if edge.part is not None:  # a part lists its datasets once
+            if edge.part is not before:
+                refs |= edge.part.datasets
+                before = edge.part
+            continue
         for node in (edge.source, edge.target):
             if isinstance(node, DatasetNode):
                 refs.add(node.dataset)

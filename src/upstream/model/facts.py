@@ -10,10 +10,13 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from upstream.model.identity import DatasetRef, JobRef, stable_id
 from upstream.model.job_dependencies import JobDependencyFact
+
+if TYPE_CHECKING:
+    from upstream.model.lineage_sets import EdgePart
 
 Access = Literal["read", "write"]
 Scope = Literal["run", "job", "dataset"]
@@ -131,6 +134,9 @@ class EdgeFact:
     job: JobRef | None = None
     implied: bool = False
     transformations: list[dict[str, Any]] = field(default_factory=list)
+    #: The part of the event this edge was read from, with the other edges it states
+    #: (`upstream.model.lineage_sets.EdgePart`); None for an edge read for this event alone.
+    part: EdgePart | None = field(default=None, compare=False, repr=False)
 
     @property
     def rank(self) -> int:

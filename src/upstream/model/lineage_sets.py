@@ -20,7 +20,7 @@ import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from upstream.model.facts import ORIGIN_RANK, DatasetNode, EdgeFact, JobNode, Node
 from upstream.model.identity import stable_id
@@ -99,13 +99,21 @@ class LineageSet:
 
 def set_edge(edge: EdgeFact) -> SetEdge:
     """The owner-free part of an edge fact."""
-    return SetEdge(
-        edge.origin,
-        edge.implied,
-        *_end(edge.source),
-        *_end(edge.target),
-        edge.transformations,
+    return owner_free_edge(
+        edge.origin, edge.source, edge.target, edge.transformations, implied=edge.implied
     )
+
+
+def owner_free_edge(
+    origin: str,
+    source: Node,
+    target: Node,
+    transformations: list[dict[str, Any]],
+    *,
+    implied: bool = False,
+) -> SetEdge:
+    """An edge as a set holds it, made from its ends before any owner states it."""
+    return SetEdge(origin, implied, *_end(source), *_end(target), transformations)
 
 
 End = tuple[str, uuid.UUID | None, str | None, uuid.UUID | None, uuid.UUID | None]
@@ -164,21 +172,96 @@ def merged(stored: Sequence[SetEdge], new: LineageSet, key: LinkKey) -> LineageS
     return lineage_set([*stored, *new.edges], precedence=key.precedence)
 
 
-class Stated(NamedTuple):
-    """The edges stated for one link, in the order stated, with the owner's run and job."""
+#: An edge as a part states it: (source, target, transformations, implied).
+PartEdge = tuple[Node, Node, list[dict[str, Any]], bool]
 
-    run_id: uuid.UUID | None
-    job_id: uuid.UUID | None
-    edges: list[SetEdge]
+
+class EdgePart:
+    """The edges one part of an event states for one output, before any owner states them:
+    what every event sending the same part (a `columnLineage` facet, a `sql` facet over the
+    same datasets) states again, whichever run sends it.
+
+    A part is read once (`upstream.ingest.parts`), and so is what the write needs of its
+    edges: the set an owner's edges make when they are exactly one part's is the part's own,
+    made the first time an owner states it and taken from here every other time, without
+    grouping or hashing the edges again; the datasets they name are listed once. Identity
+    is the object's: facts keep the part they came from (`EdgeFact.part`), so an edge
+    rewritten after reading (a dataset named by its alias's canonical identity) no longer
+    names it. A part's edges join datasets (never jobs, whose runs differ per owner)."""
+
+    __slots__ = ("_sets", "dataset_ids", "datasets", "edges")
+
+    def __init__(self, origin: str, edges: Iterable[PartEdge]) -> None:
+        ends = list(edges)
+        self.edges = tuple(
+            owner_free_edge(origin, source, target, how, implied=implied)
+            for source, target, how, implied in ends
+        )
+        nodes = [node for source, target, _, _ in ends for node in (source, target)]
+        if not all(isinstance(node, DatasetNode) for node in nodes):
+            raise ValueError("the edges of a part join datasets")
+        #: The datasets the edges name, and their ids.
+        self.datasets = frozenset(cast(DatasetNode, node).dataset for node in nodes)
+        self.dataset_ids = frozenset(ref.id for ref in self.datasets)
+        self._sets: dict[bool, LineageSet] = {}
+
+    def lineage_set(self, *, precedence: bool) -> LineageSet:
+        """The set this part's edges make (made once per kind of owner)."""
+        found = self._sets.get(precedence)
+        if found is None:
+            found = self._sets[precedence] = lineage_set(self.edges, precedence=precedence)
+        return found
+
+
+class Stated:
+    """The edge facts stated for one link, in the order stated, with the owner's run and
+    job."""
+
+    __slots__ = ("facts", "job_id", "run_id")
+
+    def __init__(self, run_id: uuid.UUID | None, job_id: uuid.UUID | None) -> None:
+        self.run_id = run_id
+        self.job_id = job_id
+        self.facts: list[EdgeFact] = []
+
+    @property
+    def edges(self) -> list[SetEdge]:
+        """The edges, as a set holds them."""
+        return [set_edge(edge) for edge in self.facts]
+
+    def lineage_set(self, *, precedence: bool) -> LineageSet:
+        """The set the edges make: their part's when they all come from one part (one
+        event's, or a run's START and COMPLETE sending the same facet), else made here."""
+        part = self.facts[0].part
+        if part is not None and all(edge.part is part for edge in self.facts):
+            return part.lineage_set(precedence=precedence)
+        return lineage_set(self.edges, precedence=precedence)
 
 
 def group_edges(edges: Iterable[EdgeFact]) -> dict[LinkKey, Stated]:
-    """Edge facts by the link they belong to."""
+    """Edge facts by the link they belong to. An edge of the same part and owner as the one
+    before it belongs to the same link (a part's edges have one output), found without
+    making its key."""
     groups: dict[LinkKey, Stated] = {}
+    before: EdgeFact | None = None
+    stated: Stated | None = None
     for edge in edges:
-        key = link_key(edge)
-        stated = groups.get(key)
-        if stated is None:
-            stated = groups[key] = Stated(edge.run_id, edge.job.id if edge.job else None, [])
-        stated.edges.append(set_edge(edge))
+        if not (stated is not None and before is not None and _same_link(edge, before)):
+            key = link_key(edge)
+            stated = groups.get(key)
+            if stated is None:
+                stated = groups[key] = Stated(edge.run_id, edge.job.id if edge.job else None)
+        stated.facts.append(edge)
+        before = edge
     return groups
+
+
+def _same_link(edge: EdgeFact, before: EdgeFact) -> bool:
+    """Whether `edge` is of the same part, and stated by the same owner, as `before`."""
+    return (
+        edge.part is not None
+        and edge.part is before.part
+        and edge.run_id is before.run_id
+        and edge.job is before.job
+        and edge.scope == before.scope
+    )

@@ -22,12 +22,12 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from upstream.model.facts import DatasetNode, EventFacts, Node
+from upstream.model.facts import DatasetNode, EdgeFact, EventFacts, Node
 from upstream.model.identity import DatasetRef, stable_id
 from upstream.store import schema as t
 from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
@@ -55,7 +55,9 @@ def canonical_batch(
     """`batch` with every derived reference to a dataset made canonical, after recording its
     symlink claims; and the identities the claims turned from canonical into aliases."""
     stale = _record_claims(conn, batch)
-    named = {ref.id for facts in batch for ref in _referenced(facts)}
+    named: set[uuid.UUID] = set()
+    for facts in batch:
+        _referenced(facts, named)
     # Shared against a concurrent regrouping of these names (`_record_claims`): it waits
     # until this write commits, so its relink sees these rows; or this waits for it, and
     # reads its groups (PostgreSQL writes read committed rows statement by statement).
@@ -198,39 +200,62 @@ def _members(
 # -- rewriting a batch ----------------------------------------------------------------------
 
 
-def _referenced(facts: EventFacts) -> Iterable[DatasetRef]:
-    yield from (r.dataset for r in facts.relations)
+class _NamesADataset(Protocol):
+    """A fact (or node) that names one dataset."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def dataset(self) -> DatasetRef: ...
+
+
+_T = TypeVar("_T", bound=_NamesADataset)
+
+
+def _referenced(facts: EventFacts, named: set[uuid.UUID]) -> None:
+    """Add the id of every dataset `facts` derive rows from to `named`."""
+    named.update(r.dataset.id for r in facts.relations)
+    before = None
     for edge in facts.edges:
-        yield from (n.dataset for n in (edge.source, edge.target) if isinstance(n, DatasetNode))
-    yield from (v.dataset for v in facts.versions)
-    yield from (o.dataset for o in facts.operation_sets)
+        if edge.part is not None:  # a part lists its datasets once
+            if edge.part is not before:
+                named |= edge.part.dataset_ids
+                before = edge.part
+            continue
+        named.update(n.dataset.id for n in (edge.source, edge.target) if isinstance(n, DatasetNode))
+    named.update(v.dataset.id for v in facts.versions)
+    named.update(o.dataset.id for o in facts.operation_sets)
     if facts.declaration is not None and isinstance(facts.declaration.owner, DatasetRef):
-        yield facts.declaration.owner
+        named.add(facts.declaration.owner.id)
 
 
 def _canonical_facts(facts: EventFacts, canonical: Mapping[uuid.UUID, DatasetRef]) -> EventFacts:
-    def ref(value: DatasetRef) -> DatasetRef:
-        return canonical.get(value.id, value)
+    """`facts` with every dataset they derive from named canonically; what names no alias
+    is kept as it is (an edge keeps its part, `upstream.model.lineage_sets.EdgePart`)."""
+
+    def named(fact: _T) -> _T:
+        found = canonical.get(fact.dataset.id)
+        return fact if found is None else dataclasses.replace(fact, dataset=found)
 
     def node(value: Node) -> Node:
-        if isinstance(value, DatasetNode):
-            return dataclasses.replace(value, dataset=ref(value.dataset))
-        return value
+        return named(value) if isinstance(value, DatasetNode) else value
+
+    def edge(value: EdgeFact) -> EdgeFact:
+        source, target = node(value.source), node(value.target)
+        if source is value.source and target is value.target:
+            return value
+        return dataclasses.replace(value, source=source, target=target, part=None)
 
     declaration = facts.declaration
     if declaration is not None and isinstance(declaration.owner, DatasetRef):
-        declaration = dataclasses.replace(declaration, owner=ref(declaration.owner))
+        owner = canonical.get(declaration.owner.id, declaration.owner)
+        declaration = dataclasses.replace(declaration, owner=owner)
     return dataclasses.replace(
         facts,
-        relations=[dataclasses.replace(r, dataset=ref(r.dataset)) for r in facts.relations],
-        edges=[
-            dataclasses.replace(e, source=node(e.source), target=node(e.target))
-            for e in facts.edges
-        ],
-        versions=[dataclasses.replace(v, dataset=ref(v.dataset)) for v in facts.versions],
-        operation_sets=[
-            dataclasses.replace(o, dataset=ref(o.dataset)) for o in facts.operation_sets
-        ],
+        relations=[named(r) for r in facts.relations],
+        edges=[edge(e) for e in facts.edges],
+        versions=[named(v) for v in facts.versions],
+        operation_sets=[named(o) for o in facts.operation_sets],
         declaration=declaration,
     )
 

@@ -37,7 +37,6 @@ from upstream.model.lineage_sets import (
     SetEdge,
     change,
     group_edges,
-    lineage_set,
     merged,
 )
 from upstream.store import schema as t
@@ -56,7 +55,7 @@ def store_lineage(conn: Connection, edges: list[EdgeFact], now: datetime) -> Non
     chosen: dict[LinkKey, LineageSet] = {}
     to_merge: list[tuple[LinkKey, LineageSet, uuid.UUID]] = []
     for key, stated in groups.items():
-        new = lineage_set(stated.edges, precedence=key.precedence)
+        new = stated.lineage_set(precedence=key.precedence)
         stored_id, stored_rank = stored.get(key.id, (None, 0))
         outcome = change(stored_id, stored_rank, new, key)
         if outcome == "replace":

@@ -145,8 +145,7 @@ def apply_facts(
     _merge(
         conn, t.relations, _relation_rows(r for f in observed for r in f.relations), merge_relation
     )
-    edges = [edge for f in observed for edge in f.edges]
-    for moment, received_together in _by_received(observed, edges, at):
+    for moment, received_together in _by_received(observed, at):
         store_lineage(conn, received_together, moment)
     rederive_flows(conn, Owners(runs=described))
     store_job_dependencies(conn, batch)
@@ -202,23 +201,21 @@ def _declare(conn: Connection, declaring: list[EventFacts], at: ReceivedAt) -> N
     relations, lineage and flows."""
     advisory_xact_locks(conn, _declaring(declaring))
     owners = Owners()
-    edges, relations = _resolve_declarations(conn, declaring, owners, at)
+    winners = _resolve_declarations(conn, declaring, owners, at)
+    relations = (relation for facts in winners for relation in facts.relations)
     _merge(conn, t.relations, _relation_rows(relations), merge_relation)
-    for moment, received_together in _by_received(declaring, edges, at):
+    for moment, received_together in _by_received(winners, at):
         store_lineage(conn, received_together, moment)
     rederive_flows(conn, owners)
 
 
-def _by_received(
-    batch: list[EventFacts], edges: list[EdgeFact], at: ReceivedAt
-) -> list[tuple[datetime, list[EdgeFact]]]:
-    """`edges` (in their order) grouped by when their events were received, earliest first:
-    a rebuild replaying many transactions' events at once links each group as its own
-    transaction did, and the sets and links keep the time it recorded."""
-    received = {id(edge): at(facts) for facts in batch for edge in facts.edges}
+def _by_received(batch: list[EventFacts], at: ReceivedAt) -> list[tuple[datetime, list[EdgeFact]]]:
+    """The edges of `batch` (in its order) grouped by when their events were received,
+    earliest first: a rebuild replaying many transactions' events at once links each group
+    as its own transaction did, and the sets and links keep the time it recorded."""
     groups: dict[datetime, list[EdgeFact]] = defaultdict(list)
-    for edge in edges:
-        groups[received[id(edge)]].append(edge)
+    for facts in batch:
+        groups[at(facts)].extend(facts.edges)
     return sorted(groups.items(), key=lambda group: group[0])
 
 
@@ -533,14 +530,13 @@ def _declaring(batch: list[EventFacts]) -> set[uuid.UUID]:
 
 def _resolve_declarations(
     conn: Connection, batch: list[EventFacts], owners: Owners, at: ReceivedAt
-) -> tuple[list[EdgeFact], list[RelationFact]]:
+) -> list[EventFacts]:
     """A job's or dataset's declared lineage is replaced by the latest declaration by event
     time (design §3.2), and every declaration is kept in the history
     (`upstream.store.declaration_history`). `batch` holds events that declare. Returns the
-    edges and relations to keep and adds the declarations that replaced the stored ones to
-    `owners`."""
-    edges: list[EdgeFact] = []
-    relations: list[RelationFact] = []
+    events whose edges and relations to keep and adds the declarations that replaced the
+    stored ones to `owners`."""
+    kept: list[EventFacts] = []
     winners: dict[tuple[str, uuid.UUID], EventFacts] = {}
     for facts in batch:
         decl = facts.declaration
@@ -586,9 +582,8 @@ def _resolve_declarations(
                 .values(declared_at=decl.event_time)
             )
             owners.datasets.add(owner)
-        edges.extend(facts.edges)
-        relations.extend(facts.relations)
-    return edges, relations
+        kept.append(facts)
+    return kept
 
 
 def _relation_rows(relations: Iterable[RelationFact]) -> dict[uuid.UUID, RelationRecord]:
