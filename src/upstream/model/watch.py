@@ -18,7 +18,7 @@ import hmac
 import ipaddress
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple
@@ -340,8 +340,22 @@ class FieldEdgeKey(NamedTuple):
     origin: str
 
 
-#: A field of a dataset's schema: (dataset id as text, top-level field name).
+#: A field of a dataset's schema: (dataset id as text, field name; a nested field's name is
+#: its path, `schema_field_names`).
 SchemaField = tuple[str, str]
+
+
+def schema_field_names(fields: Any, parent: str = "") -> Iterator[str]:
+    """The names of a `schema` facet's fields as stored (`datasets.fields`), nested ones
+    included, each nested field named by its path from the top, parts joined by dots
+    (`address.city`): a field dropped from inside a struct breaks lineage stated from it as
+    surely as a top-level one."""
+    for field_ in fields if isinstance(fields, list) else ():
+        name = field_.get("name") if isinstance(field_, dict) else None
+        if isinstance(name, str):
+            path = f"{parent}.{name}" if parent else name
+            yield path
+            yield from schema_field_names(field_.get("fields"), path)
 
 
 @dataclass(frozen=True)

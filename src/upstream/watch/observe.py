@@ -6,7 +6,7 @@ not ask for field edges or schema breaks never walks the field graph."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,10 +24,11 @@ from upstream.model.watch import (
 )
 from upstream.model.window import Window
 from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
 from upstream.query.watch_fields import FieldRadius, Schemas, field_radius, schema_breaks
 from upstream.query.watch_radius import (
-    radius_of,
+    RadiusRows,
     radius_walk,
     watched_datasets,
     watched_fields,
@@ -39,8 +40,13 @@ from upstream.store import subscriptions as rows
 @dataclass(frozen=True)
 class Observation:
     seen: Seen
-    #: The radius's relations, one per run, for the notification to show.
-    shown: list[ShownRelation]
+    #: The radius's relations, one per run, for a notification to show (None: a field or
+    #: a tag watch, which has none).
+    rows: RadiusRows | None
+
+    def shown(self, relations: Collection[RadiusRelation]) -> list[ShownRelation]:
+        """The runs of `relations`, as a notification shows them."""
+        return [] if self.rows is None else self.rows.shown(relations)
 
 
 def by_datasets(spec: SubscriptionSpec) -> bool:
@@ -49,23 +55,35 @@ def by_datasets(spec: SubscriptionSpec) -> bool:
     return spec.watch.kind in ("dataset", "namespace")
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What every subscription a round looks at shares: the read, the graph index at its
+    snapshot, and the schemas read in it."""
+
+    conn: Connection
+    graph: Graph
+    schemas: Schemas
+
+    @classmethod
+    def of(cls, conn: Connection) -> Snapshot:
+        return cls(conn, graph_of(conn), Schemas(conn))
+
+
 def observe(
-    conn: Connection,
+    snapshot: Snapshot,
     spec: SubscriptionSpec,
     before: Radius,
     failed: Sequence[rows.FailedWrite],
     now: datetime,
-    schemas: Schemas | None = None,
 ) -> Observation:
     """The radius as it stands now, with the failed runs of `failed` that wrote into it
-    and the fields gone from the schemas it watched `before` (read through `schemas`, which
-    a round shares among its subscriptions)."""
+    and the fields gone from the schemas it watched `before`."""
+    conn, graph = snapshot.conn, snapshot.graph
     seeds = watched_datasets(conn, spec.watch)
     window = window_of(spec, now)
-    graph = graph_of(conn)
     datasets = by_datasets(spec)
-    shown = radius_walk(conn, spec, seeds, now) if datasets else []
-    relations = radius_of(shown)
+    walked = radius_walk(conn, graph, spec, seeds, now) if datasets else None
+    relations = frozenset() if walked is None else walked.relations()
     fields = FieldRadius(frozenset(), frozenset())
     if not datasets or "field_edges_changed" in spec.changes:
         starts = watched_fields(conn, spec.watch)
@@ -81,7 +99,7 @@ def observe(
     if "schema_break" in spec.changes:
         watched = None if datasets else fields.fields
         schema, breaks = _schema(
-            conn, schemas or Schemas(conn), spec, before, within - deleted_now, watched, window
+            graph, snapshot.schemas, spec, before, within - deleted_now, watched, window
         )
     seen = Seen(
         relations,
@@ -92,11 +110,11 @@ def observe(
         schema,
         breaks,
     )
-    return Observation(seen, shown)
+    return Observation(seen, walked)
 
 
 def _schema(
-    conn: Connection,
+    graph: Graph,
     schemas: Schemas,
     spec: SubscriptionSpec,
     before: Radius,
@@ -115,7 +133,7 @@ def _schema(
         return field[0] in within and (watched is None or field in watched)
 
     gone = vanished(before.schema, schema, still_watched)
-    return schema, schema_breaks(graph_of(conn), gone, within, spec.levels, window)
+    return schema, schema_breaks(graph, gone, within, spec.levels, window)
 
 
 def _failed_runs(
