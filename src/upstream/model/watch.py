@@ -397,13 +397,14 @@ class Radius:
         return self.nodes | self.deleted | ends | {d for d, _ in self.schema}
 
     def as_json(self) -> dict[str, Any]:
+        # Tuples sorted before they become lists: comparing tuples is several times faster.
         return {
-            "relations": sorted(list(r) for r in self.relations),
+            "relations": [list(r) for r in sorted(self.relations)],
             "deleted": sorted(self.deleted),
             "failedRuns": list(self.failed_runs),
             "since": self.since,
-            "fieldEdges": sorted(list(e) for e in self.field_edges),
-            "schema": sorted(list(f) for f in self.schema),
+            "fieldEdges": [list(e) for e in sorted(self.field_edges)],
+            "schema": [list(f) for f in sorted(self.schema)],
         }
 
     @classmethod

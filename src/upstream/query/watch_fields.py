@@ -103,7 +103,8 @@ class Schemas:
     datasets, and parsing the same schema for each of them slowed ingest beside it."""
 
     conn: Connection
-    names: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Each dataset's fields as (dataset, field) pairs, ready to be joined.
+    names: dict[str, frozenset[SchemaField]] = field(default_factory=dict)
 
     def fields(self, datasets: Iterable[str]) -> frozenset[SchemaField]:
         """Each (dataset, field) that the schemas of `datasets` (ids as text) list."""
@@ -112,8 +113,9 @@ class Schemas:
         d = t.datasets.c
         for matches in id_filters(self.conn, d.id, missing):
             for id_, fields in self.conn.execute(sa.select(d.id, d.fields).where(matches)):
-                self.names[str(id_)] = frozenset(schema_field_names(fields))
-        return frozenset((i, name) for i in wanted for name in self.names.get(i, ()))
+                key = str(id_)
+                self.names[key] = frozenset((key, name) for name in schema_field_names(fields))
+        return frozenset().union(*(self.names[i] for i in wanted if i in self.names))
 
 
 def schema_breaks(

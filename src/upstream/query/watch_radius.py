@@ -34,7 +34,6 @@ from upstream.query.tag_reach import tagged_fields
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
 from upstream.store.dialect import id_filters
-from upstream.store.subscriptions import deleted_among
 
 
 def watched_datasets(conn: Connection, watch: Watched) -> frozenset[uuid.UUID]:
@@ -86,11 +85,19 @@ class RadiusRows:
     graph: Graph
     rows: npt.NDArray[np.int64]
 
+    def _code(self, dataset: Any, job: Any, write: Any) -> Any:
+        """One number per (dataset, job, write): the distinct relations are one sort away.
+        `write` is 1/0 or an access; an unknown dataset or job codes as -1, no relation."""
+        if isinstance(write, str):
+            write = int(write == "write")
+        if dataset is None or job is None:
+            return -1
+        return (dataset * len(self.graph.ids.jobs) + job) * 2 + write
+
     def relations(self) -> frozenset[RadiusRelation]:
         """The relations of the radius: runs and components left out."""
         datasets, jobs = self.graph.ids.datasets.texts, self.graph.ids.jobs.texts
-        # One number per (dataset, job, write), so the distinct ones are one sort away.
-        codes = np.unique((self.rows[:, 0] * len(jobs) + self.rows[:, 1]) * 2 + self.rows[:, 3])
+        codes = np.unique(self._code(self.rows[:, 0], self.rows[:, 1], self.rows[:, 3]))
         pairs, written = np.divmod(codes, 2)
         return frozenset(
             RadiusRelation(datasets[pair // len(jobs)], jobs[pair % len(jobs)], access)
@@ -102,11 +109,13 @@ class RadiusRows:
     def shown(self, relations: Collection[RadiusRelation]) -> list[ShownRelation]:
         """The rows of `relations`, one per run, as answers show them."""
         ids = self.graph.ids
-        wanted = {
-            (ids.datasets.known(r.dataset_id), ids.jobs.known(r.job_id), int(r.access == "write"))
+        wanted = [
+            self._code(ids.datasets.known(r.dataset_id), ids.jobs.known(r.job_id), r.access)
             for r in relations
-        }
-        picked = [row for row in self.rows.tolist() if (row[0], row[1], row[3]) in wanted]
+        ]
+        rows = self.rows
+        codes = self._code(rows[:, 0], rows[:, 1], rows[:, 3])
+        picked = rows[np.isin(codes, np.array(wanted, dtype=np.int64))].tolist()
         return [
             ShownRelation(
                 ids.datasets.texts[dataset],
@@ -120,15 +129,14 @@ class RadiusRows:
 
 
 def radius_walk(
-    conn: Connection,
     graph: Graph,
+    deleted: frozenset[str],
     spec: SubscriptionSpec,
     seeds: Collection[uuid.UUID],
     now: datetime,
 ) -> RadiusRows:
     """Every relation of the radius now, one row per run, from each watched dataset that
-    is known and not deleted, on `graph`, the index at `conn`'s snapshot."""
-    deleted = deleted_among(conn, [str(s) for s in seeds])
+    is known and not `deleted` (ids as text), on `graph`."""
     window = window_of(spec, now)
     found = [np.zeros((0, 5), dtype=np.int64)]
     for seed in sorted(s for s in seeds if str(s) not in deleted):

@@ -387,12 +387,3 @@ def failed_writes(
         )
         found += [FailedWrite(*row) for row in conn.execute(query)]
     return found
-
-
-def deleted_among(conn: Connection, ids: Collection[str]) -> frozenset[str]:
-    """Which of the entities `ids` (as text) are deleted."""
-    d = t.deletions.c
-    found: set[str] = set()
-    for matches in id_filters(conn, d.entity_id, [uuid.UUID(i) for i in ids]):
-        found.update(str(i) for i in conn.execute(sa.select(d.entity_id).where(matches)).scalars())
-    return frozenset(found)

@@ -132,7 +132,7 @@ class Dispatcher:
         swept_at = now if sweep else None
         if not looked_at:
             return Round(read, newest, had_cursor, swept_at, {}, [], {})
-        snapshot = Snapshot(conn, graph_of(conn), schemas)
+        snapshot = Snapshot.of(conn, schemas)
         radii: dict[uuid.UUID, Radius] = {}
         notes: list[dict[str, Any]] = []
         seeds: dict[uuid.UUID, frozenset[str]] = {}

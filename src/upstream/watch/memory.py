@@ -17,11 +17,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef
-from upstream.model.watch import Radius, SubscriptionSpec
+from upstream.model.watch import Radius, SchemaField, SubscriptionSpec
 from upstream.query.watch_fields import Schemas
 from upstream.query.watch_radius import watched_datasets
 from upstream.store import subscriptions as rows
@@ -43,7 +44,7 @@ class Remembered:
         """Any change may concern it (a tag or a namespace watch)."""
         return self.spec.watch.kind in ("tag", "namespace")
 
-    @property
+    @cached_property
     def entities(self) -> frozenset[str]:
         """The datasets and jobs a change to which may change its radius (ids as text): its
         radius's, the datasets it watched, and the watched dataset's own id, which a change
@@ -127,7 +128,7 @@ class SchemaMemory:
     round brings them forward by the datasets the changes since name."""
 
     def __init__(self) -> None:
-        self._names: dict[str, frozenset[str]] = {}
+        self._names: dict[str, frozenset[SchemaField]] = {}
         self._position: int | None = None
 
     def at(self, conn: Connection, since: int, now: int, changed: Iterable[str] | None) -> Schemas:

@@ -35,6 +35,7 @@ from upstream.query.watch_radius import (
     window_of,
 )
 from upstream.store import subscriptions as rows
+from upstream.store.graph_rows import deleted_ids
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,13 @@ class Snapshot:
     conn: Connection
     graph: Graph
     schemas: Schemas
+    #: Every deleted dataset, job and namespace (ids as text): deletions are few, and a
+    #: round asks about the entities of each radius it looks at.
+    deleted: frozenset[str]
 
     @classmethod
-    def of(cls, conn: Connection) -> Snapshot:
-        return cls(conn, graph_of(conn), Schemas(conn))
+    def of(cls, conn: Connection, schemas: Schemas | None = None) -> Snapshot:
+        return cls(conn, graph_of(conn), schemas or Schemas(conn), frozenset(deleted_ids(conn)))
 
 
 def observe(
@@ -82,7 +86,7 @@ def observe(
     seeds = watched_datasets(conn, spec.watch)
     window = window_of(spec, now)
     datasets = by_datasets(spec)
-    walked = radius_walk(conn, graph, spec, seeds, now) if datasets else None
+    walked = radius_walk(graph, snapshot.deleted, spec, seeds, now) if datasets else None
     relations = frozenset() if walked is None else walked.relations()
     fields = FieldRadius(frozenset(), frozenset())
     if not datasets or "field_edges_changed" in spec.changes:
@@ -93,7 +97,7 @@ def observe(
     seed_ids = frozenset(str(s) for s in seeds)
     within = seed_ids | {r.dataset_id for r in relations} if datasets else fields.datasets
     entities = before.nodes | before.deleted | seed_ids | {n for r in relations for n in r[:2]}
-    deleted_now = rows.deleted_among(conn, entities)
+    deleted_now = entities & snapshot.deleted
     schema: frozenset[SchemaField] = frozenset()
     breaks: tuple[SchemaBreak, ...] = ()
     if "schema_break" in spec.changes:
