@@ -73,8 +73,10 @@ class Round:
     to: int
     had_cursor: bool
     swept_at: datetime | None
-    #: The radii that changed.
+    #: The radii that changed, and each as stored (made here, outside the write: on SQLite
+    #: the write holds the one write lock ingest needs too).
     radii: dict[uuid.UUID, Radius]
+    stored: dict[uuid.UUID, dict[str, Any]]
     notifications: list[dict[str, Any]]
     #: The datasets each subscription looked at watched (ids as text).
     seeds: dict[uuid.UUID, frozenset[str]]
@@ -121,7 +123,7 @@ class Dispatcher:
         if not subscriptions:
             # Nothing to tell anyone: the cursor moves on (when the log did), so a first
             # subscription starts from its own time.
-            return None if newest == read else Round(read, newest, had_cursor, now, {}, [], {})
+            return None if newest == read else Round(read, newest, had_cursor, now, {}, {}, [], {})
         touched = _touched(conn, read)
         schemas = self.schemas.at(conn, read, newest, touched.rows_changed)
         looked_at = (
@@ -131,7 +133,7 @@ class Dispatcher:
         )
         swept_at = now if sweep else None
         if not looked_at:
-            return Round(read, newest, had_cursor, swept_at, {}, [], {})
+            return Round(read, newest, had_cursor, swept_at, {}, {}, [], {})
         snapshot = Snapshot.of(conn, schemas)
         radii: dict[uuid.UUID, Radius] = {}
         notes: list[dict[str, Any]] = []
@@ -151,7 +153,8 @@ class Dispatcher:
                         conn, held.id, spec, change, kinds, observation, self.links, newest, now
                     )
                 )
-        return Round(read, newest, had_cursor, swept_at, radii, notes, seeds)
+        stored = {subscription: radius.as_json() for subscription, radius in radii.items()}
+        return Round(read, newest, had_cursor, swept_at, radii, stored, notes, seeds)
 
 
 def _touched(conn: Connection, read: int) -> Touched:
@@ -242,8 +245,8 @@ def _store(conn: Connection, found: Round) -> tuple[int, dict[uuid.UUID, int] | 
     ):
         return 0, None
     versions: dict[uuid.UUID, int] = {}
-    for subscription, radius in found.radii.items():
-        version = rows.save_radius(conn, subscription, radius.as_json())
+    for subscription, radius in found.stored.items():
+        version = rows.save_radius(conn, subscription, radius)
         if version is not None:
             versions[subscription] = version
     living = {subscription for subscription, _ in rows.versions(conn)}
