@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from upstream.model.watch import RetryPolicy
 from upstream.store.engine import Store
 from upstream.watch.delivery import Deliverer
 from upstream.watch.digest import digest_once
-from upstream.watch.dispatcher import dispatch_once
+from upstream.watch.dispatcher import Dispatcher
 from upstream.watch.payload import Links
 
 SECRET = "a-secret-of-enough-length"
@@ -86,9 +87,22 @@ def immediate_retries(attempts: int = 5) -> RetryPolicy:
     return RetryPolicy(timedelta(0), timedelta(0), attempts, random.Random(7))
 
 
+_dispatchers: weakref.WeakKeyDictionary[Store, Dispatcher] = weakref.WeakKeyDictionary()
+
+
+def dispatcher_of(store: Store) -> Dispatcher:
+    """The one dispatcher of `store` in this test, as a server keeps one: what it remembers
+    between rounds is part of what the tests exercise."""
+    found = _dispatchers.get(store)
+    if found is None:
+        links = Links("https://lineage.example.com")
+        found = _dispatchers[store] = Dispatcher(store, links, timedelta(days=1))
+    return found
+
+
 def dispatch(store: Store, now: datetime | None = None) -> int:
     """One dispatcher round, then the digests due, as the server's watcher runs them."""
-    made = dispatch_once(store, Links("https://lineage.example.com"), timedelta(days=1), now)
+    made = dispatcher_of(store).dispatch_once(now)
     digest_once(store, now)
     return made
 

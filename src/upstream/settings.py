@@ -332,6 +332,14 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between two looks at the change log for changes to notify.",
     )
+    watch_defer_seconds: float = Field(
+        2.0,
+        ge=0,
+        description="While this process is storing a write, the dispatcher's next look at the "
+        "change log waits for it to end, at most this many seconds after it was due: under "
+        "continuous ingest notifications are made this much later, and ingest does not share "
+        "the process's CPU with them. 0: never wait.",
+    )
     watch_sweep_seconds: float = Field(
         3600.0,
         gt=0,

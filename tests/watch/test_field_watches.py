@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from tests.builders import column_lineage, ds, run_event, schema_facet
+from tests.builders import column_lineage, ds, job_event, run_event, schema_facet
 from tests.conftest import post
 from tests.watch.test_notifications import NS, app, notify
 from tests.watch_support import SECRET, Receiver, deliver, dispatch, receiver_running, recent
@@ -66,12 +66,12 @@ def report() -> dict[str, Any]:
     )
 
 
-def audit() -> dict[str, Any]:
+def audit(hours_ago: float = 1) -> dict[str, Any]:
     return run_event(
         (NS, "audit"),
         inputs=[ds(NS, "orders")],
         outputs=[output("audit", ["total_copy"], {"total_copy": ["orders.total"]})],
-        time=recent(),
+        time=recent(hours_ago),
     )
 
 
@@ -87,13 +87,20 @@ def field(dataset: str, name: str) -> dict[str, str]:
     return {"namespace": NS, "name": dataset, "field": name}
 
 
-def edge(source: str, target: str) -> dict[str, Any]:
-    """A column-lineage field edge, ends as "dataset.field"."""
+def edge(source: str, target: str, runs: list[str] | None = None) -> dict[str, Any]:
+    """A column-lineage field edge, ends as "dataset.field", stated by `runs` (none for a
+    removed edge)."""
     return {
         "source": field(*source.split(".")),
         "target": field(*target.split(".")),
         "origin": "columnLineage",
+        "runs": runs or [],
     }
+
+
+def run_of(event: dict[str, Any]) -> str:
+    run: str = event["run"]["runId"]
+    return run
 
 
 def watch_field(dataset: str, name: str) -> dict[str, Any]:
@@ -116,7 +123,7 @@ def test_a_watched_field_gains_then_loses_an_outgoing_edge(
     assert sent["watch"] == watch_field("orders", "total")
     assert sent["changes"] == ["field_edges_changed"]
     assert sent["fieldEdges"] == {
-        "added": [edge("orders.total", "audit.total_copy")],
+        "added": [edge("orders.total", "audit.total_copy", [run_of(start)])],
         "removed": [],
     }
     assert sent["added"] == sent["removed"] == sent["schemaBreaks"] == []
@@ -140,6 +147,42 @@ def test_a_watched_field_gains_then_loses_an_outgoing_edge(
     assert removed["fieldEdges"] == {
         "added": [],
         "removed": [edge("orders.total", "audit.total_copy")],
+    }
+
+
+def test_an_added_field_edge_names_the_runs_that_state_it_newest_first(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """orders.total -> audit.total_copy is stated in one round by two runs of `audit` (3 h
+    and 1 h ago) and one of `recheck` (2 h ago); orders.total -> ledger.total only by a
+    JobEvent's declaration, which is no run."""
+    post(app, etl(), report())
+    subscribe(app, receiver, watch_field("orders", "total"), direction="downstream")
+    older, newer = audit(hours_ago=3), audit()
+    recheck = run_event(
+        (NS, "recheck"),
+        inputs=[ds(NS, "orders")],
+        outputs=[output("audit", ["total_copy"], {"total_copy": ["orders.total"]})],
+        time=recent(2),
+    )
+    declared = job_event(
+        (NS, "ledger"),
+        time=recent(),
+        inputs=[ds(NS, "orders")],
+        outputs=[output("ledger", ["total"], {"total": ["orders.total"]})],
+    )
+    post(app, older, newer, recheck, declared)
+    notify(store)
+    [sent] = receiver.documents()
+    assert sent["fieldEdges"] == {
+        "added": [
+            # Edges in the order of their text: ledger's `total` before audit's `total_copy`.
+            edge("orders.total", "ledger.total", []),
+            edge(
+                "orders.total", "audit.total_copy", [run_of(newer), run_of(recheck), run_of(older)]
+            ),
+        ],
+        "removed": [],
     }
 
 
@@ -176,22 +219,26 @@ def test_levels_and_direction_of_a_field_watch(
     post(app, fixer)
     notify(store)
     [sent] = receiver.documents()
-    assert sent["fieldEdges"]["added"] == [edge("refunds.amount", "orders.total")]
+    assert sent["fieldEdges"]["added"] == [edge("refunds.amount", "orders.total", [run_of(fixer)])]
 
 
 def test_a_tag_watches_every_field_carrying_it(
     app: TestClient, store: Store, receiver: Receiver
 ) -> None:
-    post(app, etl(), report())
+    first = etl()
+    post(app, first, report())
     assert app.put("/api/v1/tags/PII", json={}).status_code in (200, 201)
     tagged = f"/api/v1/namespaces/{NS}/datasets/orders/fields/total/tags/PII"
     assert app.post(tagged).status_code in (200, 201)
     subscribe(app, receiver, {"tag": "PII"}, direction="downstream")
-    post(app, audit())
+    auditing = audit()
+    post(app, auditing)
     notify(store)
     [sent] = receiver.documents()
     assert sent["watch"] == {"tag": "PII"}
-    assert sent["fieldEdges"]["added"] == [edge("orders.total", "audit.total_copy")]
+    assert sent["fieldEdges"]["added"] == [
+        edge("orders.total", "audit.total_copy", [run_of(auditing)])
+    ]
     assert sent["links"]["watched"] == "https://lineage.example.com/#/tag?tag=PII"
 
     # A field tagged later is watched from then on: its edges are news.
@@ -201,7 +248,7 @@ def test_a_tag_watches_every_field_carrying_it(
     )
     notify(store)
     assert receiver.documents()[1]["fieldEdges"] == {
-        "added": [edge("raw.id", "orders.id")],
+        "added": [edge("raw.id", "orders.id", [run_of(first)])],
         "removed": [],
     }
 
@@ -256,6 +303,59 @@ def test_a_column_dropped_upstream_breaks_the_dashboard(
     ]
     # The same schema again, and a field with nothing downstream dropped: nothing.
     post(app, etl(("id",)))
+    notify(store)
+    assert len(receiver.documents()) == 1
+
+
+def test_a_nested_field_dropped_upstream_breaks_the_downstream(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """orders has a struct `customer` of `name` and `email`; contacts.email <- the nested
+    orders field `customer.email` (named by its path, as column lineage names it). etl
+    writes orders again with `customer` holding `name` only: `customer.email` is gone from
+    the schema while an edge from it leads to contacts.email."""
+
+    def orders(*inner: str) -> dict[str, Any]:
+        schema = schema_facet(("id", "int"))
+        nested = [{"name": name, "type": "string"} for name in inner]
+        schema["fields"].append({"name": "customer", "type": "struct", "fields": nested})
+        return run_event(
+            (NS, "etl"), inputs=[ds(NS, "raw")], outputs=[ds(NS, "orders", schema=schema)],
+            time=recent(),
+        )  # fmt: skip
+
+    mailer = run_event(
+        (NS, "mailer"),
+        inputs=[ds(NS, "orders")],
+        outputs=[
+            ds(
+                NS,
+                "contacts",
+                schema=schema_facet(("email", "string")),
+                columnLineage=column_lineage({"email": [(NS, "orders", "customer.email")]}),
+            )
+        ],
+        time=recent(),
+    )
+    post(app, orders("name", "email"), mailer)
+    subscribe(
+        app,
+        receiver,
+        {"dataset": {"namespace": NS, "name": "contacts"}},
+        direction="upstream",
+        changes=["schema_break"],
+    )
+    post(app, orders("name"))
+    notify(store)
+    [sent] = receiver.documents()
+    assert sent["schemaBreaks"] == [
+        {
+            "field": field("orders", "customer.email"),
+            "downstream": [{**field("contacts", "email"), "hops": 1}],
+        }
+    ]
+    # The struct as it is now, again: nothing more is gone.
+    post(app, orders("name"))
     notify(store)
     assert len(receiver.documents()) == 1
 

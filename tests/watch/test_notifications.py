@@ -17,6 +17,7 @@ from tests.watch_support import SECRET, Receiver, deliver, dispatch, receiver_ru
 from upstream.api.app import create_app
 from upstream.settings import Settings
 from upstream.store.engine import Store
+from upstream.watch.payload import Links
 
 NS = "warehouse"
 
@@ -269,13 +270,13 @@ def test_a_dispatcher_behind_another_stores_nothing(
     post(app, job_run("etl", ["raw"], ["orders"]))
     subscribe(app, receiver, "orders", direction="downstream")
     post(app, job_run("report", ["orders"], ["dash"]))
-    links = dispatcher.Links()
+    one, other = (dispatcher.Dispatcher(store, Links(), timedelta(days=1)) for _ in range(2))
     with store.read() as conn:
-        first = dispatcher._round(conn, links, timedelta(days=1), recent(0))
-        second = dispatcher._round(conn, links, timedelta(days=1), recent(0))
+        first = one._round(conn, recent(0))
+        second = other._round(conn, recent(0))
     assert first is not None
     assert second is not None
-    assert store.write(lambda conn: dispatcher._store(conn, first)) == 1
-    assert store.write(lambda conn: dispatcher._store(conn, second)) == 0
+    assert store.write(lambda conn: dispatcher._store(conn, first))[0] == 1
+    assert store.write(lambda conn: dispatcher._store(conn, second)) == (0, None)
     deliver(store)
     assert len(receiver.documents()) == 1

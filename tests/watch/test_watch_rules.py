@@ -25,6 +25,7 @@ from upstream.model.watch import (
     parse_subscription,
     private_address,
     retryable,
+    schema_field_names,
     sign,
     vanished,
     verify,
@@ -231,3 +232,27 @@ def test_each_watch_defaults_to_its_own_kinds_and_reads_back(
     assert list(spec.changes) == kinds
     assert spec.as_json()["watch"] == watch
     assert SubscriptionSpec.from_json(spec.as_json()) == spec
+
+
+def test_schema_field_names_name_nested_fields_by_their_dotted_path() -> None:
+    stored = [
+        {"name": "id", "type": "int"},
+        {
+            "name": "address",
+            "type": "struct",
+            "fields": [
+                {"name": "city"},
+                {"name": "geo", "fields": [{"name": "lat"}, {"name": "lon"}]},
+            ],
+        },
+        {"type": "nameless"},
+    ]
+    assert list(schema_field_names(stored)) == [
+        "id",
+        "address",
+        "address.city",
+        "address.geo",
+        "address.geo.lat",
+        "address.geo.lon",
+    ]
+    assert list(schema_field_names(None)) == []

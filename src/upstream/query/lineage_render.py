@@ -86,7 +86,7 @@ def render(
     ]
     run_order: Callable[[str], Any] | None = None
     if runs_in_order and "run" in params.collapse:
-        run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+        run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -159,7 +159,7 @@ def _entity_of(program: _Program) -> EntityId:
     return {"type": kind, "namespace": program.namespace, "name": program.name}
 
 
-def _newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
+def newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
     """A sort key for run ids (design §4.2): newest start first, runs without a start time
     last, ties by id, so the order is the same on every call and on both databases. Only
     an answer collapsed by run lists several runs in one relation; the others ask for no

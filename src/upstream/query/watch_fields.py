@@ -20,8 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.direction import Direction, Step
-from upstream.model.facts import ORIGIN_SHOWN
-from upstream.model.watch import FieldEdgeKey, SchemaBreak, SchemaField
+from upstream.model.watch import FieldEdgeKey, SchemaBreak, SchemaField, schema_field_names
 from upstream.model.window import Window
 from upstream.query.graph_index.field_walk import FieldEdges, FieldNode, field_hops
 from upstream.query.graph_index.graph import Graph
@@ -75,40 +74,48 @@ def field_radius(
             seen = np.union1d(seen, frontier)
         reached = np.union1d(reached, seen)
     rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-    keys = frozenset(
-        FieldEdgeKey(
-            str(edge.source[0]),
-            edge.source[1],
-            str(edge.target[0]),
-            edge.target[1],
-            ORIGIN_SHOWN[edge.origin],
-        )
-        for edge in edges.as_edges(rows)
-    )
-    named = {(str(d), name) for d, name in edges.keys(reached)}
+    keys = frozenset(FieldEdgeKey(*edge) for edge in edges.named_edges(rows))
+    named = set(edges.named(reached))
     return FieldRadius(keys, frozenset(named | {(str(d), name) for d, name in fields}))
+
+
+def stating_runs(
+    graph: Graph, keys: Collection[FieldEdgeKey], window: Window
+) -> dict[FieldEdgeKey, set[str]]:
+    """The runs (ids as text) whose lineage, in force in `window`, states each of the field
+    edges `keys`: what a notification names as the cause of an edge it tells."""
+    edges = FieldEdges(graph, window)
+    sources = {(uuid.UUID(k.source_dataset), k.source_field) for k in keys}
+    rows = edges.edges_at(edges.nodes(sources), "source")
+    found: dict[FieldEdgeKey, set[str]] = {key: set() for key in keys}
+    texts = graph.ids.runs.texts
+    for edge, runs in zip(edges.named_edges(rows), edges.stating_runs(rows), strict=True):
+        stated = found.get(FieldEdgeKey(*edge))
+        if stated is not None:
+            stated.update(texts[run] for run in runs.tolist())
+    return found
 
 
 @dataclass
 class Schemas:
-    """The top-level fields of datasets' schemas, each dataset read once per snapshot: a
-    dispatcher's round looks at many subscriptions whose radii share datasets, and parsing
-    the same schema for each of them slowed ingest beside it."""
+    """The fields of datasets' schemas (nested ones by their dotted path), each dataset read
+    once per snapshot: a dispatcher's round looks at many subscriptions whose radii share
+    datasets, and parsing the same schema for each of them slowed ingest beside it."""
 
     conn: Connection
-    names: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Each dataset's fields as (dataset, field) pairs, ready to be joined.
+    names: dict[str, frozenset[SchemaField]] = field(default_factory=dict)
 
     def fields(self, datasets: Iterable[str]) -> frozenset[SchemaField]:
-        """Each (dataset, top-level field) that the schemas of `datasets` (ids as text) list."""
+        """Each (dataset, field) that the schemas of `datasets` (ids as text) list."""
         wanted = set(datasets)
         missing = [uuid.UUID(i) for i in wanted - self.names.keys()]
         d = t.datasets.c
         for matches in id_filters(self.conn, d.id, missing):
             for id_, fields in self.conn.execute(sa.select(d.id, d.fields).where(matches)):
-                self.names[str(id_)] = frozenset(
-                    f["name"] for f in fields or [] if isinstance(f, dict) and "name" in f
-                )
-        return frozenset((i, name) for i in wanted for name in self.names.get(i, ()))
+                key = str(id_)
+                self.names[key] = frozenset((key, name) for name in schema_field_names(fields))
+        return frozenset().union(*(self.names[i] for i in wanted if i in self.names))
 
 
 def schema_breaks(

@@ -9,10 +9,13 @@ direction and levels over its last `activeDays` days shows: no second notion of 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -21,16 +24,16 @@ from upstream.model.keys import EntityKind, entity_key
 from upstream.model.watch import RadiusRelation, SubscriptionSpec, Watched
 from upstream.model.window import Window
 from upstream.query.answers import EntityId, RelationEntry
-from upstream.query.graph_index.dataset_walk import ShownRelation, walk_relations
+from upstream.query.graph_index.dataset_walk import ShownRelation, relation_rows
 from upstream.query.graph_index.field_walk import FieldNode
-from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import render
 from upstream.query.tag_reach import tagged_fields
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
 from upstream.store.dialect import id_filters
-from upstream.store.subscriptions import deleted_among
 
 
 def watched_datasets(conn: Connection, watch: Watched) -> frozenset[uuid.UUID]:
@@ -72,28 +75,76 @@ def window_of(spec: SubscriptionSpec, now: datetime) -> Window:
     return Window(now - timedelta(days=spec.active_days), now)
 
 
+@dataclass(frozen=True)
+class RadiusRows:
+    """The relations of a radius as the graph index numbers them: one row of (dataset, job,
+    run, write, component) numbers each. A radius compares only (dataset, job, access), and
+    a long `activeDays` gives it thousands of runs: they are named only for a notification
+    that shows them (`shown`)."""
+
+    graph: Graph
+    rows: npt.NDArray[np.int64]
+
+    def _code(self, dataset: Any, job: Any, write: Any) -> Any:
+        """One number per (dataset, job, write): the distinct relations are one sort away.
+        `write` is 1/0 or an access; an unknown dataset or job codes as -1, no relation."""
+        if isinstance(write, str):
+            write = int(write == "write")
+        if dataset is None or job is None:
+            return -1
+        return (dataset * len(self.graph.ids.jobs) + job) * 2 + write
+
+    def relations(self) -> frozenset[RadiusRelation]:
+        """The relations of the radius: runs and components left out."""
+        datasets, jobs = self.graph.ids.datasets.texts, self.graph.ids.jobs.texts
+        codes = np.unique(self._code(self.rows[:, 0], self.rows[:, 1], self.rows[:, 3]))
+        pairs, written = np.divmod(codes, 2)
+        return frozenset(
+            RadiusRelation(datasets[pair // len(jobs)], jobs[pair % len(jobs)], access)
+            for pair, access in zip(
+                pairs.tolist(), np.where(written == 1, "write", "read").tolist(), strict=True
+            )
+        )
+
+    def shown(self, relations: Collection[RadiusRelation]) -> list[ShownRelation]:
+        """The rows of `relations`, one per run, as answers show them."""
+        ids = self.graph.ids
+        wanted = [
+            self._code(ids.datasets.known(r.dataset_id), ids.jobs.known(r.job_id), r.access)
+            for r in relations
+        ]
+        rows = self.rows
+        codes = self._code(rows[:, 0], rows[:, 1], rows[:, 3])
+        picked = rows[np.isin(codes, np.array(wanted, dtype=np.int64))].tolist()
+        return [
+            ShownRelation(
+                ids.datasets.texts[dataset],
+                ids.jobs.texts[job],
+                None if run == NONE else ids.runs.texts[run],
+                "write" if write else "read",
+                ids.components.texts[component],
+            )
+            for dataset, job, run, write, component in picked
+        ]
+
+
 def radius_walk(
-    conn: Connection, spec: SubscriptionSpec, seeds: Collection[uuid.UUID], now: datetime
-) -> list[ShownRelation]:
-    """Every relation of the radius now, one per run, from each watched dataset that is
-    known and not deleted."""
-    graph = graph_of(conn)
-    deleted = deleted_among(conn, [str(s) for s in seeds])
-    living = sorted(s for s in seeds if str(s) not in deleted)
-    found: dict[ShownRelation, None] = {}
-    for seed in living:
+    graph: Graph,
+    deleted: frozenset[str],
+    spec: SubscriptionSpec,
+    seeds: Collection[uuid.UUID],
+    now: datetime,
+) -> RadiusRows:
+    """Every relation of the radius now, one row per run, from each watched dataset that
+    is known and not `deleted` (ids as text), on `graph`."""
+    window = window_of(spec, now)
+    found = [np.zeros((0, 5), dtype=np.int64)]
+    for seed in sorted(s for s in seeds if str(s) not in deleted):
         number = graph.ids.datasets.known(str(seed))
         if number is not None:
-            window = window_of(spec, now)
-            found.update(
-                dict.fromkeys(walk_relations(graph, number, spec.direction, spec.levels, window))
-            )
-    return list(found)
-
-
-def radius_of(shown: Iterable[ShownRelation]) -> frozenset[RadiusRelation]:
-    """The relations of the radius: runs and components left out."""
-    return frozenset(RadiusRelation(r.dataset_id, r.job_id, r.access) for r in shown)
+            found.append(relation_rows(graph, number, spec.direction, spec.levels, window))
+    rows = np.concatenate(found)
+    return RadiusRows(graph, np.unique(rows, axis=0) if len(found) > 2 else rows)
 
 
 def shown_relations(

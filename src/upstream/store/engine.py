@@ -14,6 +14,7 @@ altogether — waiting for any answer (`deadlines.Watchdog`). Failures worth a r
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -95,6 +96,9 @@ class Store:
         self.watchdog = Watchdog()
         self.breaker = OutageBreaker()
         self.clock = OperationClock(timeouts.statement)
+        #: Write transactions of this process under way (`writing`).
+        self._writes = 0
+        self._writes_lock = threading.Lock()
         self.engine = create_engine(
             url,
             pool_size=pool_size,
@@ -111,6 +115,22 @@ class Store:
         one and every statement. Only a connection opened in its last two seconds may take up
         to two seconds more (psycopg waits that long at least)."""
         return self.clock.seconds
+
+    @property
+    def writing(self) -> bool:
+        """Whether a write transaction of this process is under way: work that can wait
+        (the watcher's rounds) lets it have the process's CPU first."""
+        return self._writes > 0
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        with self._writes_lock:
+            self._writes += 1
+        try:
+            yield
+        finally:
+            with self._writes_lock:
+                self._writes -= 1
 
     @property
     def dialect(self) -> str:
@@ -214,7 +234,7 @@ class Store:
         the position it appended at, or, when it changed nothing, the newest committed one
         (what it found stored was committed at or before that)."""
         timed = nullcontext() if long else self.clock.running()
-        with self.breaker.attempt(), outage_guard(), timed:
+        with self._counted(), self.breaker.attempt(), outage_guard(), timed:
             return self._write(work, attempts)
 
     def _write(self, work: Callable[[Connection], T], attempts: int) -> tuple[T, int]:

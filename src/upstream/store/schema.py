@@ -628,12 +628,14 @@ subscriptions = sa.Table(
     metadata,
     # What a team watches and where it is told (`upstream.watch`). People make these, not
     # events: no derived table, a rebuild keeps them. `radius` is what the dispatcher last saw
-    # of the watched lineage, the "before" of the next change.
+    # of the watched lineage, the "before" of the next change; `version` rises with every
+    # radius stored, so a dispatcher parses again only the radii another process changed.
     sa.Column("id", sa.Uuid, primary_key=True),
     sa.Column("spec", Json, nullable=False),
     sa.Column("secret", sa.Text, nullable=False),
     sa.Column("radius", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False, server_default="0"),
 )
 
 watch_cursor = sa.Table(

@@ -38,6 +38,8 @@ class SubscriptionRow(NamedTuple):
     secret: str
     radius: dict[str, Any]
     created_at: datetime
+    #: Raised with every radius stored (`save_radius`).
+    version: int = 0
 
 
 class NotificationRow(NamedTuple):
@@ -68,10 +70,31 @@ def subscriptions(
 ) -> list[SubscriptionRow]:
     """Every subscription (or those of `ids`), oldest first."""
     s = t.subscriptions.c
-    query = sa.select(s.id, s.spec, s.secret, s.radius, s.created_at).order_by(s.created_at, s.id)
+    query = sa.select(s.id, s.spec, s.secret, s.radius, s.created_at, s.version).order_by(
+        s.created_at, s.id
+    )
     if ids is not None:
         query = query.where(s.id.in_(list(ids)))
     return [SubscriptionRow(*row) for row in conn.execute(query)]
+
+
+def specs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """The spec of each subscription of `ids` (without its radius, which is large)."""
+    s = t.subscriptions.c
+    found: dict[uuid.UUID, dict[str, Any]] = {}
+    for matches in id_filters(conn, s.id, ids):
+        found.update(
+            (row.id, row.spec) for row in conn.execute(sa.select(s.id, s.spec).where(matches))
+        )
+    return found
+
+
+def versions(conn: Connection) -> list[tuple[uuid.UUID, int]]:
+    """Each subscription's id and version, oldest first: what a dispatcher that remembers
+    radii reads each round instead of the radii themselves."""
+    s = t.subscriptions.c
+    query = sa.select(s.id, s.version).order_by(s.created_at, s.id)
+    return [(id_, int(version)) for id_, version in conn.execute(query)]
 
 
 def remove_subscription(conn: Connection, subscription: uuid.UUID) -> bool:
@@ -86,9 +109,17 @@ def remove_subscription(conn: Connection, subscription: uuid.UUID) -> bool:
     return gone.rowcount > 0
 
 
-def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any]) -> None:
+def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any]) -> int | None:
+    """Store the subscription's radius; the version it is stored as, or None when the
+    subscription is gone."""
     s = t.subscriptions
-    conn.execute(s.update().where(s.c.id == subscription).values(radius=radius))
+    saved = conn.execute(
+        s.update()
+        .where(s.c.id == subscription)
+        .values(radius=radius, version=s.c.version + 1)
+        .returning(s.c.version)
+    ).first()
+    return None if saved is None else int(saved.version)
 
 
 def cursor(conn: Connection) -> tuple[int, datetime | None]:
@@ -356,12 +387,3 @@ def failed_writes(
         )
         found += [FailedWrite(*row) for row in conn.execute(query)]
     return found
-
-
-def deleted_among(conn: Connection, ids: Collection[str]) -> frozenset[str]:
-    """Which of the entities `ids` (as text) are deleted."""
-    d = t.deletions.c
-    found: set[str] = set()
-    for matches in id_filters(conn, d.entity_id, [uuid.UUID(i) for i in ids]):
-        found.update(str(i) for i in conn.execute(sa.select(d.entity_id).where(matches)).scalars())
-    return frozenset(found)

@@ -114,6 +114,10 @@ class FieldEdgeEntry(TypedDict):
     target: FieldRef
     #: What stated the edge: lineageFacet, fieldOperations, columnLineage or sql.
     origin: str
+    #: The runs whose lineage states the edge within the subscription's activeDays, newest
+    #: first (as a relation's runs); none for an edge only declared, and none for a removed
+    #: edge (as for a removed relation).
+    runs: list[str]
 
 
 class FieldEdgeChange(TypedDict):

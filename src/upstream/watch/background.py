@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from datetime import timedelta
 
 from upstream.model.watch import RetryPolicy
@@ -14,10 +15,13 @@ from upstream.store.engine import Store
 from upstream.store.outage import is_database_outage
 from upstream.watch.delivery import Deliverer, KafkaSink
 from upstream.watch.digest import digest_once
-from upstream.watch.dispatcher import dispatch_once
+from upstream.watch.dispatcher import Dispatcher
 from upstream.watch.payload import Links
 
 log = logging.getLogger("upstream.watch")
+
+#: How often a deferred round looks whether the write it waits for has ended.
+_WRITE_CHECK_SECONDS = 0.01
 
 
 def deliverer_of(store: Store, settings: Settings) -> Deliverer:
@@ -45,8 +49,9 @@ class Watcher:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
         self.poll = settings.watch_poll_seconds
-        self.sweep = timedelta(seconds=settings.watch_sweep_seconds)
-        self.links = Links(settings.public_url)
+        self.defer = settings.watch_defer_seconds
+        sweep = timedelta(seconds=settings.watch_sweep_seconds)
+        self.dispatcher = Dispatcher(store, Links(settings.public_url), sweep)
         self.deliverer = deliverer_of(store, settings)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="upstream-watch", daemon=True)
@@ -62,8 +67,9 @@ class Watcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._after_writes()
             try:
-                dispatch_once(self.store, self.links, self.sweep)
+                self.dispatcher.dispatch_once()
                 digest_once(self.store)
                 self.deliverer.deliver_due()
             except Exception as exc:
@@ -78,3 +84,11 @@ class Watcher:
                 else:
                     log.exception("watching lineage: this round failed; the next one retries")
             self._stop.wait(self.poll)
+
+    def _after_writes(self) -> None:
+        """Wait while this process stores a write, at most `defer` seconds: a round walks
+        the radii the write touched, and would take the CPU the write is using."""
+        deadline = time.monotonic() + self.defer
+        while self.store.writing and time.monotonic() < deadline:
+            if self._stop.wait(_WRITE_CHECK_SECONDS):
+                return

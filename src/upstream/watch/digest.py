@@ -44,14 +44,15 @@ def interval_of(at: datetime, seconds: int) -> tuple[datetime, datetime]:
 
 
 def due_digests(conn: Connection, now: datetime) -> list[Digest]:
-    """The digests whose interval has ended, with the notifications each holds."""
+    """The digests whose interval has ended, with the notifications each holds. Only the
+    subscriptions holding notifications are read: a round with none reads no subscription."""
+    held = rows.held(conn, now)
     specs = {
-        s.id: SubscriptionSpec.from_json(s.spec).digest
-        for s in rows.subscriptions(conn)
-        if s.spec.get("digest")
+        id_: SubscriptionSpec.from_json(spec).digest
+        for id_, spec in rows.specs(conn, {note.subscription_id for note in held}).items()
     }
     grouped: dict[tuple[uuid.UUID, datetime, datetime], list[rows.HeldRow]] = {}
-    for note in rows.held(conn, now):
+    for note in held:
         seconds = specs.get(note.subscription_id)
         if seconds is None:
             continue

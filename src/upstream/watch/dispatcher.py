@@ -7,6 +7,10 @@ notifications and the new radii in the transaction that moves the cursor from wh
 (`upstream.store.subscriptions.advance_cursor`). So every committed change is looked at
 once, by one process, and a notification is created exactly once. A write never waits for
 any of this: it only appended to the change log, as every write does.
+
+It shares its process with ingest, so a round costs what the changes touched: what it
+parsed and read before is remembered (`upstream.watch.memory`), and only the subscriptions
+whose radius or watched datasets the changes touched are walked again.
 """
 
 from __future__ import annotations
@@ -19,27 +23,46 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from upstream.model.watch import FAILED_STATES, Radius, RadiusChange, SubscriptionSpec, compare
+from upstream.model.watch import (
+    FAILED_STATES,
+    FieldEdgeKey,
+    Radius,
+    RadiusChange,
+    SubscriptionSpec,
+    compare,
+)
 from upstream.query.graph_index.dataset_walk import ShownRelation
-from upstream.query.watch_fields import Schemas
-from upstream.query.watch_radius import entities_named, shown_relations, watched_datasets
+from upstream.query.graph_index.index import graph_of
+from upstream.query.lineage_render import newest_first
+from upstream.query.watch_fields import stating_runs
+from upstream.query.watch_radius import (
+    entities_named,
+    shown_relations,
+    window_of,
+)
 from upstream.store import change_log
 from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
-from upstream.watch.observe import observe
+from upstream.watch.memory import SchemaMemory, SubscriptionMemory
+from upstream.watch.observe import Observation, Snapshot, observe
 from upstream.watch.payload import Links, notification_body
 
 
 @dataclass(frozen=True)
 class Touched:
     """What the changes since the cursor touched: entity ids as text, failed runs' writes,
-    or everything (a reload, a trimmed log, a sweep)."""
+    or everything (a reload, a trimmed log)."""
 
     ids: frozenset[str]
+    #: The datasets and jobs whose own row changed (None: unknown, after a reload or a gap).
+    rows_changed: frozenset[str] | None
     failed: tuple[rows.FailedWrite, ...]
-    everything: bool
     #: The newest position each run changed at.
     run_positions: dict[uuid.UUID, int]
+
+    @property
+    def everything(self) -> bool:
+        return self.rows_changed is None
 
 
 @dataclass(frozen=True)
@@ -50,83 +73,103 @@ class Round:
     to: int
     had_cursor: bool
     swept_at: datetime | None
-    radii: dict[uuid.UUID, dict[str, Any]]
+    #: The radii that changed, and each as stored (made here, outside the write: on SQLite
+    #: the write holds the one write lock ingest needs too).
+    radii: dict[uuid.UUID, Radius]
+    stored: dict[uuid.UUID, dict[str, Any]]
     notifications: list[dict[str, Any]]
+    #: The datasets each subscription looked at watched (ids as text).
+    seeds: dict[uuid.UUID, frozenset[str]]
 
 
-def dispatch_once(
-    store: Store, links: Links, sweep_every: timedelta, now: datetime | None = None
-) -> int:
-    """One round: the notifications for every change committed since the cursor; how many
-    it stored (0 also when another process handled these changes first)."""
-    at = now or datetime.now(UTC)
-    with store.read() as conn:
-        found = _round(conn, links, sweep_every, at)
-    if found is None:
-        return 0
-    return store.write(lambda conn: _store(conn, found))
+class Dispatcher:
+    """The dispatcher of one process. Its rounds (`dispatch_once`) remember what they parsed
+    (`upstream.watch.memory`): a round parses only the subscriptions another process
+    changed, and looks only at those whose radius or watched datasets the changes touched."""
 
+    def __init__(self, store: Store, links: Links, sweep_every: timedelta) -> None:
+        self.store = store
+        self.links = links
+        self.sweep_every = sweep_every
+        self.subscriptions = SubscriptionMemory()
+        self.schemas = SchemaMemory()
 
-def _round(conn: Connection, links: Links, sweep_every: timedelta, now: datetime) -> Round | None:
-    read, swept = rows.cursor(conn)
-    had_cursor = swept is not None
-    newest = change_log.position(conn)
-    sweep = swept is None or now - swept >= sweep_every
-    if newest == read and not sweep:
-        return None
-    subscriptions = rows.subscriptions(conn)
-    if not subscriptions:
-        # Nothing to tell anyone: the cursor moves on (when the log did), so a first
-        # subscription starts from its own time.
-        return None if newest == read else Round(read, newest, had_cursor, now, {}, [])
-    touched = _touched(conn, read, sweep)
-    radii: dict[uuid.UUID, dict[str, Any]] = {}
-    notes: list[dict[str, Any]] = []
-    schemas = Schemas(conn)
-    for subscription in subscriptions:
-        spec = SubscriptionSpec.from_json(subscription.spec)
-        before = Radius.from_json(subscription.radius)
-        if not touched.everything and not _may_change(conn, spec, before, touched.ids):
-            continue
-        news = [w for w in touched.failed if touched.run_positions[w.run_id] > before.since]
-        seen = observe(conn, spec, before, news, now, schemas)
-        change, remembered = compare(before, seen.seen)
-        if remembered != before:
-            radii[subscription.id] = remembered.as_json()
-        kinds = change.kinds(spec.changes)
-        if kinds:
-            notes.append(
-                _notification(
-                    conn, subscription.id, spec, change, kinds, seen.shown, links, newest, now
+    def dispatch_once(self, now: datetime | None = None) -> int:
+        """One round: the notifications for every change committed since the cursor; how
+        many it stored (0 also when another process handled these changes first)."""
+        at = now or datetime.now(UTC)
+        with self.store.read() as conn:
+            found = self._round(conn, at)
+        if found is None:
+            return 0
+        made, versions = self.store.write(lambda conn: _store(conn, found))
+        if versions is not None:
+            for subscription, seeds in found.seeds.items():
+                self.subscriptions.seen(subscription, seeds)
+            for subscription, version in versions.items():
+                self.subscriptions.stored(subscription, version, found.radii[subscription])
+        return made
+
+    def _round(self, conn: Connection, now: datetime) -> Round | None:
+        read, swept = rows.cursor(conn)
+        had_cursor = swept is not None
+        newest = change_log.position(conn)
+        sweep = swept is None or now - swept >= self.sweep_every
+        # Read even when nothing changed: a new subscription is parsed while nothing is
+        # written, rather than in the round a burst of writes asks for.
+        subscriptions = self.subscriptions.refresh(conn)
+        if newest == read and not sweep:
+            return None
+        if not subscriptions:
+            # Nothing to tell anyone: the cursor moves on (when the log did), so a first
+            # subscription starts from its own time.
+            return None if newest == read else Round(read, newest, had_cursor, now, {}, {}, [], {})
+        touched = _touched(conn, read)
+        schemas = self.schemas.at(conn, read, newest, touched.rows_changed)
+        looked_at = (
+            subscriptions
+            if sweep or touched.everything
+            else self.subscriptions.concerned(touched.ids)
+        )
+        swept_at = now if sweep else None
+        if not looked_at:
+            return Round(read, newest, had_cursor, swept_at, {}, {}, [], {})
+        snapshot = Snapshot.of(conn, schemas)
+        radii: dict[uuid.UUID, Radius] = {}
+        notes: list[dict[str, Any]] = []
+        seeds: dict[uuid.UUID, frozenset[str]] = {}
+        for held in looked_at:
+            spec, before = held.spec, held.radius
+            news = [w for w in touched.failed if touched.run_positions[w.run_id] > before.since]
+            observation = observe(snapshot, spec, before, news, now)
+            change, remembered = compare(before, observation.seen)
+            seeds[held.id] = observation.seen.seeds
+            if remembered != before:
+                radii[held.id] = remembered
+            kinds = change.kinds(spec.changes)
+            if kinds:
+                notes.append(
+                    _notification(
+                        conn, held.id, spec, change, kinds, observation, self.links, newest, now
+                    )
                 )
-            )
-    return Round(read, newest, had_cursor, now if sweep else None, radii, notes)
+        stored = {subscription: radius.as_json() for subscription, radius in radii.items()}
+        return Round(read, newest, had_cursor, swept_at, radii, stored, notes, seeds)
 
 
-def _touched(conn: Connection, read: int, sweep: bool) -> Touched:
+def _touched(conn: Connection, read: int) -> Touched:
     try:
         changes = change_log.changes_since(conn, read)
     except change_log.ChangeLogGap:
-        return Touched(frozenset(), (), everything=True, run_positions={})
+        return Touched(frozenset(), None, (), run_positions={})
     run_positions = {i: c.position for c in changes if c.kind == change_log.RUNS for i in c.ids}
     runs = set(run_positions)
     named = {str(i) for c in changes if c.kind != change_log.RUNS for i in c.ids}
     reload = any(c.kind == change_log.RELOAD for c in changes)
     ids = frozenset(named | rows.touched_by_runs(conn, runs))
     failed = tuple(rows.failed_writes(conn, runs, FAILED_STATES))
-    return Touched(ids, failed, everything=sweep or reload, run_positions=run_positions)
-
-
-def _may_change(
-    conn: Connection, spec: SubscriptionSpec, before: Radius, touched: frozenset[str]
-) -> bool:
-    """Whether the changes that touched `touched` may change the subscription's radius: one
-    of its entities, or a watched dataset, changed. A tag or a namespace may gain fields or
-    datasets with any change, so it is looked at whenever something changed."""
-    if spec.watch.kind in ("tag", "namespace"):
-        return bool(touched)
-    seeds = {str(s) for s in watched_datasets(conn, spec.watch)}
-    return not touched.isdisjoint(before.entities | seeds)
+    entities = frozenset(str(i) for c in changes if c.kind == change_log.ENTITIES for i in c.ids)
+    return Touched(ids, None if reload else entities, failed, run_positions=run_positions)
 
 
 def _notification(
@@ -135,18 +178,14 @@ def _notification(
     spec: SubscriptionSpec,
     change: RadiusChange,
     kinds: list[str],
-    shown: list[ShownRelation],
+    observation: Observation,
     links: Links,
     position: int,
     now: datetime,
 ) -> dict[str, Any]:
     """The notification row: its id, and its body written once, so every delivery of it
     (and its signature) is the same bytes."""
-    added = (
-        [r for r in shown if (r.dataset_id, r.job_id, r.access) in change.added]
-        if "relation_added" in kinds
-        else []
-    )
+    added = observation.shown(change.added) if "relation_added" in kinds else []
     removed = (
         [ShownRelation(r.dataset_id, r.job_id, None, r.access, "") for r in sorted(change.removed)]
         if "relation_removed" in kinds
@@ -161,6 +200,9 @@ def _notification(
     for broken in change.breaks:
         entities |= {broken.dataset_id, *(d for d, _, _ in broken.downstream)}
     named = entities_named(conn, entities)
+    edge_runs = (
+        _edge_runs(conn, spec, change.field_added, now) if "field_edges_changed" in kinds else {}
+    )
     notification = uuid.uuid4()
     body = notification_body(
         notification_id=notification,
@@ -176,6 +218,7 @@ def _notification(
         change=change,
         named=named,
         links=links,
+        edge_runs=edge_runs,
     )
     # A digest's notifications wait to be sent together at its interval's end.
     state = rows.HELD if spec.digest else rows.PENDING
@@ -183,19 +226,30 @@ def _notification(
     return rows.notification_row(notification, subscription, text, state, now)
 
 
-def _store(conn: Connection, found: Round) -> int:
+def _edge_runs(
+    conn: Connection, spec: SubscriptionSpec, added: frozenset[FieldEdgeKey], now: datetime
+) -> dict[FieldEdgeKey, list[str]]:
+    """The runs that state each added field edge in the subscription's window, newest first
+    (as a relation's runs are listed)."""
+    stated = stating_runs(graph_of(conn), added, window_of(spec, now))
+    order = newest_first(conn, {run for runs in stated.values() for run in runs})
+    return {key: sorted(runs, key=order) for key, runs in stated.items()}
+
+
+def _store(conn: Connection, found: Round) -> tuple[int, dict[uuid.UUID, int] | None]:
+    """Move the cursor and store what the round found: how many notifications, and the
+    version each changed radius was stored as (None: another process moved the cursor
+    first, and nothing was stored)."""
     if not rows.advance_cursor(
         conn, found.read, found.to, found.swept_at, had_row=found.had_cursor
     ):
-        return 0
-    living = {
-        s.id
-        for s in rows.subscriptions(
-            conn, found.radii.keys() | {n["subscription_id"] for n in found.notifications}
-        )
-    }
-    for subscription, radius in found.radii.items():
-        rows.save_radius(conn, subscription, radius)
+        return 0, None
+    versions: dict[uuid.UUID, int] = {}
+    for subscription, radius in found.stored.items():
+        version = rows.save_radius(conn, subscription, radius)
+        if version is not None:
+            versions[subscription] = version
+    living = {subscription for subscription, _ in rows.versions(conn)}
     notes = [n for n in found.notifications if n["subscription_id"] in living]
     rows.add_notifications(conn, notes)
-    return len(notes)
+    return len(notes), versions

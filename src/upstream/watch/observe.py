@@ -6,7 +6,7 @@ not ask for field edges or schema breaks never walks the field graph."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,23 +24,30 @@ from upstream.model.watch import (
 )
 from upstream.model.window import Window
 from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
 from upstream.query.watch_fields import FieldRadius, Schemas, field_radius, schema_breaks
 from upstream.query.watch_radius import (
-    radius_of,
+    RadiusRows,
     radius_walk,
     watched_datasets,
     watched_fields,
     window_of,
 )
 from upstream.store import subscriptions as rows
+from upstream.store.graph_rows import deleted_ids
 
 
 @dataclass(frozen=True)
 class Observation:
     seen: Seen
-    #: The radius's relations, one per run, for the notification to show.
-    shown: list[ShownRelation]
+    #: The radius's relations, one per run, for a notification to show (None: a field or
+    #: a tag watch, which has none).
+    rows: RadiusRows | None
+
+    def shown(self, relations: Collection[RadiusRelation]) -> list[ShownRelation]:
+        """The runs of `relations`, as a notification shows them."""
+        return [] if self.rows is None else self.rows.shown(relations)
 
 
 def by_datasets(spec: SubscriptionSpec) -> bool:
@@ -49,23 +56,38 @@ def by_datasets(spec: SubscriptionSpec) -> bool:
     return spec.watch.kind in ("dataset", "namespace")
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What every subscription a round looks at shares: the read, the graph index at its
+    snapshot, and the schemas read in it."""
+
+    conn: Connection
+    graph: Graph
+    schemas: Schemas
+    #: Every deleted dataset, job and namespace (ids as text): deletions are few, and a
+    #: round asks about the entities of each radius it looks at.
+    deleted: frozenset[str]
+
+    @classmethod
+    def of(cls, conn: Connection, schemas: Schemas | None = None) -> Snapshot:
+        return cls(conn, graph_of(conn), schemas or Schemas(conn), frozenset(deleted_ids(conn)))
+
+
 def observe(
-    conn: Connection,
+    snapshot: Snapshot,
     spec: SubscriptionSpec,
     before: Radius,
     failed: Sequence[rows.FailedWrite],
     now: datetime,
-    schemas: Schemas | None = None,
 ) -> Observation:
     """The radius as it stands now, with the failed runs of `failed` that wrote into it
-    and the fields gone from the schemas it watched `before` (read through `schemas`, which
-    a round shares among its subscriptions)."""
+    and the fields gone from the schemas it watched `before`."""
+    conn, graph = snapshot.conn, snapshot.graph
     seeds = watched_datasets(conn, spec.watch)
     window = window_of(spec, now)
-    graph = graph_of(conn)
     datasets = by_datasets(spec)
-    shown = radius_walk(conn, spec, seeds, now) if datasets else []
-    relations = radius_of(shown)
+    walked = radius_walk(graph, snapshot.deleted, spec, seeds, now) if datasets else None
+    relations = frozenset() if walked is None else walked.relations()
     fields = FieldRadius(frozenset(), frozenset())
     if not datasets or "field_edges_changed" in spec.changes:
         starts = watched_fields(conn, spec.watch)
@@ -75,13 +97,13 @@ def observe(
     seed_ids = frozenset(str(s) for s in seeds)
     within = seed_ids | {r.dataset_id for r in relations} if datasets else fields.datasets
     entities = before.nodes | before.deleted | seed_ids | {n for r in relations for n in r[:2]}
-    deleted_now = rows.deleted_among(conn, entities)
+    deleted_now = entities & snapshot.deleted
     schema: frozenset[SchemaField] = frozenset()
     breaks: tuple[SchemaBreak, ...] = ()
     if "schema_break" in spec.changes:
         watched = None if datasets else fields.fields
         schema, breaks = _schema(
-            conn, schemas or Schemas(conn), spec, before, within - deleted_now, watched, window
+            graph, snapshot.schemas, spec, before, within - deleted_now, watched, window
         )
     seen = Seen(
         relations,
@@ -92,11 +114,11 @@ def observe(
         schema,
         breaks,
     )
-    return Observation(seen, shown)
+    return Observation(seen, walked)
 
 
 def _schema(
-    conn: Connection,
+    graph: Graph,
     schemas: Schemas,
     spec: SubscriptionSpec,
     before: Radius,
@@ -115,7 +137,7 @@ def _schema(
         return field[0] in within and (watched is None or field in watched)
 
     gone = vanished(before.schema, schema, still_watched)
-    return schema, schema_breaks(graph_of(conn), gone, within, spec.levels, window)
+    return schema, schema_breaks(graph, gone, within, spec.levels, window)
 
 
 def _failed_runs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -52,11 +53,13 @@ def notification_body(
     change: RadiusChange,
     named: dict[str, tuple[str, EntityId]],
     links: Links,
+    edge_runs: Mapping[FieldEdgeKey, list[str]],
 ) -> dict[str, Any]:
     """`{"id", "subscription", "change", "changes", "at", "position", "watch", "added",
     "removed", "deleted", "revived", "failedRuns", "fieldEdges", "schemaBreaks", "data",
     "programs", "links"}`: `change` is the most significant of `changes`, the kinds this
-    notification carries."""
+    notification carries. `edge_runs` holds the runs that state each added field edge, as
+    `added` relations hold theirs; a removed edge, like a removed relation, names none."""
 
     def entities(ids: frozenset[str]) -> list[EntityId]:
         return [named[i][1] for i in sorted(ids, key=lambda i: named[i][0]) if i in named]
@@ -67,14 +70,18 @@ def notification_body(
 
     def edges(keys: frozenset[FieldEdgeKey]) -> list[dict[str, Any]]:
         shown = [
-            {
-                "source": field(e.source_dataset, e.source_field),
-                "target": field(e.target_dataset, e.target_field),
-                "origin": e.origin,
-            }
+            (
+                {
+                    "source": field(e.source_dataset, e.source_field),
+                    "target": field(e.target_dataset, e.target_field),
+                    "origin": e.origin,
+                },
+                e,
+            )
             for e in keys
         ]
-        return sorted(shown, key=lambda e: json.dumps(e, sort_keys=True))
+        shown.sort(key=lambda pair: json.dumps(pair[0], sort_keys=True))
+        return [{**entry, "runs": list(edge_runs.get(e, []))} for entry, e in shown]
 
     edges_told = "field_edges_changed" in kinds
 

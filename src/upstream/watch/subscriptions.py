@@ -27,7 +27,7 @@ from upstream.query.lookup import existing_dataset, existing_namespace
 from upstream.query.tag_reach import tagged_fields
 from upstream.store import subscriptions as rows
 from upstream.store.change_log import position
-from upstream.watch.observe import observe
+from upstream.watch.observe import Snapshot, observe
 
 
 def checked_subscription(
@@ -62,7 +62,7 @@ def create_subscription(
     against; the answer is the only one that shows the secret."""
     _require_watched(conn, spec.watch)
     start = Radius(since=position(conn))
-    _, radius = compare(start, observe(conn, spec, start, (), now).seen)
+    _, radius = compare(start, observe(Snapshot.of(conn), spec, start, (), now).seen)
     row = rows.SubscriptionRow(uuid.uuid4(), spec.as_json(), secret, radius.as_json(), now)
     rows.add_subscription(conn, row)
     answer = _shown(row)

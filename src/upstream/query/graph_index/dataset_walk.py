@@ -198,10 +198,22 @@ def walk_relations(
     """The relations a walk of `levels` levels from dataset number `seed` in `mode` shows,
     each with the level it is shown at, in no particular order; with `visible`, only
     through and between the nodes it shows, counting what it stopped at there."""
-    walk = WalkView(graph, window, visible)
+    return _shown(graph, *_relation_rows(WalkView(graph, window, visible), seed, mode, levels))
+
+
+def relation_rows(graph: Graph, seed: int, mode: Direction, levels: int, window: Window) -> Ints:
+    """The relations `walk_relations` shows, as distinct rows of (dataset, job, run, write,
+    component) numbers without their levels: for a caller that collapses the runs before
+    it names anything (a watched radius, which a long window gives thousands of runs)."""
+    keys, _ = _relation_rows(WalkView(graph, window), seed, mode, levels)
+    return keys
+
+
+def _relation_rows(walk: WalkView, seed: int, mode: Direction, levels: int) -> tuple[Ints, Ints]:
+    """The distinct relation rows a walk shows, each with its least level."""
     if mode == "both":
-        return _both(walk, seed, levels)
-    return _shown(walk.graph, *_directed(walk, seed, mode, levels))
+        return _least(*_both(walk, seed, levels))
+    return _directed(walk, seed, mode, levels)
 
 
 @dataclass(frozen=True)
@@ -259,7 +271,7 @@ def _depths(size: int) -> Ints:
     return np.full(size + 1, _UNREACHED, dtype=np.int64)
 
 
-def _both(walk: WalkView, seed: int, levels: int) -> dict[ShownRelation, int]:
+def _both(walk: WalkView, seed: int, levels: int) -> tuple[Ints, Ints]:
     graph, r = walk.graph, walk.graph.relations
     datasets, jobs = _depths(len(graph.ids.datasets)), _depths(len(graph.ids.jobs))
     datasets[seed] = 0
@@ -284,7 +296,7 @@ def _both(walk: WalkView, seed: int, levels: int) -> dict[ShownRelation, int]:
         [r[c][rows].astype(np.int64) for c in ("dataset", "job", "run", "write", "component")],
         axis=1,
     )
-    return _least_levels(graph, keys, jobs[shown][owner] + 1)
+    return keys, jobs[shown][owner] + 1
 
 
 def _both_rolled_up(walk: WalkView, seed: int, levels: int, rollup: RollUp) -> tuple[Ints, Ints]:
@@ -541,11 +553,6 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
         np.concatenate([with_stored, without]),
         np.concatenate([levels[owner], levels[bare]]),
     )
-
-
-def _least_levels(graph: Graph, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:
-    distinct, least = _least(keys, levels)
-    return _shown(graph, distinct, least)
 
 
 def _shown(graph: Graph, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:

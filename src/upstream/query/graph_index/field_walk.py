@@ -70,6 +70,23 @@ class FieldEdges:
     def counted(self, rows: Ints) -> Flags:
         """Which of the edge rows `rows` the question counts: those of a set with a link in
         force and in its window (any current link, without a window)."""
+        _, owner = self._counted_links(rows)
+        counted = np.zeros(len(rows), dtype=np.bool_)
+        counted[owner] = True
+        return counted
+
+    def stating_runs(self, rows: Ints) -> list[Ints]:
+        """For each of the edge rows `rows`, the numbers of the runs whose counted links
+        state its set (none for a set only a declaration states)."""
+        links, owner = self._counted_links(rows)
+        runs = self.fields.links["run"][links].astype(np.int64)
+        observed = runs != NONE
+        runs, owner = runs[observed], owner[observed]
+        return [np.unique(runs[owner == i]) for i in range(len(rows))]
+
+    def _counted_links(self, rows: Ints) -> tuple[Ints, Ints]:
+        """The links in force and in the window of the sets of the edge rows `rows`, and for
+        each the position in `rows` of the edge it states."""
         links, owner = self.fields.links_by_set.rows_of(self.fields.edges["set"][rows])
         table = self.fields.links
         if self.view is None:
@@ -77,9 +94,7 @@ class FieldEdges:
         else:
             keep = self.view.in_force(table, links, table["of_run"][links])
             keep &= self.view.run_in_window(table["run"][links].astype(np.int64))
-        counted = np.zeros(len(rows), dtype=np.bool_)
-        counted[owner[keep]] = True
-        return counted
+        return links[keep], owner[keep]
 
     def live(self, datasets: npt.NDArray[np.integer]) -> Flags:
         return ~self.graph.deleted(self.graph.deleted_datasets, datasets)
@@ -262,6 +277,32 @@ class FieldEdges:
                 self.fields.field_of(nodes).tolist(),
                 strict=True,
             )
+        ]
+
+    def named(self, nodes: Ints) -> list[tuple[str, str]]:
+        """The (dataset id as text, field name) of each of `nodes`: `keys` without making
+        uuids, for callers that keep ids as text."""
+        datasets, names = self.graph.ids.datasets.texts, self.fields.names.fields.texts
+        return [
+            (datasets[d], names[n])
+            for d, n in zip(
+                self.fields.dataset_of(nodes).tolist(),
+                self.fields.field_of(nodes).tolist(),
+                strict=True,
+            )
+        ]
+
+    def named_edges(self, rows: Ints) -> list[tuple[str, str, str, str, str]]:
+        """Each of the edge rows `rows` as (source dataset, source field, target dataset,
+        target field, origin as answers name it), ids as text: an edge without its
+        transformations, which are JSON to parse."""
+        f = self.fields
+        sources = self.named(f.source_node[rows].astype(np.int64))
+        targets = self.named(f.target_node[rows].astype(np.int64))
+        origins = f.edges["origin"][rows].tolist()
+        return [
+            (*source, *target, _SHOWN[origin])
+            for source, target, origin in zip(sources, targets, origins, strict=True)
         ]
 
     def as_edges(self, rows: Ints) -> list[FieldEdge]:

@@ -1,0 +1,167 @@
+"""What a dispatcher remembers between rounds, on both stores: a round parses no radius it
+parsed before, reads again one another process stored, looks only at the subscriptions a
+change touched, and reads a schema again only when a change named its dataset. Each with
+the notifications it must still make."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from tests.builders import ds, run_event, schema_facet
+from tests.conftest import post
+from tests.watch.test_notifications import NS, app, job_run, subscribe
+from tests.watch_support import Receiver, deliver, dispatch, receiver_running, recent
+from upstream.store import schema as t
+from upstream.store.engine import Store
+from upstream.watch import dispatcher
+from upstream.watch.memory import SchemaMemory
+from upstream.watch.payload import Links
+
+__all__ = ["app"]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    yield from receiver_running()
+
+
+@contextmanager
+def statements(store: Store) -> Iterator[list[str]]:
+    """The SQL statements `store` runs inside the block."""
+    seen: list[str] = []
+
+    def record(*args: Any) -> None:
+        seen.append(f"{args[2]} {args[3]!r}")  # the statement and its parameters
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+
+
+def reading(column: str) -> Callable[[str], bool]:
+    return lambda statement: statement.lstrip().upper().startswith("SELECT") and column in statement
+
+
+def added(document: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(r["data"], r["program"]) for r in document["added"]]
+
+
+def test_a_warm_round_parses_no_radius(app: TestClient, store: Store, receiver: Receiver) -> None:
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    subscribe(app, receiver, "orders", direction="downstream")
+    dispatch(store)  # the first round reads the subscription
+    post(app, job_run("report", ["orders"], ["dash"]))
+    with statements(store) as seen:
+        assert dispatch(store) == 1
+    assert [s for s in seen if reading("subscriptions.radius")(s)] == []
+    assert [s for s in seen if reading("subscriptions.spec")(s)] == []
+    deliver(store)
+    [sent] = receiver.documents()
+    assert added(sent) == [(f"dataset.{NS}.dash", f"job.{NS}.report"),
+                           (f"dataset.{NS}.orders", f"job.{NS}.report")]  # fmt: skip
+
+
+def test_a_radius_another_process_stored_is_read_again(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """`one` remembers the radius before `report` appeared; `other` tells `report` and
+    stores the radius with it. `one` must read that radius again (its version moved), so it
+    tells only `audit`, not `report` a second time."""
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    subscribe(app, receiver, "orders", direction="downstream")
+    one, other = (dispatcher.Dispatcher(store, Links(), timedelta(days=1)) for _ in range(2))
+    assert one.dispatch_once() == 0
+    post(app, job_run("report", ["orders"], ["dash"]))
+    assert other.dispatch_once() == 1
+    post(app, job_run("audit", ["orders"], ["audit"]))
+    assert one.dispatch_once() == 1
+    post(app, job_run("board", ["orders"], ["board"]))
+    assert one.dispatch_once() == 1  # its own store remembered
+    deliver(store)
+    assert [added(d) for d in receiver.documents()] == [
+        [(f"dataset.{NS}.dash", f"job.{NS}.report"), (f"dataset.{NS}.orders", f"job.{NS}.report")],
+        [(f"dataset.{NS}.audit", f"job.{NS}.audit"), (f"dataset.{NS}.orders", f"job.{NS}.audit")],
+        [(f"dataset.{NS}.board", f"job.{NS}.board"), (f"dataset.{NS}.orders", f"job.{NS}.board")],
+    ]
+
+
+def test_a_round_costs_what_the_change_touched_not_every_subscription(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """A change outside every radius costs a round the same statements with twelve
+    subscriptions as with six: the subscriptions are found by the entities the change
+    touched, not looked at one by one. A change inside one radius is told to that one."""
+    for number in range(12):
+        post(app, job_run(f"etl_{number}", [f"raw_{number}"], [f"orders_{number}"]))
+
+    def round_elsewhere() -> list[str]:
+        post(app, job_run("elsewhere", ["a"], ["b"]))
+        with statements(store) as seen:
+            assert dispatch(store) == 0
+        return seen
+
+    for number in range(6):
+        subscribe(app, receiver, f"orders_{number}", direction="downstream")
+    round_elsewhere()  # the first round reads the subscriptions
+    six = round_elsewhere()
+    for number in range(6, 12):
+        subscribe(app, receiver, f"orders_{number}", direction="downstream")
+    round_elsewhere()
+    twelve = round_elsewhere()
+    assert len(twelve) == len(six)
+
+    post(app, job_run("report", ["orders_7"], ["dash"]))
+    assert dispatch(store) == 1
+    deliver(store)
+    [sent] = receiver.documents()
+    assert added(sent) == [(f"dataset.{NS}.dash", f"job.{NS}.report"),
+                           (f"dataset.{NS}.orders_7", f"job.{NS}.report")]  # fmt: skip
+
+
+def test_schemas_are_read_again_only_for_datasets_a_change_named(
+    app: TestClient, store: Store
+) -> None:
+    def write(name: str, *fields: str) -> None:
+        schema = schema_facet(*((f, "int") for f in fields))
+        post(app, run_event((NS, f"make_{name}"), outputs=[ds(NS, name, schema=schema)],
+                            time=recent()))  # fmt: skip
+
+    write("a", "x")
+    write("b", "y")
+    with store.read() as conn:
+        ids = {n: str(i) for i, n in conn.execute(sa.select(t.datasets.c.id, t.datasets.c.name))}
+    memory = SchemaMemory()
+    fields = reading("datasets.fields")
+    with store.read() as conn, statements(store) as seen:
+        assert memory.at(conn, 0, 5, set()).fields([ids["a"], ids["b"]]) == {
+            (ids["a"], "x"),
+            (ids["b"], "y"),
+        }
+        assert len([s for s in seen if fields(s)]) == 1
+    write("a", "x", "z")
+    with store.read() as conn, statements(store) as seen:
+        # From 5 to 7 the changes named `a`: only `a` is read again.
+        schemas = memory.at(conn, 5, 7, {ids["a"]})
+        assert schemas.fields([ids["a"], ids["b"]]) == {
+            (ids["a"], "x"),
+            (ids["a"], "z"),
+            (ids["b"], "y"),
+        }
+        [read] = [s for s in seen if fields(s)]
+        assert ids["a"].replace("-", "") in read.replace("-", "")
+        assert ids["b"].replace("-", "") not in read.replace("-", "")
+    with store.read() as conn, statements(store) as seen:
+        # Read at another position than where the memory is (another process moved the
+        # cursor), or after a reload: everything is read again.
+        memory.at(conn, 6, 8, set()).fields([ids["b"]])
+        memory.at(conn, 8, 9, None).fields([ids["b"]])
+        assert len([s for s in seen if fields(s)]) == 2

@@ -1,0 +1,105 @@
+"""The watcher lets a write of its process finish before a round, on both stores: a round
+waits while a write is under way, and at most `watch_defer_seconds`, so notifications stay
+prompt under continuous ingest."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from upstream.settings import Settings
+from upstream.store.engine import Store
+from upstream.watch.background import Watcher
+
+
+class Rounds:
+    """Stands for the dispatcher: records when each round began."""
+
+    def __init__(self) -> None:
+        self.began: list[float] = []
+
+    def dispatch_once(self, now: datetime | None = None) -> int:
+        self.began.append(time.monotonic())
+        return 0
+
+
+@pytest.fixture
+def held_write(store: Store) -> Iterator[threading.Event]:
+    """A write transaction of this process under way until the event is set."""
+    release = threading.Event()
+
+    def work(conn: Connection) -> None:
+        release.wait(30)
+
+    writer = threading.Thread(target=lambda: store.write(work))
+    writer.start()
+    deadline = time.monotonic() + 10
+    while not store.writing and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert store.writing
+    yield release
+    release.set()
+    writer.join(30)
+
+
+def watching(store: Store, db_url: str, defer: float) -> tuple[Watcher, Rounds]:
+    settings = Settings(db_url=db_url, watch_poll_seconds=0.02, watch_defer_seconds=defer)
+    watcher = Watcher(store, settings)
+    rounds = Rounds()
+    watcher.dispatcher = rounds  # type: ignore[assignment]
+    return watcher, rounds
+
+
+def test_a_round_waits_for_the_write_under_way(
+    store: Store, db_url: str, held_write: threading.Event
+) -> None:
+    watcher, rounds = watching(store, db_url, defer=30)
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        assert rounds.began == []
+        released = time.monotonic()
+        held_write.set()
+        deadline = time.monotonic() + 10
+        while not rounds.began and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rounds.began
+        assert released <= rounds.began[0] < released + 5  # the bound is 30 s
+    finally:
+        watcher.stop()
+
+
+def test_a_round_waits_at_most_the_defer_bound(
+    store: Store, db_url: str, held_write: threading.Event
+) -> None:
+    watcher, rounds = watching(store, db_url, defer=0.3)
+    started = time.monotonic()
+    watcher.start()
+    try:
+        deadline = started + 10
+        while not rounds.began and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rounds.began
+        assert started + 0.3 <= rounds.began[0] < started + 5  # the write lasts 30 s
+        assert store.writing  # the write is still under way
+    finally:
+        watcher.stop()
+
+
+def test_without_a_write_a_round_does_not_wait(store: Store, db_url: str) -> None:
+    watcher, rounds = watching(store, db_url, defer=30)
+    started = time.monotonic()
+    watcher.start()
+    try:
+        deadline = started + 10
+        while len(rounds.began) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(rounds.began) >= 3
+        assert rounds.began[0] < started + 5  # the bound is 30 s
+    finally:
+        watcher.stop()
