@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None
