@@ -5,7 +5,7 @@ Every time the dispatcher stores a subscription's radius it raises the subscript
 whose version moved (another process stored them) instead of parsing every radius each
 round (design §4.8).
 
-Revision ID: 0019
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-04
 """
