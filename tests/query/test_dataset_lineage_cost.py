@@ -226,4 +226,5 @@ def test_an_answer_names_what_an_earlier_answer_named_without_a_statement(
     assert len(read) == 2, read  # the new dataset's name, and the new job's
     with store.read() as conn:
         body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
-    assert "dataset.ns.chainS4" in body["data"] and "job.ns.chainJ4" in body["programs"]
+    assert "dataset.ns.chainS4" in body["data"]
+    assert "job.ns.chainJ4" in body["programs"]
