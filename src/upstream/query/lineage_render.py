@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
-from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.collapse import KeyedRelation, collapse, listed
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.graph import NO_START
 from upstream.query.graph_index.index import graph_of, names_of
@@ -84,15 +84,22 @@ def render(
     temporary = rolled_up.temporary if rolled_up is not None else _temporary(conn, relations)
     data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
-    keyed = [
-        KeyedRelation(
-            data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
+    if params.collapse:
+        run_order: Callable[[str], Any] | None = None
+        if runs_in_order and "run" in params.collapse:
+            run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+        keyed = [
+            KeyedRelation(
+                data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
+            )
+            for r in relations
+        ]
+        entries = collapse(keyed, params.collapse, run_order)
+    else:
+        entries = listed(
+            (data_keys[d], program_keys[j], access, run or "", component)
+            for d, j, run, access, component in relations
         )
-        for r in relations
-    ]
-    run_order: Callable[[str], Any] | None = None
-    if runs_in_order and "run" in params.collapse:
-        run_order = _newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -109,7 +116,7 @@ def render(
             "start": int(params.start.timestamp()),
             "end": int(params.end.timestamp()),
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
-            "relations": collapse(keyed, params.collapse, run_order),
+            "relations": entries,
             "data": dict(sorted(data.items())),
             "programs": dict(sorted(shown_programs.items())),
         },
