@@ -198,3 +198,33 @@ def test_field_walks_cost_the_same_at_any_depth(
     for kind, cost in costs.items():
         assert len(set(cost.values())) == 1, (kind, cost)
         assert sizes[kind][1] < sizes[kind][5] < sizes[kind][10] < sizes[kind][20], sizes
+
+
+def test_an_answer_names_what_an_earlier_answer_named_without_a_statement(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    """A dataset's or job's name is read once per process (its id is the UUIDv5 of that
+    name, so it never changes): asked again, the same answer reads no name, and a dataset
+    written since is named by one statement that reads it alone."""
+    store, statements = counted
+    chain(client, 3)
+    bring_index_up_to_date(store)
+    params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=5)
+
+    def names_read() -> list[str]:
+        statements.clear()
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
+        assert body["data"]
+        return [s for s in statements if "datasets.name" in s or "jobs.name" in s]
+
+    assert names_read()  # the first answer reads them
+    assert names_read() == []
+    post(client, run("chainJ4", rid(), reads=["chainS3"], writes=["chainS4"]))
+    bring_index_up_to_date(store)
+    read = names_read()
+    assert len(read) == 2, read  # the new dataset's name, and the new job's
+    with store.read() as conn:
+        body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
+    assert "dataset.ns.chainS4" in body["data"]
+    assert "job.ns.chainJ4" in body["programs"]

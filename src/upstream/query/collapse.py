@@ -56,22 +56,30 @@ def collapse(
     return rendered
 
 
+#: A relation as `listed` takes it: (data, program, access, run, component), "" for no run
+#: and for no component.
+RelationRow = tuple[str, str, str, str, str]
+
+
 def _listed(relations: Iterable[KeyedRelation]) -> list[RelationEntry]:
-    """`collapse` with no dimension collapsed: each distinct relation is its own group, in
-    the order `collapse` sorts groups by, which for one relation each is the order of its
-    fields (a missing run or component sorts first, as an empty list does)."""
-    ordered = sorted(
-        set(relations), key=lambda r: (r.data, r.program, r.access, r.run or "", r.component)
-    )
+    """`collapse` with no dimension collapsed."""
+    return listed((r.data, r.program, r.access, r.run or "", r.component) for r in relations)
+
+
+def listed(rows: Iterable[RelationRow]) -> list[RelationEntry]:
+    """Each distinct relation of `rows` as its own group, in the order `collapse` sorts
+    groups by, which for one relation each is the order of its fields (a missing run or
+    component sorts first, as an empty list does). Plain tuples, which sort without a key
+    function: an answer lists tens of thousands."""
     return [
         {
-            "data": rel.data,
-            "program": rel.program,
-            "accesses": [rel.access],
-            "runs": [rel.run] if rel.run is not None else [],
-            "components": [rel.component] if rel.component else [],
+            "data": data,
+            "program": program,
+            "accesses": [access],
+            "runs": [run] if run else [],
+            "components": [component] if component else [],
         }
-        for rel in ordered
+        for data, program, access, run, component in sorted(set(rows))
     ]
 
 

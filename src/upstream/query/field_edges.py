@@ -32,23 +32,30 @@ class Side(NamedTuple):
     window: Window
 
 
-def field_edges_among(conn: Connection, sides: Sequence[Side]) -> list[set[FieldEdge]]:
+#: A field edge as the index numbers it: (source dataset, source field, target dataset,
+#: target field). Two sides compare by these, and only the edges one side lacks are named.
+EdgeNumbers = tuple[int, int, int, int]
+
+
+def field_edges_among(conn: Connection, sides: Sequence[Side]) -> list[set[EdgeNumbers]]:
     """For each side, every field edge whose two datasets are both in its datasets."""
     graph = graph_of(conn)
-    found: list[set[FieldEdge]] = []
+    found: list[set[EdgeNumbers]] = []
     for side in sides:
         edges = FieldEdges(graph, side.window)
         rows = edges.among(edges.datasets(side.datasets))
-        f = graph.fields
-        datasets, fields = graph.ids.datasets.texts, f.names.fields.texts
         columns = (
-            f.edges[name][rows].tolist()
+            graph.fields.edges[name][rows].tolist()
             for name in ("source_dataset", "source_field", "target_dataset", "target_field")
         )
-        found.append(
-            {
-                FieldEdge(datasets[s], fields[sf], datasets[t], fields[tf])
-                for s, sf, t, tf in zip(*columns, strict=True)
-            }
-        )
+        found.append(set(zip(*columns, strict=True)))
     return found
+
+
+def named_edges(conn: Connection, numbered: Collection[EdgeNumbers]) -> list[FieldEdge]:
+    """The edges `numbered` with their datasets' ids and their fields' names."""
+    graph = graph_of(conn)
+    datasets, fields = graph.ids.datasets.texts, graph.fields.names.fields.texts
+    return [
+        FieldEdge(datasets[s], fields[sf], datasets[t], fields[tf]) for s, sf, t, tf in numbered
+    ]

@@ -22,9 +22,9 @@ from upstream.model.direction import Step
 from upstream.model.identity import DatasetRef
 from upstream.query.answers import FieldsOfDataset, FieldSummaryAnswer
 from upstream.query.field_lineage import FieldQuery
-from upstream.query.field_operation_sets import dataset_names, require_field
+from upstream.query.field_operation_sets import require_field
 from upstream.query.graph_index.field_walk import FieldEdges
-from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.lookup import existing_dataset
 
@@ -54,7 +54,7 @@ def field_summary(
         for side, step in sides
         if query.direction in (side, "both")
     }
-    names = dataset_names(conn, {d for found in reached.values() for d, _ in found})
+    names = _names(conn, {d for found in reached.values() for d, _ in found})
     result: dict[str, object] = {
         side: render_fields_by_dataset(names, found, found) for side, found in reached.items()
     }
@@ -62,6 +62,13 @@ def field_summary(
         result["hiddenNodes"] = edges.hidden_nodes
         result["hiddenRelations"] = edges.hidden_relations
     return cast(FieldSummaryAnswer, result)
+
+
+def _names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
+    """Each dataset's identity, as the process keeps the names (`graph_index.names`)."""
+    names, _ = names_of(conn)
+    texts = {str(i): i for i in ids}
+    return {texts[text]: DatasetRef(*name) for text, name in names.of(conn, texts).items()}
 
 
 def render_fields_by_dataset(

@@ -27,7 +27,7 @@ from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
 from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
-from upstream.query.field_edges import FieldEdge, Side, field_edges_among
+from upstream.query.field_edges import FieldEdge, Side, field_edges_among, named_edges
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import DiffQuery, LineageQuery
 
@@ -152,7 +152,10 @@ def lineage_diff(
     edges = field_edges_among(
         conn, [Side(k, p.window) for k, p in zip(keys, (params.before, params.after), strict=True)]
     )
-    before, after = (_Answer.of(body, k, e) for body, k, e in zip(bodies, keys, edges, strict=True))
+    one_sided = (named_edges(conn, edges[0] - edges[1]), named_edges(conn, edges[1] - edges[0]))
+    before, after = (
+        _Answer.of(body, k, e) for body, k, e in zip(bodies, keys, one_sided, strict=True)
+    )
     response: dict[str, Any] = {
         "from": _described(params.before, bodies[0]),
         "to": _described(params.after, bodies[1]),
@@ -211,8 +214,8 @@ def _dataset_keys(body: LineageAnswer) -> DatasetKeys:
 @dataclass(frozen=True)
 class _Answer:
     """One side: the lineage answer and its datasets' keys, its relations by identity (runs
-    collapsed) with their run counts, and its field edges by the keys of their ends. Only
-    the edges one side has and the other lacks are written out, so each is kept as read."""
+    collapsed) with their run counts, and the field edges it has and the other side lacks,
+    by the keys of their ends (the sides compare their edges by the index's numbers)."""
 
     body: LineageAnswer
     keys: DatasetKeys
@@ -221,7 +224,7 @@ class _Answer:
     field_edges: dict[FieldEdgeKey, FieldEdge]
 
     @classmethod
-    def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: set[FieldEdge]) -> _Answer:
+    def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: list[FieldEdge]) -> _Answer:
         relations: dict[RelationId, dict[str, Any]] = {}
         runs: dict[RelationId, int] = {}
         for relation in body["relations"]:
@@ -261,10 +264,7 @@ def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
             {**side.relations[key], "runs": side.runs[key]}
             for key in sorted(side.relations.keys() - other.relations.keys())
         ],
-        "fieldEdges": [
-            side.field_edge(side.field_edges[key])
-            for key in sorted(side.field_edges.keys() - other.field_edges.keys())
-        ],
+        "fieldEdges": [side.field_edge(side.field_edges[key]) for key in sorted(side.field_edges)],
         "data": sorted(side.body["data"].keys() - other.body["data"].keys()),
         "programs": sorted(side.body["programs"].keys() - other.body["programs"].keys()),
     }

@@ -19,10 +19,13 @@ from sqlalchemy.engine import Connection
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
-from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.collapse import KeyedRelation, collapse, listed
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.graph import NO_START
-from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.index import graph_of, names_of
+from upstream.query.graph_index.names import Name
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.lineage_params import LineageParams
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
@@ -71,22 +74,32 @@ def render(
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
     into one relation are listed newest first, or by id without `runs_in_order`."""
     dataset_ids = {str(seed)} | {r.dataset_id for r in relations}
-    datasets = _datasets(conn, dataset_ids)
-    programs = _programs(
-        conn, {r.job_id for r in relations}, rolled_up.workflows if rolled_up else set()
+    dataset_names, job_names = names_of(conn)
+    datasets = dataset_names.of(conn, dataset_ids)
+    programs = _named_programs(
+        conn,
+        job_names.of(conn, {r.job_id for r in relations}),
+        rolled_up.workflows if rolled_up else set(),
     )
     temporary = rolled_up.temporary if rolled_up is not None else _temporary(conn, relations)
     data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
     program_keys = {job_id: program.key for job_id, program in programs.items()}
-    keyed = [
-        KeyedRelation(
-            data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
+    if params.collapse:
+        run_order: Callable[[str], Any] | None = None
+        if runs_in_order and "run" in params.collapse:
+            run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
+        keyed = [
+            KeyedRelation(
+                data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
+            )
+            for r in relations
+        ]
+        entries = collapse(keyed, params.collapse, run_order)
+    else:
+        entries = listed(
+            (data_keys[d], program_keys[j], access, run or "", component)
+            for d, j, run, access, component in relations
         )
-        for r in relations
-    ]
-    run_order: Callable[[str], Any] | None = None
-    if runs_in_order and "run" in params.collapse:
-        run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -103,7 +116,7 @@ def render(
             "start": int(params.start.timestamp()),
             "end": int(params.end.timestamp()),
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
-            "relations": collapse(keyed, params.collapse, run_order),
+            "relations": entries,
             "data": dict(sorted(data.items())),
             "programs": dict(sorted(shown_programs.items())),
         },
@@ -115,15 +128,23 @@ def render(
     return response
 
 
-def _datasets(conn: Connection, ids: Collection[str]) -> dict[str, tuple[str, str]]:
-    """The namespace and name of each dataset of `ids`."""
-    d = t.datasets.c
-    found: dict[str, tuple[str, str]] = {}
-    dialect = conn.dialect.name
-    for matches in text_id_filters(conn, d.id, ids):
-        query = sa.select(id_text(d.id, dialect), d.namespace, d.name).where(matches)
-        found.update({id_: (namespace, name) for id_, namespace, name in conn.execute(query)})
-    return found
+def _named_programs(
+    conn: Connection, names: dict[str, Name], rolled_up: Collection[str]
+) -> dict[str, _Program]:
+    """Each job of `names` (id text: namespace and name) as the answer shows it, a workflow
+    when the index says it is one or when the rollup made it stand for the runs inside its
+    runs (`rolled_up`). A job the index has not numbered (none of a walk's) is looked up."""
+    graph = graph_of(conn)
+    numbers = [graph.ids.jobs.known(job_id) for job_id in names]
+    flags = graph.workflows.are_workflows(
+        np.array([NONE if n is None else n for n in numbers], dtype=np.int64)
+    ).tolist()
+    unnumbered = [uuid.UUID(j) for j, n in zip(names, numbers, strict=True) if n is None]
+    looked_up = job_kinds(conn, unnumbered) if unnumbered else {}
+    return {
+        job_id: _Program(namespace, name, job_id in rolled_up or looked_up.get(job_id, workflow))
+        for (job_id, (namespace, name)), workflow in zip(names.items(), flags, strict=True)
+    }
 
 
 def _programs(

@@ -32,7 +32,7 @@ from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.graph_index.dataset_walk import microseconds
 from upstream.query.graph_index.graph import Graph
-from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.run_walk import run_links
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.job_dependencies import run_dependencies
@@ -288,12 +288,10 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
-    d = t.datasets.c
-    found: dict[uuid.UUID, tuple[str, str]] = {}
-    for matches in id_filters(conn, d.id, ids):
-        for row in conn.execute(sa.select(d.id, d.namespace, d.name).where(matches)):
-            found[row.id] = (row.namespace, row.name)
-    return found
+    """Each dataset's namespace and name, as the process keeps them (`graph_index.names`)."""
+    names, _ = names_of(conn)
+    texts = {str(i): i for i in ids}
+    return {texts[text]: name for text, name in names.of(conn, texts).items()}
 
 
 def _since(conn: Connection, links: list[Link]) -> dict[tuple[uuid.UUID, uuid.UUID, str], datetime]:

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
-from upstream.store.dialect import epoch_microseconds, id_filters, id_text
+from upstream.store.dialect import epoch_microseconds, id_filters, id_text, text_id_filters
 
 #: (id, job id, started, ended, completed, parent run id or None, has events): a run, its span
 #: (None where unknown), whether its state is COMPLETE, the run it names as parent, and
@@ -84,6 +84,18 @@ def _matching(
 def entity_ids(conn: Connection, table: sa.Table) -> list[str]:
     """Every id of `table` (datasets or jobs)."""
     return list(conn.execute(sa.select(id_text(table.c.id, conn.dialect.name))).scalars())
+
+
+def entity_names(
+    conn: Connection, table: sa.Table, ids: Collection[str]
+) -> Iterator[tuple[str, tuple[str, str]]]:
+    """The (namespace, name) of each of `ids` (as text) that `table` (datasets or jobs)
+    holds, in one statement (a few on SQLite, `dialect.text_id_filters`)."""
+    c = table.c
+    for matches in text_id_filters(conn, c.id, ids):
+        query = sa.select(id_text(c.id, conn.dialect.name), c.namespace, c.name).where(matches)
+        for id_, namespace, name in conn.execute(query):
+            yield id_, (namespace, name)
 
 
 def deleted_ids(conn: Connection) -> list[str]:

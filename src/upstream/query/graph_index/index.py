@@ -25,7 +25,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from upstream.model.errors import IndexLoading
 from upstream.query.graph_index.graph import Graph, applied, load
+from upstream.query.graph_index.names import EntityNames
 from upstream.store import change_log
+from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.outage import is_database_outage
 
@@ -50,6 +52,9 @@ class GraphIndex:
         #: (the command line's `lineage --db`) turns it off before its first read, and
         #: loads a third less; a version without it is loaded again when it is wanted.
         self.fields_wanted = True
+        #: The names answers show, read once per id (`names`).
+        self.dataset_names = EntityNames(t.datasets)
+        self.job_names = EntityNames(t.jobs)
 
     @property
     def loaded(self) -> bool:
@@ -204,6 +209,12 @@ def position_view(store: Store) -> Callable[[], int]:
 def graph_of(conn: Connection) -> Graph:
     """The index at `conn`'s snapshot (waiting for a load in progress, within its bound)."""
     return index_of(conn.engine).graph(conn, wait=LOAD_WAIT_SECONDS)
+
+
+def names_of(conn: Connection) -> tuple[EntityNames, EntityNames]:
+    """The dataset and job names this process keeps for the database `conn` reads."""
+    index = index_of(conn.engine)
+    return index.dataset_names, index.job_names
 
 
 #: Seconds a read waits for the index a server is loading before it answers 503.

@@ -169,6 +169,11 @@ class Workflows:
         found &= workflow_runs >= 0
         return found
 
+    def are_workflows(self, jobs: Ints) -> Flags:
+        """Which of `jobs` are workflows (NONE and jobs numbered later: none)."""
+        found: Flags = _at(self.job_workflow, jobs)
+        return found
+
     def marked(self, datasets: Ints) -> Flags:
         """Which of `datasets` some run marks temporary, in a workflow or not."""
         rows, owner = self._marks_by_dataset.rows_of(_nodes(datasets, len(self.name_run)))
