@@ -78,13 +78,13 @@ def relations(store: Store) -> set[tuple[str, str, str, str | None]]:
 def counts(store: Store) -> dict[str, int]:
     """Row count of every table: to show a rejected request changed nothing. The watchers'
     cursor is left out: a server's watcher thread writes it on its own schedule, whatever a
-    request did; so are the Kafka consumers' offsets, bookkeeping of how events came, not
-    lineage."""
+    request did; so are the Kafka consumers' offsets and the fates of a publishing front's
+    batches, bookkeeping of how events came, not lineage."""
     with store.read() as conn:
         return {
             table.name: conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
             for table in t.metadata.sorted_tables
-            if table not in (t.watch_cursor, t.kafka_offsets)
+            if table not in (t.watch_cursor, t.kafka_offsets, t.published_batches)
         }
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,23 +25,6 @@ from upstream.settings import Settings, SettingsError, load_settings
 from upstream.store.engine import Store
 
 JSON = {"Content-Type": "application/json"}
-
-
-@pytest.fixture
-def front_topic(kafka_broker: TansuBroker) -> str:
-    return kafka_broker.create_topic(partitions=2)
-
-
-@pytest.fixture
-def front(db_url: str, kafka_broker: TansuBroker, front_topic: str) -> Iterator[TestClient]:
-    settings = Settings(
-        db_url=db_url,
-        publish_to_kafka=True,
-        kafka_bootstrap_servers=kafka_broker.bootstrap,
-        kafka_topic=front_topic,
-    )
-    with TestClient(create_app(settings, migrate=False)) as client:
-        yield client
 
 
 def _child_run(root: bool) -> RunEvent:

@@ -126,7 +126,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         app.state.store = store
         load_in_background(store)
         app.state.group_commit = GroupCommit(store, max_events=settings.max_batch_events)
-        app.state.event_writer = _event_writer(settings, app.state.group_commit)
+        app.state.event_writer = _event_writer(settings, store, app.state.group_commit)
         app.state.views = Views(store)
         app.state.views.plug(position_view(store))
         offset_check = _offset_check(settings)
@@ -199,7 +199,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     return app
 
 
-def _event_writer(settings: Settings, group_commit: GroupCommit) -> EventWriter:
+def _event_writer(settings: Settings, store: Store, group_commit: GroupCommit) -> EventWriter:
     """Where posted OpenLineage events go: Kafka on a publishing front, else the store."""
     if not settings.publish_to_kafka:
         return group_commit
@@ -210,6 +210,7 @@ def _event_writer(settings: Settings, group_commit: GroupCommit) -> EventWriter:
         settings.kafka_bootstrap_servers,
         settings.kafka_topic,
         timeout=settings.kafka_publish_timeout,
+        store=store,
         client_options=settings.kafka_options,
     )
 

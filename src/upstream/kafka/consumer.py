@@ -4,6 +4,10 @@ At-least-once by construction: offsets are committed after the transaction holdi
 batch's events committed, so a consumer killed at any moment leaves its batch to be read
 again, and events are keyed by their content, so reading one again stores nothing twice.
 
+A message of a publishing front's batch (`kafka.batches`) is stored once its batch is
+committed and skipped once it is abandoned; until one or the other, or the batch's deadline,
+the consumer waits, polling, with its partitions paused.
+
 A bad message is refused alone (logged with topic, partition and offset, counted, copied to
 the dead-letter topic when there is one) and its offset is committed with the batch: it never
 blocks its partition. When the database (or the dead-letter topic) is unavailable the consumer
@@ -24,6 +28,7 @@ from typing import TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from upstream.ingest.body import Limits
+from upstream.kafka.batches import BatchTag, judge
 from upstream.kafka.messages import MessageOutcome, Refusal, ingest_messages
 from upstream.kafka.metrics import ConsumerMetrics
 from upstream.settings import Settings
@@ -35,6 +40,9 @@ T = TypeVar("T")
 
 #: Longest wait between two attempts at a batch while the database is away, in seconds.
 MAX_RETRY_DELAY = 30.0
+#: Longest wait between two looks at an undecided batch's fate, in seconds; the first is
+#: 10 ms, as a front usually decides within milliseconds of its messages' arrival.
+MAX_DECISION_WAIT = 0.5
 #: How long a dead-letter copy may take to be acknowledged before it counts as unavailable.
 DEAD_LETTER_TIMEOUT = 30.0
 
@@ -79,6 +87,8 @@ class Totals:
     stored: int = 0
     duplicates: int = 0
     refused: int = 0
+    #: Events of front batches that were abandoned, so never stored.
+    abandoned: int = 0
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
     last_commit_seconds: float | None = None
     waiting: bool = False
@@ -167,14 +177,18 @@ class LineageConsumer:
         started = time.perf_counter()
         self.metrics.messages.labels(self.config.topic).inc(len(batch))
         self.totals.consumed += len(batch)
-        values = [message.value() for message in batch]
+        abandoned = self._until_decided([BatchTag.of(message.headers()) for message in batch])
+        if abandoned is None:
+            return  # stopped while waiting: uncommitted, so read again by whoever goes on
+        kept = [message for index, message in enumerate(batch) if index not in abandoned]
+        values = [message.value() for message in kept]
         following = _following(batch)
         outcomes = self._until_available(
             lambda: ingest_messages(self.store, values, self.config.limits, following)
         )
         if outcomes is None:
-            return  # stopped while waiting: uncommitted, so read again by whoever goes on
-        refusals = [(m, o.refusal) for m, o in zip(batch, outcomes, strict=True) if o.refusal]
+            return
+        refusals = [(m, o.refusal) for m, o in zip(kept, outcomes, strict=True) if o.refusal]
         for message, refusal in refusals:
             self._report_refusal(message, refusal)
         if refusals and self._producer is not None:
@@ -185,8 +199,31 @@ class LineageConsumer:
         seconds = time.perf_counter() - started
         self.metrics.commit_seconds.observe(seconds)
         self.totals.last_commit_seconds = seconds
-        self._count(outcomes)
+        self._count(outcomes, abandoned=len(abandoned))
         self._measure_lag()
+
+    def _until_decided(self, tags: Sequence[BatchTag | None]) -> frozenset[int] | None:
+        """The positions of the messages (of `tags`) whose batch was abandoned, once every
+        batch among them is decided; None when stopped meanwhile. Waiting, the partitions
+        are paused and looked at again after 10 ms, then less and less often."""
+        delay = 0.01
+        paused = False
+        try:
+            while True:
+                verdict = self._until_available(lambda: judge(self.store, tags, time.time()))
+                if verdict is None:
+                    return None
+                if not verdict.undecided:
+                    return verdict.abandoned
+                if not paused:
+                    paused = True
+                    self._consumer.pause(self._consumer.assignment())
+                if self._idle(delay):
+                    return None
+                delay = min(delay * 2, MAX_DECISION_WAIT)
+        finally:
+            if paused:
+                self._consumer.resume(self._consumer.assignment())
 
     def _readable(self, messages: list[Message]) -> list[Message]:
         """The messages with data; the errors among them (no such topic…) are reported."""
@@ -301,13 +338,15 @@ class LineageConsumer:
         self.metrics.refused.labels(self.config.topic, refusal.reason).inc()
         self.totals.refused += 1
 
-    def _count(self, outcomes: Sequence[MessageOutcome]) -> None:
+    def _count(self, outcomes: Sequence[MessageOutcome], *, abandoned: int) -> None:
         stored = sum(o.stored for o in outcomes)
         duplicates = sum(o.duplicates for o in outcomes)
         self.metrics.events.labels(self.config.topic, "stored").inc(stored)
         self.metrics.events.labels(self.config.topic, "duplicate").inc(duplicates)
+        self.metrics.events.labels(self.config.topic, "abandoned").inc(abandoned)
         self.totals.stored += stored
         self.totals.duplicates += duplicates
+        self.totals.abandoned += abandoned
 
     def _measure_lag(self) -> None:
         """High watermark minus position per owned partition, from the last fetch (no

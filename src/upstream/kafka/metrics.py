@@ -23,8 +23,9 @@ class ConsumerMetrics:
         )
         self.events = Counter(
             "upstream_kafka_events",
-            "Events from Kafka by result: stored, or duplicate when the same event was stored "
-            "before (a redelivery, which changes nothing).",
+            "Events from Kafka by result: stored, duplicate when the same event was stored "
+            "before (a redelivery, which changes nothing), or abandoned when a publishing "
+            "front's batch was not wholly acknowledged (none of it is stored).",
             ["topic", "result"],
             registry=registry,
         )

@@ -14,6 +14,8 @@ def progress_line(totals: Totals) -> str:
         f"{totals.duplicates:,} duplicates",
         f"{totals.refused:,} refused",
     ]
+    if totals.abandoned:
+        parts.append(f"{totals.abandoned:,} abandoned")
     if totals.lag:
         lag = f"lag {sum(totals.lag.values()):,}"
         if len(totals.lag) <= 4:

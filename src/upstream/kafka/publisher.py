@@ -9,8 +9,14 @@ in-sync replica (acks=all) and is idempotent, so a broker's retry never doubles 
 A post is answered after the broker acknowledged all of its events, with the partition and
 offset it gave each (the newest per partition is the post's position, design §6); when the
 broker does not within `kafka_publish_timeout` seconds, librdkafka gives the messages up (its
-message time-out is the same) and the post is answered 503 with Retry-After: re-sending it is safe,
-as storing an event twice keeps one.
+message time-out is the same) and the post is answered 503 with Retry-After.
+
+Kafka may take part of a post and fail the rest, and what it took reaches the consumers. So
+the messages of a post of several events carry their batch's tag (`kafka.batches`), and the
+post is answered 201 only once the front committed the batch in the database, after Kafka
+acknowledged every event; on any failure the front abandons it, and a consumer abandons one
+its front never decided. A post answered 503 therefore has none of its events stored, and
+re-sending it is safe. One event posted alone needs no decision: it is published or not.
 """
 
 from __future__ import annotations
@@ -18,16 +24,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from upstream.kafka.batches import DECISION_GRACE, BatchTag
 from upstream.kafka.keys import message_key
-from upstream.model.errors import BrokerUnavailable
+from upstream.model.errors import BrokerUnavailable, StoreUnavailable
 from upstream.model.facts import EventFacts
 from upstream.model.json_text import parse
 from upstream.model.read_position import KafkaOffset, ReadPosition
+from upstream.store import published_batches
+from upstream.store.engine import Store
 from upstream.store.writer import WriteResult
 
 log = logging.getLogger("upstream.kafka")
@@ -45,10 +57,13 @@ class KafkaPublisher:
         topic: str,
         *,
         timeout: float,
+        store: Store,
         client_options: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
         self.topic = topic
         self.timeout = timeout
+        #: Where the fate of each batch is decided (the primary).
+        self._store = store
         self._producer = Producer(
             {
                 **(client_options or {}),
@@ -70,9 +85,14 @@ class KafkaPublisher:
         self, facts: Sequence[EventFacts], *, since: float | None = None
     ) -> WriteResult:
         """Publish `facts` (one post's validated events, in order) and return once the broker
-        acknowledged every one; raises BrokerUnavailable when it did not. `since` is unused:
-        the wait is the publish time-out from now, as librdkafka counts it."""
+        acknowledged every one and, for several, their batch is committed; raises
+        BrokerUnavailable (or StoreUnavailable, the batch undecided) when not, and then none
+        of the events is stored. `since` is unused: the wait is the publish time-out from
+        now, as librdkafka counts it."""
         loop = asyncio.get_running_loop()
+        tag = None
+        if len(facts) > 1:
+            tag = BatchTag(uuid.uuid4(), time.time() + self.timeout + DECISION_GRACE)
         acknowledged: list[asyncio.Future[KafkaOffset]] = [loop.create_future() for _ in facts]
         try:
             for event, done in zip(facts, acknowledged, strict=True):
@@ -80,24 +100,48 @@ class KafkaPublisher:
                     self.topic,
                     value=event.record.payload.encode("utf-8"),
                     key=message_key(parse(event.record.payload)).encode("utf-8"),
+                    headers=tag.headers() if tag else None,
                     on_delivery=_settle(loop, done),
                 )
         except (BufferError, KafkaException) as exc:
-            raise BrokerUnavailable(f"Kafka did not take the events: {exc}") from exc
+            raise await self._give_up(tag, f"Kafka did not take the events: {exc}") from exc
         try:
             outcomes = await asyncio.wait_for(
                 asyncio.gather(*acknowledged, return_exceptions=True), self.timeout + 5
             )
         except TimeoutError:
-            raise BrokerUnavailable("Kafka did not acknowledge the events in time") from None
-        published: list[KafkaOffset] = []
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-            published.append(outcome)
+            raise await self._give_up(tag, "Kafka did not acknowledge the events in time") from None
+        published = [o for o in outcomes if isinstance(o, KafkaOffset)]
+        if len(published) < len(facts):
+            failure = next(o for o in outcomes if not isinstance(o, KafkaOffset))
+            reason = f"Kafka acknowledged {len(published)} of the {len(facts)} events ({failure})"
+            raise await self._give_up(tag, reason)
+        if tag is not None and not await self._decide(tag, committed=True):
+            raise BrokerUnavailable(
+                "Kafka acknowledged the events after their batch's deadline; none of them "
+                "will be stored, re-sending the post is safe"
+            )
         return WriteResult(
             stored=len(facts), duplicates=0, published=ReadPosition.of_offsets(published).offsets
         )
+
+    async def _decide(self, tag: BatchTag, *, committed: bool) -> bool:
+        """Record the batch's fate unless a consumer did first; whether it is committed."""
+        decide = partial(published_batches.decide, batch=tag.batch, committed=committed)
+        return await asyncio.to_thread(self._store.write, decide)
+
+    async def _give_up(self, tag: BatchTag | None, reason: str) -> BrokerUnavailable:
+        """The 503 of a post Kafka did not wholly take, its batch abandoned first, so that
+        consumers skip what Kafka took of it at once; when the database cannot be reached
+        they abandon it themselves at its deadline. One event alone may have reached Kafka
+        with its acknowledgement lost: it may still be stored."""
+        if tag is None:
+            return BrokerUnavailable(f"{reason}; re-sending the post is safe")
+        try:
+            await self._decide(tag, committed=False)
+        except StoreUnavailable as exc:
+            log.warning("batch %s left to its deadline: %s", tag.batch, exc.reason)
+        return BrokerUnavailable(f"{reason}; none of them will be stored, re-send the post")
 
     async def close(self) -> None:
         """Deliver what is still queued (within the publish time-out), then stop."""
@@ -123,7 +167,7 @@ def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[KafkaOffset]) 
             )
             loop.call_soon_threadsafe(_finish, done, where)
         else:
-            failure = BrokerUnavailable(f"Kafka did not acknowledge an event: {error.str()}")
+            failure = BrokerUnavailable(error.str())
             loop.call_soon_threadsafe(_finish, done, failure)
 
     return delivered

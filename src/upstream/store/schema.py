@@ -606,6 +606,17 @@ kafka_offsets = sa.Table(
     sa.Column("next_offset", sa.BigInteger, nullable=False),
 )
 
+published_batches = sa.Table(
+    "published_batches",
+    metadata,
+    # A publishing front's batch of several events, and whether it was committed (its events
+    # are stored) or abandoned (none is), decided once by whoever inserts the row first: the
+    # front after Kafka acknowledged every event, a consumer once its deadline passed
+    # (`upstream.store.published_batches`). Bookkeeping of how events came: a rebuild keeps it.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("committed", sa.Boolean, nullable=False),
+)
+
 access_tokens = sa.Table(
     "access_tokens",
     metadata,
