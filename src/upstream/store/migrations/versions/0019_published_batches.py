@@ -6,8 +6,8 @@ batch is made once, here: the front commits it after Kafka acknowledged every ev
 consumer abandons it once its deadline passed; consumers store a batch's events only once it
 is committed (design §6). Bookkeeping only: a rebuild keeps it.
 
-Revision ID: 0021
-Revises: 0017
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-12-04
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0017"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
