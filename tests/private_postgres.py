@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,7 +93,20 @@ class PrivateCluster:
         return self
 
     def pause_replay(self) -> None:
+        """Stop replaying the primary's WAL, and return once replay has stopped:
+        `pg_wal_replay_pause()` only asks, and on a busy machine the replica went on to
+        replay a write made after the request (the test then saw it on the replica)."""
         self._sql("SELECT pg_wal_replay_pause()")
+        engine = sa.create_engine(self.url)
+        deadline = time.monotonic() + 30
+        try:
+            with engine.connect() as conn:
+                state = sa.text("SELECT pg_get_wal_replay_pause_state()")
+                while conn.execute(state).scalar_one() != "paused":
+                    assert time.monotonic() < deadline, "the replica's replay did not pause"
+                    time.sleep(0.02)
+        finally:
+            engine.dispose()
 
     def resume_replay(self) -> None:
         self._sql("SELECT pg_wal_replay_resume()")
