@@ -57,9 +57,11 @@ def rebuild_seconds(url: str) -> float:
 
 class LockWaits:
     """Backend-seconds spent waiting on a lock in one PostgreSQL database while the block
-    runs, sampled every `interval` seconds from `pg_stat_activity` (each backend seen waiting
-    counts for one interval): an estimate, good to a few intervals. SQLite's writers wait on
-    its one write lock inside the Upstream process, where no view shows it: 0 there."""
+    runs, sampled about every `interval` seconds from `pg_stat_activity` (each backend seen
+    waiting counts for the time since the sample before, not for the nominal interval: on a
+    busy machine samples come late, and counting intervals undercounted the waits): an
+    estimate, good to a few intervals. SQLite's writers wait on its one write lock inside the
+    Upstream process, where no view shows it: 0 there."""
 
     def __init__(self, url: str, interval: float = 0.02) -> None:
         self.url = url
@@ -81,13 +83,16 @@ class LockWaits:
         try:
             with store.engine.connect() as conn:
                 conn.exec_driver_sql("SET statement_timeout = 0")
+                sampled = time.monotonic()
                 while not self._stop.wait(self.interval):
                     waiting = conn.exec_driver_sql(
                         "SELECT count(*) FROM pg_stat_activity WHERE datname = "
                         "current_database() AND wait_event_type = 'Lock'"
                     ).scalar_one()
                     conn.rollback()
-                    self.seconds += int(waiting) * self.interval
+                    now = time.monotonic()
+                    self.seconds += int(waiting) * (now - sampled)
+                    sampled = now
         finally:
             store.dispose()
 
