@@ -280,3 +280,33 @@ def test_a_dispatcher_behind_another_stores_nothing(
     assert store.write(lambda conn: dispatcher._store(conn, second)) == (0, None)
     deliver(store)
     assert len(receiver.documents()) == 1
+
+
+def test_two_dispatchers_sweeping_the_same_quiet_log_store_one_notification(
+    app: TestClient, store: Store, db_url: str, receiver: Receiver
+) -> None:
+    """A sweep with no write since the last round leaves the cursor's position where it
+    was. `one` reads; `other`, on its own engine as another server process, runs a whole
+    sweep and stores the relation gone; then `one` stores: it must find its round taken and
+    store nothing, so the receiver records one id."""
+    from upstream.watch import dispatcher
+
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    subscribe(app, receiver, "orders", direction="upstream", activeDays=3)
+    notify(store)
+    later = recent(-24 * 4)  # four days on: the sweep finds the run too old
+    elsewhere = Store(db_url)
+    try:
+        one = dispatcher.Dispatcher(store, Links(), timedelta(days=1))
+        other = dispatcher.Dispatcher(elsewhere, Links(), timedelta(days=1))
+        with store.read() as conn:
+            first = one._round(conn, later)
+        assert first is not None
+        assert len(first.notifications) == 1
+        assert other.dispatch_once(later) == 1
+        assert store.write(lambda conn: dispatcher._store(conn, first)) == (0, None)
+    finally:
+        elsewhere.dispose()
+    deliver(store, at=later)
+    [sent] = receiver.documents()
+    assert sent["changes"] == ["relation_removed"]

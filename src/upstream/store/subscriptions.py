@@ -3,8 +3,9 @@ notifications and their delivery attempts.
 
 Exactly-once creation across processes needs no lock held while the dispatcher thinks: it
 reads the changes after the cursor on one snapshot, works out the notifications, then, in
-one write transaction, moves the cursor *from the position it read* (`advance_cursor`, a
-compare-and-set) and stores them. A process that lost the race to another moves nothing,
+one write transaction, claims the round after the cursor *as it read it* (`advance_cursor`,
+a compare-and-set on the count of stored rounds, which every round raises even when the
+position stays) and stores them. A process that lost the race to another moves nothing,
 rolls back and stores nothing. Delivery takes each notification with a lease
 (`claim`), a compare-and-set too, so two processes never send one notification at once.
 """
@@ -122,37 +123,52 @@ def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any
     return None if saved is None else int(saved.version)
 
 
-def cursor(conn: Connection) -> tuple[int, datetime | None]:
-    """The change-log position the dispatcher has handled, and when it last looked at every
-    subscription (None: never)."""
+class Cursor(NamedTuple):
+    """The dispatcher's cursor as a round read it."""
+
+    #: The change-log position turned into notifications.
+    position: int
+    #: When a round last looked at every subscription (None: no round was stored yet).
+    swept_at: datetime | None
+    #: How many rounds were stored: what a round claims (`advance_cursor`).
+    rounds: int
+
+
+def cursor(conn: Connection) -> Cursor:
     c = t.watch_cursor.c
-    row = conn.execute(sa.select(c.position, c.swept_at).where(c.id == _CURSOR)).first()
-    return (0, None) if row is None else (int(row.position), row.swept_at)
+    row = conn.execute(sa.select(c.position, c.swept_at, c.rounds).where(c.id == _CURSOR)).first()
+    return Cursor(0, None, 0) if row is None else Cursor(int(row[0]), row[1], int(row[2]))
 
 
-def advance_cursor(
-    conn: Connection, read: int, to: int, swept_at: datetime | None, *, had_row: bool
-) -> bool:
-    """Move the cursor from `read` (what this dispatcher read) to `to`; False, changing
-    nothing, when another dispatcher moved it first. `swept_at` None keeps the old time."""
+def advance_cursor(conn: Connection, read: Cursor, to: int, swept_at: datetime | None) -> bool:
+    """Claim the round after `read` (the cursor this dispatcher read) and move the cursor to
+    `to`; False, changing nothing, when another dispatcher stored a round since, even one
+    that left the position where it was (a sweep with no write between). `swept_at` None
+    keeps the old time."""
     c = t.watch_cursor
-    if not had_row:
+    if read.swept_at is None:
         inserted = conn.execute(
             sa.insert(c)
             .from_select(
-                ["id", "position", "swept_at"],
+                ["id", "position", "swept_at", "rounds"],
                 sa.select(
-                    sa.literal(_CURSOR), sa.literal(to), sa.literal(swept_at, t.Timestamp)
+                    sa.literal(_CURSOR),
+                    sa.literal(to),
+                    sa.literal(swept_at, t.Timestamp),
+                    sa.literal(1),
                 ).where(~sa.exists().where(c.c.id == _CURSOR)),
             )
             .returning(c.c.id)
         )
         return inserted.first() is not None
-    values: dict[str, Any] = {"position": to}
+    values: dict[str, Any] = {"position": to, "rounds": c.c.rounds + 1}
     if swept_at is not None:
         values["swept_at"] = swept_at
     moved = conn.execute(
-        c.update().where(c.c.id == _CURSOR, c.c.position == read).values(**values).returning(c.c.id)
+        c.update()
+        .where(c.c.id == _CURSOR, c.c.rounds == read.rounds)
+        .values(**values)
+        .returning(c.c.id)
     )
     return moved.first() is not None
 
