@@ -13,7 +13,7 @@ rolls back and stores nothing. Delivery takes each notification with a lease
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -110,17 +110,18 @@ def remove_subscription(conn: Connection, subscription: uuid.UUID) -> bool:
     return gone.rowcount > 0
 
 
-def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any]) -> int | None:
-    """Store the subscription's radius; the version it is stored as, or None when the
-    subscription is gone."""
+def save_radii(conn: Connection, radii: Mapping[uuid.UUID, dict[str, Any]]) -> None:
+    """Store each subscription's radius of `radii`, raising its version, in one statement
+    (a subscription gone meanwhile is left out)."""
+    if not radii:
+        return
     s = t.subscriptions
-    saved = conn.execute(
+    conn.execute(
         s.update()
-        .where(s.c.id == subscription)
-        .values(radius=radius, version=s.c.version + 1)
-        .returning(s.c.version)
-    ).first()
-    return None if saved is None else int(saved.version)
+        .where(s.c.id == sa.bindparam("subscription"))
+        .values(radius=sa.bindparam("stored", type_=t.Json), version=s.c.version + 1),
+        [{"subscription": id_, "stored": radius} for id_, radius in radii.items()],
+    )
 
 
 class Cursor(NamedTuple):

@@ -133,7 +133,7 @@ class Dispatcher:
         swept_at = now if sweep else None
         if not looked_at:
             return Round(cursor, newest, swept_at, {}, {}, [], {})
-        snapshot = Snapshot.of(conn, schemas)
+        snapshot = Snapshot.of(conn, [held.spec.watch for held in looked_at], schemas)
         radii: dict[uuid.UUID, Radius] = {}
         notes: list[dict[str, Any]] = []
         seeds: dict[uuid.UUID, frozenset[str]] = {}
@@ -241,12 +241,11 @@ def _store(conn: Connection, found: Round) -> tuple[int, dict[uuid.UUID, int] | 
     first, and nothing was stored)."""
     if not rows.advance_cursor(conn, found.read, found.to, found.swept_at):
         return 0, None
-    versions: dict[uuid.UUID, int] = {}
-    for subscription, radius in found.stored.items():
-        version = rows.save_radius(conn, subscription, radius)
-        if version is not None:
-            versions[subscription] = version
-    living = {subscription for subscription, _ in rows.versions(conn)}
+    rows.save_radii(conn, found.stored)
+    living = dict(rows.versions(conn))
+    versions = {
+        subscription: living[subscription] for subscription in found.stored.keys() & living.keys()
+    }
     notes = [n for n in found.notifications if n["subscription_id"] in living]
     rows.add_notifications(conn, notes)
     return len(notes), versions
