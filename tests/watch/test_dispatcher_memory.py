@@ -165,3 +165,20 @@ def test_schemas_are_read_again_only_for_datasets_a_change_named(
         memory.at(conn, 6, 8, set()).fields([ids["b"]])
         memory.at(conn, 8, 9, None).fields([ids["b"]])
         assert len([s for s in seen if fields(s)]) == 2
+
+
+def test_a_round_reads_aliases_once_and_stores_its_radii_in_one_statement(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    """Three subscriptions the change concerns: one read of the watched datasets' aliases
+    and one update of the three radii, not one of each per subscription."""
+    post(app, job_run("etl", ["raw"], ["orders", "refunds", "returns"]))
+    for dataset in ("orders", "refunds", "returns"):
+        subscribe(app, receiver, dataset, direction="upstream")
+    dispatch(store)
+    post(app, job_run("loader", ["s3"], ["orders", "refunds", "returns"]))
+    with statements(store) as seen:
+        assert dispatch(store) == 3
+    updates = [s for s in seen if s.lstrip().upper().startswith("UPDATE SUBSCRIPTIONS")]
+    assert len(updates) == 1
+    assert len([s for s in seen if reading("dataset_aliases")(s)]) == 1

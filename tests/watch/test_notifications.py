@@ -4,6 +4,7 @@ change nothing a subscriber sees."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -280,3 +281,72 @@ def test_a_dispatcher_behind_another_stores_nothing(
     assert store.write(lambda conn: dispatcher._store(conn, second)) == (0, None)
     deliver(store)
     assert len(receiver.documents()) == 1
+
+
+def test_two_dispatchers_sweeping_the_same_quiet_log_store_one_notification(
+    app: TestClient, store: Store, db_url: str, receiver: Receiver
+) -> None:
+    """A sweep with no write since the last round leaves the cursor's position where it
+    was. `one` reads; `other`, on its own engine as another server process, runs a whole
+    sweep and stores the relation gone; then `one` stores: it must find its round taken and
+    store nothing, so the receiver records one id."""
+    from upstream.watch import dispatcher
+
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    subscribe(app, receiver, "orders", direction="upstream", activeDays=3)
+    notify(store)
+    later = recent(-24 * 4)  # four days on: the sweep finds the run too old
+    elsewhere = Store(db_url)
+    try:
+        one = dispatcher.Dispatcher(store, Links(), timedelta(days=1))
+        other = dispatcher.Dispatcher(elsewhere, Links(), timedelta(days=1))
+        with store.read() as conn:
+            first = one._round(conn, later)
+        assert first is not None
+        assert len(first.notifications) == 1
+        assert other.dispatch_once(later) == 1
+        assert store.write(lambda conn: dispatcher._store(conn, first)) == (0, None)
+    finally:
+        elsewhere.dispose()
+    deliver(store, at=later)
+    [sent] = receiver.documents()
+    assert sent["changes"] == ["relation_removed"]
+
+
+def test_two_dispatchers_storing_the_same_sweep_at_once_store_it_once(
+    app: TestClient, store: Store, db_url: str, receiver: Receiver
+) -> None:
+    """Both read the cursor before either stores; `one` stores and holds its transaction
+    open, so `other`'s store waits on the cursor's row and, once `one` commits, must find
+    the round taken. SQLite runs one write at a time: there the test above is the race."""
+    from upstream.watch import dispatcher
+
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite runs one write transaction at a time")
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    subscribe(app, receiver, "orders", direction="upstream", activeDays=3)
+    notify(store)
+    later = recent(-24 * 4)
+    one, other = (dispatcher.Dispatcher(store, Links(), timedelta(days=1)) for _ in range(2))
+    with store.read() as conn:
+        first, second = one._round(conn, later), other._round(conn, later)
+    assert first is not None
+    assert second is not None
+    elsewhere = Store(db_url)
+    outcome: list[tuple[int, object]] = []
+    waiting = threading.Thread(
+        target=lambda: outcome.append(elsewhere.write(lambda c: dispatcher._store(c, second)))
+    )
+    try:
+        with store.engine.connect() as conn, conn.begin():
+            assert dispatcher._store(conn, first)[0] == 1
+            waiting.start()
+            waiting.join(1)
+            assert waiting.is_alive()  # waiting for the cursor's row
+        waiting.join(30)
+    finally:
+        elsewhere.dispose()
+    assert outcome == [(0, None)]
+    deliver(store, at=later)
+    [sent] = receiver.documents()
+    assert sent["changes"] == ["relation_removed"]

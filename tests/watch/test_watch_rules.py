@@ -193,6 +193,9 @@ def test_a_radius_with_fields_reads_back_and_an_old_one_reads_without() -> None:
     assert Radius.from_json(radius.as_json()) == radius
     old = {"relations": [], "deleted": [], "failedRuns": [], "since": 3}
     assert Radius.from_json(old) == Radius(since=3)
+    # Stored before the schema was one flat list: (dataset, field) pairs.
+    paired = {**old, "schema": [["orders", "total"]]}
+    assert Radius.from_json(paired) == Radius(since=3, schema=frozenset({("orders", "total")}))
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
+from itertools import chain
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
@@ -383,12 +385,13 @@ class Radius:
     field_edges: frozenset[FieldEdgeKey] = frozenset()
     schema: frozenset[SchemaField] = frozenset()
 
-    @property
+    @cached_property
     def nodes(self) -> frozenset[str]:
-        """The datasets and jobs of the radius's relations, by id."""
+        """The datasets and jobs of the radius's relations, by id (worked out once: a
+        dispatcher asks each round about every radius it remembers)."""
         return frozenset(r.dataset_id for r in self.relations) | {r.job_id for r in self.relations}
 
-    @property
+    @cached_property
     def entities(self) -> frozenset[str]:
         """Every dataset and job whose change may change this radius, by id."""
         ends = {e.source_dataset for e in self.field_edges} | {
@@ -397,25 +400,30 @@ class Radius:
         return self.nodes | self.deleted | ends | {d for d, _ in self.schema}
 
     def as_json(self) -> dict[str, Any]:
-        # Tuples sorted before they become lists: comparing tuples is several times faster.
+        # In no order (it is read back into sets), the schema's fields as one flat list of
+        # dataset, field, dataset, field…: a dispatcher round stores every radius that
+        # changed, and the schema, the largest part, is then flattened without a loop.
         return {
-            "relations": [list(r) for r in sorted(self.relations)],
-            "deleted": sorted(self.deleted),
+            "relations": [tuple(r) for r in self.relations],
+            "deleted": list(self.deleted),
             "failedRuns": list(self.failed_runs),
             "since": self.since,
-            "fieldEdges": [list(e) for e in sorted(self.field_edges)],
-            "schema": [list(f) for f in sorted(self.schema)],
+            "fieldEdges": [tuple(e) for e in self.field_edges],
+            "schemaFields": list(chain.from_iterable(self.schema)),
         }
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> Radius:
+        flat = iter(stored.get("schemaFields", ()))
+        # A radius stored before the flat list holds (dataset, field) pairs in "schema".
+        fields = chain(zip(flat, flat, strict=True), (tuple(f) for f in stored.get("schema", ())))
         return cls(
             frozenset(RadiusRelation(*r) for r in stored["relations"]),
             frozenset(stored["deleted"]),
             tuple(stored["failedRuns"]),
             stored["since"],
             frozenset(FieldEdgeKey(*e) for e in stored.get("fieldEdges", [])),
-            frozenset((d, f) for d, f in stored.get("schema", [])),
+            frozenset(fields),
         )
 
 

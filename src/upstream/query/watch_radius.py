@@ -9,7 +9,7 @@ direction and levels over its last `activeDays` days shows: no second notion of 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,28 +32,44 @@ from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import render
 from upstream.query.tag_reach import tagged_fields
 from upstream.store import schema as t
-from upstream.store.aliases import canonical_ref
+from upstream.store.aliases import canonical_refs
 from upstream.store.dialect import id_filters
 
 
-def watched_datasets(conn: Connection, watch: Watched) -> frozenset[uuid.UUID]:
+def aliases_of(conn: Connection, watches: Iterable[Watched]) -> dict[uuid.UUID, DatasetRef]:
+    """The identity each dataset or field watch's dataset stands under, for those that are
+    aliases, read at once for many watches (`watched_datasets`, `watched_fields`)."""
+    named = {DatasetRef(w.namespace, w.name).id for w in watches if w.kind in ("dataset", "field")}
+    return canonical_refs(conn, named) if named else {}
+
+
+def _standing(watch: Watched, aliases: Mapping[uuid.UUID, DatasetRef]) -> uuid.UUID:
+    """The id the watched dataset stands under (its own unless it is an alias)."""
+    ref = DatasetRef(watch.namespace, watch.name)
+    return aliases.get(ref.id, ref).id
+
+
+def watched_datasets(
+    conn: Connection, watch: Watched, aliases: Mapping[uuid.UUID, DatasetRef]
+) -> frozenset[uuid.UUID]:
     """The ids of the datasets a watch names: the watched dataset or the watched field's
-    (the id it stands under, for an alias), every dataset of the namespace, or the datasets
-    of the fields carrying the tag."""
+    (the id it stands under, for an alias, of `aliases_of`), every dataset of the
+    namespace, or the datasets of the fields carrying the tag."""
     if watch.kind in ("dataset", "field"):
-        return frozenset({canonical_ref(conn, DatasetRef(watch.namespace, watch.name)).id})
+        return frozenset({_standing(watch, aliases)})
     if watch.kind == "namespace":
         d = t.datasets.c
         found = conn.execute(sa.select(d.id).where(d.namespace == watch.namespace)).scalars()
         return frozenset(found)
-    return frozenset(d for d, _ in watched_fields(conn, watch))
+    return frozenset(d for d, _ in watched_fields(conn, watch, aliases))
 
 
-def watched_fields(conn: Connection, watch: Watched) -> set[FieldNode]:
+def watched_fields(
+    conn: Connection, watch: Watched, aliases: Mapping[uuid.UUID, DatasetRef]
+) -> set[FieldNode]:
     """The fields a field or tag watch names now (none for a dataset or namespace watch)."""
     if watch.kind == "field":
-        dataset = canonical_ref(conn, DatasetRef(watch.namespace, watch.name)).id
-        return {(dataset, watch.field)}
+        return {(_standing(watch, aliases), watch.field)}
     if watch.kind == "tag":
         return tagged_fields(conn, watch.tag) or set()
     return set()

@@ -43,6 +43,9 @@ from upstream.store.replicas import (
 T = TypeVar("T")
 
 _WRITE = "upstream_write"
+#: Execution option of a read's connection (`Store.read`): one snapshot, which no statement
+#: of it changes, so what it has read once holds for the rest of it (`is_snapshot`).
+_SNAPSHOT = "upstream_snapshot"
 #: Execution option of a connection whose statements may run as long as they need (migrations).
 UNBOUNDED = "upstream_unbounded"
 #: Seconds the client waits beyond the server's statement timeout before it gives up on one
@@ -214,6 +217,7 @@ class Store:
         with engine.connect() as conn:
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            conn.execution_options(**{_SNAPSHOT: True})
             with conn.begin():
                 yield conn
 
@@ -266,6 +270,11 @@ class Store:
         self._probe_watchdog.close()
         self.engine.dispose()
         self.watchdog.close()
+
+
+def is_snapshot(conn: Connection) -> bool:
+    """`conn` is a read's (`Store.read`): its snapshot stays what it was for its lifetime."""
+    return bool(conn.get_execution_options().get(_SNAPSHOT, False))
 
 
 def sqlite_file(url: str) -> Path | None:

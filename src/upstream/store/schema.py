@@ -657,6 +657,8 @@ watch_cursor = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("position", sa.BigInteger, nullable=False),
     sa.Column("swept_at", Timestamp, nullable=False),
+    # Raised by every round stored: a round stores only if it is what the round read.
+    sa.Column("rounds", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 notifications = sa.Table(

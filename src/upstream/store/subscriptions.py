@@ -3,8 +3,9 @@ notifications and their delivery attempts.
 
 Exactly-once creation across processes needs no lock held while the dispatcher thinks: it
 reads the changes after the cursor on one snapshot, works out the notifications, then, in
-one write transaction, moves the cursor *from the position it read* (`advance_cursor`, a
-compare-and-set) and stores them. A process that lost the race to another moves nothing,
+one write transaction, claims the round after the cursor *as it read it* (`advance_cursor`,
+a compare-and-set on the count of stored rounds, which every round raises even when the
+position stays) and stores them. A process that lost the race to another moves nothing,
 rolls back and stores nothing. Delivery takes each notification with a lease
 (`claim`), a compare-and-set too, so two processes never send one notification at once.
 """
@@ -12,7 +13,7 @@ rolls back and stores nothing. Delivery takes each notification with a lease
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -109,50 +110,66 @@ def remove_subscription(conn: Connection, subscription: uuid.UUID) -> bool:
     return gone.rowcount > 0
 
 
-def save_radius(conn: Connection, subscription: uuid.UUID, radius: dict[str, Any]) -> int | None:
-    """Store the subscription's radius; the version it is stored as, or None when the
-    subscription is gone."""
+def save_radii(conn: Connection, radii: Mapping[uuid.UUID, dict[str, Any]]) -> None:
+    """Store each subscription's radius of `radii`, raising its version, in one statement
+    (a subscription gone meanwhile is left out)."""
+    if not radii:
+        return
     s = t.subscriptions
-    saved = conn.execute(
+    conn.execute(
         s.update()
-        .where(s.c.id == subscription)
-        .values(radius=radius, version=s.c.version + 1)
-        .returning(s.c.version)
-    ).first()
-    return None if saved is None else int(saved.version)
+        .where(s.c.id == sa.bindparam("subscription"))
+        .values(radius=sa.bindparam("stored", type_=t.Json), version=s.c.version + 1),
+        [{"subscription": id_, "stored": radius} for id_, radius in radii.items()],
+    )
 
 
-def cursor(conn: Connection) -> tuple[int, datetime | None]:
-    """The change-log position the dispatcher has handled, and when it last looked at every
-    subscription (None: never)."""
+class Cursor(NamedTuple):
+    """The dispatcher's cursor as a round read it."""
+
+    #: The change-log position turned into notifications.
+    position: int
+    #: When a round last looked at every subscription (None: no round was stored yet).
+    swept_at: datetime | None
+    #: How many rounds were stored: what a round claims (`advance_cursor`).
+    rounds: int
+
+
+def cursor(conn: Connection) -> Cursor:
     c = t.watch_cursor.c
-    row = conn.execute(sa.select(c.position, c.swept_at).where(c.id == _CURSOR)).first()
-    return (0, None) if row is None else (int(row.position), row.swept_at)
+    row = conn.execute(sa.select(c.position, c.swept_at, c.rounds).where(c.id == _CURSOR)).first()
+    return Cursor(0, None, 0) if row is None else Cursor(int(row[0]), row[1], int(row[2]))
 
 
-def advance_cursor(
-    conn: Connection, read: int, to: int, swept_at: datetime | None, *, had_row: bool
-) -> bool:
-    """Move the cursor from `read` (what this dispatcher read) to `to`; False, changing
-    nothing, when another dispatcher moved it first. `swept_at` None keeps the old time."""
+def advance_cursor(conn: Connection, read: Cursor, to: int, swept_at: datetime | None) -> bool:
+    """Claim the round after `read` (the cursor this dispatcher read) and move the cursor to
+    `to`; False, changing nothing, when another dispatcher stored a round since, even one
+    that left the position where it was (a sweep with no write between). `swept_at` None
+    keeps the old time."""
     c = t.watch_cursor
-    if not had_row:
+    if read.swept_at is None:
         inserted = conn.execute(
             sa.insert(c)
             .from_select(
-                ["id", "position", "swept_at"],
+                ["id", "position", "swept_at", "rounds"],
                 sa.select(
-                    sa.literal(_CURSOR), sa.literal(to), sa.literal(swept_at, t.Timestamp)
+                    sa.literal(_CURSOR),
+                    sa.literal(to),
+                    sa.literal(swept_at, t.Timestamp),
+                    sa.literal(1),
                 ).where(~sa.exists().where(c.c.id == _CURSOR)),
             )
             .returning(c.c.id)
         )
         return inserted.first() is not None
-    values: dict[str, Any] = {"position": to}
+    values: dict[str, Any] = {"position": to, "rounds": c.c.rounds + 1}
     if swept_at is not None:
         values["swept_at"] = swept_at
     moved = conn.execute(
-        c.update().where(c.c.id == _CURSOR, c.c.position == read).values(**values).returning(c.c.id)
+        c.update()
+        .where(c.c.id == _CURSOR, c.c.rounds == read.rounds)
+        .values(**values)
+        .returning(c.c.id)
     )
     return moved.first() is not None
 

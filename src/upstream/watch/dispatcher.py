@@ -3,10 +3,10 @@ whose radius a write touched, one notification of what changed (design §4.8).
 
 It reads on one snapshot — the changes after the cursor, each touched subscription's radius
 before (stored) and after (the graph index at that snapshot) — and then stores the
-notifications and the new radii in the transaction that moves the cursor from where it read
-(`upstream.store.subscriptions.advance_cursor`). So every committed change is looked at
-once, by one process, and a notification is created exactly once. A write never waits for
-any of this: it only appended to the change log, as every write does.
+notifications and the new radii in the transaction that claims the round after the cursor as
+it read it (`upstream.store.subscriptions.advance_cursor`). So every committed change, and
+every sweep, is looked at once, by one process, and a notification is created exactly once.
+A write never waits for any of this: it only appended to the change log, as every write does.
 
 It shares its process with ingest, so a round costs what the changes touched: what it
 parsed and read before is remembered (`upstream.watch.memory`), and only the subscriptions
@@ -69,9 +69,8 @@ class Touched:
 class Round:
     """What one dispatch round found, to be stored if the cursor is still where it read."""
 
-    read: int
+    read: rows.Cursor
     to: int
-    had_cursor: bool
     swept_at: datetime | None
     #: The radii that changed, and each as stored (made here, outside the write: on SQLite
     #: the write holds the one write lock ingest needs too).
@@ -111,8 +110,8 @@ class Dispatcher:
         return made
 
     def _round(self, conn: Connection, now: datetime) -> Round | None:
-        read, swept = rows.cursor(conn)
-        had_cursor = swept is not None
+        cursor = rows.cursor(conn)
+        read, swept = cursor.position, cursor.swept_at
         newest = change_log.position(conn)
         sweep = swept is None or now - swept >= self.sweep_every
         # Read even when nothing changed: a new subscription is parsed while nothing is
@@ -123,7 +122,7 @@ class Dispatcher:
         if not subscriptions:
             # Nothing to tell anyone: the cursor moves on (when the log did), so a first
             # subscription starts from its own time.
-            return None if newest == read else Round(read, newest, had_cursor, now, {}, {}, [], {})
+            return None if newest == read else Round(cursor, newest, now, {}, {}, [], {})
         touched = _touched(conn, read)
         schemas = self.schemas.at(conn, read, newest, touched.rows_changed)
         looked_at = (
@@ -133,8 +132,8 @@ class Dispatcher:
         )
         swept_at = now if sweep else None
         if not looked_at:
-            return Round(read, newest, had_cursor, swept_at, {}, {}, [], {})
-        snapshot = Snapshot.of(conn, schemas)
+            return Round(cursor, newest, swept_at, {}, {}, [], {})
+        snapshot = Snapshot.of(conn, [held.spec.watch for held in looked_at], schemas)
         radii: dict[uuid.UUID, Radius] = {}
         notes: list[dict[str, Any]] = []
         seeds: dict[uuid.UUID, frozenset[str]] = {}
@@ -154,7 +153,7 @@ class Dispatcher:
                     )
                 )
         stored = {subscription: radius.as_json() for subscription, radius in radii.items()}
-        return Round(read, newest, had_cursor, swept_at, radii, stored, notes, seeds)
+        return Round(cursor, newest, swept_at, radii, stored, notes, seeds)
 
 
 def _touched(conn: Connection, read: int) -> Touched:
@@ -240,16 +239,13 @@ def _store(conn: Connection, found: Round) -> tuple[int, dict[uuid.UUID, int] | 
     """Move the cursor and store what the round found: how many notifications, and the
     version each changed radius was stored as (None: another process moved the cursor
     first, and nothing was stored)."""
-    if not rows.advance_cursor(
-        conn, found.read, found.to, found.swept_at, had_row=found.had_cursor
-    ):
+    if not rows.advance_cursor(conn, found.read, found.to, found.swept_at):
         return 0, None
-    versions: dict[uuid.UUID, int] = {}
-    for subscription, radius in found.stored.items():
-        version = rows.save_radius(conn, subscription, radius)
-        if version is not None:
-            versions[subscription] = version
-    living = {subscription for subscription, _ in rows.versions(conn)}
+    rows.save_radii(conn, found.stored)
+    living = dict(rows.versions(conn))
+    versions = {
+        subscription: living[subscription] for subscription in found.stored.keys() & living.keys()
+    }
     notes = [n for n in found.notifications if n["subscription_id"] in living]
     rows.add_notifications(conn, notes)
     return len(notes), versions

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from upstream.model.identity import DatasetRef
 from upstream.model.watch import Radius, SchemaField, SubscriptionSpec
 from upstream.query.watch_fields import Schemas
-from upstream.query.watch_radius import watched_datasets
+from upstream.query.watch_radius import aliases_of, watched_datasets
 from upstream.store import subscriptions as rows
 
 
@@ -71,10 +71,14 @@ class SubscriptionMemory:
         for gone in [id_ for id_ in self._held if id_ not in live]:
             self._forget(gone)
         stale = [id_ for id_, v in stored if id_ not in self._held or self._held[id_].version != v]
-        for row in rows.subscriptions(conn, stale) if stale else ():
-            spec = SubscriptionSpec.from_json(row.spec)
+        parsed = [
+            (row, SubscriptionSpec.from_json(row.spec))
+            for row in (rows.subscriptions(conn, stale) if stale else ())
+        ]
+        aliases = aliases_of(conn, [spec.watch for _, spec in parsed])
+        for row, spec in parsed:
             radius = Radius.from_json(row.radius)
-            seeds = frozenset(str(s) for s in watched_datasets(conn, spec.watch))
+            seeds = frozenset(str(s) for s in watched_datasets(conn, spec.watch, aliases))
             self._put(Remembered(row.id, row.version, spec, radius, seeds))
         self._order = [id_ for id_, _ in stored if id_ in self._held]
         return [self._held[id_] for id_ in self._order]
@@ -104,11 +108,16 @@ class SubscriptionMemory:
             self._put(Remembered(held.id, held.version, held.spec, held.radius, seeds))
 
     def _put(self, held: Remembered) -> None:
-        self._forget(held.id)
+        """Hold `held` in place of what was held of it, indexed again only by the entities
+        that changed: a round that stores a radius mostly moves a few of its many."""
+        old = self._held.get(held.id)
+        before = frozenset() if old is None else old.entities
         self._held[held.id] = held
-        if held.id not in self._order:
+        if old is None and held.id not in self._order:
             self._order.append(held.id)
-        for entity in held.entities:
+        for entity in before - held.entities:
+            self._unindex(entity, held.id)
+        for entity in held.entities - before:
             self._by_entity.setdefault(entity, set()).add(held.id)
 
     def _forget(self, subscription: uuid.UUID) -> None:
@@ -116,11 +125,14 @@ class SubscriptionMemory:
         if held is None:
             return
         for entity in held.entities:
-            holders = self._by_entity.get(entity)
-            if holders is not None:
-                holders.discard(subscription)
-                if not holders:
-                    del self._by_entity[entity]
+            self._unindex(entity, subscription)
+
+    def _unindex(self, entity: str, subscription: uuid.UUID) -> None:
+        holders = self._by_entity.get(entity)
+        if holders is not None:
+            holders.discard(subscription)
+            if not holders:
+                del self._by_entity[entity]
 
 
 class SchemaMemory:

@@ -6,12 +6,14 @@ not ask for field edges or schema breaks never walks the field graph."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import uuid
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.identity import DatasetRef
 from upstream.model.watch import (
     FailedRun,
     Radius,
@@ -20,6 +22,7 @@ from upstream.model.watch import (
     SchemaField,
     Seen,
     SubscriptionSpec,
+    Watched,
     vanished,
 )
 from upstream.model.window import Window
@@ -29,6 +32,7 @@ from upstream.query.graph_index.index import graph_of
 from upstream.query.watch_fields import FieldRadius, Schemas, field_radius, schema_breaks
 from upstream.query.watch_radius import (
     RadiusRows,
+    aliases_of,
     radius_walk,
     watched_datasets,
     watched_fields,
@@ -67,10 +71,21 @@ class Snapshot:
     #: Every deleted dataset, job and namespace (ids as text): deletions are few, and a
     #: round asks about the entities of each radius it looks at.
     deleted: frozenset[str]
+    #: The identity each watched dataset that is an alias stands under (`aliases_of`).
+    aliases: Mapping[uuid.UUID, DatasetRef]
 
     @classmethod
-    def of(cls, conn: Connection, schemas: Schemas | None = None) -> Snapshot:
-        return cls(conn, graph_of(conn), schemas or Schemas(conn), frozenset(deleted_ids(conn)))
+    def of(
+        cls, conn: Connection, watches: Iterable[Watched], schemas: Schemas | None = None
+    ) -> Snapshot:
+        """The snapshot of `conn` for a round that looks at `watches`."""
+        return cls(
+            conn,
+            graph_of(conn),
+            schemas or Schemas(conn),
+            frozenset(deleted_ids(conn)),
+            aliases_of(conn, watches),
+        )
 
 
 def observe(
@@ -83,14 +98,14 @@ def observe(
     """The radius as it stands now, with the failed runs of `failed` that wrote into it
     and the fields gone from the schemas it watched `before`."""
     conn, graph = snapshot.conn, snapshot.graph
-    seeds = watched_datasets(conn, spec.watch)
+    seeds = watched_datasets(conn, spec.watch, snapshot.aliases)
     window = window_of(spec, now)
     datasets = by_datasets(spec)
     walked = radius_walk(graph, snapshot.deleted, spec, seeds, now) if datasets else None
     relations = frozenset() if walked is None else walked.relations()
     fields = FieldRadius(frozenset(), frozenset())
     if not datasets or "field_edges_changed" in spec.changes:
-        starts = watched_fields(conn, spec.watch)
+        starts = watched_fields(conn, spec.watch, snapshot.aliases)
         fields = field_radius(
             graph, starts, seeds if datasets else (), spec.direction, spec.levels, window
         )

@@ -62,7 +62,7 @@ def create_subscription(
     against; the answer is the only one that shows the secret."""
     _require_watched(conn, spec.watch)
     start = Radius(since=position(conn))
-    _, radius = compare(start, observe(Snapshot.of(conn), spec, start, (), now).seen)
+    _, radius = compare(start, observe(Snapshot.of(conn, [spec.watch]), spec, start, (), now).seen)
     row = rows.SubscriptionRow(uuid.uuid4(), spec.as_json(), secret, radius.as_json(), now)
     rows.add_subscription(conn, row)
     answer = _shown(row)

@@ -28,7 +28,7 @@ from upstream.query.graph_index.graph import Graph, applied, load
 from upstream.query.graph_index.names import EntityNames
 from upstream.store import change_log
 from upstream.store import schema as t
-from upstream.store.engine import Store
+from upstream.store.engine import Store, is_snapshot
 from upstream.store.outage import is_database_outage
 
 log = logging.getLogger("upstream.query")
@@ -55,6 +55,10 @@ class GraphIndex:
         #: The names answers show, read once per id (`names`).
         self.dataset_names = EntityNames(t.datasets)
         self.job_names = EntityNames(t.jobs)
+        #: The version each open read answers from, found at its first `graph`: a read
+        #: asks several times (a notification's render, each dispatcher round's radii),
+        #: and its snapshot does not move.
+        self._reads: weakref.WeakKeyDictionary[Connection, Graph] = weakref.WeakKeyDictionary()
 
     @property
     def loaded(self) -> bool:
@@ -96,7 +100,15 @@ class GraphIndex:
         it takes), then raises IndexLoading; should that load fail, loads it itself."""
         if self._loading.is_set() and not self._load_ended.wait(wait):
             raise IndexLoading("the lineage index is still loading; retry shortly")
-        return self._at_snapshot(conn)
+        if not is_snapshot(conn):
+            return self._at_snapshot(conn)
+        with self._lock:
+            found = self._reads.get(conn)
+        if found is None or not self._complete(found):
+            found = self._at_snapshot(conn)
+            with self._lock:
+                self._reads[conn] = found
+        return found
 
     def _at_snapshot(self, conn: Connection) -> Graph:
         at = change_log.position(conn)
