@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.services import change, read
@@ -79,8 +79,8 @@ async def post_subscription(
     response_model=None,
     responses={200: {"model": SubscriptionList}},
 )
-def get_subscriptions(store: StoreDep) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.list_subscriptions)
+def get_subscriptions(store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[dict[str, object]]:
+    return read(store, service.list_subscriptions, visibility)
 
 
 @router.get(
@@ -89,8 +89,10 @@ def get_subscriptions(store: StoreDep) -> JsonAnswer[dict[str, object]]:
     response_model=None,
     responses={200: {"model": Subscription}, **documented(NotFound)},
 )
-def get_subscription(subscription: str, store: StoreDep) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.get_subscription, subscription)
+def get_subscription(
+    subscription: str, store: StoreDep, visibility: VisibilityDep
+) -> JsonAnswer[dict[str, object]]:
+    return read(store, service.get_subscription, subscription, visibility)
 
 
 @router.delete(
@@ -114,10 +116,11 @@ def delete_subscription(subscription: str, store: StoreDep) -> Response:
 def get_deliveries(
     subscription: str,
     store: StoreDep,
+    visibility: VisibilityDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Notifications to return.")] = 50,
     offset: Annotated[int, Query(ge=0, description="Notifications to skip.")] = 0,
 ) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.deliveries, subscription, limit, offset)
+    return read(store, service.deliveries, subscription, limit, offset, visibility)
 
 
 @router.post(
