@@ -126,3 +126,36 @@ def test_a_notification_naming_a_hidden_namespace_is_not_listed_nor_counted(
     assert shown["totalCount"] == 1
     assert shown["deliveries"] == full["deliveries"][1:]
     assert VAULT not in repr(shown)
+
+
+def test_only_a_token_reading_everything_makes_or_manages_subscriptions(
+    watched: tuple[TestClient, str, str],
+) -> None:
+    """A notification is sent as made, naming whatever the watched lineage reaches: a writer
+    limited to finance may not subscribe, even to finance's ledger, nor stop or redeliver
+    a subscription; nothing changes."""
+    client, ledger, _ = watched
+    writer = bearer(issue(client, "write:finance/*")["token"])
+    before = get(client, "/v3/subscriptions", READ_ALL)
+    body = {
+        "watch": {"dataset": {"namespace": FIN_DS, "name": "ledger"}},
+        "deliver": {"kafka": {"topic": "lineage"}},
+    }
+    [delivery] = get(client, f"/v3/subscriptions/{ledger}/deliveries?limit=1", READ_ALL)[
+        "deliveries"
+    ]
+    refused = [
+        client.post("/v3/subscriptions", json=body, headers=writer),
+        client.delete(f"/v3/subscriptions/{ledger}", headers=writer),
+        client.post(
+            f"/v3/subscriptions/{ledger}/deliveries/{delivery['id']}/redeliver", headers=writer
+        ),
+    ]
+    for response in refused:
+        assert response.status_code == 403
+        assert response.json()["message"] == (
+            "watching lineage needs a token that may read every namespace"
+        )
+    assert get(client, "/v3/subscriptions", READ_ALL) == before
+    again = get(client, f"/v3/subscriptions/{ledger}/deliveries?limit=1", READ_ALL)
+    assert again["deliveries"] == [delivery]

@@ -1,6 +1,7 @@
 """`/v3/subscriptions`: subscriptions that tell a team when its lineage changes, their
 delivery log and redelivery (design §4.8). Changes need a `write` token, as every non-GET
-route does."""
+route does, that may read every namespace (`api.scoped.EveryNamespace`); a reader limited
+to some namespaces is shown the subscriptions and notifications naming only those."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from upstream.api.body import read_json
 from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
+from upstream.api.scoped import EveryNamespace
 from upstream.api.services import change, read
 from upstream.ingest.body import Limits
-from upstream.model.errors import InvalidInput, NotFound
+from upstream.model.errors import Forbidden, InvalidInput, NotFound
 from upstream.watch import subscriptions as service
 from upstream.watch.answers import (
     DeliveryLog,
@@ -51,9 +53,10 @@ _BODY = {
     response_model=None,
     responses={
         201: {"model": Subscription},
-        **documented(InvalidInput),
+        **documented(InvalidInput, Forbidden),
     },
     openapi_extra=_BODY,
+    dependencies=[EveryNamespace],
 )
 async def post_subscription(
     request: Request, store: StoreDep, settings: SettingsDep, response: Response
@@ -100,7 +103,8 @@ def get_subscription(
     status_code=204,
     response_class=Response,
     summary="Stop a subscription (its undelivered notifications are dropped)",
-    responses=documented(NotFound),
+    responses=documented(NotFound, Forbidden),
+    dependencies=[EveryNamespace],
 )
 def delete_subscription(subscription: str, store: StoreDep) -> Response:
     store.write(lambda conn: service.delete_subscription(conn, subscription))
@@ -128,7 +132,8 @@ def get_deliveries(
     status_code=202,
     summary="Send a notification again (a dead one too), from its first try",
     response_model=None,
-    responses={202: {"model": Redelivery}, **documented(NotFound)},
+    responses={202: {"model": Redelivery}, **documented(NotFound, Forbidden)},
+    dependencies=[EveryNamespace],
 )
 def post_redeliver(
     subscription: str, delivery: str, store: StoreDep, response: Response
