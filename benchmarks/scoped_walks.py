@@ -1,6 +1,5 @@
 """What filtering by a token's namespaces costs a lineage answer (design §5): the same
-dataset-lineage walks, a run-lineage walk, Marquez's graph, the whole graph and a page of raw
-events (each payload's JSON walked for the namespaces it names), in process on
+dataset-lineage walks, a run-lineage walk, Marquez's graph and the whole graph, in process on
 one loaded store, with a full token and with a token that reads only the warehouses and the
 scheduler (`SCOPES`: the landing bucket is hidden). The figure is the ratio of the scoped
 walk's median to the full walk's, measured in the same run; `LIMIT` is what it must stay
@@ -23,8 +22,6 @@ from upstream.model.access import EVERYTHING, Access, Visibility
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import LineageQuery, RunQuery
-from upstream.query.marquez.common import Page
-from upstream.query.marquez.events import lineage_events
 from upstream.query.marquez.lineage import lineage_graph as marquez_graph
 from upstream.query.run_lineage import RunLineageParams, run_lineage
 from upstream.query.whole_graph import lineage_graph
@@ -97,13 +94,6 @@ def _walks(truth: dict[str, Any]) -> list[tuple[str, Callable[[Connection, Visib
         return lineage_graph(conn, visibility=visibility)
 
     walks.append(("the whole graph", whole, "flows"))
-
-    def events(conn: Connection, visibility: Visibility) -> Any:
-        return lineage_events(
-            conn, before=None, after=None, direction="desc", page=Page(), visibility=visibility
-        )
-
-    walks.append(("raw events, a page of 100 and totalCount", events, "events"))
     return walks
 
 
