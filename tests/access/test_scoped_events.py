@@ -4,8 +4,9 @@ the token's namespaces (design §5), on the estate of `estate.py` plus:
     finance/airflow:load_orders wrote finance/warehouse:orders          (finance only)
     finance/airflow:report read invoices, inside a run of hr's month_end (names hr)
 
-An event comes back verbatim or not at all: a reader sees one whose job, datasets and parent
-job are all in its namespaces. Of the estate's five events a finance reader sees none (each
+An event comes back verbatim or not at all: a reader sees one whose job, datasets, parent
+job and every other reference are all in its namespaces (`test_scoped_facets.py` for the
+references facets make). Of the estate's five events a finance reader sees none (each
 names crm or hr), an hr reader only payroll's, a reader of finance and hr payroll's and
 costs'."""
 
