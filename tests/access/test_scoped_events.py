@@ -4,8 +4,9 @@ the token's namespaces (design §5), on the estate of `estate.py` plus:
     finance/airflow:load_orders wrote finance/warehouse:orders          (finance only)
     finance/airflow:report read invoices, inside a run of hr's month_end (names hr)
 
-An event comes back verbatim or not at all: a reader sees one whose job, datasets and parent
-job are all in its namespaces. Of the estate's five events a finance reader sees none (each
+An event comes back verbatim or not at all: a reader sees one whose job, datasets, parent
+job and every other reference are all in its namespaces (`test_scoped_facets.py` for the
+references facets make). Of the estate's five events a finance reader sees none (each
 names crm or hr), an hr reader only payroll's, a reader of finance and hr payroll's and
 costs'."""
 
@@ -240,3 +241,30 @@ def test_a_shown_run_names_nothing_hidden(events: TestClient) -> None:
     assert facets == {"runId": REPORT_RUN, "facets": {}}
     full_facets = get(events, f"/api/v1/jobs/runs/{REPORT_RUN}/facets", READ_ALL)
     assert full_facets["facets"]["parent"]["job"]["name"] == "month_end"
+
+
+def test_a_dataset_counts_from_the_first_run_the_reader_may_see(events: TestClient) -> None:
+    """hr's audit read finance's ledger at 10:00, two hours before the estate's events;
+    finance's reconcile wrote it at 13:00. A finance reader counts the ledger (and its
+    source) from 13:00 (orders, invoices and costs from 12:00); the full reader from 10:00."""
+    audit = run_event((HR, "audit"), time=BASE_TIME - hours(2), inputs=[ds(FIN_DS, "ledger")])
+    reconcile = run_event(
+        (FIN_JOBS, "reconcile"), time=BASE_TIME + hours(1), outputs=[ds(FIN_DS, "ledger")]
+    )
+    posted = events.post("/api/v1/lineage", json=[audit, reconcile], headers=bearer(WRITE_ALL))
+    assert posted.status_code == 201, posted.text
+    finance = issue(events, "read:finance/*")["token"]
+
+    def hourly(asset: str, token: str) -> dict[int, int]:
+        """The counts of the intervals starting at 10:00 to 13:00, by hour."""
+        counts = get(events, f"/api/v1/stats/{asset}", token, period="DAY")
+        return {
+            hour: c["count"]
+            for c in counts
+            for hour in range(10, 14)
+            if c["startInterval"].startswith(f"2026-11-01T{hour}:00")
+        }
+
+    assert hourly("datasets", finance) == {10: 0, 11: 0, 12: 3, 13: 4}
+    assert hourly("sources", finance) == {10: 0, 11: 0, 12: 1, 13: 1}
+    assert hourly("datasets", READ_ALL) == {10: 1, 11: 1, 12: 9, 13: 9}

@@ -4,6 +4,8 @@ dependency every router takes: `NamespaceInPath`. A route naming a namespace in 
 a namespace never stored (404 `namespace '…' not found`); a write to it needs a `write`
 scope on it (403 naming it). Every read answer is filtered by its service, given the
 reader's `Visibility`; no route refuses a reader for being limited to some namespaces.
+Subscriptions are made and managed only with a token that reads everything:
+`EveryNamespace`.
 """
 
 from __future__ import annotations
@@ -26,3 +28,13 @@ async def namespace_in_path(request: Request, access: AccessDep) -> None:
 
 
 NamespaceInPath = Depends(namespace_in_path)
+
+
+async def reads_every_namespace(access: AccessDep) -> None:
+    """A subscription sends its notifications as they are made, naming whatever the watched
+    lineage reaches, whoever receives them: making or managing one needs a token that may
+    read every namespace (403 otherwise)."""
+    access.require_read_everything("watching lineage")
+
+
+EveryNamespace = Depends(reads_every_namespace)

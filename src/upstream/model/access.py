@@ -113,6 +113,12 @@ class Access:
                 f"write:<pattern> matching it"
             )
 
+    def require_read_everything(self, what: str) -> None:
+        """Forbidden unless this access may read every namespace: `what` hands out lineage
+        that no reader's scopes filter (a subscription's notifications are sent as made)."""
+        if not self.read.everything:
+            raise Forbidden(f"{what} needs a token that may read every namespace")
+
     def require_admin(self) -> None:
         """Forbidden unless this access administers tokens."""
         if not self.admin:

@@ -367,14 +367,33 @@ def names_a_dataset(
     return sa.or_(*found)
 
 
-def json_text_at(
-    conn: Connection, payload: sa.ColumnElement[Any], *path: str
-) -> sa.ColumnElement[str]:
-    """The text at `path` (keys) of the JSON in `payload` (text); NULL where there is none."""
+def names_a_namespace(
+    conn: Connection,
+    document: sa.ColumnElement[Any],
+    test: Callable[[sa.ColumnElement[str]], sa.ColumnElement[bool]],
+) -> sa.ColumnElement[bool]:
+    """Some object anywhere in the JSON of `document` (text) holds a `namespace` string that
+    passes `test`: SQLite walks every member with json_tree, PostgreSQL with the jsonpath
+    `strict $.**.namespace` (each member so keyed, at any depth, in arrays too)."""
     if conn.dialect.name == "postgresql":
-        text: sa.ColumnElement[str] = sa.cast(payload, postgresql.JSONB)[path].astext
-        return text
-    return sa.func.json_extract(payload, "$." + ".".join(path), type_=sa.Text)
+        found = (
+            sa.func.jsonb_path_query(
+                sa.cast(document, postgresql.JSONB),
+                sa.cast(sa.literal("strict $.**.namespace"), postgresql.JSONPATH),
+            )
+            .table_valued(sa.column("value", postgresql.JSONB))
+            .render_derived()
+        )
+        text = found.c.value.op("#>>", return_type=sa.Text)(sa.literal_column("'{}'"))
+        is_text = sa.func.jsonb_typeof(found.c.value) == "string"
+        return sa.select(1).select_from(found).where(is_text, test(text)).exists()
+    members = sa.func.json_tree(document).table_valued("key", "type", "atom")
+    return (
+        sa.select(1)
+        .select_from(members)
+        .where(members.c.key == "namespace", members.c.type == "text", test(members.c.atom))
+        .exists()
+    )
 
 
 def has_json_key(

@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.visibility import shown_documents
 
 PENDING = "pending"
 DELIVERED = "delivered"
@@ -67,12 +69,17 @@ def add_subscription(conn: Connection, row: SubscriptionRow) -> None:
 
 
 def subscriptions(
-    conn: Connection, ids: Collection[uuid.UUID] | None = None
+    conn: Connection,
+    ids: Collection[uuid.UUID] | None = None,
+    visibility: Visibility = EVERYTHING,
 ) -> list[SubscriptionRow]:
-    """Every subscription (or those of `ids`), oldest first."""
+    """Every subscription (or those of `ids`) whose spec `visibility` may see whole
+    (`store.visibility.shown_documents`: what it watches), oldest first."""
     s = t.subscriptions.c
-    query = sa.select(s.id, s.spec, s.secret, s.radius, s.created_at, s.version).order_by(
-        s.created_at, s.id
+    query = (
+        sa.select(s.id, s.spec, s.secret, s.radius, s.created_at, s.version)
+        .where(shown_documents(conn, s.spec, visibility))
+        .order_by(s.created_at, s.id)
     )
     if ids is not None:
         query = query.where(s.id.in_(list(ids)))
@@ -318,13 +325,18 @@ def record_attempt(
 
 
 def notifications_of(
-    conn: Connection, subscription: uuid.UUID, limit: int, offset: int
+    conn: Connection,
+    subscription: uuid.UUID,
+    limit: int,
+    offset: int,
+    visibility: Visibility = EVERYTHING,
 ) -> tuple[list[NotificationRow], int]:
-    """A page of a subscription's notifications, newest first, and how many there are."""
+    """A page of a subscription's notifications whose body `visibility` may see whole
+    (`store.visibility.shown_documents`: a body is kept as it was sent), newest first, and
+    how many of them there are."""
     n = t.notifications.c
-    total = conn.execute(
-        sa.select(sa.func.count()).where(n.subscription_id == subscription)
-    ).scalar_one()
+    shown = sa.and_(n.subscription_id == subscription, shown_documents(conn, n.body, visibility))
+    total = conn.execute(sa.select(sa.func.count()).where(shown)).scalar_one()
     rows = conn.execute(
         sa.select(
             n.id,
@@ -336,7 +348,7 @@ def notifications_of(
             n.next_attempt_at,
             n.delivered_at,
         )
-        .where(n.subscription_id == subscription)
+        .where(shown)
         .order_by(n.created_at.desc(), n.id)
         .limit(limit)
         .offset(offset)

@@ -12,14 +12,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.access import Visibility
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, id_text, json_text_at, names_a_dataset
-
-#: Where an OpenLineage event names a job besides its own: the parent facet's job, and the
-#: root job it names.
-_PARENT_JOBS = (
-    ("run", "facets", "parent", "job", "namespace"),
-    ("run", "facets", "parent", "root", "job", "namespace"),
-)
+from upstream.store.dialect import id_filters, id_text, names_a_namespace
 
 
 def shown_namespaces(
@@ -40,21 +33,24 @@ def shown_namespaces(
     return sa.or_(sa.false(), *tests)
 
 
-def shown_events(conn: Connection, visibility: Visibility) -> sa.ColumnElement[bool]:
-    """True for the stored events (`schema.events`) a reader may see whole: `visibility`
-    shows the namespace of its job, of every dataset it names (its inputs and outputs, or a
-    dataset event's dataset) and of the parent and root jobs its parent facet names. An
-    event is returned verbatim, never rewritten, so one naming anything hidden is not
-    shown at all."""
+def shown_documents(
+    conn: Connection, document: sa.ColumnElement[str], visibility: Visibility
+) -> sa.ColumnElement[bool]:
+    """True for the stored JSON documents (`document`, text) a reader may see whole: every
+    object in it, at any depth, that names a namespace (holds a `namespace` string, as every
+    OpenLineage reference to a job or dataset does: the event's job and datasets, a parent
+    or root job, `jobDependencies`, `symlinks`, `columnLineage` and `lineage` entries, any
+    facet to come) names one `visibility` shows. A document returned verbatim (an event, a
+    notification) is never rewritten, so one naming anything hidden is not shown at all."""
     if visibility.everything:
         return sa.true()
-    e = t.events.c
-    named: list[sa.ColumnElement[str]] = [e.job_namespace, e.dataset_namespace]
-    named += [json_text_at(conn, e.payload, *path) for path in _PARENT_JOBS]
-    return sa.and_(
-        *(sa.or_(column.is_(None), shown_namespaces(column, visibility)) for column in named),
-        ~names_a_dataset(conn, e.payload, lambda ns: ~shown_namespaces(ns, visibility)),
-    )
+    return ~names_a_namespace(conn, document, lambda ns: ~shown_namespaces(ns, visibility))
+
+
+def shown_events(conn: Connection, visibility: Visibility) -> sa.ColumnElement[bool]:
+    """True for the stored events (`schema.events`) a reader may see: `shown_documents` of
+    their payloads."""
+    return shown_documents(conn, t.events.c.payload, visibility)
 
 
 def entity_namespaces(

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import Connection
 
+from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidInput, NotFound
 from upstream.model.watch import (
     Radius,
@@ -88,12 +89,16 @@ def _require_watched(conn: Connection, watch: Watched) -> None:
         raise InvalidInput.at(where, str(exc)) from None
 
 
-def list_subscriptions(conn: Connection) -> dict[str, Any]:
-    return {"subscriptions": [_shown(row) for row in rows.subscriptions(conn)]}
+def list_subscriptions(conn: Connection, visibility: Visibility = EVERYTHING) -> dict[str, Any]:
+    """The subscriptions a reader may see: those whose watch names no namespace
+    `visibility` hides (a tag's names none)."""
+    return {"subscriptions": [_shown(row) for row in rows.subscriptions(conn, None, visibility)]}
 
 
-def get_subscription(conn: Connection, subscription: str) -> dict[str, Any]:
-    return _shown(_row(conn, subscription))
+def get_subscription(
+    conn: Connection, subscription: str, visibility: Visibility = EVERYTHING
+) -> dict[str, Any]:
+    return _shown(_row(conn, subscription, visibility))
 
 
 def delete_subscription(conn: Connection, subscription: str) -> None:
@@ -101,11 +106,18 @@ def delete_subscription(conn: Connection, subscription: str) -> None:
         raise NotFound(f"subscription {subscription!r} not found")
 
 
-def deliveries(conn: Connection, subscription: str, limit: int, offset: int) -> dict[str, Any]:
+def deliveries(
+    conn: Connection,
+    subscription: str,
+    limit: int,
+    offset: int,
+    visibility: Visibility = EVERYTHING,
+) -> dict[str, Any]:
     """A page of the subscription's notifications, newest first, each with its state and
-    every attempt to deliver it."""
-    row = _row(conn, subscription)
-    notes, total = rows.notifications_of(conn, row.id, limit, offset)
+    every attempt to deliver it; for a reader limited to some namespaces, only those naming
+    none it may not read, counted alone (a body is shown as it was sent, never rewritten)."""
+    row = _row(conn, subscription, visibility)
+    notes, total = rows.notifications_of(conn, row.id, limit, offset, visibility)
     attempts: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for attempt in rows.attempts_of(conn, [n.id for n in notes]):
         attempts.setdefault(attempt.notification_id, []).append(
@@ -144,8 +156,11 @@ def redeliver(conn: Connection, subscription: str, delivery: str, now: datetime)
     return {"id": delivery, "state": rows.PENDING}
 
 
-def _row(conn: Connection, subscription: str) -> rows.SubscriptionRow:
-    found = rows.subscriptions(conn, [_id(subscription)])
+def _row(
+    conn: Connection, subscription: str, visibility: Visibility = EVERYTHING
+) -> rows.SubscriptionRow:
+    """The subscription, NotFound when missing or hidden from `visibility` (in one words)."""
+    found = rows.subscriptions(conn, [_id(subscription)], visibility)
     if not found:
         raise NotFound(f"subscription {subscription!r} not found")
     return found[0]

@@ -1,6 +1,7 @@
 """`/v3/subscriptions`: subscriptions that tell a team when its lineage changes, their
 delivery log and redelivery (design §4.8). Changes need a `write` token, as every non-GET
-route does."""
+route does, that may read every namespace (`api.scoped.EveryNamespace`); a reader limited
+to some namespaces is shown the subscriptions and notifications naming only those."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_json
-from upstream.api.deps import SettingsDep, StoreDep
+from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
+from upstream.api.scoped import EveryNamespace
 from upstream.api.services import change, read
 from upstream.ingest.body import Limits
-from upstream.model.errors import InvalidInput, NotFound
+from upstream.model.errors import Forbidden, InvalidInput, NotFound
 from upstream.watch import subscriptions as service
 from upstream.watch.answers import (
     DeliveryLog,
@@ -51,9 +53,10 @@ _BODY = {
     response_model=None,
     responses={
         201: {"model": Subscription},
-        **documented(InvalidInput),
+        **documented(InvalidInput, Forbidden),
     },
     openapi_extra=_BODY,
+    dependencies=[EveryNamespace],
 )
 async def post_subscription(
     request: Request, store: StoreDep, settings: SettingsDep, response: Response
@@ -79,8 +82,8 @@ async def post_subscription(
     response_model=None,
     responses={200: {"model": SubscriptionList}},
 )
-def get_subscriptions(store: StoreDep) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.list_subscriptions)
+def get_subscriptions(store: StoreDep, visibility: VisibilityDep) -> JsonAnswer[dict[str, object]]:
+    return read(store, service.list_subscriptions, visibility)
 
 
 @router.get(
@@ -89,8 +92,10 @@ def get_subscriptions(store: StoreDep) -> JsonAnswer[dict[str, object]]:
     response_model=None,
     responses={200: {"model": Subscription}, **documented(NotFound)},
 )
-def get_subscription(subscription: str, store: StoreDep) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.get_subscription, subscription)
+def get_subscription(
+    subscription: str, store: StoreDep, visibility: VisibilityDep
+) -> JsonAnswer[dict[str, object]]:
+    return read(store, service.get_subscription, subscription, visibility)
 
 
 @router.delete(
@@ -98,7 +103,8 @@ def get_subscription(subscription: str, store: StoreDep) -> JsonAnswer[dict[str,
     status_code=204,
     response_class=Response,
     summary="Stop a subscription (its undelivered notifications are dropped)",
-    responses=documented(NotFound),
+    responses=documented(NotFound, Forbidden),
+    dependencies=[EveryNamespace],
 )
 def delete_subscription(subscription: str, store: StoreDep) -> Response:
     store.write(lambda conn: service.delete_subscription(conn, subscription))
@@ -114,10 +120,11 @@ def delete_subscription(subscription: str, store: StoreDep) -> Response:
 def get_deliveries(
     subscription: str,
     store: StoreDep,
+    visibility: VisibilityDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="Notifications to return.")] = 50,
     offset: Annotated[int, Query(ge=0, description="Notifications to skip.")] = 0,
 ) -> JsonAnswer[dict[str, object]]:
-    return read(store, service.deliveries, subscription, limit, offset)
+    return read(store, service.deliveries, subscription, limit, offset, visibility)
 
 
 @router.post(
@@ -125,7 +132,8 @@ def get_deliveries(
     status_code=202,
     summary="Send a notification again (a dead one too), from its first try",
     response_model=None,
-    responses={202: {"model": Redelivery}, **documented(NotFound)},
+    responses={202: {"model": Redelivery}, **documented(NotFound, Forbidden)},
+    dependencies=[EveryNamespace],
 )
 def post_redeliver(
     subscription: str, delivery: str, store: StoreDep, response: Response

@@ -18,7 +18,8 @@ time zone for `WEEK`, and so does Upstream; for `DAY` it defaults to UTC.
 
 A reader limited to some namespaces is counted only what it may read: the events it may
 read (`store.visibility.shown_events`), the jobs and datasets of its namespaces, the sources
-those datasets name.
+those datasets name; a dataset counts from the earliest run of a job it may read that read
+or wrote it, so a hidden job's run does not say when it was first used.
 """
 
 from __future__ import annotations
@@ -169,18 +170,11 @@ def asset_counts(
 
 
 def _seen(
-    entities: sa.Table,
-    visibility: Visibility,
-    owner: sa.Column[Any],
-    moment: sa.Column[Any],
-    *columns: Any,
+    entities: sa.Table, visibility: Visibility, earliest: sa.Subquery, *columns: Any
 ) -> sa.Select[Any]:
     """The rows of `entities` (jobs or datasets) not deleted and in a namespace `visibility`
-    shows, with `first_seen`: the earliest `moment` of the rows whose `owner` they are (runs,
+    shows, with `first_seen`: their `earliest` time (`owner`, `at`: of their runs or
     relations), else their declaration, else when they were stored; and `columns`."""
-    earliest = (
-        sa.select(owner.label("owner"), sa.func.min(moment).label("at")).group_by(owner).subquery()
-    )
     e = entities.c
     seen = sa.func.coalesce(earliest.c.at, e.declared_at, e.created_at)
     return (
@@ -190,13 +184,31 @@ def _seen(
     )
 
 
+def _earliest_relations(visibility: Visibility) -> sa.Subquery:
+    """Each dataset's earliest relation (`owner`, `at`) with a job `visibility` shows: a
+    relation of a hidden job says nothing, not even when the dataset was first used."""
+    r = t.relations.c
+    query = sa.select(r.dataset_id.label("owner"), sa.func.min(r.event_time).label("at"))
+    if not visibility.everything:
+        query = query.join(t.jobs, t.jobs.c.id == r.job_id).where(
+            shown_namespaces(t.jobs.c.namespace, visibility)
+        )
+    return query.group_by(r.dataset_id).subquery()
+
+
 def _first_seen(asset: Asset, visibility: Visibility) -> sa.Subquery:
     """One row per entity of `asset` counted, with the time it was first seen (`first_seen`)."""
     if asset == "jobs":
-        return _seen(t.jobs, visibility, t.runs.c.job_id, t.runs.c.started_at).subquery()
-    d, r = t.datasets, t.relations
+        runs = t.runs.c
+        earliest = (
+            sa.select(runs.job_id.label("owner"), sa.func.min(runs.started_at).label("at"))
+            .group_by(runs.job_id)
+            .subquery()
+        )
+        return _seen(t.jobs, visibility, earliest).subquery()
+    d = t.datasets
     source = sa.func.coalesce(d.c.source_name, d.c.namespace).label("source")
-    datasets = _seen(d, visibility, r.c.dataset_id, r.c.event_time, source)
+    datasets = _seen(d, visibility, _earliest_relations(visibility), source)
     if asset == "datasets":
         return datasets.subquery()
     per_dataset = datasets.subquery()
