@@ -15,8 +15,9 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from upstream.model.access import Visibility
+from upstream.model.named_namespaces import namespaces_named, namespaces_text
 from upstream.store.engine import Store
-from upstream.store.visibility import shown_documents
+from upstream.store.visibility import shown_documents, shown_listed
 
 NAMESPACES = ["finance/a", "finance", "hr", "a%b", "a_b", "Hr"]
 PATTERNS = ["finance/*", "hr", "a%*", "a_b", "*"]
@@ -58,16 +59,25 @@ def test_a_document_is_shown_when_every_namespace_it_names_is_readable(
     visibility = Visibility(tuple(sorted(patterns)))
     rows = sa.union_all(
         *(
-            sa.select(sa.literal(index).label("i"), sa.literal(json.dumps(document)).label("doc"))
+            sa.select(
+                sa.literal(index).label("i"),
+                sa.literal(json.dumps(document)).label("doc"),
+                sa.literal(namespaces_text(document)).label("listed"),
+            )
             for index, document in enumerate(batch)
         )
     ).subquery()
     with store.read() as conn:
         query = sa.select(rows.c.i).where(shown_documents(conn, rows.c.doc, visibility))
         shown = set(conn.execute(query).scalars())
+        query = sa.select(rows.c.i).where(shown_listed(conn, rows.c.listed, visibility))
+        shown_by_list = set(conn.execute(query).scalars())
     expected = {
         index
         for index, document in enumerate(batch)
         if all(visibility.shows(namespace) for namespace in named(document))
     }
     assert shown == expected
+    # The list worked out when an event is accepted decides as the walk of its payload does.
+    assert shown_by_list == expected
+    assert all(namespaces_named(document) == sorted(set(named(document))) for document in batch)

@@ -9,6 +9,7 @@ from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunE
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.json_text import content_key, dumps
+from upstream.model.named_namespaces import namespaces_text
 
 
 def translate_document(
@@ -27,6 +28,7 @@ def event_record(
     record = EventRecord(
         key=content_key(document),
         payload=dumps(document) if text is None else text,
+        namespaces=namespaces_text(document),
         event_type=type(event).__name__,
         event_kind=getattr(event, "eventType", None),
         event_time=event.eventTime,

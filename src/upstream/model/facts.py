@@ -236,6 +236,8 @@ class EventRecord:
 
     key: str
     payload: str
+    #: The namespaces the payload names, as a JSON array (`model.named_namespaces`).
+    namespaces: str
     event_type: str
     event_kind: str | None
     event_time: datetime

@@ -396,6 +396,25 @@ def names_a_namespace(
     )
 
 
+def lists_a_namespace(
+    conn: Connection,
+    listed: sa.ColumnElement[Any],
+    test: Callable[[sa.ColumnElement[str]], sa.ColumnElement[bool]],
+) -> sa.ColumnElement[bool]:
+    """Some string of the JSON array `listed` (text: an event's `namespaces`) passes `test`:
+    the array's elements as rows (PostgreSQL's `jsonb_array_elements_text`, SQLite's
+    `json_each`), without reading anything else of the row."""
+    if conn.dialect.name == "postgresql":
+        elements = (
+            sa.func.jsonb_array_elements_text(sa.cast(listed, postgresql.JSONB))
+            .table_valued(sa.column("value", sa.Text))
+            .render_derived()
+        )
+        return sa.select(1).select_from(elements).where(test(elements.c.value)).exists()
+    members = sa.func.json_each(listed).table_valued("value")
+    return sa.select(1).select_from(members).where(test(members.c.value)).exists()
+
+
 def has_json_key(
     conn: Connection, document: sa.ColumnElement[Any], key: str
 ) -> sa.ColumnElement[bool]:

@@ -513,6 +513,10 @@ events = sa.Table(
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
     sa.Column("payload", sa.Text, nullable=False),
+    # Every namespace the payload names, at any depth, as a JSON array
+    # (`model.named_namespaces`): what a scoped reader's view of the event depends on, read
+    # without walking the payload (`store.visibility.shown_events`).
+    sa.Column("namespaces", sa.Text),
     sa.UniqueConstraint("event_key", "month"),
 )
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.access import Visibility
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, id_text, names_a_namespace
+from upstream.store.dialect import id_filters, id_text, lists_a_namespace, names_a_namespace
 
 
 def shown_namespaces(
@@ -47,10 +47,24 @@ def shown_documents(
     return ~names_a_namespace(conn, document, lambda ns: ~shown_namespaces(ns, visibility))
 
 
+def shown_listed(
+    conn: Connection, listed: sa.ColumnElement[str | None], visibility: Visibility
+) -> sa.ColumnElement[bool]:
+    """True for the documents whose namespaces, listed beforehand as a JSON array
+    (`model.named_namespaces`), are all ones `visibility` shows: what `shown_documents`
+    decides, without reading the documents. A document without its list is shown to no
+    scoped reader."""
+    if visibility.everything:
+        return sa.true()
+    hidden = lists_a_namespace(conn, listed, lambda ns: ~shown_namespaces(ns, visibility))
+    return sa.and_(listed.is_not(None), ~hidden)
+
+
 def shown_events(conn: Connection, visibility: Visibility) -> sa.ColumnElement[bool]:
-    """True for the stored events (`schema.events`) a reader may see: `shown_documents` of
-    their payloads."""
-    return shown_documents(conn, t.events.c.payload, visibility)
+    """True for the stored events (`schema.events`) a reader may see: `shown_listed` of the
+    namespaces each one's payload names, listed when it was accepted (`events.namespaces`),
+    so a scoped page of events reads no payload but those it shows."""
+    return shown_listed(conn, t.events.c.namespaces, visibility)
 
 
 def entity_namespaces(

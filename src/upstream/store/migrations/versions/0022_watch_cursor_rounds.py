@@ -7,7 +7,7 @@ processes sweeping at once both found it unmoved and both stored the same notifi
 (design §4.8).
 
 Revision ID: 0022
-Revises: 0019
+Revises: 0021
 Create Date: 2026-12-04
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0022"
-down_revision = "0019"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 

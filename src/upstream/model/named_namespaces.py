@@ -1,0 +1,34 @@
+"""The namespaces a stored document names (design §5): the rule a scoped reader's view of a
+verbatim document follows, worked out once when the document is accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+def namespaces_named(document: Any) -> list[str]:
+    """Every namespace `document` names, distinct and sorted: the string `namespace` of each
+    object in it, at any depth, in arrays too — the shape every OpenLineage reference to a
+    job or dataset has (the event's job and datasets, parent and root jobs,
+    `jobDependencies`, `symlinks`, `columnLineage` and `lineage` entries, facets to come).
+    `store.visibility.shown_documents` applies the same rule in SQL to documents stored
+    without this list."""
+    found: set[str] = set()
+    pending = [document]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            named = value.get("namespace")
+            if isinstance(named, str):
+                found.add(named)
+            pending.extend(member for member in value.values() if isinstance(member, dict | list))
+        elif isinstance(value, list):
+            pending.extend(item for item in value if isinstance(item, dict | list))
+    return sorted(found)
+
+
+def namespaces_text(document: Any) -> str:
+    """`namespaces_named` as the JSON array the events table keeps (`events.namespaces`)."""
+    return orjson.dumps(namespaces_named(document)).decode()
