@@ -22,6 +22,7 @@ from upstream.query.relation_table import ranked, text_ranks
 Dimension = Literal["access", "run", "component"]
 DIMENSIONS: tuple[Dimension, ...] = ("access", "component", "run")
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
 _ACCESSES = ("read", "write")
 
 
@@ -114,29 +115,30 @@ def collapse(
     count = len(groups)
     first = np.empty(count, dtype=np.int64)
     first[group_of[::-1]] = np.arange(len(group_of))[::-1]
-    lists: list[list[list[int]]] = []
+    texts_of: list[Sequence[str]] = [_ACCESSES, relations.run_ids, relations.components]
+    shown: list[list[list[str]]] = []
     order_keys = [groups[:, 0], groups[:, 1]]
     for i, ((codes, ranks), merged) in enumerate(zip(dimension_codes, collapsed, strict=True)):
+        texts = texts_of[i]
         if merged:
             listed_by = ranks if i != 1 or run_order is None else run_order
             members = _members(group_of, codes, listed_by, count)
-            order_keys.append(_list_ranks(members, ranks))
+            order_keys.append(_list_ranks(members, ranks, _tied(order_keys)))
+            shown.append([[texts[c] for c in listed] for listed in members])
         else:
-            members = [[c] if c >= 0 else [] for c in codes[first].tolist()]
+            shown.append([[texts[c]] if c >= 0 else [] for c in codes[first].tolist()])
             order_keys.append(groups[:, 2 + i])
-        lists.append(members)
     order = np.lexsort(order_keys[::-1]).tolist()
     data, program = relations.data[first].tolist(), relations.program[first].tolist()
     data_keys, program_keys = relations.data_keys, relations.program_keys
-    run_ids, components = relations.run_ids, relations.components
-    accesses, runs, named = lists
+    accesses, runs, components = shown
     return [
         {
             "data": data_keys[data[g]],
             "program": program_keys[program[g]],
-            "accesses": [_ACCESSES[a] for a in accesses[g]],
-            "runs": [run_ids[r] for r in runs[g]],
-            "components": [components[c] for c in named[g]],
+            "accesses": accesses[g],
+            "runs": runs[g],
+            "components": components[g],
         }
         for g in order
     ]
@@ -157,10 +159,23 @@ def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> list[list[
     return [values[bounds[g] : bounds[g + 1]] for g in range(count)]
 
 
-def _list_ranks(members: list[list[int]], ranks: Ints) -> Ints:
-    """Each group's list's place among the groups' lists, compared as lists of their
-    texts compare (element by element, a shorter prefix first)."""
+def _tied(keys: list[Ints]) -> Flags:
+    """Which groups share their `keys` (columns) with another group: only their lists
+    decide their order."""
+    _, inverse = distinct_rows(np.stack(keys, axis=1))
+    counts = np.bincount(inverse)
+    tied: Flags = counts[inverse] > 1
+    return tied
+
+
+def _list_ranks(members: list[list[int]], ranks: Ints, among: Flags) -> Ints:
+    """The place of each group's list among the lists of the groups `among`, compared as
+    lists of their texts compare (element by element, a shorter prefix first); 0 for the
+    others, whose order their earlier keys already decide."""
     rank_list = ranks.tolist()
-    texts = [tuple(rank_list[c] for c in listed) for listed in members]
+    chosen = np.flatnonzero(among).tolist()
+    texts = [tuple(rank_list[c] for c in members[g]) for g in chosen]
     places = {key: place for place, key in enumerate(sorted(set(texts)))}
-    return np.fromiter((places[key] for key in texts), dtype=np.int64, count=len(texts))
+    found = np.zeros(len(members), dtype=np.int64)
+    found[chosen] = [places[key] for key in texts]
+    return found

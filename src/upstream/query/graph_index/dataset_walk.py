@@ -32,6 +32,7 @@ in force then (design §4.1, §4.5).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -517,11 +518,21 @@ class _Passes:
 
 
 def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
-    """The distinct rows of `keys` and, for each row of `keys`, the number of its distinct
-    row: `np.unique(axis=0)` sorts the rows as opaque bytes, several times slower than a
-    sort by the columns."""
+    """The distinct rows of `keys`, in the order of their columns (the first column first),
+    and for each row of `keys` the number of its distinct row. The columns are packed into
+    one integer where their ranges allow, which sorts several times faster than a sort by
+    the columns (`np.unique(axis=0)`, which sorts rows as opaque bytes, is slower still)."""
     if not len(keys):
         return keys, np.zeros(0, dtype=np.int64)
+    low, high = keys.min(axis=0), keys.max(axis=0)
+    widths = (high - low + 1).tolist()
+    if math.prod(widths) < 2**62:
+        packed = np.zeros(len(keys), dtype=np.int64)
+        for column, width in enumerate(widths):
+            packed *= width
+            packed += keys[:, column] - low[column]
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        return keys[first], inverse.reshape(-1)
     order = np.lexsort(keys.T[::-1])
     ordered = keys[order]
     starts = np.ones(len(keys), dtype=np.bool_)
