@@ -77,12 +77,13 @@ def render(
     """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
     into one relation are listed newest first, or by id without `runs_in_order`."""
-    graph = graph_of(conn)
+    graph = relations.graph
     dataset_ids = {str(seed), *relations.datasets.texts}
     dataset_names, job_names = names_of(conn)
     datasets = dataset_names.of(conn, dataset_ids)
     programs = _named_programs(
         conn,
+        graph,
         relations.jobs,
         job_names.of(conn, relations.jobs.texts),
         rolled_up.workflows if rolled_up else set(),
@@ -132,12 +133,15 @@ def render(
 
 
 def _named_programs(
-    conn: Connection, jobs: Vocabulary, names: dict[str, Name], rolled_up: Collection[str]
+    conn: Connection,
+    graph: Graph,
+    jobs: Vocabulary,
+    names: dict[str, Name],
+    rolled_up: Collection[str],
 ) -> dict[str, _Program]:
     """Each job of `names` (id text: namespace and name) as the answer shows it, a workflow
     when the index says it is one or when the rollup made it stand for the runs inside its
     runs (`rolled_up`). A job the index has not numbered (none of a walk's) is looked up."""
-    graph = graph_of(conn)
     number_of = dict(zip(jobs.texts, jobs.numbers.tolist(), strict=True))
     numbers = np.array([number_of[job_id] for job_id in names], dtype=np.int64)
     flags = graph.workflows.are_workflows(numbers).tolist()

@@ -58,7 +58,9 @@ class Vocabulary:
 @dataclass(frozen=True)
 class RelationTable:
     """Relations (dataset, job, run, write, component) as codes into their vocabularies; a
-    declared relation's run is NONE, and `write` is 1 for a write, 0 for a read."""
+    declared relation's run is NONE, and `write` is 1 for a write, 0 for a read. The
+    vocabularies' numbers are those of `graph`, the index version the relations were read
+    from (an answer asks it about them rather than find the version again)."""
 
     dataset: Ints
     job: Ints
@@ -69,6 +71,7 @@ class RelationTable:
     jobs: Vocabulary
     runs: Vocabulary
     components: Vocabulary
+    graph: Graph
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -83,7 +86,7 @@ class RelationTable:
         runs, run = Vocabulary.of_numbers(ids.runs, rows[:, 2])
         components, component = Vocabulary.of_numbers(ids.components, rows[:, 4])
         write = rows[:, 3].astype(np.int64)
-        return cls(dataset, job, run, write, component, datasets, jobs, runs, components)
+        return cls(dataset, job, run, write, component, datasets, jobs, runs, components, graph)
 
     @classmethod
     def of_shown(cls, graph: Graph, relations: Sequence[ShownRelation]) -> RelationTable:
@@ -98,7 +101,7 @@ class RelationTable:
         write = np.fromiter(
             (r.access == "write" for r in relations), dtype=np.int64, count=len(relations)
         )
-        return cls(dataset, job, run, write, component, datasets, jobs, runs, components)
+        return cls(dataset, job, run, write, component, datasets, jobs, runs, components, graph)
 
 
 def text_ranks(texts: Sequence[str]) -> Ints:
