@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -94,23 +95,23 @@ def collapse(
     lists of text compare, so the same relations always render the same bytes. With no
     dimension collapsed, each distinct relation is its own group."""
     collapsed = [d in dimensions for d in ("access", "run", "component")]
-    run_rank = text_ranks(relations.run_ids)
     component_rank = text_ranks(relations.components)
     # A component's code, or -1 for none: "" is none too (the last entry stands for -1).
     unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
     component = np.where(unnamed[relations.component], NONE, relations.component)
-    # Per dimension: each relation's code (-1: none), and the rank of each code by its text.
-    dimension_codes = [
-        (relations.write, np.arange(2, dtype=np.int64)),
-        (relations.run, run_rank),
-        (component, component_rank),
+    # Per dimension: each relation's code (-1: none), and the rank of each code by its text
+    # (the runs' only when asked: thousands of ids, which a run order mostly makes moot).
+    dimension_codes: list[tuple[Ints, Callable[[], Ints]]] = [
+        (relations.write, lambda: np.arange(2, dtype=np.int64)),
+        (relations.run, cache(lambda: text_ranks(relations.run_ids))),
+        (component, lambda: component_rank),
     ]
     keys = [
         text_ranks(relations.data_keys)[relations.data],
         text_ranks(relations.program_keys)[relations.program],
     ]
     for (codes, ranks), merged in zip(dimension_codes, collapsed, strict=True):
-        keys.append(np.zeros_like(codes) if merged else ranked(codes, ranks))
+        keys.append(np.zeros_like(codes) if merged else ranked(codes, ranks()))
     groups, group_of = distinct_rows(np.stack(keys, axis=1))
     count = len(groups)
     first = np.empty(count, dtype=np.int64)
@@ -121,7 +122,7 @@ def collapse(
     for i, ((codes, ranks), merged) in enumerate(zip(dimension_codes, collapsed, strict=True)):
         texts = texts_of[i]
         if merged:
-            listed_by = ranks if i != 1 or run_order is None else run_order
+            listed_by = ranks() if i != 1 or run_order is None else run_order
             members = _members(group_of, codes, listed_by, count)
             order_keys.append(_list_ranks(members, ranks, _tied(order_keys)))
             shown.append([[texts[c] for c in listed] for listed in members])
@@ -168,14 +169,16 @@ def _tied(keys: list[Ints]) -> Flags:
     return tied
 
 
-def _list_ranks(members: list[list[int]], ranks: Ints, among: Flags) -> Ints:
+def _list_ranks(members: list[list[int]], ranks: Callable[[], Ints], among: Flags) -> Ints:
     """The place of each group's list among the lists of the groups `among`, compared as
     lists of their texts compare (element by element, a shorter prefix first); 0 for the
     others, whose order their earlier keys already decide."""
-    rank_list = ranks.tolist()
+    found = np.zeros(len(members), dtype=np.int64)
+    if not among.any():
+        return found
+    rank_list = ranks().tolist()
     chosen = np.flatnonzero(among).tolist()
     texts = [tuple(rank_list[c] for c in members[g]) for g in chosen]
     places = {key: place for place, key in enumerate(sorted(set(texts)))}
-    found = np.zeros(len(members), dtype=np.int64)
     found[chosen] = [places[key] for key in texts]
     return found

@@ -22,6 +22,7 @@ from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelations, collapse
+from upstream.query.graph_index.dataset_walk import distinct_rows
 from upstream.query.graph_index.graph import NO_START, Graph
 from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.names import Name
@@ -195,7 +196,12 @@ def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
     starts, _ = graph.spans(runs.numbers)
     unknown = (runs.numbers == NONE) | (starts == NO_START)
     newest = np.where(unknown, 0, -starts)
-    order = np.lexsort((text_ranks(runs.texts), newest, unknown))
+    # Ties by id: only the runs that share a start (or have none) are ranked by their text.
+    _, group_of = distinct_rows(np.column_stack([unknown, newest]))
+    tied = np.flatnonzero(np.bincount(group_of)[group_of] > 1)
+    by_id = np.zeros(len(runs.texts), dtype=np.int64)
+    by_id[tied] = text_ranks([runs.texts[i] for i in tied.tolist()])
+    order = np.lexsort((by_id, newest, unknown))
     places = np.empty(len(order), dtype=np.int64)
     places[order] = np.arange(len(order))
     return places
