@@ -268,3 +268,39 @@ def test_an_answer_names_each_run_once_however_many_relations_it_has(
     assert len(shown) == 3
     assert sum(len(relation["runs"]) for relation in body["relations"]) == 21
     assert _CountedTexts.reads == 3
+
+
+def test_runs_that_started_together_are_listed_by_id(client: TestClient, store: Store) -> None:
+    """Newest start first; of two runs that started at the same instant, the smaller id
+    first (design §4.2), though only those two are ranked by their ids' text."""
+    from datetime import timedelta
+
+    from tests.builders import ds, run_event
+
+    ids = [f"00000000-0000-4000-8000-00000000000{k}" for k in (1, 3, 2)]
+    hours = (1, 3, 3)
+    post(
+        client,
+        *(
+            run_event(
+                (NS, "tieJ"),
+                run_id=run_id,
+                event_type="START",
+                time=BASE_TIME + timedelta(hours=hour),
+                inputs=[ds(NS, "tieIn")],
+                outputs=[ds(NS, "tieOut")],
+            )
+            for run_id, hour in zip(ids, hours, strict=True)
+        ),
+    )
+    params = LineageParams(
+        start=BASE_TIME - DAY,
+        end=BASE_TIME + DAY,
+        levels=1,
+        direction="upstream",
+        collapse=frozenset({"run"}),
+    )
+    with store.read() as conn:
+        body = dataset_lineage(conn, NS, "tieOut", params, max_nodes=50, max_relations=50)
+    runs = {relation["accesses"][0]: relation["runs"] for relation in body["relations"]}
+    assert runs["write"] == [ids[2], ids[1], ids[0]]
