@@ -4,6 +4,7 @@ width of the level (design §4.2, issue 3 item 6): never one per dataset or job.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -228,3 +229,78 @@ def test_an_answer_names_what_an_earlier_answer_named_without_a_statement(
         body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
     assert "dataset.ns.chainS4" in body["data"]
     assert "job.ns.chainJ4" in body["programs"]
+
+
+class _CountedTexts(list[str]):
+    """A numbering's id texts, counting how often an answer reads one."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        _CountedTexts.reads += 1
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize("collapse", [frozenset(), frozenset({"run"})])
+def test_an_answer_names_each_run_once_however_many_relations_it_has(
+    client: TestClient, store: Store, collapse: frozenset[Any]
+) -> None:
+    """Three runs, each reading six datasets and writing one: 21 relations, whose runs are
+    made text once each (design §6), not once per relation."""
+    post(
+        client,
+        *(
+            run(f"wideJ{k}", rid(), reads=[f"wideIn{i}" for i in range(6)], writes=["wideOut"])
+            for k in range(3)
+        ),
+    )
+    params = LineageParams(
+        start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=1, direction="upstream"
+    )
+    with store.read() as conn:
+        runs = graph_of(conn).ids.runs
+        runs.texts = _CountedTexts(runs.texts)
+        _CountedTexts.reads = 0
+        body = dataset_lineage(
+            conn, NS, "wideOut", replace(params, collapse=collapse), max_nodes=50, max_relations=50
+        )
+    shown = {run for relation in body["relations"] for run in relation["runs"]}
+    assert len(shown) == 3
+    assert sum(len(relation["runs"]) for relation in body["relations"]) == 21
+    assert _CountedTexts.reads == 3
+
+
+def test_runs_that_started_together_are_listed_by_id(client: TestClient, store: Store) -> None:
+    """Newest start first; of two runs that started at the same instant, the smaller id
+    first (design §4.2), though only those two are ranked by their ids' text."""
+    from datetime import timedelta
+
+    from tests.builders import ds, run_event
+
+    ids = [f"00000000-0000-4000-8000-00000000000{k}" for k in (1, 3, 2)]
+    hours = (1, 3, 3)
+    post(
+        client,
+        *(
+            run_event(
+                (NS, "tieJ"),
+                run_id=run_id,
+                event_type="START",
+                time=BASE_TIME + timedelta(hours=hour),
+                inputs=[ds(NS, "tieIn")],
+                outputs=[ds(NS, "tieOut")],
+            )
+            for run_id, hour in zip(ids, hours, strict=True)
+        ),
+    )
+    params = LineageParams(
+        start=BASE_TIME - DAY,
+        end=BASE_TIME + DAY,
+        levels=1,
+        direction="upstream",
+        collapse=frozenset({"run"}),
+    )
+    with store.read() as conn:
+        body = dataset_lineage(conn, NS, "tieOut", params, max_nodes=50, max_relations=50)
+    runs = {relation["accesses"][0]: relation["runs"] for relation in body["relations"]}
+    assert runs["write"] == [ids[2], ids[1], ids[0]]

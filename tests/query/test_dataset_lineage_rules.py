@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from upstream.model.errors import InvalidInput
 from upstream.model.workflow import is_workflow
-from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.answers import RelationEntry
+from upstream.query.collapse import Dimension, KeyedRelation, KeyedRelations, collapse
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.rollup import RollUp
 from upstream.query.graph_index.workflows import CREATE, DROP, TEMPORARY, Workflows
@@ -213,28 +218,39 @@ def entry(accesses: list[str], runs: list[str], components: list[str] | None = N
     }
 
 
+def collapsed(
+    relations: list[KeyedRelation],
+    dimensions: set[Dimension],
+    run_order: Callable[[str], Any] | None = None,
+) -> list[RelationEntry]:
+    """`collapse` of relations given one by one, runs listed by `run_order` (by id: None)."""
+    columns = KeyedRelations.of(relations)
+    places = None if run_order is None else columns.run_places(run_order)
+    return collapse(columns, dimensions, places)
+
+
 def test_collapse_run_unions_runs_per_access() -> None:
-    assert collapse(SEED_RELATIONS, {"run"}, str) == [
+    assert collapsed(SEED_RELATIONS, {"run"}) == [
         entry(["read"], ["r1", "r2"]),
         entry(["write"], ["r1"]),
     ]
 
 
 def test_collapse_access_unions_accesses_per_run() -> None:
-    assert collapse(SEED_RELATIONS, {"access"}, str) == [
+    assert collapsed(SEED_RELATIONS, {"access"}) == [
         entry(["read"], ["r2"]),
         entry(["read", "write"], ["r1"]),
     ]
 
 
 def test_collapse_everything_merges_one_dataset_program_pair() -> None:
-    assert collapse(SEED_RELATIONS, {"access", "run", "component"}, str) == [
+    assert collapsed(SEED_RELATIONS, {"access", "run", "component"}) == [
         entry(["read", "write"], ["r1", "r2"])
     ]
 
 
 def test_no_collapse_keeps_each_relation() -> None:
-    assert collapse(SEED_RELATIONS, set(), str) == [
+    assert collapsed(SEED_RELATIONS, set()) == [
         entry(["read"], ["r1"]),
         entry(["read"], ["r2"]),
         entry(["write"], ["r1"]),
@@ -251,7 +267,7 @@ def test_no_collapse_lists_each_distinct_relation_in_field_order() -> None:
         keyed("read", None),
         keyed("read", "r1"),
     ]
-    assert collapse(relations, set(), str) == [
+    assert collapsed(relations, set()) == [
         entry(["read"], []),
         entry(["read"], ["r1"]),
         entry(["read"], ["r1"], ["mapper"]),
@@ -265,20 +281,97 @@ def test_collapse_never_merges_different_datasets_or_programs() -> None:
         KeyedRelation("dataset.ns.d2", "job.ns.s1", "read", "r1", ""),
         KeyedRelation("dataset.ns.d1", "job.ns.s2", "read", "r1", ""),
     ]
-    assert len(collapse(relations, {"access", "run", "component"}, str)) == 3
+    assert len(collapsed(relations, {"access", "run", "component"})) == 3
 
 
 def test_collapse_component_and_run_order() -> None:
     relations = [keyed("read", "r1", "mapper"), keyed("read", "r2", "reducer"), keyed("read", None)]
     newest_first = {"r2": 0, "r1": 1}.__getitem__
-    assert collapse(relations, {"component", "run"}, newest_first) == [
+    assert collapsed(relations, {"component", "run"}, newest_first) == [
         entry(["read"], ["r2", "r1"], ["mapper", "reducer"])
     ]
-    assert collapse(relations, {"run"}, newest_first) == [
+    assert collapsed(relations, {"run"}, newest_first) == [
         entry(["read"], []),
         entry(["read"], ["r1"], ["mapper"]),
         entry(["read"], ["r2"], ["reducer"]),
     ]
+
+
+def test_collapsed_groups_are_ordered_as_their_lists_of_text() -> None:
+    """Groups of one dataset, program and access are ordered by their runs before their
+    components, each list compared element by element, a shorter prefix first."""
+    relations = [
+        keyed("read", "r2", "a"),
+        keyed("read", "r1", "b"),
+        keyed("read", "r1", "c"),
+        keyed("read", "r3", "c"),
+    ]
+    assert collapsed(relations, {"run"}) == [
+        entry(["read"], ["r1"], ["b"]),
+        entry(["read"], ["r1", "r3"], ["c"]),
+        entry(["read"], ["r2"], ["a"]),
+    ]
+    newest = {"r3": 0, "r2": 1, "r1": 2}.__getitem__
+    assert collapsed(relations, {"run"}, newest) == [
+        entry(["read"], ["r1"], ["b"]),
+        entry(["read"], ["r2"], ["a"]),
+        entry(["read"], ["r3", "r1"], ["c"]),
+    ]
+
+
+def plainly_collapsed(
+    relations: list[KeyedRelation], dimensions: set[Dimension], run_order: Callable[[str], Any]
+) -> list[dict[str, Any]]:
+    """design §4.2's collapse written out on the relations' texts: group by what is not
+    collapsed, union the rest, sort every list and then the groups as lists of text."""
+    groups: dict[tuple[str, ...], list[KeyedRelation]] = {}
+    for r in relations:
+        key = (
+            r.data,
+            r.program,
+            "" if "access" in dimensions else r.access,
+            "" if "run" in dimensions else r.run or "",
+            "" if "component" in dimensions else r.component,
+        )
+        groups.setdefault(key, []).append(r)
+    found = [
+        {
+            "data": key[0],
+            "program": key[1],
+            "accesses": sorted({r.access for r in group}),
+            "runs": sorted({r.run for r in group if r.run is not None}, key=run_order),
+            "components": sorted({r.component for r in group if r.component}),
+        }
+        for key, group in groups.items()
+    ]
+    found.sort(key=lambda g: (g["data"], g["program"], g["accesses"], g["runs"], g["components"]))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    relations=st.lists(
+        st.builds(
+            KeyedRelation,
+            st.sampled_from(["dataset.n.b", "dataset.n.a", "dataset.m.é"]),
+            st.sampled_from(["job.n.j", "workflow.n.w"]),
+            st.sampled_from(["read", "write"]),
+            st.sampled_from([None, "r3", "r1", "r2", "r10"]),
+            st.sampled_from(["", "mapper", "Reducer", "z"]),
+        ),
+        max_size=25,
+    ),
+    dimensions=st.sets(st.sampled_from(["access", "run", "component"])),
+    by_start=st.booleans(),
+)
+def test_collapse_on_columns_equals_the_rule_written_out(
+    relations: list[KeyedRelation], dimensions: set[Dimension], by_start: bool
+) -> None:
+    """Grouping and ordering on integer codes gives exactly the answer the rule gives on
+    the relations' texts, for every choice of dimensions and both run orders."""
+    newest = {"r2": 0, "r10": 1, "r3": 2, "r1": 3}.__getitem__ if by_start else None
+    expected = plainly_collapsed(relations, dimensions, newest or str)
+    assert collapsed(relations, dimensions, newest) == expected
 
 
 # -- LineageParams.parse --------------------------------------------------------------------

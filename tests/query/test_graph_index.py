@@ -38,15 +38,18 @@ from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.window import Window
 from upstream.model.workflow import is_workflow
 from upstream.query.graph_index.dataset_walk import (
+    FoundRelations,
     RolledUpRelations,
     ShownRelation,
     microseconds,
     walk_relations,
     walk_rolled_up,
 )
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.graph_export import EdgeEnd, flows_out_of, job_edges
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.marquez_walk import marquez_graph
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.run_walk import run_links
 from upstream.store import schema as t
 from upstream.store.deletion import mark_deleted
@@ -375,6 +378,23 @@ def _components(rows: _Rows) -> dict[tuple[Any, ...], set[str]]:
     return components
 
 
+def _named(graph: Graph, found: FoundRelations) -> dict[ShownRelation, int]:
+    """The relations a walk found (index numbers) named by their ids' text."""
+    ids = graph.ids
+    return {
+        ShownRelation(
+            ids.datasets.texts[dataset],
+            ids.jobs.texts[job],
+            None if run == NONE else ids.runs.texts[run],
+            "write" if write else "read",
+            ids.components.texts[component],
+        ): level
+        for (dataset, job, run, write, component), level in zip(
+            found.rows.tolist(), found.levels.tolist(), strict=True
+        )
+    }
+
+
 def _as_shown(found: dict[tuple[Any, ...], int]) -> dict[ShownRelation, int]:
     return {
         ShownRelation(str(d), str(j), None if r is None else str(r), access, component): level
@@ -452,7 +472,10 @@ def test_index_walks_equal_the_naive_walk(
                         found = (
                             {}
                             if number is None
-                            else walk_relations(graph_index, number, mode, levels, window)
+                            else _named(
+                                graph_index,
+                                walk_relations(graph_index, number, mode, levels, window),
+                            )
                         )
                         assert found == expected, (mode, levels, window, seed)
 
@@ -665,8 +688,8 @@ def _naive_rolled_both(rows: _Rows, flows_of: _Workflows, seed: uuid.UUID, level
     return rollup.answer(shown)
 
 
-def _parts(found: RolledUpRelations) -> _Rolled:
-    return found.found, found.workflows, found.temporary
+def _parts(graph: Graph, found: RolledUpRelations) -> _Rolled:
+    return _named(graph, found.found), found.workflows, found.temporary
 
 
 @settings(
@@ -694,7 +717,10 @@ def test_rolled_up_walks_equal_the_naive_walk(
                     found = (
                         ({}, {}, {})
                         if number is None
-                        else _parts(walk_rolled_up(graph_index, number, mode, levels, window))
+                        else _parts(
+                            graph_index,
+                            walk_rolled_up(graph_index, number, mode, levels, window),
+                        )
                     )
                     assert found == expected, (mode, levels, window, seed)
 

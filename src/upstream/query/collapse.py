@@ -1,20 +1,35 @@
-"""`collapse` (design §4.2): merge relations that differ only in the collapsed dimensions."""
+"""`collapse` (design §4.2): merge relations that differ only in the collapsed dimensions.
+
+Relations arrive as integer columns (`KeyedRelations`), so grouping and ordering are sorts of
+integers: an answer's tens of thousands of relations become Python objects only as the
+entries it shows, one per group.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from upstream.query.answers import RelationEntry
+from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.relation_table import ranked, text_ranks
 
 Dimension = Literal["access", "run", "component"]
 DIMENSIONS: tuple[Dimension, ...] = ("access", "component", "run")
+Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+_ACCESSES = ("read", "write")
 
 
 class KeyedRelation(NamedTuple):
     """A relation as the response names it: `dataset.<ns>.<name>`, `job.<ns>.<name>` or
-    `workflow.<ns>.<name>`, a run id (None: declared) and a component ("" when unnamed).
-    A named tuple: one is made per relation of an answer, thousands per query."""
+    `workflow.<ns>.<name>`, a run id (None: declared) and a component ("" when unnamed)."""
 
     data: str
     program: str
@@ -23,89 +38,147 @@ class KeyedRelation(NamedTuple):
     component: str
 
 
+@dataclass(frozen=True)
+class KeyedRelations:
+    """Relations as the response names them, as columns of codes: `data` into `data_keys`,
+    `program` into `program_keys`, `run` into `run_ids` (-1: declared) and `component` into
+    `components` (-1 or the code of "": unnamed); `write` is 1 for a write, 0 for a read."""
+
+    data: Ints
+    program: Ints
+    write: Ints
+    run: Ints
+    component: Ints
+    data_keys: Sequence[str]
+    program_keys: Sequence[str]
+    run_ids: Sequence[str]
+    components: Sequence[str]
+
+    @classmethod
+    def of(cls, relations: Iterable[KeyedRelation]) -> KeyedRelations:
+        """Relations given one by one (a test's, or a few)."""
+        rows = list(relations)
+        codes: list[dict[str, int]] = [{}, {}, {}, {}]
+
+        def coded(values: Iterable[str | None], vocabulary: dict[str, int]) -> Ints:
+            found = (
+                NONE if v is None else vocabulary.setdefault(v, len(vocabulary)) for v in values
+            )
+            return np.fromiter(found, dtype=np.int64, count=len(rows))
+
+        data = coded((r.data for r in rows), codes[0])
+        program = coded((r.program for r in rows), codes[1])
+        run = coded((r.run for r in rows), codes[2])
+        component = coded((r.component for r in rows), codes[3])
+        write = np.fromiter((r.access == "write" for r in rows), dtype=np.int64, count=len(rows))
+        data_keys, program_keys, run_ids, components = (list(c) for c in codes)
+        return cls(
+            data, program, write, run, component, data_keys, program_keys, run_ids, components
+        )
+
+    def run_places(self, key: Callable[[str], Any]) -> Ints:
+        """Each run code's place when the runs are sorted by `key` (of a run id): a
+        `run_order` for `collapse`."""
+        order = sorted(range(len(self.run_ids)), key=lambda code: key(self.run_ids[code]))
+        places = np.empty(len(order), dtype=np.int64)
+        places[order] = np.arange(len(order))
+        return places
+
+
 def collapse(
-    relations: Iterable[KeyedRelation],
-    dimensions: Collection[Dimension],
-    run_order: Callable[[str], Any] | None,
+    relations: KeyedRelations, dimensions: Collection[Dimension], run_order: Ints | None
 ) -> list[RelationEntry]:
     """Group `relations` by dataset, program and every dimension not collapsed, unioning the
     accesses, runs and components of each group. A group never spans two datasets or two
-    programs. Lists are sorted (runs by `run_order`, by id when it is None) and so is the
-    result, so the same relations always render the same bytes."""
-    if not dimensions:
-        return _listed(relations)
-    by_access, by_run, by_component = (d in dimensions for d in ("access", "run", "component"))
-    groups: dict[tuple[str, ...], list[KeyedRelation]] = {}
-    for rel in relations:
-        key = (
-            rel.data,
-            rel.program,
-            "" if by_access else rel.access,
-            "" if by_run else rel.run or "",
-            "" if by_component else rel.component,
-        )
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [rel]
+    programs. Lists are sorted (runs by `run_order`, each run code's place, or by id when
+    it is None), and so is the result, by (data, program, accesses, runs, components) as
+    lists of text compare, so the same relations always render the same bytes. With no
+    dimension collapsed, each distinct relation is its own group."""
+    collapsed = [d in dimensions for d in ("access", "run", "component")]
+    component_rank = text_ranks(relations.components)
+    # A component's code, or -1 for none: "" is none too (the last entry stands for -1).
+    unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
+    component = np.where(unnamed[relations.component], NONE, relations.component)
+    # Per dimension: each relation's code (-1: none), and the rank of each code by its text
+    # (the runs' only when asked: thousands of ids, which a run order mostly makes moot).
+    dimension_codes: list[tuple[Ints, Callable[[], Ints]]] = [
+        (relations.write, lambda: np.arange(2, dtype=np.int64)),
+        (relations.run, cache(lambda: text_ranks(relations.run_ids))),
+        (component, lambda: component_rank),
+    ]
+    keys = [
+        text_ranks(relations.data_keys)[relations.data],
+        text_ranks(relations.program_keys)[relations.program],
+    ]
+    for (codes, ranks), merged in zip(dimension_codes, collapsed, strict=True):
+        keys.append(np.zeros_like(codes) if merged else ranked(codes, ranks()))
+    groups, group_of = distinct_rows(np.stack(keys, axis=1))
+    count = len(groups)
+    first = np.empty(count, dtype=np.int64)
+    first[group_of[::-1]] = np.arange(len(group_of))[::-1]
+    texts_of: list[Sequence[str]] = [_ACCESSES, relations.run_ids, relations.components]
+    shown: list[list[list[str]]] = []
+    order_keys = [groups[:, 0], groups[:, 1]]
+    for i, ((codes, ranks), merged) in enumerate(zip(dimension_codes, collapsed, strict=True)):
+        texts = texts_of[i]
+        if merged:
+            listed_by = ranks() if i != 1 or run_order is None else run_order
+            members = _members(group_of, codes, listed_by, count)
+            order_keys.append(_list_ranks(members, ranks, _tied(order_keys)))
+            shown.append([[texts[c] for c in listed] for listed in members])
         else:
-            group.append(rel)
-    rendered = [_rendered(key[0], key[1], group, run_order) for key, group in groups.items()]
-    rendered.sort(
-        key=lambda r: (r["data"], r["program"], r["accesses"], r["runs"], r["components"])
-    )
-    return rendered
-
-
-#: A relation as `listed` takes it: (data, program, access, run, component), "" for no run
-#: and for no component.
-RelationRow = tuple[str, str, str, str, str]
-
-
-def _listed(relations: Iterable[KeyedRelation]) -> list[RelationEntry]:
-    """`collapse` with no dimension collapsed."""
-    return listed((r.data, r.program, r.access, r.run or "", r.component) for r in relations)
-
-
-def listed(rows: Iterable[RelationRow]) -> list[RelationEntry]:
-    """Each distinct relation of `rows` as its own group, in the order `collapse` sorts
-    groups by, which for one relation each is the order of its fields (a missing run or
-    component sorts first, as an empty list does). Plain tuples, which sort without a key
-    function: an answer lists tens of thousands."""
+            shown.append([[texts[c]] if c >= 0 else [] for c in codes[first].tolist()])
+            order_keys.append(groups[:, 2 + i])
+    order = np.lexsort(order_keys[::-1]).tolist()
+    data, program = relations.data[first].tolist(), relations.program[first].tolist()
+    data_keys, program_keys = relations.data_keys, relations.program_keys
+    accesses, runs, components = shown
     return [
         {
-            "data": data,
-            "program": program,
-            "accesses": [access],
-            "runs": [run] if run else [],
-            "components": [component] if component else [],
+            "data": data_keys[data[g]],
+            "program": program_keys[program[g]],
+            "accesses": accesses[g],
+            "runs": runs[g],
+            "components": components[g],
         }
-        for data, program, access, run, component in sorted(set(rows))
+        for g in order
     ]
 
 
-def _rendered(
-    data: str, program: str, group: list[KeyedRelation], run_order: Callable[[str], Any] | None
-) -> RelationEntry:
-    """One group as the answer shows it. Most groups of an answer with every run listed
-    hold one relation, which needs no set and no sort."""
-    if len(group) == 1:
-        rel = group[0]
-        accesses, runs = [rel.access], [rel.run] if rel.run is not None else []
-        components = [rel.component] if rel.component else []
-    else:
-        accesses = _sorted({r.access for r in group})
-        runs = _sorted({r.run for r in group if r.run is not None}, run_order)
-        components = _sorted({r.component for r in group if r.component})
-    return {
-        "data": data,
-        "program": program,
-        "accesses": accesses,
-        "runs": runs,
-        "components": components,
-    }
+def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> list[list[int]]:
+    """For each of `count` groups, the distinct `codes` (-1: none, left out) of its
+    relations, listed by `order` (each code's place)."""
+    present = codes != NONE
+    group, code = group_of[present], codes[present]
+    by = np.lexsort((order[code], group))
+    group, code = group[by], code[by]
+    distinct = np.ones(len(group), dtype=np.bool_)
+    distinct[1:] = (group[1:] != group[:-1]) | (code[1:] != code[:-1])
+    group, code = group[distinct], code[distinct]
+    bounds = np.searchsorted(group, np.arange(count + 1)).tolist()
+    values = code.tolist()
+    return [values[bounds[g] : bounds[g + 1]] for g in range(count)]
 
 
-def _sorted(values: set[str], key: Callable[[str], Any] | None = None) -> list[str]:
-    """`sorted`, without its cost for the single value an uncollapsed relation holds in
-    each list: an answer has tens of thousands of them."""
-    return list(values) if len(values) < 2 else sorted(values, key=key)
+def _tied(keys: list[Ints]) -> Flags:
+    """Which groups share their `keys` (columns) with another group: only their lists
+    decide their order."""
+    _, inverse = distinct_rows(np.stack(keys, axis=1))
+    counts = np.bincount(inverse)
+    tied: Flags = counts[inverse] > 1
+    return tied
+
+
+def _list_ranks(members: list[list[int]], ranks: Callable[[], Ints], among: Flags) -> Ints:
+    """The place of each group's list among the lists of the groups `among`, compared as
+    lists of their texts compare (element by element, a shorter prefix first); 0 for the
+    others, whose order their earlier keys already decide."""
+    found = np.zeros(len(members), dtype=np.int64)
+    if not among.any():
+        return found
+    rank_list = ranks().tolist()
+    chosen = np.flatnonzero(among).tolist()
+    texts = [tuple(rank_list[c] for c in members[g]) for g in chosen]
+    places = {key: place for place, key in enumerate(sorted(set(texts)))}
+    found[chosen] = [places[key] for key in texts]
+    return found

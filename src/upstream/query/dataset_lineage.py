@@ -12,20 +12,22 @@ replaced by job → job links (`upstream.query.job_links`).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
 from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.keys import entity_key
 from upstream.query.answers import LineageAnswer
 from upstream.query.graph_index.dataset_walk import (
+    FoundRelations,
     RolledUpRelations,
-    ShownRelation,
     walk_relations,
     walk_rolled_up,
 )
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.hidden import hidden_from
 from upstream.query.history_hint import latest_run_outside
@@ -34,9 +36,9 @@ from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import Omitted, RolledUp, render
 from upstream.query.lookup import existing_dataset
 from upstream.query.owners import with_owners
+from upstream.query.relation_table import RelationTable, ranked, text_ranks
 
-#: A node of an answer: ("dataset" | "program", id as text).
-_Node = tuple[str, str]
+Ints = npt.NDArray[np.int64]
 
 
 def dataset_lineage(
@@ -73,33 +75,27 @@ def dataset_lineage(
     shared = visible
     graph = graph_of(conn)
     number = graph.ids.datasets.known(str(seed))
+    found = _NOTHING
     if params.rollup != "workflow":
         visible = visible or VisibleNodes.of(conn, graph, visibility)
-        found = (
-            {}
-            if number is None
-            else walk_relations(
+        if number is not None:
+            found = walk_relations(
                 graph, number, params.direction, params.levels, params.window, visible
             )
-        )
-    else:
-        rolled = (
-            None
-            if number is None
-            else walk_rolled_up(graph, number, params.direction, params.levels, params.window)
-        )
-        found = {} if rolled is None else rolled.found
-    every = _nodes(found, str(seed))
+    elif number is not None:
+        rolled = walk_rolled_up(graph, number, params.direction, params.levels, params.window)
+        found = rolled.found
+    start = NONE if number is None else number
     walked = params.levels
-    if len(found) > max_relations or len(every) > max_nodes:
-        found, walked = _whole_levels(found, str(seed), max_nodes, max_relations)
-        every = _nodes(found, str(seed))
+    if len(found) > max_relations or _node_count(found, start) > max_nodes:
+        found, walked = _whole_levels(found, start, max_nodes, max_relations)
     if rolled is not None:
         rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
     elif params.rollup == "workflow":
         rolled_up = RolledUp(set(), set())
-    relations, omitted = _cut(found, every, str(seed), max_nodes, max_relations)
-    answer = render(conn, params, seed, relations, omitted, rolled_up, runs_in_order=runs_in_order)
+    shown, omitted = _cut(graph, found, start, max_nodes, max_relations)
+    table = RelationTable.of_rows(graph, shown.rows)
+    answer = render(conn, params, seed, table, omitted, rolled_up, runs_in_order=runs_in_order)
     if params.rollup == "jobs":
         seed_key = entity_key("dataset", seed_ref.namespace, seed_ref.name)
         answer = through_temporaries(conn, answer, keep={seed_key})
@@ -122,33 +118,47 @@ def dataset_lineage(
     return answer
 
 
-def _nodes(relations: dict[ShownRelation, int] | list[ShownRelation], seed: str) -> set[_Node]:
-    """The datasets and programs of `relations`, and the queried dataset."""
-    nodes: set[_Node] = {("dataset", seed)}
-    nodes.update(("dataset", r.dataset_id) for r in relations)
-    nodes.update(("program", r.job_id) for r in relations)
-    return nodes
+_NOTHING = FoundRelations(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _node_count(found: FoundRelations, seed: int) -> int:
+    """How many datasets and programs `found` names, with the queried dataset (`seed`)."""
+    datasets = np.unique(found.rows[:, 0])
+    seed_apart = int(not np.any(datasets == seed))
+    return len(datasets) + seed_apart + len(np.unique(found.rows[:, 1]))
 
 
 def _whole_levels(
-    found: dict[ShownRelation, int], seed: str, max_nodes: int, max_relations: int
-) -> tuple[dict[ShownRelation, int], int]:
+    found: FoundRelations, seed: int, max_nodes: int, max_relations: int
+) -> tuple[FoundRelations, int]:
     """`found` up to the level that passes a cap, as a walk level by level stops: a level is
     added whole, and none after the one that passed a cap. Also that last level: what a
     rolled-up walk met after it, it never met."""
-    by_level = _by_level(found)
-    kept: dict[ShownRelation, int] = {}
-    nodes: set[_Node] = {("dataset", seed)}
-    last = max(by_level, default=0)
-    for level in sorted(by_level):
-        if len(nodes) > max_nodes or len(kept) > max_relations:
-            break
-        last = level
-        for relation in by_level[level]:
-            kept[relation] = level
-            nodes.add(("dataset", relation.dataset_id))
-            nodes.add(("program", relation.job_id))
-    return kept, last
+    levels = np.unique(found.levels)
+    if not len(levels):
+        return found, 0
+    relations = np.searchsorted(np.sort(found.levels), levels, side="right")
+    nodes = 1 + _first_met(found, 0, levels, seed) + _first_met(found, 1, levels, NONE)
+    # A level is added when, before it, the answer was within both caps.
+    within = (np.concatenate([[1], nodes[:-1]]) <= max_nodes) & (
+        np.concatenate([[0], relations[:-1]]) <= max_relations
+    )
+    added = len(levels) if within.all() else int(np.argmin(within))
+    if not added:
+        return found.where(np.zeros(len(found), dtype=np.bool_)), int(levels[-1])
+    last = int(levels[added - 1])
+    return found.where(found.levels <= last), last
+
+
+def _first_met(found: FoundRelations, column: int, levels: Ints, apart: int) -> Ints:
+    """How many nodes of `column` (0: datasets, 1: jobs) other than `apart` the relations
+    up to each of `levels` name."""
+    order = np.argsort(found.levels, kind="stable")
+    nodes = found.rows[order, column]
+    distinct, first = np.unique(nodes, return_index=True)
+    least = np.sort(found.levels[order][first[distinct != apart]])
+    counted: Ints = np.searchsorted(least, levels, side="right")
+    return counted
 
 
 def _met(levels: dict[str, int], walked: int) -> set[str]:
@@ -157,58 +167,69 @@ def _met(levels: dict[str, int], walked: int) -> set[str]:
 
 
 def _cut(
-    found: dict[ShownRelation, int],
-    every: set[_Node],
-    seed: str,
-    max_nodes: int,
-    max_relations: int,
-) -> tuple[list[ShownRelation], Omitted | None]:
-    """The relations found (naming the nodes `every`), cut to `max_nodes` nodes and
-    `max_relations` relations: nearer levels first, then a stable order, so a cut result
-    is the same on every call. Also what was left out of what the walk found (None when
-    nothing was). An answer within both caps is kept whole, and its order is the
-    rendering's to give."""
-    if len(every) <= max_nodes:
+    graph: Graph, found: FoundRelations, seed: int, max_nodes: int, max_relations: int
+) -> tuple[FoundRelations, Omitted | None]:
+    """The relations found, cut to `max_nodes` nodes (datasets, with the queried dataset
+    `seed`, and programs) and `max_relations` relations: nearer levels first, then a stable
+    order, so a cut result is the same on every call. Also what was left out of what the
+    walk found (None when nothing was). An answer within both caps is kept whole, and its
+    order is the rendering's to give."""
+    every = _node_count(found, seed)
+    if every <= max_nodes:
         if len(found) <= max_relations:
-            return list(found), None
-        return _first_relations(found, every, seed, max_relations)
-    ordered = [r for r, _ in sorted(found.items(), key=lambda f: (f[1], f[0].sort_key))]
-    nodes: set[_Node] = {("dataset", seed)}
-    kept: list[ShownRelation] = []
-    for relation in ordered:
+            return found, None
+        return _first_relations(graph, found, seed, max_relations, every)
+    ordered = _stable_order(graph, found)
+    datasets, jobs = found.rows[ordered, 0].tolist(), found.rows[ordered, 1].tolist()
+    shown_datasets: set[int] = {seed}
+    shown_jobs: set[int] = set()
+    kept: list[int] = []
+    for position, dataset, job in zip(ordered.tolist(), datasets, jobs, strict=True):
         if len(kept) >= max_relations:
             break
-        dataset, program = ("dataset", relation.dataset_id), ("program", relation.job_id)
-        if len(nodes) + (dataset not in nodes) + (program not in nodes) > max_nodes:
+        added = (dataset not in shown_datasets) + (job not in shown_jobs)
+        if len(shown_datasets) + len(shown_jobs) + added > max_nodes:
             continue
-        nodes.add(dataset)
-        nodes.add(program)
-        kept.append(relation)
-    if len(kept) == len(ordered):
-        return kept, None
-    return kept, Omitted(len(every - nodes), len(ordered) - len(kept))
+        shown_datasets.add(dataset)
+        shown_jobs.add(job)
+        kept.append(position)
+    if len(kept) == len(found):
+        return found, None
+    named = len(shown_datasets) + len(shown_jobs)
+    return found.where(np.array(kept, dtype=np.int64)), Omitted(
+        every - named, len(found) - len(kept)
+    )
 
 
 def _first_relations(
-    found: dict[ShownRelation, int], every: set[_Node], seed: str, max_relations: int
-) -> tuple[list[ShownRelation], Omitted]:
+    graph: Graph, found: FoundRelations, seed: int, max_relations: int, every: int
+) -> tuple[FoundRelations, Omitted]:
     """`_cut` when only `max_relations` cuts: the nearest levels whole, and of the level
     the cap falls in, the first relations in the stable order. Only that level is sorted
     (a cut `both` walk finds tens of thousands of relations)."""
-    by_level = _by_level(found)
-    kept: list[ShownRelation] = []
-    for level in sorted(by_level):
-        room = max_relations - len(kept)
-        if len(by_level[level]) > room:
-            kept += sorted(by_level[level], key=lambda r: r.sort_key)[:room]
-            break
-        kept += by_level[level]
-    return kept, Omitted(len(every - _nodes(kept, seed)), len(found) - len(kept))
+    levels, counts = np.unique(found.levels, return_counts=True)
+    before = np.concatenate([[0], np.cumsum(counts)])
+    cut_at = int(np.flatnonzero(before[1:] > max_relations)[0])
+    level = levels[cut_at]
+    room = max_relations - int(before[cut_at])
+    at_level = np.flatnonzero(found.levels == level)
+    first = at_level[_stable_order(graph, found.where(at_level))[:room]]
+    kept = np.concatenate([np.flatnonzero(found.levels < level), first])
+    shown = found.where(kept)
+    return shown, Omitted(every - _node_count(shown, seed), len(found) - len(shown))
 
 
-def _by_level(found: dict[ShownRelation, int]) -> dict[int, list[ShownRelation]]:
-    """The relations found at each level."""
-    by_level: dict[int, list[ShownRelation]] = defaultdict(list)
-    for relation, level in found.items():
-        by_level[level].append(relation)
-    return by_level
+def _stable_order(graph: Graph, found: FoundRelations) -> Ints:
+    """The positions of `found` by level, then by the ids' text (dataset, job, run with a
+    declared relation first, access, component): the same order on every call."""
+    table = RelationTable.of_rows(graph, found.rows)
+    keys = [
+        text_ranks(table.components.texts)[table.component],
+        table.write,
+        ranked(table.run, text_ranks(table.runs.texts)),
+        text_ranks(table.jobs.texts)[table.job],
+        text_ranks(table.datasets.texts)[table.dataset],
+        found.levels,
+    ]
+    order: Ints = np.lexsort(keys)
+    return order

@@ -27,7 +27,7 @@ from upstream.query.answers import (
     ProgramEntry,
     RelationEntry,
 )
-from upstream.query.collapse import KeyedRelation, collapse
+from upstream.query.collapse import KeyedRelation, KeyedRelations, collapse
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
@@ -261,10 +261,12 @@ def _merged(
                 data[relation.data] = entry  # temporary when any answer found it so
             programs[relation.program] = answer["programs"][relation.program]
     run_ids = {uuid.UUID(r.run) for r in keyed if r.run is not None}
+    relations = KeyedRelations.of(keyed)
+    run_order = relations.run_places(newest_first(conn, run_ids))
     response: LineageAnswer = {
         "start": int(params.start.timestamp()),
         "end": int(params.end.timestamp()),
-        "relations": collapse(keyed, params.collapse, newest_first(conn, run_ids)),
+        "relations": collapse(relations, params.collapse, run_order),
         "data": dict(sorted(data.items())),
         "programs": dict(sorted(programs.items())),
     }

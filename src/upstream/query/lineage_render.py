@@ -1,8 +1,9 @@
 """A dataset-lineage answer written from the relations a walk shows (design §4.2): the entities
 named, datasets temporary to a workflow run marked, relations collapsed and sorted.
 
-Ids arrive as their hyphenated text (`upstream.query.graph_index.dataset_walk.ShownRelation`),
-and the rows each answer names are read by that text, so no `uuid.UUID` is made per relation.
+Relations arrive as integer columns (`upstream.query.relation_table.RelationTable`): the
+datasets, jobs and runs an answer names are made text once each, and its relations are cut,
+collapsed and sorted as integers (`upstream.query.collapse`).
 """
 
 from __future__ import annotations
@@ -10,26 +11,30 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
-from upstream.query.collapse import KeyedRelation, collapse, listed
-from upstream.query.graph_index.dataset_walk import ShownRelation
-from upstream.query.graph_index.graph import NO_START
+from upstream.query.collapse import KeyedRelations, collapse
+from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.graph import NO_START, Graph
 from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.lineage_params import LineageParams
+from upstream.query.relation_table import RelationTable, Vocabulary, ranked, text_ranks
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import id_text, text_id_filters
+
+Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def render(
     conn: Connection,
     params: LineageParams,
     seed: uuid.UUID,
-    relations: list[ShownRelation],
+    relations: RelationTable,
     omitted: Omitted | None,
     rolled_up: RolledUp | None,
     *,
@@ -73,33 +78,33 @@ def render(
     """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
     into one relation are listed newest first, or by id without `runs_in_order`."""
-    dataset_ids = {str(seed)} | {r.dataset_id for r in relations}
+    graph = relations.graph
+    dataset_ids = {str(seed), *relations.datasets.texts}
     dataset_names, job_names = names_of(conn)
     datasets = dataset_names.of(conn, dataset_ids)
     programs = _named_programs(
         conn,
-        job_names.of(conn, {r.job_id for r in relations}),
+        graph,
+        relations.jobs,
+        job_names.of(conn, relations.jobs.texts),
         rolled_up.workflows if rolled_up else set(),
     )
-    temporary = rolled_up.temporary if rolled_up is not None else _temporary(conn, relations)
+    temporary = rolled_up.temporary if rolled_up is not None else _temporary(graph, relations)
     data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
-    program_keys = {job_id: program.key for job_id, program in programs.items()}
-    if params.collapse:
-        run_order: Callable[[str], Any] | None = None
-        if runs_in_order and "run" in params.collapse:
-            run_order = newest_first(conn, {r.run_id for r in relations if r.run_id is not None})
-        keyed = [
-            KeyedRelation(
-                data_keys[r.dataset_id], program_keys[r.job_id], r.access, r.run_id, r.component
-            )
-            for r in relations
-        ]
-        entries = collapse(keyed, params.collapse, run_order)
-    else:
-        entries = listed(
-            (data_keys[d], program_keys[j], access, run or "", component)
-            for d, j, run, access, component in relations
-        )
+    keyed = KeyedRelations(
+        relations.dataset,
+        relations.job,
+        relations.write,
+        relations.run,
+        relations.component,
+        [data_keys[d] for d in relations.datasets.texts],
+        [programs[j].key for j in relations.jobs.texts],
+        relations.runs.texts,
+        relations.components.texts,
+    )
+    in_order = runs_in_order and "run" in params.collapse
+    run_order = newest_first_places(graph, relations.runs) if in_order else None
+    entries = collapse(keyed, params.collapse, run_order)
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -129,17 +134,19 @@ def render(
 
 
 def _named_programs(
-    conn: Connection, names: dict[str, Name], rolled_up: Collection[str]
+    conn: Connection,
+    graph: Graph,
+    jobs: Vocabulary,
+    names: dict[str, Name],
+    rolled_up: Collection[str],
 ) -> dict[str, _Program]:
     """Each job of `names` (id text: namespace and name) as the answer shows it, a workflow
     when the index says it is one or when the rollup made it stand for the runs inside its
     runs (`rolled_up`). A job the index has not numbered (none of a walk's) is looked up."""
-    graph = graph_of(conn)
-    numbers = [graph.ids.jobs.known(job_id) for job_id in names]
-    flags = graph.workflows.are_workflows(
-        np.array([NONE if n is None else n for n in numbers], dtype=np.int64)
-    ).tolist()
-    unnumbered = [uuid.UUID(j) for j, n in zip(names, numbers, strict=True) if n is None]
+    number_of = dict(zip(jobs.texts, jobs.numbers.tolist(), strict=True))
+    numbers = np.array([number_of[job_id] for job_id in names], dtype=np.int64)
+    flags = graph.workflows.are_workflows(numbers).tolist()
+    unnumbered = [uuid.UUID(j) for j, n in zip(names, numbers.tolist(), strict=True) if n == NONE]
     looked_up = job_kinds(conn, unnumbered) if unnumbered else {}
     return {
         job_id: _Program(namespace, name, job_id in rolled_up or looked_up.get(job_id, workflow))
@@ -180,29 +187,38 @@ def _entity_of(program: _Program) -> EntityId:
     return {"type": kind, "namespace": program.namespace, "name": program.name}
 
 
-def newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
-    """A sort key for run ids (design §4.2): newest start first, runs without a start time
-    last, ties by id, so the order is the same on every call and on both databases. Only
-    an answer collapsed by run lists several runs in one relation; the others ask for no
-    run's start. The starts are the index's (integer microseconds, as the store gives them)."""
+def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
+    """Each run's place in the order runs are listed in (design §4.2): newest start first,
+    runs without a start time last, ties by id, so the order is the same on every call and
+    on both databases. Only an answer collapsed by run lists several runs in one relation;
+    the others ask for no run's start. The starts are the index's (integer microseconds, as
+    the store gives them); a run the index does not hold has none."""
+    starts, _ = graph.spans(runs.numbers)
+    unknown = (runs.numbers == NONE) | (starts == NO_START)
+    newest = np.where(unknown, 0, -starts)
+    # Ties by id: only the runs that share a start (or have none) are ranked by their text.
+    _, group_of = distinct_rows(np.column_stack([unknown, newest]))
+    tied = np.flatnonzero(np.bincount(group_of)[group_of] > 1)
+    by_id = np.zeros(len(runs.texts), dtype=np.int64)
+    by_id[tied] = text_ranks([runs.texts[i] for i in tied.tolist()])
+    order = np.lexsort((by_id, newest, unknown))
+    places = np.empty(len(order), dtype=np.int64)
+    places[order] = np.arange(len(order))
+    return places
+
+
+def newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], int]:
+    """A sort key for run ids: their place as `newest_first_places` orders them."""
     graph = graph_of(conn)
-    known = {run_id: graph.ids.runs.known(run_id) for run_id in run_ids}
-    numbered = {run_id: n for run_id, n in known.items() if n is not None}
-    numbers = np.fromiter(numbered.values(), dtype=np.int64, count=len(numbered))
-    starts, _ = graph.spans(numbers)
-    started = {
-        run_id: moment
-        for run_id, moment in zip(numbered, starts.tolist(), strict=True)
-        if moment != NO_START
-    }
-
-    def key(run_id: str) -> tuple[bool, int, str]:
-        moment = started.get(run_id)
-        return (moment is None, -(moment or 0), run_id)
-
-    return key
+    runs, _ = Vocabulary.of_texts(graph.ids.runs, list(run_ids))
+    places = dict(zip(runs.texts, newest_first_places(graph, runs).tolist(), strict=True))
+    return places.__getitem__
 
 
-def _temporary(conn: Connection, relations: list[ShownRelation]) -> set[str]:
+def _temporary(graph: Graph, relations: RelationTable) -> set[str]:
     """The datasets of `relations` an answer marks temporary (`query.workflows`)."""
-    return temporary_datasets(graph_of(conn), relations)
+    datasets = relations.datasets
+    temporary = temporary_datasets(
+        graph, datasets.numbers[relations.dataset], ranked(relations.run, relations.runs.numbers)
+    )
+    return {datasets.texts[code] for code in np.unique(relations.dataset[temporary]).tolist()}

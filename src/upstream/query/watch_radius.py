@@ -27,9 +27,11 @@ from upstream.query.answers import EntityId, RelationEntry
 from upstream.query.graph_index.dataset_walk import ShownRelation, relation_rows
 from upstream.query.graph_index.field_walk import FieldNode
 from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_render import render
+from upstream.query.relation_table import RelationTable
 from upstream.query.tag_reach import tagged_fields
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_refs
@@ -174,7 +176,8 @@ def shown_relations(
     if not relations:
         return [], {}, {}
     seed = uuid.UUID(relations[0].dataset_id)
-    answer = render(conn, params_of(spec, now), seed, relations, None, None)
+    table = RelationTable.of_shown(graph_of(conn), relations)
+    answer = render(conn, params_of(spec, now), seed, table, None, None)
     return answer["relations"], dict(answer["data"]), dict(answer["programs"])
 
 

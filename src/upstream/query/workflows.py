@@ -13,11 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from upstream.model.window import Window
-from upstream.query.graph_index.dataset_walk import ShownRelation, WalkView
+from upstream.query.graph_index.dataset_walk import WalkView
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.numbering import NONE, Numbering
 
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
 
 
 def _numbers(numbering: Numbering, texts: Iterable[str | None]) -> Ints:
@@ -61,22 +62,20 @@ def marked_temporary(graph: Graph, dataset_ids: Collection[uuid.UUID]) -> set[uu
     return {dataset for dataset, flag in zip(ordered, marked.tolist(), strict=True) if flag}
 
 
-def temporary_datasets(graph: Graph, relations: Collection[ShownRelation]) -> set[str]:
-    """The datasets of `relations` temporary to the workflow run of one of their relations'
-    runs, and those a producer marks temporary in any run (`datasetType` TEMPORARY or
-    JOB_OUTPUT, the recorder's `temporary=True`): the UI draws them all dashed. Only the
-    relations of datasets that may be temporary (a mark, a name ending with a run id) have
-    their runs' workflow runs looked at."""
-    names = sorted({r.dataset_id for r in relations})
-    datasets = _numbers(graph.ids.datasets, names)
+def temporary_datasets(graph: Graph, datasets: Ints, runs: Ints) -> Flags:
+    """Which relations (each one's dataset and run number, NONE for none) have a dataset
+    temporary to the workflow run of one of the relations' runs, or that a producer marks
+    temporary in any run (`datasetType` TEMPORARY or JOB_OUTPUT, the recorder's
+    `temporary=True`): the UI draws them all dashed. Only the relations of datasets that
+    may be temporary (a mark, a name ending with a run id) have their runs' workflow runs
+    looked at."""
+    distinct, inverse = np.unique(datasets, return_inverse=True)
     flows_of = graph.workflows
-    maybe = flows_of.may_be_temporary(datasets)
-    found = {names[i] for i in np.flatnonzero(flows_of.marked(datasets)).tolist()}
-    candidates = {names[i] for i in np.flatnonzero(maybe).tolist()} - found
-    if not candidates:
-        return found
-    pairs = [(r.dataset_id, r.run_id) for r in relations if r.dataset_id in candidates]
-    dataset_numbers = _numbers(graph.ids.datasets, (d for d, _ in pairs))
-    links = flows_of.workflow_of(_numbers(graph.ids.runs, (r for _, r in pairs)))
-    temporary = flows_of.temporary(dataset_numbers, links.astype(np.int64))
-    return found | {pairs[i][0] for i in np.flatnonzero(temporary).tolist()}
+    temporary = flows_of.marked(distinct)
+    candidate = (flows_of.may_be_temporary(distinct) & ~temporary)[inverse]
+    if candidate.any():
+        links = flows_of.workflow_of(runs[candidate])
+        found = flows_of.temporary(datasets[candidate], links.astype(np.int64))
+        temporary[inverse[candidate][found]] = True
+    shown: Flags = temporary[inverse]
+    return shown

@@ -32,6 +32,7 @@ in force then (design §4.1, §4.5).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -64,11 +65,23 @@ class ShownRelation(NamedTuple):
     access: str
     component: str
 
-    @property
-    def sort_key(self) -> tuple[str, str, str, str, str]:
-        """A stable order: the ids' fixed-width text orders as their numbers do; a
-        declared relation (no run) comes first."""
-        return (self.dataset_id, self.job_id, self.run_id or "", self.access, self.component)
+
+@dataclass(frozen=True)
+class FoundRelations:
+    """The relations a walk shows, as the index numbers them: one row of (dataset, job,
+    run, write, component) numbers each (run NONE: declared; write 1 or 0), distinct, each
+    with the least level it is shown at. No Python object is made per relation: an answer
+    cuts, collapses and names them as columns (`upstream.query.relation_table`)."""
+
+    rows: Ints
+    levels: Ints
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def where(self, keep: Flags | Ints) -> FoundRelations:
+        """The relations `keep` selects (flags or positions)."""
+        return FoundRelations(self.rows[keep], self.levels[keep])
 
 
 def microseconds(moment: datetime) -> int:
@@ -194,11 +207,11 @@ def walk_relations(
     levels: int,
     window: Window,
     visible: VisibleNodes | None = None,
-) -> dict[ShownRelation, int]:
+) -> FoundRelations:
     """The relations a walk of `levels` levels from dataset number `seed` in `mode` shows,
     each with the level it is shown at, in no particular order; with `visible`, only
     through and between the nodes it shows, counting what it stopped at there."""
-    return _shown(graph, *_relation_rows(WalkView(graph, window, visible), seed, mode, levels))
+    return FoundRelations(*_relation_rows(WalkView(graph, window, visible), seed, mode, levels))
 
 
 def relation_rows(graph: Graph, seed: int, mode: Direction, levels: int, window: Window) -> Ints:
@@ -222,7 +235,7 @@ class RolledUpRelations:
     met: the jobs that stood for workflows and the datasets found temporary to a workflow
     run, each with the least level it was met at (ids as text)."""
 
-    found: dict[ShownRelation, int]
+    found: FoundRelations
     workflows: dict[str, int]
     temporary: dict[str, int]
 
@@ -244,7 +257,7 @@ def walk_rolled_up(
     datasets, jobs = graph.ids.datasets.texts, graph.ids.jobs.texts
     temporary, workflows = rollup.temporary_level, rollup.workflow_level
     return RolledUpRelations(
-        found=_shown(graph, *_least(keys, found_levels)),
+        found=FoundRelations(*_least(keys, found_levels)),
         workflows={jobs[j]: int(workflows[j]) for j in rollup.met(workflows, levels).tolist()},
         temporary={datasets[d]: int(temporary[d]) for d in rollup.met(temporary, levels).tolist()},
     )
@@ -504,12 +517,22 @@ class _Passes:
         return found
 
 
-def _distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
-    """The distinct rows of `keys` and, for each row of `keys`, the number of its distinct
-    row: `np.unique(axis=0)` sorts the rows as opaque bytes, several times slower than a
-    sort by the columns."""
+def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
+    """The distinct rows of `keys`, in the order of their columns (the first column first),
+    and for each row of `keys` the number of its distinct row. The columns are packed into
+    one integer where their ranges allow, which sorts several times faster than a sort by
+    the columns (`np.unique(axis=0)`, which sorts rows as opaque bytes, is slower still)."""
     if not len(keys):
         return keys, np.zeros(0, dtype=np.int64)
+    low, high = keys.min(axis=0), keys.max(axis=0)
+    widths = (high - low + 1).tolist()
+    if math.prod(widths) < 2**62:
+        packed = np.zeros(len(keys), dtype=np.int64)
+        for column, width in enumerate(widths):
+            packed *= width
+            packed += keys[:, column] - low[column]
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+        return keys[first], inverse.reshape(-1)
     order = np.lexsort(keys.T[::-1])
     ordered = keys[order]
     starts = np.ones(len(keys), dtype=np.bool_)
@@ -523,7 +546,7 @@ def _least(keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
     """Each distinct row of `keys` with the least of its `levels`."""
     if not len(keys):
         return keys, levels
-    distinct, inverse = _distinct_rows(keys)
+    distinct, inverse = distinct_rows(keys)
     least = np.full(len(distinct), _UNREACHED, dtype=np.int64)
     np.minimum.at(least, inverse, levels)
     return distinct, least
@@ -541,9 +564,9 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
     stored = np.stack(
         [r[c][rows].astype(np.int64) for c in ("dataset", "job", "run", "write")], axis=1
     )
-    every, inverse = _distinct_rows(np.concatenate([keys, stored]))
+    every, inverse = distinct_rows(np.concatenate([keys, stored]))
     key_ids, stored_ids = inverse[: len(keys)], inverse[len(keys) :]
-    named, _ = _distinct_rows(np.stack([stored_ids, r["component"][rows].astype(np.int64)], axis=1))
+    named, _ = distinct_rows(np.stack([stored_ids, r["component"][rows].astype(np.int64)], axis=1))
     by_key = Adjacency(named[:, 0].astype(np.int32), len(every))
     found, owner = by_key.rows_of(key_ids)
     with_stored = np.concatenate([keys[owner], named[found, 1:2]], axis=1)
@@ -553,21 +576,3 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
         np.concatenate([with_stored, without]),
         np.concatenate([levels[owner], levels[bare]]),
     )
-
-
-def _shown(graph: Graph, keys: Ints, levels: Ints) -> dict[ShownRelation, int]:
-    """Rows of (dataset, job, run, write, component) numbers as the relations answers show."""
-    datasets, jobs = graph.ids.datasets.texts, graph.ids.jobs.texts
-    runs, components = graph.ids.runs.texts, graph.ids.components.texts
-    return {
-        ShownRelation(
-            datasets[dataset],
-            jobs[job],
-            None if run == NONE else runs[run],
-            "write" if write else "read",
-            components[component],
-        ): level
-        for (dataset, job, run, write, component), level in zip(
-            keys.tolist(), levels.tolist(), strict=True
-        )
-    }

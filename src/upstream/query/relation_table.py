@@ -1,0 +1,121 @@
+"""The relations an answer shows as integer columns (design §6): each column a code into the
+distinct ids it names, so an answer is cut, collapsed and sorted on integers and makes one
+Python string per distinct dataset, job and run rather than an object per relation.
+
+Codes are dense (0 up to the number of distinct ids) and each vocabulary also gives the
+index's number of each id, for what the index knows about it (a run's start, a dataset's
+temporary marks): a walk's relations come as the index numbers them (`of_rows`), a
+notification's as id texts that the index may no longer hold (`of_shown`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from upstream.query.graph_index.dataset_walk import ShownRelation
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.numbering import NONE, Numbering
+
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The distinct ids (or components) of one column: each code's text, and its number in
+    the index (NONE for one the index does not hold)."""
+
+    texts: list[str]
+    numbers: Ints
+
+    @classmethod
+    def of_numbers(cls, numbering: Numbering, numbers: Ints) -> tuple[Vocabulary, Ints]:
+        """The vocabulary of index `numbers` and each one's code (NONE stays NONE)."""
+        present = numbers != NONE
+        distinct, codes = np.unique(numbers[present], return_inverse=True)
+        coded = np.full(len(numbers), NONE, dtype=np.int64)
+        coded[present] = codes
+        texts = numbering.texts
+        return cls([texts[n] for n in distinct.tolist()], distinct.astype(np.int64)), coded
+
+    @classmethod
+    def of_texts(cls, numbering: Numbering, texts: Sequence[str | None]) -> tuple[Vocabulary, Ints]:
+        """The vocabulary of id `texts` and each one's code (None: NONE)."""
+        codes: dict[str, int] = {}
+        coded = np.fromiter(
+            (NONE if text is None else codes.setdefault(text, len(codes)) for text in texts),
+            dtype=np.int64,
+            count=len(texts),
+        )
+        known = (numbering.known(text) for text in codes)
+        numbers = np.fromiter((NONE if n is None else n for n in known), dtype=np.int64)
+        return cls(list(codes), numbers), coded
+
+
+@dataclass(frozen=True)
+class RelationTable:
+    """Relations (dataset, job, run, write, component) as codes into their vocabularies; a
+    declared relation's run is NONE, and `write` is 1 for a write, 0 for a read. The
+    vocabularies' numbers are those of `graph`, the index version the relations were read
+    from (an answer asks it about them rather than find the version again)."""
+
+    dataset: Ints
+    job: Ints
+    run: Ints
+    write: Ints
+    component: Ints
+    datasets: Vocabulary
+    jobs: Vocabulary
+    runs: Vocabulary
+    components: Vocabulary
+    graph: Graph
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    @classmethod
+    def of_rows(cls, graph: Graph, rows: Ints) -> RelationTable:
+        """Rows of (dataset, job, run, write, component) index numbers, as a walk finds them."""
+        ids = graph.ids
+        rows = rows.reshape(-1, 5)
+        datasets, dataset = Vocabulary.of_numbers(ids.datasets, rows[:, 0])
+        jobs, job = Vocabulary.of_numbers(ids.jobs, rows[:, 1])
+        runs, run = Vocabulary.of_numbers(ids.runs, rows[:, 2])
+        components, component = Vocabulary.of_numbers(ids.components, rows[:, 4])
+        write = rows[:, 3].astype(np.int64)
+        return cls(dataset, job, run, write, component, datasets, jobs, runs, components, graph)
+
+    @classmethod
+    def of_shown(cls, graph: Graph, relations: Sequence[ShownRelation]) -> RelationTable:
+        """Relations named by their ids' texts (some perhaps unknown to the index)."""
+        ids = graph.ids
+        datasets, dataset = Vocabulary.of_texts(ids.datasets, [r.dataset_id for r in relations])
+        jobs, job = Vocabulary.of_texts(ids.jobs, [r.job_id for r in relations])
+        runs, run = Vocabulary.of_texts(ids.runs, [r.run_id for r in relations])
+        components, component = Vocabulary.of_texts(
+            ids.components, [r.component for r in relations]
+        )
+        write = np.fromiter(
+            (r.access == "write" for r in relations), dtype=np.int64, count=len(relations)
+        )
+        return cls(dataset, job, run, write, component, datasets, jobs, runs, components, graph)
+
+
+def text_ranks(texts: Sequence[str]) -> Ints:
+    """The place of each of `texts` (distinct) in their sorted order: codes ordered by
+    their ranks are ordered as their texts."""
+    ranks = np.empty(len(texts), dtype=np.int64)
+    ranks[sorted(range(len(texts)), key=texts.__getitem__)] = np.arange(len(texts))
+    return ranks
+
+
+def ranked(codes: Ints, ranks: Ints) -> Ints:
+    """Each code's rank (or any value `ranks` gives each code: the index's numbers); NONE
+    (no run, no component) stays NONE, and sorts first, as an empty list does."""
+    if not len(ranks):
+        return np.full(len(codes), NONE, dtype=np.int64)
+    found: Ints = np.where(codes == NONE, NONE, ranks[np.maximum(codes, 0)])
+    return found
