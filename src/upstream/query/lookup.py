@@ -26,8 +26,13 @@ def existing_dataset(
     """The stored dataset (the one it is an alias of, for an alias). One `visibility` does
     not show is missing, in the very words of a missing one (no existence oracle)."""
     _require_visible(namespace, visibility)
-    ref = canonical_ref(conn, DatasetRef(namespace, name))
-    stored, deleted = _check(conn, ref.namespace, namespace, t.datasets, ref.id)
+    ref = DatasetRef(namespace, name)
+    known, stored, deleted, alias = _found(conn, namespace, t.datasets, ref.id, _is_alias(ref.id))
+    if alias:  # the statement again for the dataset it stands for (seldom asked)
+        ref = canonical_ref(conn, ref)
+        known, stored, deleted, _ = _found(conn, ref.namespace, t.datasets, ref.id)
+    if not known:
+        raise NotFound(f"namespace {namespace!r} not found")
     if not stored or not visibility.shows(ref.namespace):
         raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
     if deleted:
@@ -41,7 +46,9 @@ def existing_job(
     """The id of a stored job; one `visibility` does not show is missing."""
     _require_visible(namespace, visibility)
     job_id = JobRef(namespace, name).id
-    stored, deleted = _check(conn, namespace, namespace, t.jobs, job_id)
+    known, stored, deleted, _ = _found(conn, namespace, t.jobs, job_id)
+    if not known:
+        raise NotFound(f"namespace {namespace!r} not found")
     if not stored:
         raise NotFound(f"job {name!r} not found in namespace {namespace!r}")
     if deleted:
@@ -62,18 +69,27 @@ def _require_visible(namespace: str, visibility: Visibility) -> None:
         raise NotFound(f"namespace {namespace!r} not found")
 
 
-def _check(
-    conn: Connection, stored: str, asked: str, table: sa.Table, entity: uuid.UUID
-) -> tuple[bool, bool]:
-    """Whether the entity `entity` is a row of `table`, and whether it is deleted, in one
-    statement (each of a lineage answer's few statements is a round trip); NotFound naming
-    `asked` unless namespace `stored` (where `asked` resolved) is known."""
+def _found(
+    conn: Connection,
+    namespace: str,
+    table: sa.Table,
+    entity: uuid.UUID,
+    alias: sa.ColumnElement[bool] | None = None,
+) -> tuple[bool, bool, bool, bool]:
+    """Whether namespace `namespace` is stored, whether the entity `entity` is a row of
+    `table`, whether it is deleted, and `alias` — in one statement: each of a lineage
+    answer's few statements is a round trip."""
     query = sa.select(
-        sa.exists().where(t.namespaces.c.id == namespace_id(stored)),
+        sa.exists().where(t.namespaces.c.id == namespace_id(namespace)),
         sa.exists().where(table.c.id == entity),
         entity_deleted(entity),
+        sa.false() if alias is None else alias,
     )
-    known, present, deleted = conn.execute(query).one()
-    if not known:
-        raise NotFound(f"namespace {asked!r} not found")
-    return bool(present), bool(deleted)
+    known, present, deleted, is_alias = conn.execute(query).one()
+    return bool(known), bool(present), bool(deleted), bool(is_alias)
+
+
+def _is_alias(dataset: uuid.UUID) -> sa.ColumnElement[bool]:
+    """Whether `dataset` is an alias of another dataset (`store.aliases`)."""
+    a = t.dataset_aliases.c
+    return sa.exists().where(a.id == dataset, a.canonical_id != a.id)

@@ -43,6 +43,9 @@ from upstream.store.replicas import (
 T = TypeVar("T")
 
 _WRITE = "upstream_write"
+#: Execution option of a connection whose transaction is one snapshot (`Store.read`): what a
+#: read derives from the snapshot (the graph index's version) holds for the whole of it.
+SNAPSHOT = "upstream_snapshot"
 #: Execution option of a connection whose statements may run as long as they need (migrations).
 UNBOUNDED = "upstream_unbounded"
 #: Seconds the client waits beyond the server's statement timeout before it gives up on one
@@ -212,6 +215,7 @@ class Store:
     @contextmanager
     def _snapshot(self, engine: Engine) -> Iterator[Connection]:
         with engine.connect() as conn:
+            conn.execution_options(**{SNAPSHOT: True})
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():

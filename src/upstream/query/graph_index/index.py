@@ -21,14 +21,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, Transaction
 
 from upstream.model.errors import IndexLoading
 from upstream.query.graph_index.graph import Graph, applied, load
 from upstream.query.graph_index.names import EntityNames
 from upstream.store import change_log
 from upstream.store import schema as t
-from upstream.store.engine import Store
+from upstream.store.engine import SNAPSHOT, Store
 from upstream.store.outage import is_database_outage
 
 log = logging.getLogger("upstream.query")
@@ -206,9 +206,23 @@ def position_view(store: Store) -> Callable[[], int]:
     return applied
 
 
+#: The version each read transaction under way was answered with, dropped with it.
+_of_snapshot: weakref.WeakKeyDictionary[Transaction, Graph] = weakref.WeakKeyDictionary()
+
+
 def graph_of(conn: Connection) -> Graph:
-    """The index at `conn`'s snapshot (waiting for a load in progress, within its bound)."""
-    return index_of(conn.engine).graph(conn, wait=LOAD_WAIT_SECONDS)
+    """The index at `conn`'s snapshot (waiting for a load in progress, within its bound).
+    In a read transaction (`Store.read`: one snapshot) the version is found once: the
+    steps of one answer that each ask for it ask no statement more."""
+    if not conn.get_execution_options().get(SNAPSHOT, False):
+        return index_of(conn.engine).graph(conn, wait=LOAD_WAIT_SECONDS)
+    transaction = conn.get_transaction()
+    found = None if transaction is None else _of_snapshot.get(transaction)
+    if found is None:
+        found = index_of(conn.engine).graph(conn, wait=LOAD_WAIT_SECONDS)
+        if transaction is not None:
+            _of_snapshot[transaction] = found
+    return found
 
 
 def names_of(conn: Connection) -> tuple[EntityNames, EntityNames]:
