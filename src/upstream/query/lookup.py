@@ -7,6 +7,7 @@ entity read the same in every answer. Marquez's endpoints have their own
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 import sqlalchemy as sa
@@ -27,7 +28,7 @@ def existing_dataset(
     not show is missing, in the very words of a missing one (no existence oracle)."""
     _require_visible(namespace, visibility)
     ref = DatasetRef(namespace, name)
-    known, stored, deleted, alias = _found(conn, namespace, t.datasets, ref.id, _is_alias(ref.id))
+    known, stored, deleted, alias = _found(conn, namespace, t.datasets, ref.id, aliases=True)
     if alias:  # the statement again for the dataset it stands for (seldom asked)
         ref = canonical_ref(conn, ref)
         known, stored, deleted, _ = _found(conn, ref.namespace, t.datasets, ref.id)
@@ -69,27 +70,32 @@ def _require_visible(namespace: str, visibility: Visibility) -> None:
         raise NotFound(f"namespace {namespace!r} not found")
 
 
+#: The entity and the namespace `_found` asks about, bound when it runs.
+_ENTITY = sa.bindparam("entity", type_=t.datasets.c.id.type)
+_NAMESPACE = sa.bindparam("namespace", type_=t.namespaces.c.id.type)
+
+
+@functools.cache
+def _lookup(table: sa.Table, aliases: bool) -> sa.Select[bool, bool, bool, bool]:
+    """The statement `_found` runs, made once: building it again for every read cost more
+    than running it."""
+    a = t.dataset_aliases.c
+    alias = sa.exists().where(a.id == _ENTITY, a.canonical_id != a.id) if aliases else sa.false()
+    return sa.select(
+        sa.exists().where(t.namespaces.c.id == _NAMESPACE),
+        sa.exists().where(table.c.id == _ENTITY),
+        entity_deleted(_ENTITY),
+        alias,
+    )
+
+
 def _found(
-    conn: Connection,
-    namespace: str,
-    table: sa.Table,
-    entity: uuid.UUID,
-    alias: sa.ColumnElement[bool] | None = None,
+    conn: Connection, namespace: str, table: sa.Table, entity: uuid.UUID, *, aliases: bool = False
 ) -> tuple[bool, bool, bool, bool]:
     """Whether namespace `namespace` is stored, whether the entity `entity` is a row of
-    `table`, whether it is deleted, and `alias` — in one statement: each of a lineage
-    answer's few statements is a round trip."""
-    query = sa.select(
-        sa.exists().where(t.namespaces.c.id == namespace_id(namespace)),
-        sa.exists().where(table.c.id == entity),
-        entity_deleted(entity),
-        sa.false() if alias is None else alias,
-    )
-    known, present, deleted, is_alias = conn.execute(query).one()
-    return bool(known), bool(present), bool(deleted), bool(is_alias)
-
-
-def _is_alias(dataset: uuid.UUID) -> sa.ColumnElement[bool]:
-    """Whether `dataset` is an alias of another dataset (`store.aliases`)."""
-    a = t.dataset_aliases.c
-    return sa.exists().where(a.id == dataset, a.canonical_id != a.id)
+    `table`, whether it is deleted and (asked with `aliases`) whether it is an alias of
+    another dataset (`store.aliases`) — in one statement: each of a lineage answer's few
+    statements is a round trip."""
+    values = {"entity": entity, "namespace": namespace_id(namespace)}
+    known, present, deleted, alias = conn.execute(_lookup(table, aliases), values).one()
+    return bool(known), bool(present), bool(deleted), bool(alias)
