@@ -304,3 +304,25 @@ def test_runs_that_started_together_are_listed_by_id(client: TestClient, store: 
         body = dataset_lineage(conn, NS, "tieOut", params, max_nodes=50, max_relations=50)
     runs = {relation["accesses"][0]: relation["runs"] for relation in body["relations"]}
     assert runs["write"] == [ids[2], ids[1], ids[0]]
+
+
+def test_a_read_asks_its_start_and_the_change_log_once(
+    client: TestClient, counted: tuple[Store, list[str]]
+) -> None:
+    """What every read costs whatever its size: one statement finds the start dataset (its
+    namespace, row, deletion and whether it is an alias), one the change log's position;
+    the walk and the answer's names come from the index (names read once before)."""
+    store, statements = counted
+    chain(client, 3)
+    bring_index_up_to_date(store)
+    params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=1)
+    for _ in range(2):  # the first read reads the names the answer shows
+        statements.clear()
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, "chainS1", params, max_nodes=50, max_relations=50)
+    asked = [s for s in statements if s.strip().upper() != "BEGIN"]
+    assert len(asked) == 2, asked
+    assert "dataset_aliases" in asked[0]
+    assert "deletions" in asked[0]
+    assert "change_log_head" in asked[1]
+    assert len(body["relations"]) == 4  # S0 -J1- S1 -J2- S2: a read and a write each

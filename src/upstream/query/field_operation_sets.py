@@ -98,11 +98,15 @@ def operation_sets(
     return OperationSets(links, sets)
 
 
+#: Made once: a field question asks it on every read.
+_FIELDS = sa.select(t.datasets.c.fields).where(
+    t.datasets.c.id == sa.bindparam("dataset", type_=t.datasets.c.id.type)
+)
+
+
 def current_fields(conn: Connection, dataset: DatasetRef) -> set[str]:
     """The dataset's current (top-level) fields: schema facet or recorded operations."""
-    stored = conn.execute(
-        sa.select(t.datasets.c.fields).where(t.datasets.c.id == dataset.id)
-    ).scalar()
+    stored = conn.execute(_FIELDS, {"dataset": dataset.id}).scalar()
     return {f["name"] for f in stored or [] if isinstance(f, dict) and "name" in f}
 
 

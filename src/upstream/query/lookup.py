@@ -7,6 +7,7 @@ entity read the same in every answer. Marquez's endpoints have their own
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 import sqlalchemy as sa
@@ -26,8 +27,13 @@ def existing_dataset(
     """The stored dataset (the one it is an alias of, for an alias). One `visibility` does
     not show is missing, in the very words of a missing one (no existence oracle)."""
     _require_visible(namespace, visibility)
-    ref = canonical_ref(conn, DatasetRef(namespace, name))
-    stored, deleted = _check(conn, ref.namespace, namespace, t.datasets, ref.id)
+    ref = DatasetRef(namespace, name)
+    known, stored, deleted, alias = _found(conn, namespace, t.datasets, ref.id, aliases=True)
+    if alias:  # the statement again for the dataset it stands for (seldom asked)
+        ref = canonical_ref(conn, ref)
+        known, stored, deleted, _ = _found(conn, ref.namespace, t.datasets, ref.id)
+    if not known:
+        raise NotFound(f"namespace {namespace!r} not found")
     if not stored or not visibility.shows(ref.namespace):
         raise NotFound(f"dataset {name!r} not found in namespace {namespace!r}")
     if deleted:
@@ -41,7 +47,9 @@ def existing_job(
     """The id of a stored job; one `visibility` does not show is missing."""
     _require_visible(namespace, visibility)
     job_id = JobRef(namespace, name).id
-    stored, deleted = _check(conn, namespace, namespace, t.jobs, job_id)
+    known, stored, deleted, _ = _found(conn, namespace, t.jobs, job_id)
+    if not known:
+        raise NotFound(f"namespace {namespace!r} not found")
     if not stored:
         raise NotFound(f"job {name!r} not found in namespace {namespace!r}")
     if deleted:
@@ -62,18 +70,32 @@ def _require_visible(namespace: str, visibility: Visibility) -> None:
         raise NotFound(f"namespace {namespace!r} not found")
 
 
-def _check(
-    conn: Connection, stored: str, asked: str, table: sa.Table, entity: uuid.UUID
-) -> tuple[bool, bool]:
-    """Whether the entity `entity` is a row of `table`, and whether it is deleted, in one
-    statement (each of a lineage answer's few statements is a round trip); NotFound naming
-    `asked` unless namespace `stored` (where `asked` resolved) is known."""
-    query = sa.select(
-        sa.exists().where(t.namespaces.c.id == namespace_id(stored)),
-        sa.exists().where(table.c.id == entity),
-        entity_deleted(entity),
+#: The entity and the namespace `_found` asks about, bound when it runs.
+_ENTITY = sa.bindparam("entity", type_=t.datasets.c.id.type)
+_NAMESPACE = sa.bindparam("namespace", type_=t.namespaces.c.id.type)
+
+
+@functools.cache
+def _lookup(table: sa.Table, aliases: bool) -> sa.Select[bool, bool, bool, bool]:
+    """The statement `_found` runs, made once: building it again for every read cost more
+    than running it."""
+    a = t.dataset_aliases.c
+    alias = sa.exists().where(a.id == _ENTITY, a.canonical_id != a.id) if aliases else sa.false()
+    return sa.select(
+        sa.exists().where(t.namespaces.c.id == _NAMESPACE),
+        sa.exists().where(table.c.id == _ENTITY),
+        entity_deleted(_ENTITY),
+        alias,
     )
-    known, present, deleted = conn.execute(query).one()
-    if not known:
-        raise NotFound(f"namespace {asked!r} not found")
-    return bool(present), bool(deleted)
+
+
+def _found(
+    conn: Connection, namespace: str, table: sa.Table, entity: uuid.UUID, *, aliases: bool = False
+) -> tuple[bool, bool, bool, bool]:
+    """Whether namespace `namespace` is stored, whether the entity `entity` is a row of
+    `table`, whether it is deleted and (asked with `aliases`) whether it is an alias of
+    another dataset (`store.aliases`) — in one statement: each of a lineage answer's few
+    statements is a round trip."""
+    values = {"entity": entity, "namespace": namespace_id(namespace)}
+    known, present, deleted, alias = conn.execute(_lookup(table, aliases), values).one()
+    return bool(known), bool(present), bool(deleted), bool(alias)

@@ -83,9 +83,13 @@ class ChangeLogGap(Exception):
         self.oldest = oldest
 
 
+#: Made once: every read asks it.
+_HEAD = sa.select(t.change_log_head.c.position)
+
+
 def position(conn: Connection) -> int:
     """The newest committed position this transaction sees; 0 for an empty log."""
-    found = conn.execute(sa.select(t.change_log_head.c.position)).scalar()
+    found = conn.execute(_HEAD).scalar()
     return int(found or 0)
 
 

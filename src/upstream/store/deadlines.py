@@ -20,6 +20,7 @@ database one step after another still answers in time.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import threading
@@ -37,18 +38,24 @@ class Watchdog:
         self._wake = threading.Condition(self._lock)
         self._closed = False
         self._thread: threading.Thread | None = None
+        #: When the watching thread wakes next by itself (never: nothing is armed).
+        self._sleeps_until = math.inf
 
     def arm(self, dbapi_connection: Any, seconds: float) -> None:
         """`dbapi_connection` must answer within `seconds` from now (replacing any earlier
-        deadline for it)."""
+        deadline for it). The watching thread is woken only for a deadline sooner than the
+        one it sleeps until: a read arms its connection for every statement, and waking
+        the thread each time cost a one-level read more than its statements."""
+        deadline = time.monotonic() + seconds
         with self._lock:
-            self._armed[id(dbapi_connection)] = (time.monotonic() + seconds, dbapi_connection)
+            self._armed[id(dbapi_connection)] = (deadline, dbapi_connection)
             if self._thread is None and not self._closed:
                 self._thread = threading.Thread(
                     target=self._watch, name="upstream-db-watchdog", daemon=True
                 )
                 self._thread.start()
-            self._wake.notify()
+            if deadline < self._sleeps_until:
+                self._wake.notify()
 
     def disarm(self, dbapi_connection: Any) -> None:
         with self._lock:
@@ -71,7 +78,9 @@ class Watchdog:
                     _, connection = self._armed.pop(key)
                     _shut_down(connection)
                 soonest = min((deadline for deadline, _ in self._armed.values()), default=None)
-                self._wake.wait(None if soonest is None else max(soonest - now, 0.01))
+                pause = None if soonest is None else max(soonest - now, 0.01)
+                self._sleeps_until = math.inf if pause is None else now + pause
+                self._wake.wait(pause)
 
 
 def _shut_down(dbapi_connection: Any) -> None:

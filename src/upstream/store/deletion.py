@@ -40,7 +40,7 @@ def visible(table: sa.Table, include_deleted: bool = False) -> sa.ColumnElement[
     return sa.and_(shown, not_alias(table.c.id)) if table is t.datasets else shown
 
 
-def entity_deleted(entity: uuid.UUID) -> sa.ColumnElement[bool]:
+def entity_deleted(entity: uuid.UUID | sa.BindParameter[uuid.UUID]) -> sa.ColumnElement[bool]:
     """Whether the entity `entity` is deleted, as a column of a statement that checks more."""
     return sa.exists().where(_D.entity_id == entity)
 

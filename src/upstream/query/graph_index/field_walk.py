@@ -37,7 +37,6 @@ Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 #: A field of a dataset: (dataset id, field name).
 FieldNode = tuple[uuid.UUID, str]
-_UNREACHED = np.iinfo(np.int64).max
 _SHOWN = [ORIGIN_SHOWN[origin] for origin in ORIGINS]
 
 
@@ -112,9 +111,12 @@ class FieldEdges:
         near_by = f.by_target if direction == "upstream" else f.by_source
         far_node = f.source_node if direction == "upstream" else f.target_node
         far_dataset = edges["source_dataset" if direction == "upstream" else "target_dataset"]
-        depths = np.full(len(f.node_keys) + 1, _UNREACHED, dtype=np.int64)
+        # The nodes met so far, sorted: a walk meets a few of the graph's fields, and an
+        # array of every field's depth cost more to make and to scan than the walk itself.
         frontier = self.nodes(starts)
-        depths[frontier] = 0
+        met = frontier
+        frontiers: list[Ints] = []
+        reached_at: list[Ints] = []
         origin_nodes: list[Ints] = []
         origin_codes: list[Ints] = []
         for hop in range(1, levels + 1):
@@ -122,7 +124,7 @@ class FieldEdges:
             far = far_node[rows].astype(np.int64)
             keep = far != NONE
             rows, far = rows[keep], far[keep]
-            keep = self.live(far_dataset[rows]) & (depths[far] == _UNREACHED)
+            keep = self.live(far_dataset[rows]) & ~np.isin(far, met)
             rows, far = rows[keep], far[keep]
             keep = self.counted(rows)
             rows, far = rows[keep], far[keep]
@@ -133,12 +135,16 @@ class FieldEdges:
             origin_nodes.append(far)
             origin_codes.append(edges["origin"][rows].astype(np.int64))
             frontier = np.unique(far)
-            depths[frontier] = hop
-        reached = np.flatnonzero((depths[:-1] != _UNREACHED) & (depths[:-1] > 0))
+            met = np.union1d(met, frontier)
+            frontiers.append(frontier)
+            reached_at.append(np.full(len(frontier), hop, dtype=np.int64))
         empty = np.zeros(0, dtype=np.int64)
+        reached = np.concatenate(frontiers) if frontiers else empty
+        hops = np.concatenate(reached_at) if reached_at else empty
+        order = np.argsort(reached)  # each node is reached once: by number, as before
         return (
-            reached,
-            depths[reached],
+            reached[order],
+            hops[order],
             np.concatenate(origin_nodes) if origin_nodes else empty,
             np.concatenate(origin_codes) if origin_codes else empty,
         )
