@@ -32,7 +32,7 @@ from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
 from upstream.query.graph_index.dataset_walk import microseconds
 from upstream.query.graph_index.graph import Graph
-from upstream.query.graph_index.index import graph_of, names_of
+from upstream.query.graph_index.index import dataset_names_by_id, graph_of
 from upstream.query.graph_index.run_walk import run_links
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.job_dependencies import run_dependencies
@@ -203,7 +203,7 @@ def _render(
     run_ids = {params.run_id} | {link.reader for link in links}
     run_ids |= {link.writer for link in links if link.writer is not None}
     runs = _runs(conn, run_ids, params.as_of)
-    names = _dataset_names(conn, {link.dataset for link in links})
+    names = dataset_names_by_id(conn, {link.dataset for link in links})
     named = _named_versions(conn, links)
     since = _since(conn, links)
     levels = {params.run_id: 0}
@@ -285,13 +285,6 @@ def _runs(
 
 def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
-
-
-def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
-    """Each dataset's namespace and name, as the process keeps them (`graph_index.names`)."""
-    names, _ = names_of(conn)
-    texts = {str(i): i for i in ids}
-    return {texts[text]: name for text, name in names.of(conn, texts).items()}
 
 
 def _since(conn: Connection, links: list[Link]) -> dict[tuple[uuid.UUID, uuid.UUID, str], datetime]:

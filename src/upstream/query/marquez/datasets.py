@@ -29,6 +29,8 @@ from upstream.query.marquez.columns import dataset_column_lineage
 from upstream.query.marquez.common import (
     Json,
     Page,
+    entity_columns,
+    facets_in,
     iso,
     require_dataset,
     require_namespace,
@@ -62,15 +64,20 @@ def render_fields(
 
 
 def dataset_docs(
-    conn: Connection, dataset_ids: Collection[uuid.UUID], *, column_lineage: bool = False
+    conn: Connection,
+    dataset_ids: Collection[uuid.UUID],
+    *,
+    column_lineage: bool = False,
+    facets: bool = True,
 ) -> dict[uuid.UUID, Json]:
     """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries;
     with `columnLineage` when asked for (Marquez's dataset endpoints have it, its lineage
-    graph's nodes do not)."""
+    graph's nodes do not), without `facets` when not (its lineage graph's nodes have none)."""
     rows: list[Any] = []
+    read = entity_columns(t.datasets, facets=facets)
     for matches in id_filters(conn, t.datasets.c.id, dataset_ids):
-        query = sa.select(t.datasets, deleted(t.datasets)).where(matches)
-        rows.extend(conn.execute(query).mappings())
+        query = sa.select(*read, deleted(t.datasets)).where(matches)
+        rows.extend(conn.execute(query).mappings().all())
     ids = [row["id"] for row in rows]
     current = _current_versions(conn, ids)
     modified = _last_modified(conn, ids)
@@ -79,7 +86,8 @@ def dataset_docs(
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
         version = current.get(row["id"])
-        tagged = with_facet_tags(tags.get(row["id"], DatasetTags()), row["facets"] or {})
+        stated = facets_in(row, facets=facets)
+        tagged = with_facet_tags(tags.get(row["id"], DatasetTags()), stated)
         docs[row["id"]] = {
             "id": {"namespace": row["namespace"], "name": row["name"]},
             "type": "DB_TABLE",
@@ -91,11 +99,11 @@ def dataset_docs(
             "sourceName": row["source_name"] or row["namespace"],
             "fields": render_fields(row["fields"], tagged.fields),
             "tags": tagged.dataset,
-            "owners": owners_of(row["facets"] or {}),
+            "owners": owners_of(stated),
             "lastModifiedAt": iso(modified.get(row["id"])),
             "lastLifecycleState": version[1] if version else None,
             "description": row["description"],
-            "facets": row["facets"] or {},
+            **({"facets": stated} if facets else {}),
             "currentVersion": str(version[0]) if version else None,
             **({"columnLineage": columns.get(row["id"])} if column_lineage else {}),
             "deleted": row["deleted"],
@@ -124,7 +132,9 @@ def _current_versions(
         query = sa.select(ranked.c.id, ranked.c.dataset_id, ranked.c.lifecycle).where(
             ranked.c.position == 1
         )
-        result.update({row.dataset_id: (row.id, row.lifecycle) for row in conn.execute(query)})
+        result.update(
+            {row.dataset_id: (row.id, row.lifecycle) for row in conn.execute(query).all()}
+        )
     return result
 
 

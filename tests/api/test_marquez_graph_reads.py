@@ -1,0 +1,113 @@
+"""What Marquez's lineage graph reads for its nodes (design §4.4). Its nodes' documents leave
+facets out, so of a dataset's or job's facets only what the documents still show is read —
+owners, tags, a job's source location — never the rest (a `schema`, a job's `sql`: most of
+the row); and the datasets each job and run touched are named from the names the process
+keeps, not by joining every dataset into each read."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from tests.builders import ds, run_event
+from tests.conftest import post
+from tests.ingest.test_owners_and_tags import SCHEMA, ownership, tags
+from upstream.query.marquez.lineage import lineage_graph
+from upstream.store.engine import Store
+
+NS = "sales"
+JOB = "job:sales:build_orders"
+SQL = {"query": "INSERT INTO orders SELECT * FROM raw -- " + "x" * 2000}
+SOURCE = {"type": "git", "url": "https://git.example.com/etl/build_orders.py"}
+
+
+@pytest.fixture
+def statements(db_url: str) -> Iterator[tuple[Store, list[str]]]:
+    store = Store(db_url)
+    found: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        found.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", note)
+    yield store, found
+    store.dispose()
+
+
+def build_orders() -> dict[str, Any]:
+    """`build_orders` reads `raw` and writes `orders`, with bulky facets beside the owners,
+    tags and source location its documents show."""
+    return run_event(
+        (NS, "build_orders"),
+        inputs=[ds(NS, "raw")],
+        outputs=[
+            ds(
+                NS,
+                "orders",
+                schema=SCHEMA,
+                ownership=ownership("Dataset", {"name": "team:sales-data", "type": "MAINTAINER"}),
+                tags=tags(
+                    "Dataset",
+                    {"key": "domain", "value": "sales"},
+                    {"key": "pii", "value": "true", "field": "email"},
+                ),
+            )
+        ],
+        job_facets={
+            "sql": SQL,
+            "sourceCodeLocation": SOURCE,
+            "ownership": ownership("Job", {"name": "team:platform"}),
+            "tags": tags("Job", {"key": "schedule", "value": "daily"}),
+        },
+    )
+
+
+def whole_facets(statement: str) -> list[str]:
+    """The places `statement` reads a dataset's or job's `facets` column whole, rather
+    than one member of it (`->` on PostgreSQL, `JSON_EXTRACT` on SQLite)."""
+    return [
+        m.group(0)
+        for m in re.finditer(r"(JSON_EXTRACT\()?\b(datasets|jobs)\.facets\b(\s*->)?", statement)
+        if not (m.group(1) or m.group(3))
+    ]
+
+
+def test_the_graph_shows_owners_tags_and_location_and_reads_no_other_facet(
+    client: TestClient, statements: tuple[Store, list[str]]
+) -> None:
+    post(client, build_orders())
+    store, found = statements
+    with store.read() as conn:
+        graph = lineage_graph(conn, JOB, 1, 100)
+    nodes = {node["id"]: node["data"] for node in graph["graph"]}
+    job, orders = nodes[JOB], nodes["dataset:sales:orders"]
+    assert "facets" not in job
+    assert "facets" not in orders
+    assert job["location"] == SOURCE["url"]
+    assert job["owners"] == [{"name": "team:platform", "type": None}]
+    assert job["tags"] == ["schedule:daily"]
+    assert orders["owners"] == [{"name": "team:sales-data", "type": "MAINTAINER"}]
+    assert orders["tags"] == ["domain:sales"]
+    assert [(f["name"], f["tags"]) for f in orders["fields"]] == [("id", []), ("email", ["pii"])]
+    assert job["inputs"] == [{"namespace": NS, "name": "raw"}]
+    assert job["outputs"] == [{"namespace": NS, "name": "orders"}]
+    assert nodes["dataset:sales:raw"]["owners"] == []
+    assert [s for s in found if whole_facets(s)] == []
+
+
+def test_jobs_and_runs_name_their_datasets_without_a_join(
+    client: TestClient, statements: tuple[Store, list[str]]
+) -> None:
+    post(client, build_orders())
+    store, found = statements
+    with store.read() as conn:
+        graph = lineage_graph(conn, JOB, 1, 100)
+    run = next(node for node in graph["graph"] if node["id"] == JOB)["data"]["latestRun"]
+    assert [v["datasetVersionId"]["name"] for v in run["inputDatasetVersions"]] == ["raw"]
+    assert [v["datasetVersionId"]["name"] for v in run["outputDatasetVersions"]] == ["orders"]
+    assert [s for s in found if re.search(r"JOIN datasets\b", s)] == []
