@@ -2,11 +2,13 @@
 facets out, so of a dataset's or job's facets only what the documents still show is read —
 owners, tags, a job's source location — never the rest (a `schema`, a job's `sql`: most of
 the row); and the datasets each job and run touched are named from the names the process
-keeps, not by joining every dataset into each read."""
+keeps, not by joining every dataset into each read; a dataset's newest version and when the
+latest completed run that wrote it ended come from one read of its versions."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,9 +16,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from tests.builders import ds, run_event
+from tests.builders import BASE_TIME, ds, hours, run_event
 from tests.conftest import post
 from tests.ingest.test_owners_and_tags import SCHEMA, ownership, tags
+from upstream.model.identity import DatasetRef, stable_id
 from upstream.query.marquez.lineage import lineage_graph
 from upstream.store.engine import Store
 
@@ -111,3 +114,29 @@ def test_jobs_and_runs_name_their_datasets_without_a_join(
     assert [v["datasetVersionId"]["name"] for v in run["inputDatasetVersions"]] == ["raw"]
     assert [v["datasetVersionId"]["name"] for v in run["outputDatasetVersions"]] == ["orders"]
     assert [s for s in found if re.search(r"JOIN datasets\b", s)] == []
+
+
+def test_the_newest_version_and_the_last_completed_write_come_from_one_read(
+    client: TestClient, statements: tuple[Store, list[str]]
+) -> None:
+    completed, failed = uuid.uuid4(), uuid.uuid4()
+    loader = (NS, "load_orders")
+    post(client, run_event(loader, run_id=str(completed), outputs=[ds(NS, "orders")]))
+    later = BASE_TIME + hours(1)
+    post(
+        client,
+        run_event(
+            loader, run_id=str(failed), event_type="FAIL", time=later, outputs=[ds(NS, "orders")]
+        ),
+    )
+    store, found = statements
+    with store.read() as conn:
+        graph = lineage_graph(conn, "dataset:sales:orders", 1, 100)
+    orders = next(n for n in graph["graph"] if n["id"] == "dataset:sales:orders")["data"]
+    # The failed run wrote the newest version; only the completed one modified the data.
+    assert orders["currentVersion"] == str(
+        stable_id("dataset_version", DatasetRef(NS, "orders").id, failed)
+    )
+    assert orders["lastModifiedAt"] == "2026-11-01T12:00:00Z"
+    # One read for the datasets' versions, one for those the latest run read and wrote.
+    assert len([s for s in found if "dataset_versions" in s]) == 2
