@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, run_event
@@ -27,19 +24,6 @@ NS = "sales"
 JOB = "job:sales:build_orders"
 SQL = {"query": "INSERT INTO orders SELECT * FROM raw -- " + "x" * 2000}
 SOURCE = {"type": "git", "url": "https://git.example.com/etl/build_orders.py"}
-
-
-@pytest.fixture
-def statements(db_url: str) -> Iterator[tuple[Store, list[str]]]:
-    store = Store(db_url)
-    found: list[str] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        found.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", note)
-    yield store, found
-    store.dispose()
 
 
 def build_orders() -> dict[str, Any]:

@@ -5,11 +5,8 @@ answer reads no relation from the database, only the runs it shows."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, run_event
@@ -20,19 +17,6 @@ from upstream.store.engine import Store
 
 NS = "lake"
 WRITER, READER = uuid.uuid4(), uuid.uuid4()
-
-
-@pytest.fixture
-def statements(db_url: str) -> Iterator[tuple[Store, list[str]]]:
-    store = Store(db_url)
-    found: list[str] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        found.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", note)
-    yield store, found
-    store.dispose()
 
 
 def snapshot(name: str) -> dict[str, Any]:

@@ -21,12 +21,12 @@ from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelation, collapse, listed
 from upstream.query.graph_index.dataset_walk import ShownRelation
-from upstream.query.graph_index.graph import NO_START
 from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.lineage_params import LineageParams
+from upstream.query.run_order import newest_first
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import id_text, text_id_filters
@@ -178,29 +178,6 @@ def program_entries(
 def _entity_of(program: _Program) -> EntityId:
     kind = "workflow" if program.workflow else "job"
     return {"type": kind, "namespace": program.namespace, "name": program.name}
-
-
-def newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], Any]:
-    """A sort key for run ids (design §4.2): newest start first, runs without a start time
-    last, ties by id, so the order is the same on every call and on both databases. Only
-    an answer collapsed by run lists several runs in one relation; the others ask for no
-    run's start. The starts are the index's (integer microseconds, as the store gives them)."""
-    graph = graph_of(conn)
-    known = {run_id: graph.ids.runs.known(run_id) for run_id in run_ids}
-    numbered = {run_id: n for run_id, n in known.items() if n is not None}
-    numbers = np.fromiter(numbered.values(), dtype=np.int64, count=len(numbered))
-    starts, _ = graph.spans(numbers)
-    started = {
-        run_id: moment
-        for run_id, moment in zip(numbered, starts.tolist(), strict=True)
-        if moment != NO_START
-    }
-
-    def key(run_id: str) -> tuple[bool, int, str]:
-        moment = started.get(run_id)
-        return (moment is None, -(moment or 0), run_id)
-
-    return key
 
 
 def _temporary(conn: Connection, relations: list[ShownRelation]) -> set[str]:
