@@ -187,6 +187,20 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture
+def statements(db_url: str) -> Iterator[tuple[Store, list[str]]]:
+    """A store on the parametrised database and every SQL statement it sends, in order."""
+    store = Store(db_url)
+    found: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        found.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", note)
+    yield store, found
+    store.dispose()
+
+
+@pytest.fixture
 def settings(db_url: str) -> Settings:
     return Settings(db_url=db_url)
 

@@ -9,6 +9,7 @@ The chain of every test, each job in its own run:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -18,7 +19,11 @@ from fastapi.testclient import TestClient
 from tests.builders import BASE_TIME, hours, run_event
 from tests.query.test_dataset_lineage import NS, WINDOW, job, post, rels, rid, run, workflow
 from upstream.api.app import create_app
+from upstream.query.graph_index.index import graph_of
+from upstream.query.job_lineage import job_lineage
+from upstream.query.lineage_params import LineageParams
 from upstream.settings import Settings
+from upstream.store.engine import Store
 
 
 def get(client: TestClient, name: str, what: str = "lineage", **params: Any) -> Any:
@@ -269,3 +274,32 @@ def test_a_workflows_graph_shows_its_jobs_or_rolls_them_up(client: TestClient) -
         ("C", job("transform"), "write", t_),
         ("B", job("transform"), "read", t_),
     }
+
+
+def test_collapsed_runs_are_ordered_by_the_indexs_starts(
+    client: TestClient, statements: tuple[Store, list[str]]
+) -> None:
+    """`daily` ran at 12:00 and at 14:00: collapsed by run, the later run is listed first,
+    ordered by the starts the index holds, without reading the runs by id from SQL."""
+    old, new = rid(), rid()
+    post(
+        client,
+        run("daily", old, reads=["S"], writes=["T"]),
+        run("daily", new, reads=["S"], writes=["T"], time=BASE_TIME + hours(2)),
+    )
+    store, found = statements
+    with store.read() as conn:
+        graph_of(conn)
+    found.clear()
+    params = LineageParams(
+        start=BASE_TIME - hours(24),
+        end=BASE_TIME + hours(24),
+        direction="downstream",
+        collapse=frozenset({"run"}),
+    )
+    with store.read() as conn:
+        answer = job_lineage(conn, NS, "daily", params, max_nodes=100, max_relations=1000)
+    assert [(r["data"], r["accesses"], r["runs"]) for r in answer["relations"]] == [
+        ("dataset.ns.T", ["write"], [new, old])
+    ]
+    assert [s for s in found if re.search(r"FROM runs\s+WHERE runs\.id\b", s)] == []

@@ -51,8 +51,11 @@ def tag_name(key: str, value: str) -> str:
 def owners_in(facets: Mapping[str, Any]) -> list[EntityOwner]:
     """The owners an entity's `ownership` facet names, sorted, each once. A facet stored
     before it was checked and found malformed names none (it is kept as sent)."""
+    stated = facets.get(OWNERSHIP_FACET)
+    if not stated:  # most entities have none: no model to check
+        return []
     try:
-        facet = OwnershipFacet.model_validate(facets.get(OWNERSHIP_FACET) or {})
+        facet = OwnershipFacet.model_validate(stated)
     except ValidationError:
         return []
     return sorted({EntityOwner(o.name, o.type) for o in facet.owners})
@@ -60,8 +63,11 @@ def owners_in(facets: Mapping[str, Any]) -> list[EntityOwner]:
 
 def tags_in(facets: Mapping[str, Any]) -> list[FacetTag]:
     """The tags an entity's `tags` facet names, sorted, each once (lenient as `owners_in`)."""
+    stated = facets.get(TAGS_FACET)
+    if not stated:
+        return []
     try:
-        facet = TagsFacet.model_validate(facets.get(TAGS_FACET) or {})
+        facet = TagsFacet.model_validate(stated)
     except ValidationError:
         return []
     return sorted({FacetTag(tag_name(t.key, t.value), t.field) for t in facet.tags})

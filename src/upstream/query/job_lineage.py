@@ -260,7 +260,7 @@ def _merged(
             if relation.data not in data or entry.get("temporary"):
                 data[relation.data] = entry  # temporary when any answer found it so
             programs[relation.program] = answer["programs"][relation.program]
-    run_ids = {uuid.UUID(r.run) for r in keyed if r.run is not None}
+    run_ids = {r.run for r in keyed if r.run is not None}
     relations = KeyedRelations.of(keyed)
     run_order = relations.run_places(newest_first(conn, run_ids))
     response: LineageAnswer = {

@@ -9,7 +9,7 @@ collapsed and sorted as integers (`upstream.query.collapse`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import cast
 
@@ -22,14 +22,14 @@ from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
 from upstream.query.collapse import KeyedRelations, collapse
-from upstream.query.graph_index.dataset_walk import distinct_rows
-from upstream.query.graph_index.graph import NO_START, Graph
-from upstream.query.graph_index.index import graph_of, names_of
+from upstream.query.graph_index.graph import Graph
+from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.lineage_params import LineageParams
-from upstream.query.relation_table import RelationTable, Vocabulary, ranked, text_ranks
+from upstream.query.relation_table import RelationTable, Vocabulary, ranked
+from upstream.query.run_order import newest_first_places
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import id_text, text_id_filters
@@ -185,34 +185,6 @@ def program_entries(
 def _entity_of(program: _Program) -> EntityId:
     kind = "workflow" if program.workflow else "job"
     return {"type": kind, "namespace": program.namespace, "name": program.name}
-
-
-def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
-    """Each run's place in the order runs are listed in (design §4.2): newest start first,
-    runs without a start time last, ties by id, so the order is the same on every call and
-    on both databases. Only an answer collapsed by run lists several runs in one relation;
-    the others ask for no run's start. The starts are the index's (integer microseconds, as
-    the store gives them); a run the index does not hold has none."""
-    starts, _ = graph.spans(runs.numbers)
-    unknown = (runs.numbers == NONE) | (starts == NO_START)
-    newest = np.where(unknown, 0, -starts)
-    # Ties by id: only the runs that share a start (or have none) are ranked by their text.
-    _, group_of = distinct_rows(np.column_stack([unknown, newest]))
-    tied = np.flatnonzero(np.bincount(group_of)[group_of] > 1)
-    by_id = np.zeros(len(runs.texts), dtype=np.int64)
-    by_id[tied] = text_ranks([runs.texts[i] for i in tied.tolist()])
-    order = np.lexsort((by_id, newest, unknown))
-    places = np.empty(len(order), dtype=np.int64)
-    places[order] = np.arange(len(order))
-    return places
-
-
-def newest_first(conn: Connection, run_ids: Collection[str]) -> Callable[[str], int]:
-    """A sort key for run ids: their place as `newest_first_places` orders them."""
-    graph = graph_of(conn)
-    runs, _ = Vocabulary.of_texts(graph.ids.runs, list(run_ids))
-    places = dict(zip(runs.texts, newest_first_places(graph, runs).tolist(), strict=True))
-    return places.__getitem__
 
 
 def _temporary(graph: Graph, relations: RelationTable) -> set[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, cast
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -30,9 +31,10 @@ from upstream.model.errors import InvalidParameter, NotFound, Problem, shown
 from upstream.model.identity import stable_id
 from upstream.model.nodeid import dataset_node_id
 from upstream.query.answers import DatasetVersion, RunLineageAnswer, RunOfRunLineage
-from upstream.query.graph_index.dataset_walk import microseconds
+from upstream.query.graph_index.dataset_walk import instant, microseconds
 from upstream.query.graph_index.graph import Graph
-from upstream.query.graph_index.index import graph_of, names_of
+from upstream.query.graph_index.index import dataset_names_by_id, graph_of
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.run_walk import run_links
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.job_dependencies import run_dependencies
@@ -203,9 +205,8 @@ def _render(
     run_ids = {params.run_id} | {link.reader for link in links}
     run_ids |= {link.writer for link in links if link.writer is not None}
     runs = _runs(conn, run_ids, params.as_of)
-    names = _dataset_names(conn, {link.dataset for link in links})
-    named = _named_versions(conn, links)
-    since = _since(conn, links)
+    names = dataset_names_by_id(conn, {link.dataset for link in links})
+    since, named = _stated(graph_of(conn), links)
     levels = {params.run_id: 0}
     for link in links:  # a run's level: the nearest link it is part of
         for run in (link.reader, link.writer):
@@ -287,41 +288,34 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def _dataset_names(conn: Connection, ids: set[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
-    """Each dataset's namespace and name, as the process keeps them (`graph_index.names`)."""
-    names, _ = names_of(conn)
-    texts = {str(i): i for i in ids}
-    return {texts[text]: name for text, name in names.of(conn, texts).items()}
-
-
-def _since(conn: Connection, links: list[Link]) -> dict[tuple[uuid.UUID, uuid.UUID, str], datetime]:
-    """When each run's read or write of a dataset appeared, by (run, dataset, access): the
-    earliest event that stated it, or for a streaming run the first since a snapshot last
-    left it out (design §4.5)."""
-    r = t.relations.c
-    runs = {link.reader for link in links} | {link.writer for link in links if link.writer}
-    found: dict[tuple[uuid.UUID, uuid.UUID, str], datetime] = {}
-    for matches in id_filters(conn, r.run_id, runs):
-        query = (
-            sa.select(r.run_id, r.dataset_id, r.access, sa.func.min(r.event_time))
-            .where(matches)
-            .group_by(r.run_id, r.dataset_id, r.access)
-        )
-        for run_id, dataset_id, access, first in conn.execute(query):
-            found[(run_id, dataset_id, access)] = first
-    return found
-
-
-def _named_versions(
-    conn: Connection, links: list[Link]
-) -> dict[tuple[uuid.UUID | None, uuid.UUID], str]:
-    """The version names producers gave, by (run, dataset): the writer's for its write, the
+def _stated(
+    graph: Graph, links: list[Link]
+) -> tuple[
+    dict[tuple[uuid.UUID, uuid.UUID, str], datetime],
+    dict[tuple[uuid.UUID | None, uuid.UUID], str],
+]:
+    """From the runs' current relations in the index: when each run's read or write of a
+    dataset appeared, by (run, dataset, access) — the earliest event that stated it, or for
+    a streaming run the first since a snapshot last left it out (design §4.5) — and the
+    version names producers gave, by (run, dataset): the writer's for its write, the
     reader's for its read."""
-    r = t.relations.c
     runs = {link.reader for link in links} | {link.writer for link in links if link.writer}
-    found: dict[tuple[uuid.UUID | None, uuid.UUID], str] = {}
-    for matches in id_filters(conn, r.run_id, runs):
-        query = sa.select(r.run_id, r.dataset_id, r.version).where(matches, r.version.is_not(None))
-        for run_id, dataset_id, version in conn.execute(query):
-            found[(run_id, dataset_id)] = version
-    return found
+    known = (graph.ids.runs.known(str(run)) for run in runs)
+    numbers = np.array([n for n in known if n is not None], dtype=np.int64)
+    rows, _ = graph.by_run.rows_of(numbers)
+    r = graph.relations
+    rows = rows[r["current"][rows]]
+    run_texts, dataset_texts = graph.ids.runs.texts, graph.ids.datasets.texts
+    version_texts = graph.ids.versions.texts
+    since: dict[tuple[uuid.UUID, uuid.UUID, str], datetime] = {}
+    named: dict[tuple[uuid.UUID | None, uuid.UUID], str] = {}
+    columns = (r[c][rows].tolist() for c in ("run", "dataset", "write", "event_time", "version"))
+    for run, dataset, write, at, version in zip(*columns, strict=True):
+        run_id, dataset_id = uuid.UUID(run_texts[run]), uuid.UUID(dataset_texts[dataset])
+        key = (run_id, dataset_id, "write" if write else "read")
+        first = instant(at)
+        if key not in since or first < since[key]:
+            since[key] = first
+        if version != NONE:
+            named[(run_id, dataset_id)] = version_texts[version]
+    return since, named

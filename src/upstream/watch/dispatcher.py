@@ -33,7 +33,7 @@ from upstream.model.watch import (
 )
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.index import graph_of
-from upstream.query.lineage_render import newest_first
+from upstream.query.run_order import newest_first
 from upstream.query.watch_fields import stating_runs
 from upstream.query.watch_radius import (
     entities_named,

@@ -89,6 +89,11 @@ def microseconds(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
+def instant(count: int) -> datetime:
+    """The instant `count` microseconds after 1970 (in UTC): `microseconds` undone."""
+    return _EPOCH + timedelta(microseconds=count)
+
+
 @dataclass(frozen=True)
 class _Bounds:
     """A window's instants; all None for an answer over every run (the Marquez graph)."""

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from upstream.model.errors import IndexLoading
 from upstream.query.graph_index.graph import Graph, applied, load
-from upstream.query.graph_index.names import EntityNames
+from upstream.query.graph_index.names import EntityNames, Name
 from upstream.store import change_log
 from upstream.store import schema as t
 from upstream.store.engine import Store, is_snapshot
@@ -227,6 +227,16 @@ def names_of(conn: Connection) -> tuple[EntityNames, EntityNames]:
     """The dataset and job names this process keeps for the database `conn` reads."""
     index = index_of(conn.engine)
     return index.dataset_names, index.job_names
+
+
+def dataset_names_by_id(conn: Connection, ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Name]:
+    """The (namespace, name) of each dataset of `ids` that has a row, as this process keeps
+    them: a statement only for ids it has not named yet, never a join per read."""
+    texts = {str(i): i for i in ids}
+    return {
+        texts[text]: name
+        for text, name in index_of(conn.engine).dataset_names.of(conn, texts).items()
+    }
 
 
 #: Seconds a read waits for the index a server is loading before it answers 503.

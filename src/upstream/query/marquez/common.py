@@ -21,6 +21,10 @@ from upstream.store.dialect import id_filters
 
 Json = dict[str, Any]
 
+#: The facets a document left without its facets still shows something of: its owners, its
+#: tags and a job's source location (`upstream.model.ownership`, `jobs._location`).
+SHOWN_FACETS = ("ownership", "tags", "sourceCodeLocation")
+
 
 @dataclass(frozen=True)
 class Page:
@@ -31,6 +35,26 @@ class Page:
 
     def apply(self, query: sa.Select[Any]) -> sa.Select[Any]:
         return query.limit(self.limit).offset(self.offset)
+
+
+def entity_columns(table: sa.Table, *, facets: bool) -> list[sa.ColumnElement[Any]]:
+    """The columns of a dataset's or job's row a document is made from: with its `facets`,
+    or without them only their members `SHOWN_FACETS` (a lineage graph's node), so that the
+    rest (a `schema`, a job's `sql`: most of the row) is neither read nor parsed."""
+    columns: list[sa.ColumnElement[Any]] = [c for c in table.c if c.name != "facets"]
+    if facets:
+        return [*columns, table.c.facets]
+    return [*columns, *(table.c.facets[name].label(f"facet_{name}") for name in SHOWN_FACETS)]
+
+
+def facets_in(row: Any, *, facets: bool) -> Json:
+    """The facets of a row read with `entity_columns`: all of them, or those of
+    `SHOWN_FACETS` it has."""
+    if facets:
+        whole: Json = row["facets"] or {}
+        return whole
+    members = ((name, row[f"facet_{name}"]) for name in SHOWN_FACETS)
+    return {name: value for name, value in members if value is not None}
 
 
 def iso(moment: datetime | None) -> str | None:

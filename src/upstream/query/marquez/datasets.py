@@ -9,7 +9,10 @@ names a dataset's data source by its namespace).
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -29,6 +32,8 @@ from upstream.query.marquez.columns import dataset_column_lineage
 from upstream.query.marquez.common import (
     Json,
     Page,
+    entity_columns,
+    facets_in,
     iso,
     require_dataset,
     require_namespace,
@@ -62,24 +67,30 @@ def render_fields(
 
 
 def dataset_docs(
-    conn: Connection, dataset_ids: Collection[uuid.UUID], *, column_lineage: bool = False
+    conn: Connection,
+    dataset_ids: Collection[uuid.UUID],
+    *,
+    column_lineage: bool = False,
+    facets: bool = True,
 ) -> dict[uuid.UUID, Json]:
     """Marquez `Dataset` documents for `dataset_ids`, built with a fixed number of queries;
     with `columnLineage` when asked for (Marquez's dataset endpoints have it, its lineage
-    graph's nodes do not)."""
+    graph's nodes do not), without `facets` when not (its lineage graph's nodes have none)."""
     rows: list[Any] = []
+    read = entity_columns(t.datasets, facets=facets)
     for matches in id_filters(conn, t.datasets.c.id, dataset_ids):
-        query = sa.select(t.datasets, deleted(t.datasets)).where(matches)
-        rows.extend(conn.execute(query).mappings())
+        query = sa.select(*read, deleted(t.datasets)).where(matches)
+        rows.extend(conn.execute(query).mappings().all())
     ids = [row["id"] for row in rows]
-    current = _current_versions(conn, ids)
-    modified = _last_modified(conn, ids)
+    versions = _versions(conn, ids)
     tags = tags_of(conn, ids)
     columns = dataset_column_lineage(conn, ids) if column_lineage else {}
     docs: dict[uuid.UUID, Json] = {}
     for row in rows:
-        version = current.get(row["id"])
-        tagged = with_facet_tags(tags.get(row["id"], DatasetTags()), row["facets"] or {})
+        known = versions.get(row["id"], _Versions())
+        version = known.current
+        stated = facets_in(row, facets=facets)
+        tagged = with_facet_tags(tags.get(row["id"], DatasetTags()), stated)
         docs[row["id"]] = {
             "id": {"namespace": row["namespace"], "name": row["name"]},
             "type": "DB_TABLE",
@@ -91,11 +102,11 @@ def dataset_docs(
             "sourceName": row["source_name"] or row["namespace"],
             "fields": render_fields(row["fields"], tagged.fields),
             "tags": tagged.dataset,
-            "owners": owners_of(row["facets"] or {}),
-            "lastModifiedAt": iso(modified.get(row["id"])),
+            "owners": owners_of(stated),
+            "lastModifiedAt": iso(known.modified),
             "lastLifecycleState": version[1] if version else None,
             "description": row["description"],
-            "facets": row["facets"] or {},
+            **({"facets": stated} if facets else {}),
             "currentVersion": str(version[0]) if version else None,
             **({"columnLineage": columns.get(row["id"])} if column_lineage else {}),
             "deleted": row["deleted"],
@@ -103,43 +114,34 @@ def dataset_docs(
     return docs
 
 
-def _current_versions(
-    conn: Connection, dataset_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, tuple[uuid.UUID, str | None]]:
-    v = t.dataset_versions
-    result: dict[uuid.UUID, tuple[uuid.UUID, str | None]] = {}
-    for matches in id_filters(conn, v.c.dataset_id, dataset_ids):
-        ranked = (
-            sa.select(
-                v.c.id,
-                v.c.dataset_id,
-                v.c.lifecycle,
-                sa.func.row_number()
-                .over(partition_by=v.c.dataset_id, order_by=(v.c.created_at.desc(), v.c.id.desc()))
-                .label("position"),
-            )
-            .where(matches)
-            .subquery()
-        )
-        query = sa.select(ranked.c.id, ranked.c.dataset_id, ranked.c.lifecycle).where(
-            ranked.c.position == 1
-        )
-        result.update({row.dataset_id: (row.id, row.lifecycle) for row in conn.execute(query)})
-    return result
+@dataclass
+class _Versions:
+    """What a dataset's versions say about it: the newest version (id, lifecycle state) and
+    when the latest completed run that wrote one ended."""
+
+    current: tuple[uuid.UUID, str | None] | None = None
+    current_at: tuple[datetime, uuid.UUID] | None = None
+    modified: datetime | None = None
 
 
-def _last_modified(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, Any]:
-    v = t.dataset_versions
-    result: dict[uuid.UUID, Any] = {}
+def _versions(conn: Connection, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, _Versions]:
+    """Each dataset's `_Versions`, from one read of its versions (the newest: created last,
+    ties to the greater id) with the end of each one's run if it completed."""
+    v, r = t.dataset_versions, t.runs
+    found: dict[uuid.UUID, _Versions] = defaultdict(_Versions)
     for matches in id_filters(conn, v.c.dataset_id, dataset_ids):
         query = (
-            sa.select(v.c.dataset_id, sa.func.max(t.runs.c.ended_at))
-            .join(t.runs, t.runs.c.id == v.c.run_id)
-            .where(matches, t.runs.c.state == "COMPLETE")
-            .group_by(v.c.dataset_id)
+            sa.select(v.c.dataset_id, v.c.id, v.c.lifecycle, v.c.created_at, r.c.ended_at)
+            .outerjoin(r, sa.and_(r.c.id == v.c.run_id, r.c.state == "COMPLETE"))
+            .where(matches)
         )
-        result.update(dict(conn.execute(query).tuples().all()))
-    return result
+        for dataset, version, lifecycle, created, ended in conn.execute(query).all():
+            known = found[dataset]
+            if known.current_at is None or (created, version) > known.current_at:
+                known.current, known.current_at = (version, lifecycle), (created, version)
+            if ended is not None and (known.modified is None or ended > known.modified):
+                known.modified = ended
+    return found
 
 
 def list_datasets(

@@ -23,6 +23,7 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, NotFound
 from upstream.model.identity import namespace_id
 from upstream.model.ownership import own_and_facet_tags, owners_of
+from upstream.query.graph_index.index import dataset_names_by_id
 from upstream.query.marquez.answers import (
     JobAnswer,
     JobsAnswer,
@@ -32,6 +33,8 @@ from upstream.query.marquez.answers import (
 from upstream.query.marquez.common import (
     Json,
     Page,
+    entity_columns,
+    facets_in,
     iso,
     require_job,
     require_namespace,
@@ -68,13 +71,17 @@ def job_docs(
     *,
     recent_runs: int = LATEST_RUNS,
     visibility: Visibility = EVERYTHING,
+    facets: bool = True,
 ) -> dict[uuid.UUID, Json]:
     """Marquez `Job` documents for `job_ids`, built with a fixed number of queries, with up to
-    `recent_runs` runs in `latestRuns`; a parent job `visibility` does not show is named as
+    `recent_runs` runs in `latestRuns`, without the job's `facets` when not asked for (a
+    lineage graph's nodes have none); a parent job `visibility` does not show is named as
     no parent is (`parentJobName` null), so a reader does not learn its name."""
     rows: list[Any] = []
+    columns = entity_columns(t.jobs, facets=facets)
     for matches in id_filters(conn, t.jobs.c.id, job_ids):
-        rows.extend(conn.execute(sa.select(t.jobs, deleted(t.jobs)).where(matches)).mappings())
+        query = sa.select(*columns, deleted(t.jobs)).where(matches)
+        rows.extend(conn.execute(query).mappings().all())
     ids = [row["id"] for row in rows]
     io = _job_io(conn, ids)
     latest = _latest_runs(conn, ids, recent_runs)
@@ -86,6 +93,7 @@ def job_docs(
         recent = [runs[r] for r in latest.get(row["id"], []) if r in runs]
         parent = parents.get(latest[row["id"]][0]) if latest.get(row["id"]) else None
         inputs, outputs = io.get(row["id"], ([], []))
+        stated = facets_in(row, facets=facets)
         docs[row["id"]] = {
             "id": {"namespace": row["namespace"], "name": row["name"]},
             "type": "STREAM" if (row["processing_type"] or "").upper() == "STREAMING" else "BATCH",
@@ -98,16 +106,16 @@ def job_docs(
             "namespace": row["namespace"],
             "inputs": inputs,
             "outputs": outputs,
-            "location": _location(row["facets"]),
+            "location": _location(stated),
             "context": {},
             "description": row["description"],
             "latestRun": recent[0] if recent else None,
             "latestRuns": recent,
-            "facets": row["facets"] or {},
+            **({"facets": stated} if facets else {}),
             "currentVersion": recent[0]["jobVersion"]["version"] if recent else None,
             "labels": [],
-            "tags": own_and_facet_tags(tags.get(row["id"], []), row["facets"] or {}),
-            "owners": owners_of(row["facets"] or {}),
+            "tags": own_and_facet_tags(tags.get(row["id"], []), stated),
+            "owners": owners_of(stated),
             "deleted": row["deleted"],
         }
     return docs
@@ -123,20 +131,19 @@ def _location(facets: Json | None) -> str | None:
 def _job_io(
     conn: Connection, job_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, tuple[list[Json], list[Json]]]:
-    """Every dataset each job read or wrote, over all its runs and its declaration."""
+    """Every dataset each job read or wrote, over all its runs and its declaration, named
+    as the process keeps the names (`graph_index.names`): no join with every dataset."""
+    r = t.relations.c
+    rows: list[Any] = []
+    for matches in id_filters(conn, r.job_id, job_ids):
+        query = sa.select(r.job_id, r.access, r.dataset_id).where(matches).distinct()
+        rows.extend(conn.execute(query).all())
+    names = dataset_names_by_id(conn, {dataset for _, _, dataset in rows})
     found: dict[uuid.UUID, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = defaultdict(
         lambda: (set(), set())
     )
-    r, d = t.relations, t.datasets
-    for matches in id_filters(conn, r.c.job_id, job_ids):
-        query = (
-            sa.select(r.c.job_id, r.c.access, d.c.namespace, d.c.name)
-            .join(d, d.c.id == r.c.dataset_id)
-            .where(matches)
-            .distinct()
-        )
-        for row in conn.execute(query):
-            found[row.job_id][0 if row.access == "read" else 1].add((row.namespace, row.name))
+    for job, access, dataset in rows:
+        found[job][0 if access == "read" else 1].add(names[dataset])
     return {
         job: (
             [{"namespace": n, "name": m} for n, m in sorted(reads)],
@@ -158,7 +165,7 @@ def _latest_runs(
             .where(ranked.c.position <= count)
             .order_by(ranked.c.job_id, ranked.c.position)
         )
-        for row in conn.execute(query):
+        for row in conn.execute(query).all():
             result[row.job_id].append(row.id)
     return result
 
@@ -199,7 +206,7 @@ def _parent_jobs(
             .join(t.jobs, t.jobs.c.id == parent.c.job_id)
             .where(matches, shown_namespaces(t.jobs.c.namespace, visibility))
         )
-        result.update({row.id: (row.job_id, row.name) for row in conn.execute(query)})
+        result.update({row.id: (row.job_id, row.name) for row in conn.execute(query).all()})
     return result
 
 

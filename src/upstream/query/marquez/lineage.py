@@ -83,14 +83,15 @@ def lineage_graph(
 def _render(conn: Connection, graph: MarquezGraph, visibility: Visibility) -> list[Json]:
     """The nodes with their documents, read by id, and the edges between them."""
     dataset_ids = {uuid.UUID(i) for i in graph.datasets}
-    datasets = {str(i): doc for i, doc in dataset_docs(conn, dataset_ids).items()}
+    # Without facets, as in Marquez's graph: they can be large, and the entity has them.
+    datasets = {str(i): doc for i, doc in dataset_docs(conn, dataset_ids, facets=False).items()}
     job_ids = {uuid.UUID(i) for i in graph.jobs}
     jobs = {
         str(i): doc
-        for i, doc in job_docs(conn, job_ids, recent_runs=1, visibility=visibility).items()
+        for i, doc in job_docs(
+            conn, job_ids, recent_runs=1, visibility=visibility, facets=False
+        ).items()
     }
-    for doc in [*datasets.values(), *jobs.values()]:
-        del doc["facets"]  # as in Marquez's graph; facets can be large, the entity has them
     ids = {i: dataset_node_id(d["namespace"], d["name"]) for i, d in datasets.items()}
     ids.update({i: job_node_id(j["namespace"], j["name"]) for i, j in jobs.items()})
     edges: dict[tuple[str, str], Json] = {}

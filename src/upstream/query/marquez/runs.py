@@ -21,6 +21,7 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import NotFound
 from upstream.model.identity import stable_id
 from upstream.model.ownership import own_and_facet_tags
+from upstream.query.graph_index.index import dataset_names_by_id
 from upstream.query.marquez.answers import RunAnswer, RunFacetsAnswer, RunsAnswer
 from upstream.query.marquez.common import (
     Json,
@@ -61,7 +62,7 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
     """Inputs and outputs of each run. An output's version is the one its run wrote; an
     input's is the newest version written before the run read it (None if never written)."""
     result: dict[uuid.UUID, RunIO] = defaultdict(RunIO)
-    r, d, v = t.relations, t.datasets, t.dataset_versions
+    r, v = t.relations, t.dataset_versions
     read_version = (
         sa.select(v.c.id)
         .where(v.c.dataset_id == r.c.dataset_id, v.c.created_at <= r.c.event_time)
@@ -74,26 +75,18 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
         .where(v.c.dataset_id == r.c.dataset_id, v.c.run_id == r.c.run_id)
         .scalar_subquery()
     )
+    rows: list[Any] = []
     for matches in id_filters(conn, r.c.run_id, run_ids):
-        query = (
-            sa.select(
-                r.c.run_id,
-                r.c.access,
-                r.c.facets,
-                d.c.id,
-                d.c.namespace,
-                d.c.name,
-                sa.case((r.c.access == "write", written_version), else_=read_version).label(
-                    "version"
-                ),
-            )
-            .join(d, d.c.id == r.c.dataset_id)
-            .where(matches)
-        )
-        for row in conn.execute(query):
-            io = result[row.run_id]
-            side = io.inputs if row.access == "read" else io.outputs
-            side.append((row.namespace, row.name, row.id, row.version, row.facets or {}))
+        version = sa.case((r.c.access == "write", written_version), else_=read_version)
+        query = sa.select(
+            r.c.run_id, r.c.access, r.c.facets, r.c.dataset_id, version.label("version")
+        ).where(matches)
+        rows.extend(conn.execute(query).all())
+    names = dataset_names_by_id(conn, {row.dataset_id for row in rows})
+    for row in rows:
+        io = result[row.run_id]
+        side = io.inputs if row.access == "read" else io.outputs
+        side.append((*names[row.dataset_id], row.dataset_id, row.version, row.facets or {}))
     for io in result.values():
         io.inputs.sort(key=lambda x: (x[0], x[1]))
         io.outputs.sort(key=lambda x: (x[0], x[1]))
@@ -120,7 +113,7 @@ def run_docs(
             .outerjoin(parent_job, parent_job.c.id == parent_run.c.job_id)
             .where(matches)
         )
-        rows.extend(conn.execute(query).mappings())
+        rows.extend(conn.execute(query).mappings().all())
     io = run_io(conn, [row["id"] for row in rows])
     return {row["id"]: _run_doc(row, io.get(row["id"], RunIO())) for row in rows}
 
