@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from upstream.collector import YOUNG_THRESHOLD, tune_collector
+from upstream.collector import MIDDLE_THRESHOLD, YOUNG_THRESHOLD, tune_collector
 
 
 @pytest.fixture
@@ -19,9 +19,9 @@ def restored_collector() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("restored_collector")
-def test_the_young_generation_is_collected_less_often_and_start_up_is_frozen() -> None:
-    _, middle, old = gc.get_threshold()
+def test_the_young_and_middle_generations_are_collected_less_often_and_start_up_is_frozen() -> None:
+    old = gc.get_threshold()[2]
     tune_collector()
-    assert gc.get_threshold() == (YOUNG_THRESHOLD, middle, old)
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, MIDDLE_THRESHOLD, old)
     assert gc.get_freeze_count() > 0
     assert gc.isenabled()

@@ -5,6 +5,15 @@ rendered. With the collector's default threshold (a collection every 700 allocat
 of 18,000 relations spends more CPU in collections, each scanning every tuple made so far,
 than in the walk itself (528 ms against 320 ms on a medium store). Collecting every 10,000
 allocations keeps cycles collected, at a few megabytes of garbage at most.
+
+A batch of events is the same, larger: 500 parsed events and their facts are about 150,000
+objects the collector tracks, living until the batch is stored. Every one that outlives a
+collection of the youngest generation moves to the middle one, which Python collects after
+every 10 young collections (every 100,000 allocations here): each was scanned twice, and the
+middle generation's scans were half of the collector's 9 % of ingest's CPU. Collected after
+every 100 young collections instead, the middle generation is scanned once per million
+allocations, by which time a batch's objects are freed (by reference counting: parsed JSON
+holds no cycles).
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ import gc
 
 #: Allocations between two collections of the youngest generation (Python's default: 700).
 YOUNG_THRESHOLD = 10_000
+#: Young collections between two collections of the middle generation (Python's default: 10).
+MIDDLE_THRESHOLD = 100
 
 
 def tune_collector() -> None:
@@ -20,5 +31,5 @@ def tune_collector() -> None:
     caches), which lives as long as the process, so full collections stop scanning it."""
     gc.collect()
     gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    old = gc.get_threshold()[2]
+    gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, old)

@@ -11,6 +11,13 @@ distinct name: when the two are equal, no object repeats a key. Only a document 
 differ (a repeated key, or a string holding `\\":`) is parsed again by `json` with a hook that
 sees every key, to say where the repeated one is or that there is none.
 
+The parsed objects' keys and depth are counted by orjson, not by a walk in Python (which cost
+more than parsing): it writes the document back as compact JSON, where every key ends in `":`
+and a `":` inside a string is written `\\":`, so without a `\\":` the count of `":` is the
+number of keys; and it refuses to write more than `ORJSON_DEPTH` levels, so the document
+wrapped in `ORJSON_DEPTH - MAX_JSON_DEPTH` arrays is written only when it nests no deeper than
+`MAX_JSON_DEPTH`. A document it cannot count so is walked.
+
 Every refusal is a `MalformedDocument` located by its path into the document (`job.name`,
 `[2].run.facets.x`), or by `label` (`body`) when it concerns the text as a whole.
 """
@@ -22,6 +29,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 from upstream.model import json_text
 from upstream.model.errors import MalformedDocument, join_path, json_syntax_reason
 
@@ -29,12 +38,16 @@ from upstream.model.errors import MalformedDocument, join_path, json_syntax_reas
 #: `schema` facet); the ceiling keeps every later step (validation, hashing, the database's
 #: JSON parser) far from recursion limits. A 10,000-deep document is refused, not a crash.
 MAX_JSON_DEPTH = 100
+#: The most levels orjson writes (its recursion limit; `tests/ingest/test_strict_json.py`
+#: checks it still is).
+ORJSON_DEPTH = 254
 
 #: Escapes that decode to text PostgreSQL cannot store: NUL, and UTF-16 surrogate halves
 #: (a lone half is no character at all). Only documents that contain one are walked in full.
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 _WHITESPACE = b" \t\r\n"
 _KEY_END = b'":'
+_ESCAPED_KEY_END = b'\\":'
 
 
 def parse_json(raw: bytes, label: str = "") -> Any:
@@ -92,11 +105,29 @@ def check_document(document: Any, raw: bytes) -> None:
     cheaper than visiting each value; the rest are walked with a stack, not recursion, and a
     path is spelled out only for the value complained about."""
     strings = _SUSPECT_ESCAPE.search(raw) is not None
-    keys = _keys_within(document, MAX_JSON_DEPTH)
+    keys = _written_keys(document)
+    if keys is None:
+        keys = _keys_within(document, MAX_JSON_DEPTH)
     if keys is None or strings:
         _walk(document, strings=strings)
     if keys is not None and keys != raw.translate(None, _WHITESPACE).count(_KEY_END):
         _check_repeated_keys(raw)
+
+
+def _written_keys(document: Any) -> int | None:
+    """The number of keys in the objects of `document`, counted on orjson's text of it (see
+    the module); None when it is nested deeper than MAX_JSON_DEPTH, orjson cannot write it,
+    or a string holds `\\":`."""
+    wrapped = document
+    for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
+        wrapped = [wrapped]
+    try:
+        text = orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        return None
+    if _ESCAPED_KEY_END in text:
+        return None
+    return text.count(_KEY_END)
 
 
 def _keys_within(document: Any, limit: int) -> int | None:
