@@ -191,13 +191,16 @@ def test_a_month_without_a_partition_is_kept_and_pruned_by_rows(
     assert months(store, t.events) == {}
 
 
-def table_rows(store: Store) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the tables kept by month, without the month, in a stable order."""
+def table_rows(
+    store: Store, leave_out: frozenset[str] = frozenset()
+) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the tables kept by month, without the month (and the columns
+    `leave_out` names), in a stable order."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for name in RUN_COLUMN:
             table = sa.Table(name, sa.MetaData(), autoload_with=conn)
-            columns = [c for c in table.columns if c.name != "month"]
+            columns = [c for c in table.columns if c.name not in {"month", *leave_out}]
             found = conn.execute(sa.select(*columns)).all()
             rows[name] = sorted(tuple(map(repr, row)) for row in found)
     return rows
@@ -207,15 +210,21 @@ def test_the_migration_keeps_every_row_and_files_it_by_month(
     history: Store, client: TestClient
 ) -> None:
     """Down to the last unpartitioned revision and up again: the same rows, the same months,
-    the same answers, and on PostgreSQL the partitions for every month the rows name."""
+    the same answers, and on PostgreSQL the partitions for every month the rows name. The
+    events' lists of the namespaces they name came later (0021): down there the rows are
+    compared without them, and up again the migration has listed them as ingest did."""
     before = (table_rows(history), answers(client), months(history, t.events))
-    with session_lock(history, 0) as conn:
-        command.downgrade(alembic_config(conn), "0006")
-        conn.commit()
-    with history.read() as conn:
-        assert "month" not in {c["name"] for c in sa.inspect(conn).get_columns("runs")}
-    assert table_rows(history) == before[0]
-    upgrade(history)
+    rows_of_0006 = table_rows(history, leave_out=frozenset({"namespaces"}))
+    try:
+        with session_lock(history, 0) as conn:
+            command.downgrade(alembic_config(conn), "0006")
+            conn.commit()
+        with history.read() as conn:
+            assert "month" not in {c["name"] for c in sa.inspect(conn).get_columns("runs")}
+            assert "namespaces" not in {c["name"] for c in sa.inspect(conn).get_columns("events")}
+        assert table_rows(history) == rows_of_0006
+    finally:
+        upgrade(history)  # the next tests of this worker's database need its schema whole
     assert (table_rows(history), answers(client), months(history, t.events)) == before
     if history.dialect == "postgresql":
         with history.read() as conn:
