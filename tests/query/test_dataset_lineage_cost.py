@@ -3,12 +3,10 @@ width of the level (design §4.2, issue 3 item 6): never one per dataset or job.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME
@@ -35,19 +33,6 @@ def fan(client: TestClient, width: int, tag: str) -> None:
     post(client, *events)
 
 
-@pytest.fixture
-def counted(db_url: str) -> Iterator[tuple[Store, list[str]]]:
-    store = Store(db_url)
-    statements: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        statements.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    yield store, statements
-    store.dispose()
-
-
 def bring_index_up_to_date(store: Store) -> None:
     """Load the process's graph index and apply the writes made so far: a cost once per
     process and once per change, not per walk (design §6)."""
@@ -67,9 +52,9 @@ OPTIONS: list[dict[str, Any]] = [
 
 
 def test_statements_do_not_grow_with_width(
-    client: TestClient, counted: tuple[Store, list[str]]
+    client: TestClient, statements: tuple[Store, list[str]]
 ) -> None:
-    store, statements = counted
+    store, found = statements
     fan(client, 1, "narrow")
     fan(client, 25, "wide")
     bring_index_up_to_date(store)
@@ -81,10 +66,10 @@ def test_statements_do_not_grow_with_width(
         sizes = {}
         for tag in ("narrow", "wide"):
             seed = f"{tag}Z" if options.get("direction") == "upstream" else f"{tag}S"
-            statements.clear()
+            found.clear()
             with store.read() as conn:
                 body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
-            costs[tag] = len(statements)
+            costs[tag] = len(found)
             sizes[tag] = len(body["data"]) + len(body["programs"])
         assert costs["wide"] == costs["narrow"], options
         assert sizes["wide"] > sizes["narrow"], options
@@ -105,11 +90,11 @@ def chain(client: TestClient, length: int) -> None:
 
 @pytest.mark.parametrize("options", OPTIONS)
 def test_statements_do_not_grow_with_depth(
-    client: TestClient, counted: tuple[Store, list[str]], options: dict[str, Any]
+    client: TestClient, statements: tuple[Store, list[str]], options: dict[str, Any]
 ) -> None:
     """One walk reads what all its levels need up front: as many statements at levels 20
     as at levels 1, though the answer grows with every level (design §6)."""
-    store, statements = counted
+    store, found = statements
     chain(client, 25)
     bring_index_up_to_date(store)
     seed = "chainS25" if options.get("direction") == "upstream" else "chainS0"
@@ -119,30 +104,30 @@ def test_statements_do_not_grow_with_depth(
         params = LineageParams(
             start=BASE_TIME - DAY, end=BASE_TIME + DAY, **{"levels": levels, **options}
         )
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
-        costs[levels] = len(statements)
+        costs[levels] = len(found)
         sizes[levels] = len(body["data"])
     assert len(set(costs.values())) == 1, costs
     assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
 
 
 def test_the_marquez_graph_costs_the_same_at_any_depth(
-    client: TestClient, counted: tuple[Store, list[str]]
+    client: TestClient, statements: tuple[Store, list[str]]
 ) -> None:
     from upstream.query.marquez.lineage import lineage_graph
 
-    store, statements = counted
+    store, found = statements
     chain(client, 25)
     bring_index_up_to_date(store)
     costs: dict[int, int] = {}
     sizes: dict[int, int] = {}
     for depth in (1, 5, 10, 20):
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             body = lineage_graph(conn, f"dataset:{NS}:chainS12", depth, 5000)
-        costs[depth] = len(statements)
+        costs[depth] = len(found)
         sizes[depth] = len(body["graph"])
     assert len(set(costs.values())) == 1, costs
     assert sizes[1] < sizes[5] < sizes[10] < sizes[20], sizes
@@ -169,7 +154,7 @@ def field_chain(client: TestClient, length: int) -> None:
 
 
 def test_field_walks_cost_the_same_at_any_depth(
-    client: TestClient, counted: tuple[Store, list[str]]
+    client: TestClient, statements: tuple[Store, list[str]]
 ) -> None:
     """Field summaries and the Marquez column graph read every hop in one go."""
     from upstream.model.window import Window
@@ -177,24 +162,24 @@ def test_field_walks_cost_the_same_at_any_depth(
     from upstream.query.field_summary import field_summary
     from upstream.query.marquez.columns import column_lineage
 
-    store, statements = counted
+    store, found = statements
     field_chain(client, 25)
     bring_index_up_to_date(store)
     window = Window(BASE_TIME - DAY, BASE_TIME + DAY)
     costs: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
     sizes: dict[str, dict[int, int]] = {"summary": {}, "columns": {}}
     for levels in (1, 5, 10, 20):
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             summary = field_summary(conn, NS, "F12", "id", FieldQuery(window, levels, "both"))
-        costs["summary"][levels] = len(statements)
+        costs["summary"][levels] = len(found)
         sizes["summary"][levels] = sum(
             len(side) for side in (summary["incoming"], summary["outgoing"])
         )
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             graph = column_lineage(conn, f"datasetField:{NS}:F12:id", levels, True, 5000)
-        costs["columns"][levels] = len(statements)
+        costs["columns"][levels] = len(found)
         sizes["columns"][levels] = len(graph["graph"])
     for kind, cost in costs.items():
         assert len(set(cost.values())) == 1, (kind, cost)
@@ -202,22 +187,22 @@ def test_field_walks_cost_the_same_at_any_depth(
 
 
 def test_an_answer_names_what_an_earlier_answer_named_without_a_statement(
-    client: TestClient, counted: tuple[Store, list[str]]
+    client: TestClient, statements: tuple[Store, list[str]]
 ) -> None:
     """A dataset's or job's name is read once per process (its id is the UUIDv5 of that
     name, so it never changes): asked again, the same answer reads no name, and a dataset
     written since is named by one statement that reads it alone."""
-    store, statements = counted
+    store, found = statements
     chain(client, 3)
     bring_index_up_to_date(store)
     params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=5)
 
     def names_read() -> list[str]:
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
         assert body["data"]
-        return [s for s in statements if "datasets.name" in s or "jobs.name" in s]
+        return [s for s in found if "datasets.name" in s or "jobs.name" in s]
 
     assert names_read()  # the first answer reads them
     assert names_read() == []
@@ -307,20 +292,20 @@ def test_runs_that_started_together_are_listed_by_id(client: TestClient, store: 
 
 
 def test_a_read_asks_its_start_and_the_change_log_once(
-    client: TestClient, counted: tuple[Store, list[str]]
+    client: TestClient, statements: tuple[Store, list[str]]
 ) -> None:
     """What every read costs whatever its size: one statement finds the start dataset (its
     namespace, row, deletion and whether it is an alias), one the change log's position;
     the walk and the answer's names come from the index (names read once before)."""
-    store, statements = counted
+    store, found = statements
     chain(client, 3)
     bring_index_up_to_date(store)
     params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=1)
     for _ in range(2):  # the first read reads the names the answer shows
-        statements.clear()
+        found.clear()
         with store.read() as conn:
             body = dataset_lineage(conn, NS, "chainS1", params, max_nodes=50, max_relations=50)
-    asked = [s for s in statements if s.strip().upper() != "BEGIN"]
+    asked = [s for s in found if s.strip().upper() != "BEGIN"]
     assert len(asked) == 2, asked
     assert "dataset_aliases" in asked[0]
     assert "deletions" in asked[0]
