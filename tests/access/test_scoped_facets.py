@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.access.estate import FIN_DS, FIN_JOBS, READ_ALL, WRITE_ALL, bearer, issue, symlinks
+from tests.access.test_scoped_events import get, run_ids
 from tests.builders import BASE_TIME, PRODUCER, ds, hours, run_event
 from upstream.api.deps import current_time
 from upstream.client.http import segment
@@ -99,16 +100,6 @@ def reconcile(run_id: str, naming: dict[str, Any]) -> dict[str, Any]:
 def post(client: TestClient, *events: dict[str, Any]) -> None:
     response = client.post("/api/v1/lineage", json=list(events), headers=bearer(WRITE_ALL))
     assert response.status_code == 201, response.text
-
-
-def get(client: TestClient, path: str, token: str, **params: str) -> Any:
-    response = client.get(path, params=params, headers=bearer(token))
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def run_ids(listed: list[dict[str, Any]]) -> list[str]:
-    return [event["run"]["runId"] for event in listed]
 
 
 @pytest.fixture
