@@ -120,6 +120,15 @@ class Settings(BaseSettings):
         "primary reads from db_url; unavailable answers 503 with Retry-After (and /ready "
         "says not ready), keeping reads off the primary.",
     )
+    replica_probe_timeout: float = Field(
+        2.0,
+        gt=0,
+        le=300,
+        description="Seconds a measurement of a read replica's lag waits for the replica (and "
+        "db_url) to answer. A replica that does not answer in time is not read from until it "
+        "answers again and has replayed what db_url had; raise it where a busy machine or "
+        "network can delay a trivial query by that long.",
+    )
     host: str = Field("127.0.0.1", description="Address `upstream serve` listens on.")
     port: int = Field(5000, ge=0, le=65535, description="Port `upstream serve` listens on.")
     workers: int = Field(1, ge=1, le=64, description="Number of server worker processes.")

@@ -26,8 +26,11 @@ from upstream.store.migrate import upgrade
 pytestmark = pytest.mark.postgres
 
 #: Seconds a test waits at most for the server to notice a change of the replica's lag (it
-#: measures every half second; a stopped replica takes its 2 s probe time-out).
+#: measures every half second; a stopped replica takes its probe time-out, STOPPED_NOTICED).
 NOTICE_WITHIN = 20.0
+#: The probe time-out of the tests that stop the replica; the others wait a minute, so that a
+#: probe delayed on a loaded machine does not take the replica out of use mid-test.
+STOPPED_NOTICED = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,7 @@ def clusters(
 
 
 def _app(primary: PrivateCluster, replica: PrivateCluster, **more: Any) -> TestClient:
+    more.setdefault("replica_probe_timeout", 60.0)
     settings = Settings(db_url=primary.url, read_database_url=replica.url, **more)
     return TestClient(create_app(settings, migrate=False))
 
@@ -100,8 +104,8 @@ def test_reads_come_from_the_replica_and_after_waits_for_it(
         beyond = _dataset(client, "held", after=str(int(position) + 1))
         assert beyond.status_code == 400
         assert "after" in beyond.text
-        replica.resume_replay()
-        assert _dataset(client, "held", after=position).status_code == 200
+        replica.resume_replay()  # answered once the replica has replayed it (the wait is short)
+        _until(lambda: _dataset(client, "held", after=position).status_code == 200)
 
 
 def test_a_lagging_replica_is_left_for_the_primary_and_taken_back(
@@ -159,7 +163,7 @@ def test_a_stopped_replica_turns_reads_to_the_primary_within_seconds(
     clusters: tuple[PrivateCluster, PrivateCluster],
 ) -> None:
     primary, replica = clusters
-    with _app(primary, replica, max_replica_lag=5) as client:
+    with _app(primary, replica, max_replica_lag=5, replica_probe_timeout=STOPPED_NOTICED) as client:
         _post(client, "before")
         _until(lambda: _dataset(client, "before").status_code == 200)
         replica.hang()
@@ -178,7 +182,13 @@ def test_with_fallback_unavailable_a_stopped_replica_makes_reads_503_within_seco
     clusters: tuple[PrivateCluster, PrivateCluster],
 ) -> None:
     primary, replica = clusters
-    with _app(primary, replica, max_replica_lag=1, replica_lag_fallback="unavailable") as client:
+    with _app(
+        primary,
+        replica,
+        max_replica_lag=1,
+        replica_lag_fallback="unavailable",
+        replica_probe_timeout=STOPPED_NOTICED,
+    ) as client:
         _post(client, "before")
         _until(lambda: _dataset(client, "before").status_code == 200)
         replica.hang()
@@ -191,3 +201,25 @@ def test_with_fallback_unavailable_a_stopped_replica_makes_reads_503_within_seco
         _post(client, "while-stopped")
         replica.thaw()
         _until(lambda: _dataset(client, "while-stopped").status_code == 200)
+
+
+def test_a_replica_answering_within_its_probe_timeout_stays_in_use(
+    clusters: tuple[PrivateCluster, PrivateCluster],
+) -> None:
+    """A replica slow to answer — stopped here for longer than the default time-out, but
+    shorter than `replica_probe_timeout` — is still read from."""
+    primary, replica = clusters
+    with _app(primary, replica, replica_probe_timeout=60.0) as client:
+        _post(client, "before")
+        _until(lambda: _dataset(client, "before").status_code == 200)
+        replicas = client.app.state.store.replicas
+        in_use = set()
+        replica.hang()
+        try:
+            held_until = time.monotonic() + 2 * STOPPED_NOTICED + 1
+            while time.monotonic() < held_until:
+                in_use.add(replicas.engine_for_reads_now() is not None)
+                time.sleep(0.1)
+        finally:
+            replica.thaw()
+        assert in_use == {True}

@@ -33,10 +33,12 @@ def pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
 
 @pytest.fixture
 def store(pair: tuple[PrivateCluster, PrivateCluster]) -> Iterator[Store]:
-    """A store on the primary reading from the replica (never lagging too far, here)."""
+    """A store on the primary reading from the replica (never lagging too far, here). Its
+    lag probes wait long: one timing out on a loaded machine would take the replica out of
+    use until it replays what it was made to lack, and the tests read which server answered."""
     primary, replica = pair
     store = Store(primary.url)
-    store.read_from_replicas([replica.url], max_lag=600, fallback="primary")
+    store.read_from_replicas([replica.url], max_lag=600, fallback="primary", probe_seconds=60)
     yield store
     replica.resume_replay()
     store.dispose()
@@ -127,6 +129,7 @@ def test_a_replica_given_up_is_taken_back_only_once_it_has_caught_up(
         create_engine(primary.url, pool_size=1, timeouts=probe),
         max_lag=5,
         fallback="primary",
+        probe_seconds=2,
         now=lambda: datetime.now(UTC) + shift[0],
     )
     (watched,) = replicas.replicas

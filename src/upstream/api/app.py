@@ -120,6 +120,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 settings.read_database_url,
                 settings.max_replica_lag,
                 settings.replica_lag_fallback,
+                settings.replica_probe_timeout,
             )
             for replica in replicas.engines:
                 share_index(replica, store.engine)

@@ -33,7 +33,6 @@ from upstream.store.change_log import append_recorded, position
 from upstream.store.deadlines import OperationClock, SqliteStatementClock, Watchdog
 from upstream.store.outage import OutageBreaker, outage_guard
 from upstream.store.replicas import (
-    PROBE_SECONDS,
     Fallback,
     Replica,
     ReplicaSet,
@@ -170,13 +169,17 @@ class Store:
             return position(conn)
 
     def read_from_replicas(
-        self, urls: Sequence[str], max_lag: float, fallback: Fallback
+        self,
+        urls: Sequence[str],
+        max_lag: float,
+        fallback: Fallback,
+        probe_seconds: float,
     ) -> ReplicaSet:
         """Send reads to these PostgreSQL replicas of the primary from now on, tried in
         order, skipping one that lags more than `max_lag` seconds (see `replicas`). Writes,
         migrations and locks stay on the primary, so a server migrates before it calls
-        this."""
-        probe = Timeouts(PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS, PROBE_SECONDS)
+        this. A lag measurement waits `probe_seconds` for each server to answer."""
+        probe = Timeouts(probe_seconds, probe_seconds, probe_seconds, probe_seconds)
         watchdog = self._probe_watchdog
         replicas = [
             Replica(
@@ -198,7 +201,9 @@ class Store:
             timeouts=probe,
             watchdog=watchdog,
         )
-        self.replicas = ReplicaSet(replicas, primary_probe, max_lag=max_lag, fallback=fallback)
+        self.replicas = ReplicaSet(
+            replicas, primary_probe, max_lag=max_lag, fallback=fallback, probe_seconds=probe_seconds
+        )
         return self.replicas
 
     def _replica_for_reads(self) -> Engine | None:

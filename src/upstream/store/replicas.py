@@ -7,10 +7,10 @@ log — to the first replica that is close enough behind the primary, and everyt
 **Lag** is measured in the change log's own terms, every `CHECK_EVERY` seconds by a thread of
 its own: the replica's newest position against the primary's, and, when it is behind, how
 long ago the primary recorded the oldest change the replica still lacks. A replica caught up
-lags 0 s however long since the last write; one that does not answer within `PROBE_SECONDS`
-(stopped, unreachable) lags without bound. A replica lagging more than `max_replica_lag` is
-not read from: reads go to the next one, then to the primary, or — with
-`replica_lag_fallback = "unavailable"` — are answered 503.
+lags 0 s however long since the last write; one that does not answer within
+`replica_probe_timeout` (stopped, unreachable) lags without bound. A replica lagging more
+than `max_replica_lag` is not read from: reads go to the next one, then to the primary, or —
+with `replica_lag_fallback = "unavailable"` — are answered 503.
 
 **Read-your-writes.** Positions are the same on the primary and its physical replicas. A read
 that names a position (`reads_must_include`) is checked in its own snapshot: a replica snapshot that
@@ -40,8 +40,6 @@ log = logging.getLogger("upstream.store")
 
 #: Seconds between two measurements of every replica's lag.
 CHECK_EVERY = 0.5
-#: Seconds a measurement waits for a replica (or the primary) to answer.
-PROBE_SECONDS = 2.0
 
 #: What a server does with a read when no replica is close enough behind.
 Fallback = Literal["primary", "unavailable"]
@@ -102,9 +100,11 @@ class ReplicaSet:
         *,
         max_lag: float,
         fallback: Fallback,
+        probe_seconds: float,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.replicas = list(replicas)
+        self.probe_seconds = probe_seconds
         self.max_lag = max_lag
         self.fallback = fallback
         self._primary_probe = primary_probe
@@ -166,7 +166,7 @@ class ReplicaSet:
 
     def close(self) -> None:
         self._stopped.set()
-        self._thread.join(PROBE_SECONDS * 3)
+        self._thread.join(self.probe_seconds * 3)
         for engine in (self._primary_probe, *(r.probe for r in self.replicas)):
             engine.dispose()
 
