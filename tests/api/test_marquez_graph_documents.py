@@ -2,21 +2,25 @@
 (`upstream.query.marquez.node_documents`): a graph asked again reads none of them, and a
 change written through another process — a new run, a new version, a version written before
 a run read the dataset, a tag, a deletion and its revival — is in the next read, which
-answers exactly as a process that kept nothing does."""
+answers exactly as a process that kept nothing does. A read older than the kept documents,
+or with a token that does not see everything, builds its own; the least recently used
+documents go first."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Connection
 
 from tests.builders import BASE_TIME, ds, hours, run_event
 from tests.conftest import post
 from upstream.model.access import EVERYTHING, Visibility
 from upstream.query.marquez.lineage import lineage_graph
+from upstream.query.marquez.node_documents import Build, NodeDocuments
 from upstream.store.engine import Store
 
 NS = "sales"
@@ -125,3 +129,36 @@ def test_the_next_read_sees_every_change(client: TestClient, reader: Store, db_u
     assert "dataset:sales:orders" not in as_fresh(db_url, graph(reader))
     post(client, load(uuid.uuid4(), 3))
     assert not as_fresh(db_url, graph(reader))["dataset:sales:orders"]["deleted"]
+
+
+def fake_documents(built: list[uuid.UUID]) -> Build:
+    """A build of documents that notes the ids it was asked for."""
+
+    def build(_conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        built.extend(ids)
+        return {i: {"id": str(i)} for i in ids}
+
+    return build
+
+
+def test_the_least_recently_used_documents_are_dropped_first(store: Store) -> None:
+    kept, built = NodeDocuments(kept=2), list[uuid.UUID]()
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    with store.read() as conn:
+        kept.documents(conn, 0, "dataset", [a, b], fake_documents(built))
+        kept.documents(conn, 0, "dataset", [a], fake_documents(built))
+        kept.documents(conn, 0, "dataset", [c], fake_documents(built))
+        built.clear()
+        kept.documents(conn, 0, "dataset", [a, b, c], fake_documents(built))
+    assert built == [b]
+
+
+def test_a_read_older_than_the_kept_documents_builds_its_own(store: Store) -> None:
+    kept, built = NodeDocuments(), list[uuid.UUID]()
+    a = uuid.uuid4()
+    with store.read() as conn:
+        kept.documents(conn, 5, "dataset", [a], fake_documents(built))
+        kept.documents(conn, 3, "dataset", [a], fake_documents(built))
+        kept.documents(conn, 3, "dataset", [a], fake_documents(built))
+        kept.documents(conn, 5, "dataset", [a], fake_documents(built))
+    assert built == [a, a, a]
