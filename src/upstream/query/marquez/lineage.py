@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Collection
 from typing import cast
 
 from sqlalchemy.engine import Connection
@@ -45,6 +46,7 @@ from upstream.query.marquez.answers import GraphNode, MarquezGraphAnswer
 from upstream.query.marquez.common import Json, resolve_node
 from upstream.query.marquez.datasets import dataset_docs
 from upstream.query.marquez.jobs import job_docs
+from upstream.query.marquez.node_documents import node_documents
 
 
 def lineage_graph(
@@ -72,7 +74,7 @@ def lineage_graph(
     index = graph_of(conn)
     visible = VisibleNodes.of(conn, index, visibility)
     found = marquez_graph(index, seed.kind, str(seed_id), depth, max_nodes, window, visible)
-    nodes = cast(list[GraphNode], _render(conn, found, visibility))
+    nodes = cast(list[GraphNode], _render(conn, found, index.position, visibility))
     answer: MarquezGraphAnswer = {"graph": nodes, "truncated": found.truncated}
     if visible is not None:
         answer["hiddenNodes"] = visible.hidden_nodes
@@ -80,18 +82,29 @@ def lineage_graph(
     return answer
 
 
-def _render(conn: Connection, graph: MarquezGraph, visibility: Visibility) -> list[Json]:
-    """The nodes with their documents, read by id, and the edges between them."""
-    dataset_ids = {uuid.UUID(i) for i in graph.datasets}
+def _render(
+    conn: Connection, graph: MarquezGraph, position: int, visibility: Visibility
+) -> list[Json]:
+    """The nodes with their documents, read by id (those the process keeps, with every
+    namespace shown), and the edges between them."""
+
     # Without facets, as in Marquez's graph: they can be large, and the entity has them.
-    datasets = {str(i): doc for i, doc in dataset_docs(conn, dataset_ids, facets=False).items()}
+    def datasets_of(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
+        return dataset_docs(conn, ids, facets=False)
+
+    def jobs_of(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Json]:
+        return job_docs(conn, ids, recent_runs=1, visibility=visibility, facets=False)
+
+    dataset_ids = {uuid.UUID(i) for i in graph.datasets}
     job_ids = {uuid.UUID(i) for i in graph.jobs}
-    jobs = {
-        str(i): doc
-        for i, doc in job_docs(
-            conn, job_ids, recent_runs=1, visibility=visibility, facets=False
-        ).items()
-    }
+    if visibility.everything:
+        kept = node_documents(conn.engine)
+        found_datasets = kept.documents(conn, position, "dataset", dataset_ids, datasets_of)
+        found_jobs = kept.documents(conn, position, "job", job_ids, jobs_of)
+    else:
+        found_datasets, found_jobs = datasets_of(conn, dataset_ids), jobs_of(conn, job_ids)
+    datasets = {str(i): doc for i, doc in found_datasets.items()}
+    jobs = {str(i): doc for i, doc in found_jobs.items()}
     ids = {i: dataset_node_id(d["namespace"], d["name"]) for i, d in datasets.items()}
     ids.update({i: job_node_id(j["namespace"], j["name"]) for i, j in jobs.items()})
     edges: dict[tuple[str, str], Json] = {}
