@@ -1,20 +1,30 @@
 """The watcher lets a write of its process finish before a round, on both stores: a round
-waits while a write is under way, and at most `watch_defer_seconds`, so notifications stay
-prompt under continuous ingest."""
+waits while a write is under way — from when its events arrive, over HTTP or Kafka — and at
+most `watch_defer_seconds`, so notifications stay prompt under continuous ingest."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.engine import Connection
 
+from tests.conftest import post
+from tests.watch.test_notifications import app, job_run
+from upstream.api.routes import openlineage
+from upstream.ingest.body import Limits
+from upstream.kafka import messages
 from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.watch.background import Watcher
+
+__all__ = ["app"]
 
 
 class Rounds:
@@ -103,3 +113,39 @@ def test_without_a_write_a_round_does_not_wait(store: Store, db_url: str) -> Non
         assert rounds.began[0] < started + 5  # the bound is 30 s
     finally:
         watcher.stop()
+
+
+def test_posted_events_are_a_write_under_way_while_they_are_prepared(
+    app: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Preparing a batch costs more CPU than storing it: a round waits for that too."""
+    store: Store = app.app.state.store  # type: ignore[attr-defined]
+    writing: list[bool] = []
+
+    def prepare(*args: Any, **kwargs: Any) -> Any:
+        writing.append(store.writing)
+        return real(*args, **kwargs)
+
+    real = openlineage.prepare
+    monkeypatch.setattr(openlineage, "prepare", prepare)
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    assert writing == [True]
+    assert not store.writing
+
+
+def test_consumed_messages_are_a_write_under_way_while_they_are_decoded(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writing: list[bool] = []
+
+    def prepare_message(*args: Any) -> Any:
+        writing.append(store.writing)
+        return real(*args)
+
+    real = messages.prepare_message
+    monkeypatch.setattr(messages, "prepare_message", prepare_message)
+    value = json.dumps(job_run("etl", ["raw"], ["orders"])).encode()
+    [outcome] = messages.ingest_messages(store, [value], Limits(10_000_000, 1_000, 100_000))
+    assert outcome.stored == 1
+    assert writing == [True]
+    assert not store.writing
