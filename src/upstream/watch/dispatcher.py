@@ -99,8 +99,11 @@ class Dispatcher:
         at = now or datetime.now(UTC)
         with self.store.read() as conn:
             found = self._round(conn, at)
-        if found is None:
-            return 0
+        return 0 if found is None else self.keep(found)
+
+    def keep(self, found: Round) -> int:
+        """Store what a round found on a snapshot, and remember it; how many notifications
+        (0 also when another process moved the cursor first)."""
         made, versions = self.store.write(lambda conn: _store(conn, found))
         if versions is not None:
             for subscription, seeds in found.seeds.items():
