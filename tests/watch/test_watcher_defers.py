@@ -28,13 +28,16 @@ __all__ = ["app"]
 
 
 class Rounds:
-    """Stands for the dispatcher: records when each round began."""
+    """Stands for the dispatcher: records when each round began; each takes `lasting`
+    seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, lasting: float = 0) -> None:
         self.began: list[float] = []
+        self.lasting = lasting
 
     def dispatch_once(self, now: datetime | None = None) -> int:
         self.began.append(time.monotonic())
+        time.sleep(self.lasting)
         return 0
 
 
@@ -57,10 +60,10 @@ def held_write(store: Store) -> Iterator[threading.Event]:
     writer.join(30)
 
 
-def watching(store: Store, db_url: str, defer: float) -> tuple[Watcher, Rounds]:
+def watching(store: Store, db_url: str, defer: float, lasting: float = 0) -> tuple[Watcher, Rounds]:
     settings = Settings(db_url=db_url, watch_poll_seconds=0.02, watch_defer_seconds=defer)
     watcher = Watcher(store, settings)
-    rounds = Rounds()
+    rounds = Rounds(lasting)
     watcher.dispatcher = rounds  # type: ignore[assignment]
     return watcher, rounds
 
@@ -97,6 +100,25 @@ def test_a_round_waits_at_most_the_defer_bound(
         assert rounds.began
         assert started + 0.3 <= rounds.began[0] < started + 5  # the write lasts 30 s
         assert store.writing  # the write is still under way
+    finally:
+        watcher.stop()
+
+
+def test_while_writes_go_on_rounds_take_at_most_a_tenth_of_the_time(
+    store: Store, db_url: str, held_write: threading.Event
+) -> None:
+    """Rounds of 0.2 s under a write that never ends: each waits its 0.05 s bound, and
+    then until nine times the last round's 0.2 s has passed since it ended."""
+    watcher, rounds = watching(store, db_url, defer=0.05, lasting=0.2)
+    watcher.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(rounds.began) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first, second, third = rounds.began[:3]
+        assert second - first >= 0.2 + 9 * 0.2
+        assert third - second >= 0.2 + 9 * 0.2
+        assert store.writing
     finally:
         watcher.stop()
 

@@ -15,8 +15,8 @@ from upstream.api.deps import (
     AccessDep,
     EventWriterDep,
     SettingsDep,
-    StoreDep,
     answer_position,
+    get_store,
 )
 from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
@@ -68,7 +68,6 @@ async def post_lineage(
     writer: EventWriterDep,
     settings: SettingsDep,
     access: AccessDep,
-    store: StoreDep,
     atomic: Annotated[
         bool,
         Query(
@@ -82,7 +81,7 @@ async def post_lineage(
     arrived = time.monotonic()  # its time to wait for the database counts from here
     # From here the watcher's rounds wait for it: decoding and preparing the events take
     # more of the process's CPU than storing them.
-    with store.taking_write():
+    with (await get_store(request)).taking_write():
         limits = Limits(
             settings.max_body_bytes, settings.max_batch_events, settings.max_event_values
         )
