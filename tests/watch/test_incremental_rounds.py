@@ -113,7 +113,7 @@ class Both:
         if chosen is None or every is None:
             return []
         assert _bodies(chosen) == _bodies(every)
-        assert chosen.stored == every.stored
+        assert chosen.radii == every.radii
         self.chosen.keep(chosen)
         self.told.extend(_bodies(chosen))
         return _bodies(chosen)
