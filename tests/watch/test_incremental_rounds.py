@@ -175,8 +175,8 @@ def test_choosing_the_subscriptions_a_change_concerns_changes_no_notification(
         lambda: post(app, run("audit", [dataset("orders")], [dataset("audit")]))
     )
     # An island written elsewhere, then joined to the upstream of `dash` through `raw`.
-    island = lambda: post(app, run("copy", [dataset("s3_dump")], [dataset("landing")]))  # noqa: E731
-    assert told(island) == {(namespace, "relation_added")}
+    island = run("copy", [dataset("s3_dump")], [dataset("landing")])
+    assert told(lambda: post(app, island)) == {(namespace, "relation_added")}
     assert (up, "relation_added") in told(
         lambda: post(app, run("load", [dataset("landing")], [dataset("raw")]))
     )
