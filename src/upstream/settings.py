@@ -344,10 +344,11 @@ class Settings(BaseSettings):
     watch_defer_seconds: float = Field(
         2.0,
         ge=0,
-        description="While this process is storing a write, the dispatcher's next look at the "
-        "change log waits for it to end, at most this many seconds after it was due: under "
-        "continuous ingest notifications are made this much later, and ingest does not share "
-        "the process's CPU with them. 0: never wait.",
+        description="While this process is taking a write (from when its events arrive), the "
+        "dispatcher's next look at the change log waits for it to end, at most this many "
+        "seconds after it was due or, if later, until nine times the last look's time has "
+        "passed since it ended: under continuous ingest notifications are made this much "
+        "later, and the looks take at most a tenth of the process's time. 0: never wait.",
     )
     watch_sweep_seconds: float = Field(
         3600.0,

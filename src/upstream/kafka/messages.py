@@ -86,15 +86,16 @@ def ingest_messages(
     message is done with as surely as a stored one."""
     outcomes: list[MessageOutcome | None] = []
     prepared: dict[int, list[EventFacts]] = {}
-    for index, value in enumerate(values):
-        try:
-            prepared[index] = prepare_message(value, limits)
-            outcomes.append(None)
-        except MessageRefused as exc:
-            outcomes.append(MessageOutcome(events=0, refusal=exc.refusal))
-    also = None if not following else partial(kafka_offsets.record, following=following)
-    for index, outcome in _store(store, prepared, also).items():
-        outcomes[index] = outcome
+    with store.taking_write():  # the watcher's rounds wait for the decoding too
+        for index, value in enumerate(values):
+            try:
+                prepared[index] = prepare_message(value, limits)
+                outcomes.append(None)
+            except MessageRefused as exc:
+                outcomes.append(MessageOutcome(events=0, refusal=exc.refusal))
+        also = None if not following else partial(kafka_offsets.record, following=following)
+        for index, outcome in _store(store, prepared, also).items():
+            outcomes[index] = outcome
     return [outcome for outcome in outcomes if outcome is not None]
 
 

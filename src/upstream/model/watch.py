@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 from itertools import chain
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
@@ -370,6 +371,9 @@ class SchemaBreak:
     downstream: tuple[tuple[str, str, int], ...]
 
 
+_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
 @dataclass(frozen=True)
 class Radius:
     """What the dispatcher saw of a subscription's watched lineage: its relations, its
@@ -389,15 +393,18 @@ class Radius:
     def nodes(self) -> frozenset[str]:
         """The datasets and jobs of the radius's relations, by id (worked out once: a
         dispatcher asks each round about every radius it remembers)."""
-        return frozenset(r.dataset_id for r in self.relations) | {r.job_id for r in self.relations}
+        # Without a loop in Python: a round remembers every radius it stored anew.
+        return frozenset(map(_FIRST, self.relations)).union(map(_SECOND, self.relations))
 
     @cached_property
     def entities(self) -> frozenset[str]:
         """Every dataset and job whose change may change this radius, by id."""
-        ends = {e.source_dataset for e in self.field_edges} | {
-            e.target_dataset for e in self.field_edges
-        }
-        return self.nodes | self.deleted | ends | {d for d, _ in self.schema}
+        return self.nodes.union(
+            self.deleted,
+            map(_FIRST, self.field_edges),
+            map(_THIRD, self.field_edges),
+            map(_FIRST, self.schema),
+        )
 
     def as_json(self) -> dict[str, Any]:
         # In no order (it is read back into sets), the schema's fields as one flat list of

@@ -98,7 +98,7 @@ class Store:
         self.watchdog = Watchdog()
         self.breaker = OutageBreaker()
         self.clock = OperationClock(timeouts.statement)
-        #: Write transactions of this process under way (`writing`).
+        #: Writes of this process under way (`writing`), from when their events arrive.
         self._writes = 0
         self._writes_lock = threading.Lock()
         self.engine = create_engine(
@@ -120,12 +120,15 @@ class Store:
 
     @property
     def writing(self) -> bool:
-        """Whether a write transaction of this process is under way: work that can wait
-        (the watcher's rounds) lets it have the process's CPU first."""
+        """Whether a write of this process is under way (`taking_write`, or a write
+        transaction): work that can wait (the watcher's rounds) lets it have the process's
+        CPU first."""
         return self._writes > 0
 
     @contextmanager
-    def _counted(self) -> Iterator[None]:
+    def taking_write(self) -> Iterator[None]:
+        """Count a write as under way for `writing` from when its events arrive: decoding
+        and preparing posted events takes more of the process's CPU than storing them."""
         with self._writes_lock:
             self._writes += 1
         try:
@@ -243,7 +246,7 @@ class Store:
         the position it appended at, or, when it changed nothing, the newest committed one
         (what it found stored was committed at or before that)."""
         timed = nullcontext() if long else self.clock.running()
-        with self._counted(), self.breaker.attempt(), outage_guard(), timed:
+        with self.taking_write(), self.breaker.attempt(), outage_guard(), timed:
             return self._write(work, attempts)
 
     def _write(self, work: Callable[[Connection], T], attempts: int) -> tuple[T, int]:

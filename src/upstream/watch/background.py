@@ -22,6 +22,9 @@ log = logging.getLogger("upstream.watch")
 
 #: How often a deferred round looks whether the write it waits for has ended.
 _WRITE_CHECK_SECONDS = 0.01
+#: The most of the process's time the watcher's rounds take while its writes go on: after a
+#: round of d seconds, the next one waits for the writes to end up to 9 d after it.
+_SHARE_WHILE_WRITING = 0.1
 
 
 def deliverer_of(store: Store, settings: Settings) -> Deliverer:
@@ -66,8 +69,11 @@ class Watcher:
         self.deliverer.close()
 
     def _run(self) -> None:
+        ended = time.monotonic()
+        spent = 0.0
         while not self._stop.is_set():
-            self._after_writes()
+            self._after_writes(ended + spent * (1 / _SHARE_WHILE_WRITING - 1))
+            started = time.monotonic()
             try:
                 self.dispatcher.dispatch_once()
                 digest_once(self.store)
@@ -83,12 +89,18 @@ class Watcher:
                     )
                 else:
                     log.exception("watching lineage: this round failed; the next one retries")
+            ended = time.monotonic()
+            spent = ended - started
             self._stop.wait(self.poll)
 
-    def _after_writes(self) -> None:
-        """Wait while this process stores a write, at most `defer` seconds: a round walks
-        the radii the write touched, and would take the CPU the write is using."""
-        deadline = time.monotonic() + self.defer
+    def _after_writes(self, rested: float) -> None:
+        """Wait while this process takes a write, at most `defer` seconds or until the
+        monotonic time `rested`, whichever is later: a round walks the radii the writes
+        touched, and would take the CPU the writes are using. Under continuous writes the
+        rounds come further apart the longer they take, and each covers more writes."""
+        if not self.defer:
+            return
+        deadline = max(time.monotonic() + self.defer, rested)
         while self.store.writing and time.monotonic() < deadline:
             if self._stop.wait(_WRITE_CHECK_SECONDS):
                 return

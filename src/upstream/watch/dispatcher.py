@@ -31,6 +31,7 @@ from upstream.model.watch import (
     SubscriptionSpec,
     compare,
 )
+from upstream.query.answers import EntityId
 from upstream.query.graph_index.dataset_walk import ShownRelation
 from upstream.query.graph_index.index import graph_of
 from upstream.query.run_order import newest_first
@@ -43,7 +44,7 @@ from upstream.query.watch_radius import (
 from upstream.store import change_log
 from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
-from upstream.watch.memory import SchemaMemory, SubscriptionMemory
+from upstream.watch.memory import Remembered, SchemaMemory, SubscriptionMemory
 from upstream.watch.observe import Observation, Snapshot, observe
 from upstream.watch.payload import Links, notification_body
 
@@ -99,8 +100,11 @@ class Dispatcher:
         at = now or datetime.now(UTC)
         with self.store.read() as conn:
             found = self._round(conn, at)
-        if found is None:
-            return 0
+        return 0 if found is None else self.keep(found)
+
+    def keep(self, found: Round) -> int:
+        """Store what a round found on a snapshot, and remember it; how many notifications
+        (0 also when another process moved the cursor first)."""
         made, versions = self.store.write(lambda conn: _store(conn, found))
         if versions is not None:
             for subscription, seeds in found.seeds.items():
@@ -135,7 +139,7 @@ class Dispatcher:
             return Round(cursor, newest, swept_at, {}, {}, [], {})
         snapshot = Snapshot.of(conn, [held.spec.watch for held in looked_at], schemas)
         radii: dict[uuid.UUID, Radius] = {}
-        notes: list[dict[str, Any]] = []
+        told: list[tuple[Remembered, RadiusChange, list[str], Observation]] = []
         seeds: dict[uuid.UUID, frozenset[str]] = {}
         for held in looked_at:
             spec, before = held.spec, held.radius
@@ -147,11 +151,15 @@ class Dispatcher:
                 radii[held.id] = remembered
             kinds = change.kinds(spec.changes)
             if kinds:
-                notes.append(
-                    _notification(
-                        conn, held.id, spec, change, kinds, observation, self.links, newest, now
-                    )
-                )
+                told.append((held, change, kinds, observation))
+        # The datasets and jobs every notification names, read at once.
+        named = entities_named(conn, set().union(*(_named_in(change) for _, change, _, _ in told)))
+        notes = [
+            _notification(
+                conn, held.id, held.spec, change, kinds, observation, named, self.links, newest, now
+            )
+            for held, change, kinds, observation in told
+        ]
         stored = {subscription: radius.as_json() for subscription, radius in radii.items()}
         return Round(cursor, newest, swept_at, radii, stored, notes, seeds)
 
@@ -178,12 +186,14 @@ def _notification(
     change: RadiusChange,
     kinds: list[str],
     observation: Observation,
+    named: dict[str, tuple[str, EntityId]],
     links: Links,
     position: int,
     now: datetime,
 ) -> dict[str, Any]:
     """The notification row: its id, and its body written once, so every delivery of it
-    (and its signature) is the same bytes."""
+    (and its signature) is the same bytes. `named` holds the key and identity of (at
+    least) the datasets and jobs `_named_in(change)`."""
     added = observation.shown(change.added) if "relation_added" in kinds else []
     removed = (
         [ShownRelation(r.dataset_id, r.job_id, None, r.access, "") for r in sorted(change.removed)]
@@ -192,13 +202,6 @@ def _notification(
     )
     added_entries, data, programs = shown_relations(conn, spec, added, now)
     removed_entries, removed_data, removed_programs = shown_relations(conn, spec, removed, now)
-    entities = set(change.deleted) | set(change.revived) | {f.job_id for f in change.failed}
-    entities |= {d for f in change.failed for d in f.wrote}
-    for edge in change.field_added | change.field_removed:
-        entities |= {edge.source_dataset, edge.target_dataset}
-    for broken in change.breaks:
-        entities |= {broken.dataset_id, *(d for d, _, _ in broken.downstream)}
-    named = entities_named(conn, entities)
     edge_runs = (
         _edge_runs(conn, spec, change.field_added, now) if "field_edges_changed" in kinds else {}
     )
@@ -223,6 +226,17 @@ def _notification(
     state = rows.HELD if spec.digest else rows.PENDING
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return rows.notification_row(notification, subscription, text, state, now)
+
+
+def _named_in(change: RadiusChange) -> set[str]:
+    """The datasets and jobs a notification of `change` names beside its relations."""
+    entities = set(change.deleted) | set(change.revived) | {f.job_id for f in change.failed}
+    entities |= {d for f in change.failed for d in f.wrote}
+    for edge in change.field_added | change.field_removed:
+        entities |= {edge.source_dataset, edge.target_dataset}
+    for broken in change.breaks:
+        entities |= {broken.dataset_id, *(d for d, _, _ in broken.downstream)}
+    return entities
 
 
 def _edge_runs(

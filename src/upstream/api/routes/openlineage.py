@@ -16,6 +16,7 @@ from upstream.api.deps import (
     EventWriterDep,
     SettingsDep,
     answer_position,
+    get_store,
 )
 from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
@@ -78,42 +79,47 @@ async def post_lineage(
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them: all-or-nothing,
     or, with atomic=false, each event on its own."""
     arrived = time.monotonic()  # its time to wait for the database counts from here
-    limits = Limits(settings.max_body_bytes, settings.max_batch_events, settings.max_event_values)
-    events = await read_events(request, limits)
-    documents, changed = writable_events(events.documents, access)
-    texts = None if changed else events.texts
-    if not atomic:
-        outcomes = await store_each(
+    # From here the watcher's rounds wait for it: decoding and preparing the events take
+    # more of the process's CPU than storing them.
+    with (await get_store(request)).taking_write():
+        limits = Limits(
+            settings.max_body_bytes, settings.max_batch_events, settings.max_event_values
+        )
+        events = await read_events(request, limits)
+        documents, changed = writable_events(events.documents, access)
+        texts = None if changed else events.texts
+        if not atomic:
+            outcomes = await store_each(
+                documents,
+                writer.write,
+                batch=events.batch,
+                sql_lineage=settings.sql_lineage,
+                texts=texts,
+            )
+            position = ReadPosition()
+            for outcome in outcomes:
+                if outcome.result is not None and outcome.facts is not None:
+                    metrics_of(request).count_ingested(outcome.result)
+                    metrics_of(request).count_sql([outcome.facts])
+                    position = position.together(outcome.result.read_position())
+            if position == ReadPosition():  # nothing stored: no read need wait
+                position = ReadPosition(change=0)
+            answer = JSONResponse(_outcomes_json(outcomes, position), status_code=207)
+            answer_position(answer, position)
+            return answer
+        facts = await run_in_threadpool(
+            prepare,
             documents,
-            writer.write,
             batch=events.batch,
             sql_lineage=settings.sql_lineage,
             texts=texts,
         )
-        position = ReadPosition()
-        for outcome in outcomes:
-            if outcome.result is not None and outcome.facts is not None:
-                metrics_of(request).count_ingested(outcome.result)
-                metrics_of(request).count_sql([outcome.facts])
-                position = position.together(outcome.result.read_position())
-        if position == ReadPosition():  # nothing stored: no read need wait
-            position = ReadPosition(change=0)
-        answer = JSONResponse(_outcomes_json(outcomes, position), status_code=207)
-        answer_position(answer, position)
-        return answer
-    facts = await run_in_threadpool(
-        prepare,
-        documents,
-        batch=events.batch,
-        sql_lineage=settings.sql_lineage,
-        texts=texts,
-    )
-    result = await writer.write(facts, since=arrived)
-    metrics_of(request).count_ingested(result)
-    metrics_of(request).count_sql(facts)
-    response = Response(status_code=201)
-    answer_position(response, result.read_position())
-    return response
+        result = await writer.write(facts, since=arrived)
+        metrics_of(request).count_ingested(result)
+        metrics_of(request).count_sql(facts)
+        response = Response(status_code=201)
+        answer_position(response, result.read_position())
+        return response
 
 
 def _outcomes_json(outcomes: list[EventOutcome], position: ReadPosition) -> dict[str, object]:
