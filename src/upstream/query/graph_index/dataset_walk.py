@@ -52,6 +52,8 @@ Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 _UNREACHED = np.iinfo(np.int64).max
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The number of the unnamed component "" (numbered first in every index).
+UNNAMED = 0
 
 
 class ShownRelation(NamedTuple):
@@ -566,6 +568,9 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
         return np.zeros((0, 5), dtype=np.int64), levels
     rows, _ = graph.by_dataset.rows_of(np.unique(keys[:, 0]))
     rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
+    if not np.any(r["component"][rows] != UNNAMED):
+        # No component named on these datasets (most stores name none): every key's is "".
+        return np.concatenate([keys, np.full((len(keys), 1), UNNAMED)], axis=1), levels
     stored = np.stack(
         [r[c][rows].astype(np.int64) for c in ("dataset", "job", "run", "write")], axis=1
     )
@@ -576,7 +581,7 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
     found, owner = by_key.rows_of(key_ids)
     with_stored = np.concatenate([keys[owner], named[found, 1:2]], axis=1)
     bare = np.bincount(owner, minlength=len(keys)) == 0
-    without = np.concatenate([keys[bare], np.zeros((int(bare.sum()), 1), dtype=np.int64)], axis=1)
+    without = np.concatenate([keys[bare], np.full((int(bare.sum()), 1), UNNAMED)], axis=1)
     return (
         np.concatenate([with_stored, without]),
         np.concatenate([levels[owner], levels[bare]]),
