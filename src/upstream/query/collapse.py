@@ -150,15 +150,17 @@ def collapse(
 
 def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> tuple[list[int], list[int]]:
     """For each of `count` groups, the distinct `codes` (-1: none, left out) of its
-    relations, listed by `order` (each code's place): every group's codes one after the
-    other, and where each group's begin (group g's are `codes[bounds[g]:bounds[g + 1]]`)."""
+    relations, listed by `order` (each code's place, a permutation): every group's codes
+    one after the other, and where each group's begin (group g's are
+    `codes[bounds[g]:bounds[g + 1]]`)."""
+    # `order` places each code once: a group's place and a code's packed in one integer
+    # sort in one pass and name each distinct (group, code) once.
     present = codes != NONE
-    group, code = group_of[present], codes[present]
-    by = np.lexsort((order[code], group))
-    group, code = group[by], code[by]
-    distinct = np.ones(len(group), dtype=np.bool_)
-    distinct[1:] = (group[1:] != group[:-1]) | (code[1:] != code[:-1])
-    group, code = group[distinct], code[distinct]
+    places = len(order)
+    packed = np.unique(group_of[present] * places + order[codes[present]])
+    code_at = np.empty(places, dtype=np.int64)
+    code_at[order] = np.arange(places)
+    group, code = packed // places, code_at[packed % places]
     bounds = np.searchsorted(group, np.arange(count + 1)).tolist()
     return code.tolist(), bounds
 

@@ -531,15 +531,21 @@ def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
     the columns (`np.unique(axis=0)`, which sorts rows as opaque bytes, is slower still)."""
     if not len(keys):
         return keys, np.zeros(0, dtype=np.int64)
-    low, high = keys.min(axis=0), keys.max(axis=0)
-    widths = (high - low + 1).tolist()
+    # Column by column: a reduction along the rows of a narrow array is ten times slower.
+    low = [int(keys[:, c].min()) for c in range(keys.shape[1])]
+    widths = [int(keys[:, c].max()) - low[c] + 1 for c in range(keys.shape[1])]
     if math.prod(widths) < 2**62:
         packed = np.zeros(len(keys), dtype=np.int64)
         for column, width in enumerate(widths):
             packed *= width
             packed += keys[:, column] - low[column]
-        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
-        return keys[first], inverse.reshape(-1)
+        # Equal packed values are equal rows, so any row of each stands for it: no stable
+        # sort for the first one (`return_index`), which costs many times the sort itself.
+        distinct, inverse = np.unique(packed, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        some = np.empty(len(distinct), dtype=np.int64)
+        some[inverse] = np.arange(len(keys))
+        return keys[some], inverse
     order = np.lexsort(keys.T[::-1])
     ordered = keys[order]
     starts = np.ones(len(keys), dtype=np.bool_)
