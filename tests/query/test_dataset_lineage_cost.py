@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.builders import BASE_TIME
+from tests.builders import BASE_TIME, ds, run_event
 from tests.query.test_dataset_lineage import DAY, NS, post, rid, run
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.graph_index.index import graph_of
@@ -311,3 +311,41 @@ def test_a_read_asks_its_start_and_the_change_log_once(
     assert "deletions" in asked[0]
     assert "change_log_head" in asked[1]
     assert len(body["relations"]) == 4  # S0 -J1- S1 -J2- S2: a read and a write each
+
+
+def test_components_are_matched_only_on_datasets_that_name_one(
+    client: TestClient, statements: tuple[Store, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk matches its relations to the components stored on them only when one of its
+    datasets has a named component: most stores name none, and the match costs as much as
+    the rest of a deep walk. With one named, the answer shows it."""
+    from upstream.query.graph_index import dataset_walk
+
+    store, _ = statements
+    built: list[int] = []
+    adjacency = dataset_walk.Adjacency
+
+    def counted(*args: Any) -> Any:
+        built.append(1)
+        return adjacency(*args)
+
+    monkeypatch.setattr(dataset_walk, "Adjacency", counted)
+    chain(client, 3)
+    bring_index_up_to_date(store)
+    params = LineageParams(
+        start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=5, direction="downstream"
+    )
+
+    def components() -> set[str]:
+        with store.read() as conn:
+            body = dataset_lineage(conn, NS, "chainS0", params, max_nodes=50, max_relations=50)
+        return {c for relation in body["relations"] for c in relation["components"]}
+
+    assert components() == set()
+    assert not built
+    named = ds(NS, "chainS2")
+    named["inputFacets"] = {"upstream_component": {"name": "mapper"}}
+    post(client, run_event((NS, "chainJ3"), run_id=rid(), inputs=[named]))
+    bring_index_up_to_date(store)
+    assert components() == {"mapper"}
+    assert built

@@ -9,6 +9,7 @@ always end the kind and the namespace.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 EntityKind = Literal["dataset", "job", "workflow"]
@@ -19,7 +20,10 @@ def entity_key(kind: EntityKind, namespace: str, name: str) -> str:
     return f"{kind}.{escape_namespace(namespace)}.{name}"
 
 
+@lru_cache(maxsize=4096)
 def escape_namespace(namespace: str) -> str:
+    """The namespace as a key holds it; kept for the few namespaces a store has, as an
+    answer names thousands of datasets and jobs in them."""
     return namespace.replace("%", "%25").replace(".", "%2E")
 
 

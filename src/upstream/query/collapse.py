@@ -123,9 +123,12 @@ def collapse(
         texts = texts_of[i]
         if merged:
             listed_by = ranks() if i != 1 or run_order is None else run_order
-            members = _members(group_of, codes, listed_by, count)
-            order_keys.append(_list_ranks(members, ranks, _tied(order_keys)))
-            shown.append([[texts[c] for c in listed] for listed in members])
+            members, bounds = _members(group_of, codes, listed_by, count)
+            order_keys.append(_list_ranks(members, bounds, ranks, _tied(order_keys)))
+            # One look-up per member, then a slice per group: the runs of thousands of
+            # relations are named in one pass rather than a list comprehension per group.
+            named = list(map(texts.__getitem__, members))
+            shown.append([named[bounds[g] : bounds[g + 1]] for g in range(count)])
         else:
             shown.append([[texts[c]] if c >= 0 else [] for c in codes[first].tolist()])
             order_keys.append(groups[:, 2 + i])
@@ -145,19 +148,21 @@ def collapse(
     ]
 
 
-def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> list[list[int]]:
+def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> tuple[list[int], list[int]]:
     """For each of `count` groups, the distinct `codes` (-1: none, left out) of its
-    relations, listed by `order` (each code's place)."""
+    relations, listed by `order` (each code's place, a permutation): every group's codes
+    one after the other, and where each group's begin (group g's are
+    `codes[bounds[g]:bounds[g + 1]]`)."""
+    # `order` places each code once: a group's place and a code's packed in one integer
+    # sort in one pass and name each distinct (group, code) once.
     present = codes != NONE
-    group, code = group_of[present], codes[present]
-    by = np.lexsort((order[code], group))
-    group, code = group[by], code[by]
-    distinct = np.ones(len(group), dtype=np.bool_)
-    distinct[1:] = (group[1:] != group[:-1]) | (code[1:] != code[:-1])
-    group, code = group[distinct], code[distinct]
+    places = len(order)
+    packed = np.unique(group_of[present] * places + order[codes[present]])
+    code_at = np.empty(places, dtype=np.int64)
+    code_at[order] = np.arange(places)
+    group, code = packed // places, code_at[packed % places]
     bounds = np.searchsorted(group, np.arange(count + 1)).tolist()
-    values = code.tolist()
-    return [values[bounds[g] : bounds[g + 1]] for g in range(count)]
+    return code.tolist(), bounds
 
 
 def _tied(keys: list[Ints]) -> Flags:
@@ -169,16 +174,18 @@ def _tied(keys: list[Ints]) -> Flags:
     return tied
 
 
-def _list_ranks(members: list[list[int]], ranks: Callable[[], Ints], among: Flags) -> Ints:
-    """The place of each group's list among the lists of the groups `among`, compared as
-    lists of their texts compare (element by element, a shorter prefix first); 0 for the
-    others, whose order their earlier keys already decide."""
-    found = np.zeros(len(members), dtype=np.int64)
+def _list_ranks(
+    members: list[int], bounds: list[int], ranks: Callable[[], Ints], among: Flags
+) -> Ints:
+    """The place of each group's list (`_members`) among the lists of the groups `among`,
+    compared as lists of their texts compare (element by element, a shorter prefix first);
+    0 for the others, whose order their earlier keys already decide."""
+    found = np.zeros(len(among), dtype=np.int64)
     if not among.any():
         return found
     rank_list = ranks().tolist()
     chosen = np.flatnonzero(among).tolist()
-    texts = [tuple(rank_list[c] for c in members[g]) for g in chosen]
+    texts = [tuple(rank_list[c] for c in members[bounds[g] : bounds[g + 1]]) for g in chosen]
     places = {key: place for place, key in enumerate(sorted(set(texts)))}
     found[chosen] = [places[key] for key in texts]
     return found

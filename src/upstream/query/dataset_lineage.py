@@ -87,13 +87,15 @@ def dataset_lineage(
         found = rolled.found
     start = NONE if number is None else number
     walked = params.levels
-    if len(found) > max_relations or _node_count(found, start) > max_nodes:
+    nodes = _node_count(found, start)
+    if len(found) > max_relations or nodes > max_nodes:
         found, walked = _whole_levels(found, start, max_nodes, max_relations)
+        nodes = _node_count(found, start)
     if rolled is not None:
         rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
     elif params.rollup == "workflow":
         rolled_up = RolledUp(set(), set())
-    shown, omitted = _cut(graph, found, start, max_nodes, max_relations)
+    shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
     table = RelationTable.of_rows(graph, shown.rows)
     answer = render(conn, params, seed, table, omitted, rolled_up, runs_in_order=runs_in_order)
     if params.rollup == "jobs":
@@ -167,14 +169,18 @@ def _met(levels: dict[str, int], walked: int) -> set[str]:
 
 
 def _cut(
-    graph: Graph, found: FoundRelations, seed: int, max_nodes: int, max_relations: int
+    graph: Graph,
+    found: FoundRelations,
+    seed: int,
+    every: int,
+    max_nodes: int,
+    max_relations: int,
 ) -> tuple[FoundRelations, Omitted | None]:
     """The relations found, cut to `max_nodes` nodes (datasets, with the queried dataset
-    `seed`, and programs) and `max_relations` relations: nearer levels first, then a stable
-    order, so a cut result is the same on every call. Also what was left out of what the
-    walk found (None when nothing was). An answer within both caps is kept whole, and its
-    order is the rendering's to give."""
-    every = _node_count(found, seed)
+    `seed`, and programs; `every`: how many `found` names) and `max_relations` relations:
+    nearer levels first, then a stable order, so a cut result is the same on every call.
+    Also what was left out of what the walk found (None when nothing was). An answer
+    within both caps is kept whole, and its order is the rendering's to give."""
     if every <= max_nodes:
         if len(found) <= max_relations:
             return found, None
