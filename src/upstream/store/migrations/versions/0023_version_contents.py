@@ -39,16 +39,16 @@ def _json() -> sa.types.TypeEngine[Any]:
     return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
-def _versions(with_content: bool) -> sa.Table:
-    columns = [
+def _versions() -> sa.TableClause:
+    """`dataset_versions` with both its columns of before and its content's."""
+    return sa.table(
+        "dataset_versions",
         sa.column("id", sa.Uuid),
         sa.column("month", sa.Integer),
         sa.column("fields", _json()),
         sa.column("facets", _json()),
-    ]
-    if with_content:
-        columns.append(sa.column("content_id", sa.Uuid))
-    return sa.table("dataset_versions", *columns)
+        sa.column("content_id", sa.Uuid),
+    )
 
 
 def upgrade() -> None:
@@ -86,7 +86,7 @@ def upgrade() -> None:
 def _move_contents(bind: sa.Connection, contents: sa.Table) -> None:
     """Each version's content, stored once, and the version pointed at it; the versions
     are read a page at a time, in key order."""
-    versions = _versions(with_content=True)
+    versions = _versions()
     v = versions.c
     query = sa.select(v.id, v.month, v.fields, v.facets).order_by(v.month, v.id).limit(_CHUNK)
     known: set[uuid.UUID] = set()
@@ -129,7 +129,7 @@ def downgrade() -> None:
         sa.column("fields", _json()),
         sa.column("facets", _json()),
     )
-    versions = _versions(with_content=True)
+    versions = _versions()
     for column in ("fields", "facets"):
         stored = (
             sa.select(contents.c[column])
