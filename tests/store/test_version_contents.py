@@ -80,6 +80,25 @@ def test_a_content_known_to_be_stored_is_not_written_again(
     assert _count(store, t.dataset_versions) == 2
 
 
+def test_a_complete_restating_its_starts_version_does_not_read_it_back(
+    statements: tuple[Store, list[str]],
+) -> None:
+    """The version is stored with the same content: nothing to merge, nothing read. A
+    COMPLETE that adds a facet merges it into the START's content, a content of its own."""
+    store, sent = statements
+    ingest_documents(store, [_load(1, event_type="START")], batch=True)
+    sent.clear()
+    ingest_documents(store, [_load(1)], batch=True)
+    assert not any("version_contents" in statement for statement in sent)
+    changed = _load(2)
+    ingest_documents(store, [_load(2, event_type="START")], batch=True)
+    changed["outputs"][0]["facets"]["owner"] = {"name": "finance"}
+    ingest_documents(store, [changed], batch=True)
+    assert _count(store, t.version_contents) == 2
+    newest = _versions(store)["versions"][0]
+    assert set(newest["facets"]) == {"schema", "owner"}
+
+
 def test_a_content_written_by_a_rolled_back_write_is_written_again(store: Store) -> None:
     """What a write that did not commit stored is not remembered: the next write stores it."""
 

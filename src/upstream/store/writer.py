@@ -684,9 +684,10 @@ def _merge_versions(conn: Connection, rows: dict[uuid.UUID, VersionRecord]) -> N
     which is staged here and stored, if new, in the write's last step."""
     if not rows:
         return
-    inserted = _insert_ignoring(conn, t.dataset_versions, _with_contents(conn, rows))
-    raced = sorted(set(rows) - inserted)
-    changing = _changed(_stored_versions(conn, raced, lock=False), rows, merge_version)
+    stored_rows = _with_contents(conn, rows)
+    inserted = _insert_ignoring(conn, t.dataset_versions, stored_rows)
+    differing = _differing_versions(conn, sorted(set(rows) - inserted), stored_rows)
+    changing = _changed(_stored_versions(conn, differing, lock=False), rows, merge_version)
     if changing and conn.dialect.name == "postgresql":
         locked = _stored_versions(conn, sorted(changing), lock=True)
         changing = _changed(locked, rows, merge_version)
@@ -723,6 +724,23 @@ def _with_contents(
         rows[key] = row
     stage(conn, contents)
     return rows
+
+
+def _differing_versions(
+    conn: Connection, ids: list[uuid.UUID], rows: Mapping[uuid.UUID, Row]
+) -> list[uuid.UUID]:
+    """The stored versions among `ids` that `rows` may change: a version whose content and
+    lifecycle the row restates (a COMPLETE repeating its START's output) merges into
+    itself, so its content is not read back."""
+    v = t.dataset_versions.c
+    differing: list[uuid.UUID] = []
+    for matches in id_filters(conn, v.id, ids):
+        query = sa.select(v.id, v.content_id, v.lifecycle).where(matches)
+        for key, content, lifecycle in conn.execute(query):
+            new = rows[key]
+            if content != new["content_id"] or new["lifecycle"] not in (None, lifecycle):
+                differing.append(key)
+    return sorted(differing)
 
 
 def _stored_versions(
