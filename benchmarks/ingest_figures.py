@@ -28,7 +28,10 @@ def stored_bytes(url: str) -> dict[str, int]:
                 rows = conn.exec_driver_sql(
                     "SELECT t.name, COALESCE(SUM(pg_total_relation_size(p.relid)), 0) "
                     "FROM unnest(%(names)s::text[]) AS t(name), "
-                    "LATERAL pg_partition_tree(t.name::regclass) AS p GROUP BY t.name",
+                    # The table itself and its partitions: pg_partition_tree lists none of a
+                    # table that is not partitioned.
+                    "LATERAL (SELECT relid FROM pg_partition_tree(t.name::regclass) "
+                    "UNION SELECT t.name::regclass) AS p GROUP BY t.name",
                     {"names": [table.name for table in schema.metadata.sorted_tables]},
                 )
             else:

@@ -33,6 +33,7 @@ from benchmarks.queries import load_store
 from benchmarks.sql_text import identifier
 from typer.testing import CliRunner
 
+from tests.conftest import truncate_tables
 from upstream.store.engine import Store
 
 
@@ -211,6 +212,27 @@ def test_stored_bytes_tell_the_raw_events_from_the_derived_rows(tiny: Path, tmp_
         > empty["raw_events"] + sum(len(line) for line in read_events(tiny)) // 2
     )
     assert loaded["derived"] > empty["derived"]
+
+
+def test_stored_bytes_on_postgresql_count_the_tables_not_partitioned(
+    postgres_server: str,
+) -> None:
+    """Rows added to `namespaces`, a table of its own (not kept in monthly partitions),
+    count among the derived rows' bytes."""
+    truncate_tables(postgres_server)
+    before = stored_bytes(postgres_server)["derived"]
+    engine = sa.create_engine(postgres_server)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO namespaces (id, name, created_at, updated_at) "
+                "SELECT gen_random_uuid(), 'ns-' || n, now(), now() "
+                "FROM generate_series(1, 2000) AS n"
+            )
+    finally:
+        engine.dispose()
+    assert stored_bytes(postgres_server)["derived"] > before
+    truncate_tables(postgres_server)
 
 
 def test_decoding_times_both_decoders_on_the_same_events(tiny: Path) -> None:

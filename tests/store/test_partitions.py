@@ -195,14 +195,24 @@ def table_rows(
     store: Store, leave_out: frozenset[str] = frozenset()
 ) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the tables kept by month, without the month (and the columns
-    `leave_out` names), in a stable order."""
+    `leave_out` names), in a stable order, each column by name. A version's fields and
+    facets are read through its content (kept apart since 0023)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for name in RUN_COLUMN:
             table = sa.Table(name, sa.MetaData(), autoload_with=conn)
             columns = [c for c in table.columns if c.name not in {"month", *leave_out}]
-            found = conn.execute(sa.select(*columns)).all()
-            rows[name] = sorted(tuple(map(repr, row)) for row in found)
+            query = sa.select(*columns)
+            if "content_id" in table.c:
+                contents = sa.Table("version_contents", sa.MetaData(), autoload_with=conn)
+                columns = [c for c in columns if c.name != "content_id"]
+                query = sa.select(*columns, contents.c.fields, contents.c.facets).join_from(
+                    table, contents, contents.c.id == table.c.content_id
+                )
+            found = conn.execute(query).mappings().all()
+            rows[name] = sorted(
+                tuple(sorted((k, repr(v)) for k, v in row.items())) for row in found
+            )
     return rows
 
 

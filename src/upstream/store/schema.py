@@ -427,10 +427,21 @@ dataset_versions = sa.Table(
     sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
     sa.Column("run_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("fields", Json, nullable=False),
-    sa.Column("facets", Json, nullable=False),
+    # Its fields and facets, kept once per distinct content (`version_contents`).
+    sa.Column("content_id", sa.Uuid, _checked_at_commit("version_contents.id"), nullable=False),
     sa.Column("lifecycle", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
+)
+
+version_contents = sa.Table(
+    "version_contents",
+    metadata,
+    # A dataset version's fields and facets, once per distinct content: the id is the hash
+    # of their text (`upstream.store.version_contents`). A COMPLETE repeats its START's
+    # version, and every run of a job writes what the last one did.
+    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("fields", Json, nullable=False),
+    sa.Column("facets", Json, nullable=False),
 )
 
 dataset_symlinks = sa.Table(

@@ -63,6 +63,12 @@ from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.job_dependency_writer import store_job_dependencies
 from upstream.store.lineage_writer import delete_links, store_lineage, write_pending_sets
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
+from upstream.store.version_contents import (
+    content_id,
+    read_contents,
+    stage,
+    write_pending_contents,
+)
 
 Row = dict[str, Any]
 #: A record of `upstream.model.merge_rules`: a row as the table keeps it.
@@ -149,7 +155,7 @@ def apply_facts(
         store_lineage(conn, received_together, moment)
     rederive_flows(conn, Owners(runs=described))
     store_job_dependencies(conn, batch)
-    _merge(conn, t.dataset_versions, _version_rows(batch, now), merge_version)
+    _merge_versions(conn, _version_rows(batch, now))
     _run_operation_sets(conn, batch)
     record(conn, RUNS, runs | described)
     write_shared_rows(conn, batch, at)
@@ -191,6 +197,7 @@ def write_shared_rows(conn: Connection, batch: list[EventFacts], at: ReceivedAt)
     if declaring:
         _declare(conn, declaring, at)
     write_pending_sets(conn)
+    write_pending_contents(conn)
     record(conn, ENTITIES, entities)
     record(conn, DECLARATIONS, _declaring(batch))
 
@@ -669,6 +676,84 @@ def _version_rows(batch: list[EventFacts], now: datetime) -> dict[uuid.UUID, Ver
                 merge_version,
             )
     return rows
+
+
+def _merge_versions(conn: Connection, rows: dict[uuid.UUID, VersionRecord]) -> None:
+    """`_merge` for dataset versions, whose fields and facets are kept apart, once per
+    distinct content (`upstream.store.version_contents`): a version row names its content,
+    which is staged here and stored, if new, in the write's last step."""
+    if not rows:
+        return
+    stored_rows = _with_contents(conn, rows)
+    inserted = _insert_ignoring(conn, t.dataset_versions, stored_rows)
+    differing = _differing_versions(conn, sorted(set(rows) - inserted), stored_rows)
+    changing = _changed(_stored_versions(conn, differing, lock=False), rows, merge_version)
+    if changing and conn.dialect.name == "postgresql":
+        locked = _stored_versions(conn, sorted(changing), lock=True)
+        changing = _changed(locked, rows, merge_version)
+    if changing:
+        v = t.dataset_versions
+        conn.execute(
+            v.update()
+            .where(v.c.id == sa.bindparam("b_id"), v.c.month == sa.bindparam("b_month"))
+            .values(content_id=sa.bindparam("b_content"), lifecycle=sa.bindparam("b_lifecycle")),
+            [
+                {
+                    "b_id": key,
+                    "b_month": row["month"],
+                    "b_content": row["content_id"],
+                    "b_lifecycle": row["lifecycle"],
+                }
+                for key, row in sorted(_with_contents(conn, changing).items())
+            ],
+        )
+
+
+def _with_contents(
+    conn: Connection, versions: Mapping[uuid.UUID, VersionRecord]
+) -> dict[uuid.UUID, Row]:
+    """The rows of `versions` as `dataset_versions` keeps them, each naming its content by
+    id; the contents are staged for the write's last step."""
+    rows: dict[uuid.UUID, Row] = {}
+    contents: dict[uuid.UUID, tuple[Any, Any]] = {}
+    for key, version in versions.items():
+        row: Row = dict(version)
+        fields, facets = row.pop("fields"), row.pop("facets")
+        row["content_id"] = content_id(fields, facets)
+        contents.setdefault(row["content_id"], (fields, facets))
+        rows[key] = row
+    stage(conn, contents)
+    return rows
+
+
+def _differing_versions(
+    conn: Connection, ids: list[uuid.UUID], rows: Mapping[uuid.UUID, Row]
+) -> list[uuid.UUID]:
+    """The stored versions among `ids` that `rows` may change: a version whose content and
+    lifecycle the row restates (a COMPLETE repeating its START's output) merges into
+    itself, so its content is not read back."""
+    v = t.dataset_versions.c
+    differing: list[uuid.UUID] = []
+    for matches in id_filters(conn, v.id, ids):
+        query = sa.select(v.id, v.content_id, v.lifecycle).where(matches)
+        for key, content, lifecycle in conn.execute(query):
+            new = rows[key]
+            if content != new["content_id"] or new["lifecycle"] not in (None, lifecycle):
+                differing.append(key)
+    return sorted(differing)
+
+
+def _stored_versions(
+    conn: Connection, ids: list[uuid.UUID], *, lock: bool
+) -> dict[uuid.UUID, VersionRecord]:
+    """The stored versions among `ids` as records, their fields and facets read back."""
+    if not ids:
+        return {}
+    stored = _stored(conn, t.dataset_versions, ids, lock=lock)
+    contents = read_contents(conn, {row["content_id"] for row in stored.values()})
+    for row in stored.values():
+        row["fields"], row["facets"] = contents[row.pop("content_id")]
+    return stored
 
 
 def _operation_sets(conn: Connection, batch: list[EventFacts], at: ReceivedAt) -> None:

@@ -218,10 +218,14 @@ def _version_docs(
     dataset = (
         conn.execute(sa.select(t.datasets).where(t.datasets.c.id == dataset_id)).mappings().one()
     )
-    v = t.dataset_versions
+    v, c = t.dataset_versions, t.version_contents
     rows: list[Any] = []
     for matches in id_filters(conn, v.c.id, version_ids):
-        query = sa.select(v).where(v.c.dataset_id == dataset_id, matches)
+        query = (
+            sa.select(v, c.c.fields, c.c.facets)
+            .join(c, c.c.id == v.c.content_id)
+            .where(v.c.dataset_id == dataset_id, matches)
+        )
         rows.extend(conn.execute(query).mappings())
     runs = run_docs(conn, [row["run_id"] for row in rows])
     tagged = with_facet_tags(
