@@ -219,14 +219,13 @@ class FieldEdges:
         found: Ints = rows[self.counted(rows)]
         return found
 
-    def among(self, datasets: Ints) -> Ints:
-        """The counted field -> field edges whose two datasets are both of `datasets`
-        (deleted ones too: a diff shows what changed, whatever has been deleted since)."""
+    def between(self, datasets: Ints) -> Ints:
+        """The field -> field edges whose two datasets are both of `datasets`, counted or
+        not (deleted ones too: a diff shows what changed, whatever has been deleted since)."""
         f = self.fields
         rows, _ = f.by_target.rows_of(f.nodes_of(datasets))
         rows = rows[f.source_node[rows] != NONE]
-        rows = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
-        found: Ints = rows[self.counted(rows)]
+        found: Ints = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
         return found
 
     def ends_on(self, datasets: Ints) -> Ints:
