@@ -53,10 +53,10 @@ def one_sided_edges(conn: Connection, sides: tuple[Side, Side]) -> tuple[list[Fi
         mine = rows[np.isin(sources, datasets) & np.isin(targets, datasets)]
         mine = mine[edges.counted(mine)]
         pair = f.source_node[mine].astype(np.int64) * len(f.node_keys) + f.target_node[mine]
-        pairs.append(np.unique(pair))
+        pairs.append(pair)
     return (
-        _named(graph, np.setdiff1d(pairs[0], pairs[1], assume_unique=True)),
-        _named(graph, np.setdiff1d(pairs[1], pairs[0], assume_unique=True)),
+        _named(graph, np.unique(pairs[0][np.isin(pairs[0], pairs[1], invert=True)])),
+        _named(graph, np.unique(pairs[1][np.isin(pairs[1], pairs[0], invert=True)])),
     )
 
 
