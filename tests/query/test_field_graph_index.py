@@ -12,10 +12,11 @@ from design §4.3 over the stored field edge rows, read back with plain statemen
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,6 +37,7 @@ from upstream.ingest.service import ingest_documents
 from upstream.model.facts import ORIGIN_SHOWN
 from upstream.model.identity import DatasetRef
 from upstream.model.window import Window
+from upstream.query.field_edges import Side, one_sided_edges
 from upstream.query.graph_index.field_walk import FieldEdge, FieldEdges, field_hops, field_reach
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
@@ -52,6 +54,8 @@ FIELDS = ["a", "b", "c"]
 JOBS = [f"j{i}" for i in range(2)]
 DATASET_IDS = [DatasetRef(NS, name).id for name in DATASETS]
 FieldNode = tuple[uuid.UUID, str]
+#: A field edge as a diff names it: source dataset id (text), field, target id, field.
+EdgeKey = tuple[str, str, str, str]
 
 # -- random graphs --------------------------------------------------------------------------
 
@@ -274,7 +278,7 @@ def _check_walks(index: Graph, stored: _StoredEdges, window: Window) -> None:
 def _check_edges(index: Graph, stored: _StoredEdges, window: Window | None) -> None:
     edges = FieldEdges(index, window)
     expected = naive_edges(stored)
-    for number, dataset in enumerate(DATASET_IDS):
+    for dataset in DATASET_IDS:
         nodes = edges.fields.nodes_of(edges.datasets([dataset]))
         for end in ("source", "target"):
             found = edges.as_edges(edges.edges_at(nodes, end))
@@ -288,14 +292,34 @@ def _check_edges(index: Graph, stored: _StoredEdges, window: Window | None) -> N
             and (f := getattr(e, f"{side}_field")) is not None
         }
         assert {f for _, f in edges.keys(edges.ends_on(edges.datasets([dataset])))} == ends
-        among = DATASET_IDS[: number + 1]
-        found_among = edges.as_edges(edges.among(edges.datasets(among)))
-        wanted_among = [
-            _edge(e)
-            for e in stored.field_to_field()
-            if e.source_dataset_id in among and e.target_dataset_id in among
-        ]
-        assert _hashable(found_among) == _hashable(wanted_among), among
+
+
+def naive_among(stored: _StoredEdges, datasets: Collection[uuid.UUID]) -> set[EdgeKey]:
+    """The field -> field edges between two of `datasets` (deleted ones too)."""
+    return {
+        (str(e.source_dataset_id), e.source_field, str(e.target_dataset_id), e.target_field)
+        for e in stored.field_to_field()
+        if e.source_dataset_id in datasets and e.target_dataset_id in datasets
+    }
+
+
+def _check_one_sided(store: Store, windows: tuple[Window, Window]) -> None:
+    """A diff's field edges: for two sides (windows, and some datasets each), the edges of
+    each that the other lacks, as the stored rows say."""
+    stored = [_StoredEdges(store, window) for window in windows]
+    for first in range(1, len(DATASET_IDS) + 1):
+        for last in range(len(DATASET_IDS)):
+            datasets = (DATASET_IDS[:first], DATASET_IDS[last:])
+            sides = tuple(
+                Side([str(d) for d in among], window)
+                for among, window in zip(datasets, windows, strict=True)
+            )
+            with store.read() as conn:
+                found = one_sided_edges(conn, (sides[0], sides[1]))
+            edges = [naive_among(s, among) for s, among in zip(stored, datasets, strict=True)]
+            assert set(found[0]) == edges[0] - edges[1], datasets
+            assert set(found[1]) == edges[1] - edges[0], datasets
+            assert all(len(f) == len(set(f)) for f in found)
 
 
 @settings(
@@ -315,6 +339,9 @@ def test_index_field_answers_equal_the_naive_walk(
         _check_walks(index, stored, window)
         _check_edges(index, stored, window)
     _check_edges(index, _StoredEdges(store, None), None)
+    for before in WINDOWS:
+        for after in WINDOWS:
+            _check_one_sided(store, (before, after))
 
 
 def test_a_declaration_restated_at_the_same_time_replaces_its_field_edges(store: Store) -> None:
@@ -338,3 +365,33 @@ def test_a_declaration_restated_at_the_same_time_replaces_its_field_edges(store:
     for window in (as_of, Window(_when(-1), _when(60))):
         reach = field_reach(index, [(DATASET_IDS[1], "a")], "upstream", 1, window)
         assert reach == {(DATASET_IDS[0], "c"): {"columnLineage"}}, window
+
+
+def test_a_set_s_links_are_read_once_however_many_edges_it_holds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which edges count is a question about their sets: a run stating nine field edges in
+    one set has that set's links read once, not once per edge (a diff counts the field
+    edges among a thousand datasets twice)."""
+    facet = column_lineage({out: [(NS, "d0", f) for f in FIELDS] for out in FIELDS})
+    run = run_event(
+        (NS, "j0"),
+        time=_when(5),
+        inputs=[ds(NS, "d0")],
+        outputs=[ds(NS, "d1", columnLineage=facet)],
+    )
+    ingest_documents(store, [run], batch=False)
+    with store.read() as conn:
+        edges = FieldEdges(graph_of(conn), Window(_when(-1), _when(60)))
+    rows = edges.between(edges.datasets(DATASET_IDS[:2]))
+    asked: list[int] = []
+    by_set = edges.fields.links_by_set
+    rows_of = by_set.rows_of
+
+    def counting(sets: Any) -> Any:
+        asked.append(len(sets))
+        return rows_of(sets)
+
+    monkeypatch.setattr(by_set, "rows_of", counting)
+    assert edges.counted(rows).tolist() == [True] * 9
+    assert asked == [1]

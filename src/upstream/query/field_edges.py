@@ -4,14 +4,19 @@ the graph index (`query.graph_index.field_walk`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
 from upstream.query.graph_index.field_walk import FieldEdges
+from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
+
+Ints = npt.NDArray[np.int64]
 
 
 class FieldEdge(NamedTuple):
@@ -32,30 +37,37 @@ class Side(NamedTuple):
     window: Window
 
 
-#: A field edge as the index numbers it: (source dataset, source field, target dataset,
-#: target field). Two sides compare by these, and only the edges one side lacks are named.
-EdgeNumbers = tuple[int, int, int, int]
-
-
-def field_edges_among(conn: Connection, sides: Sequence[Side]) -> list[set[EdgeNumbers]]:
-    """For each side, every field edge whose two datasets are both in its datasets."""
+def one_sided_edges(conn: Connection, sides: tuple[Side, Side]) -> tuple[list[FieldEdge], ...]:
+    """For each of two sides, the field edges between two of its datasets that the other
+    side lacks. The edges between the datasets of either side are found once; each side
+    counts them in its window, and the sides compare them as numbers (an edge is its pair
+    of field nodes), so only the edges one side lacks are named."""
     graph = graph_of(conn)
-    found: list[set[EdgeNumbers]] = []
-    for side in sides:
-        edges = FieldEdges(graph, side.window)
-        rows = edges.among(edges.datasets(side.datasets))
-        columns = (
-            graph.fields.edges[name][rows].tolist()
-            for name in ("source_dataset", "source_field", "target_dataset", "target_field")
-        )
-        found.append(set(zip(*columns, strict=True)))
-    return found
+    f = graph.fields
+    counting = [FieldEdges(graph, side.window) for side in sides]
+    numbers = [c.datasets(side.datasets) for c, side in zip(counting, sides, strict=True)]
+    rows = counting[0].between(np.union1d(*numbers))
+    sources, targets = f.edges["source_dataset"][rows], f.edges["target_dataset"][rows]
+    pairs: list[Ints] = []
+    for edges, datasets in zip(counting, numbers, strict=True):
+        mine = rows[np.isin(sources, datasets) & np.isin(targets, datasets)]
+        mine = mine[edges.counted(mine)]
+        pair = f.source_node[mine].astype(np.int64) * len(f.node_keys) + f.target_node[mine]
+        pairs.append(pair)
+    return (
+        _named(graph, np.unique(pairs[0][np.isin(pairs[0], pairs[1], invert=True)])),
+        _named(graph, np.unique(pairs[1][np.isin(pairs[1], pairs[0], invert=True)])),
+    )
 
 
-def named_edges(conn: Connection, numbered: Collection[EdgeNumbers]) -> list[FieldEdge]:
-    """The edges `numbered` with their datasets' ids and their fields' names."""
-    graph = graph_of(conn)
-    datasets, fields = graph.ids.datasets.texts, graph.fields.names.fields.texts
+def _named(graph: Graph, pairs: Ints) -> list[FieldEdge]:
+    """The edges `pairs` (source node * node count + target node) with their datasets' ids
+    and their fields' names."""
+    f = graph.fields
+    source, target = np.divmod(pairs, len(f.node_keys))
+    datasets, fields = graph.ids.datasets.texts, f.names.fields.texts
+    columns = (f.dataset_of(source), f.field_of(source), f.dataset_of(target), f.field_of(target))
     return [
-        FieldEdge(datasets[s], fields[sf], datasets[t], fields[tf]) for s, sf, t, tf in numbered
+        FieldEdge(datasets[s], fields[sf], datasets[t], fields[tf])
+        for s, sf, t, tf in zip(*(c.tolist() for c in columns), strict=True)
     ]

@@ -25,9 +25,9 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
-from upstream.query.answers import EntityId, LineageAnswer, LineageDiffAnswer
+from upstream.query.answers import DataEntry, EntityId, LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
-from upstream.query.field_edges import FieldEdge, Side, field_edges_among, named_edges
+from upstream.query.field_edges import FieldEdge, Side, one_sided_edges
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import DiffQuery, LineageQuery
 
@@ -148,34 +148,37 @@ def lineage_diff(
     bodies = [
         _lineage(conn, namespace, name, p, caps, visibility) for p in (params.before, params.after)
     ]
-    keys = [_dataset_keys(body) for body in bodies]
-    edges = field_edges_among(
-        conn, [Side(k, p.window) for k, p in zip(keys, (params.before, params.after), strict=True)]
+    data = {**bodies[0]["data"], **bodies[1]["data"]}
+    ids = _dataset_ids(data)
+    sides = (
+        Side([ids[key] for key in bodies[0]["data"]], params.before.window),
+        Side([ids[key] for key in bodies[1]["data"]], params.after.window),
     )
-    one_sided = (named_edges(conn, edges[0] - edges[1]), named_edges(conn, edges[1] - edges[0]))
-    before, after = (
-        _Answer.of(body, k, e) for body, k, e in zip(bodies, keys, one_sided, strict=True)
-    )
+    one_sided = one_sided_edges(conn, sides)
+    keys = {ids[key]: (key, entry["entityId"]) for key, entry in data.items()}
+    before, after = (_Answer.of(body, keys, e) for body, e in zip(bodies, one_sided, strict=True))
     response: dict[str, Any] = {
         "from": _described(params.before, bodies[0]),
         "to": _described(params.after, bodies[1]),
         "added": _only_in(after, before),
         "removed": _only_in(before, after),
         "kept": [
-            {**after.relations[key], "runs": {"from": before.runs[key], "to": after.runs[key]}}
-            for key in sorted(after.relations.keys() & before.relations.keys())
+            _shown(key, {"from": before.runs[key], "to": runs})
+            for key, runs in sorted(after.runs.items())
+            if key in before.runs
         ],
-        "data": dict(sorted({**before.body["data"], **after.body["data"]}.items())),
-        "programs": dict(sorted({**before.body["programs"], **after.body["programs"]}.items())),
+        "data": dict(sorted(data.items())),
+        "programs": dict(sorted({**bodies[0]["programs"], **bodies[1]["programs"]}.items())),
     }
-    if before.body.get("truncated") or after.body.get("truncated"):
+    if bodies[0].get("truncated") or bodies[1].get("truncated"):
         response["truncated"] = True
     return cast(LineageDiffAnswer, response)
 
 
+#: A relation's identity: its dataset's and program's keys, accesses and components.
 RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
-#: A side's datasets by id (as text): the answer's key for each and its entity id.
+#: The datasets of both sides by id (as text): the answers' key for each and its entity id.
 DatasetKeys = dict[str, tuple[str, EntityId]]
 
 
@@ -203,43 +206,35 @@ def _lineage(
     )
 
 
-def _dataset_keys(body: LineageAnswer) -> DatasetKeys:
-    keys: DatasetKeys = {}
-    for key, entry in body["data"].items():
-        entity = entry["entityId"]
-        keys[str(DatasetRef(entity["namespace"], entity["name"]).id)] = (key, entity)
-    return keys
+def _dataset_ids(data: dict[str, DataEntry]) -> dict[str, str]:
+    """The id (as text) of each dataset of `data`, by its key."""
+    return {
+        key: str(DatasetRef(entry["entityId"]["namespace"], entry["entityId"]["name"]).id)
+        for key, entry in data.items()
+    }
 
 
 @dataclass(frozen=True)
 class _Answer:
-    """One side: the lineage answer and its datasets' keys, its relations by identity (runs
-    collapsed) with their run counts, and the field edges it has and the other side lacks,
-    by the keys of their ends (the sides compare their edges by the index's numbers)."""
+    """One side: its lineage answer, its relations' run counts by their identity (runs
+    collapsed), and the field edges it has and the other side lacks, by the keys of their
+    ends (the sides compare their edges by the index's numbers)."""
 
     body: LineageAnswer
     keys: DatasetKeys
-    relations: dict[RelationId, dict[str, Any]]
     runs: dict[RelationId, int]
     field_edges: dict[FieldEdgeKey, FieldEdge]
 
     @classmethod
     def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: list[FieldEdge]) -> _Answer:
-        relations: dict[RelationId, dict[str, Any]] = {}
-        runs: dict[RelationId, int] = {}
-        for relation in body["relations"]:
-            key = (
-                relation["data"],
-                relation["program"],
-                tuple(relation["accesses"]),
-                tuple(relation["components"]),
-            )
-            relations[key] = {k: v for k, v in relation.items() if k != "runs"}
-            runs[key] = len(relation["runs"])
+        runs = {
+            (r["data"], r["program"], tuple(r["accesses"]), tuple(r["components"])): len(r["runs"])
+            for r in body["relations"]
+        }
         field_edges = {
             (keys[e.source][0], e.source_field, keys[e.target][0], e.target_field): e for e in edges
         }
-        return cls(body, keys, relations, runs, field_edges)
+        return cls(body, keys, runs, field_edges)
 
     def field_edge(self, edge: FieldEdge) -> dict[str, Any]:
         """`edge` as the answer shows it: each end's dataset and field."""
@@ -258,11 +253,22 @@ class _Answer:
         }
 
 
+def _shown(key: RelationId, runs: Any) -> dict[str, Any]:
+    """The relation `key` as a diff shows it, with `runs` (a count, or one per side)."""
+    data, program, accesses, components = key
+    return {
+        "data": data,
+        "program": program,
+        "accesses": list(accesses),
+        "components": list(components),
+        "runs": runs,
+    }
+
+
 def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
     return {
         "relations": [
-            {**side.relations[key], "runs": side.runs[key]}
-            for key in sorted(side.relations.keys() - other.relations.keys())
+            _shown(key, runs) for key, runs in sorted(side.runs.items()) if key not in other.runs
         ],
         "fieldEdges": [side.field_edge(side.field_edges[key]) for key in sorted(side.field_edges)],
         "data": sorted(side.body["data"].keys() - other.body["data"].keys()),

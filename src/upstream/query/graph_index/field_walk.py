@@ -68,25 +68,28 @@ class FieldEdges:
 
     def counted(self, rows: Ints) -> Flags:
         """Which of the edge rows `rows` the question counts: those of a set with a link in
-        force and in its window (any current link, without a window)."""
-        _, owner = self._counted_links(rows)
-        counted = np.zeros(len(rows), dtype=np.bool_)
+        force and in its window (any current link, without a window). Each set's links are
+        read once, however many of the edges it holds."""
+        sets, of_set = np.unique(self.fields.edges["set"][rows], return_inverse=True)
+        _, owner = self._counted_links(sets)
+        counted = np.zeros(len(sets), dtype=np.bool_)
         counted[owner] = True
-        return counted
+        found: Flags = counted[of_set]
+        return found
 
     def stating_runs(self, rows: Ints) -> list[Ints]:
         """For each of the edge rows `rows`, the numbers of the runs whose counted links
         state its set (none for a set only a declaration states)."""
-        links, owner = self._counted_links(rows)
+        links, owner = self._counted_links(self.fields.edges["set"][rows])
         runs = self.fields.links["run"][links].astype(np.int64)
         observed = runs != NONE
         runs, owner = runs[observed], owner[observed]
         return [np.unique(runs[owner == i]) for i in range(len(rows))]
 
-    def _counted_links(self, rows: Ints) -> tuple[Ints, Ints]:
-        """The links in force and in the window of the sets of the edge rows `rows`, and for
-        each the position in `rows` of the edge it states."""
-        links, owner = self.fields.links_by_set.rows_of(self.fields.edges["set"][rows])
+    def _counted_links(self, sets: Ints) -> tuple[Ints, Ints]:
+        """The links in force and in the window of `sets`, and for each the position in
+        `sets` of the set it states."""
+        links, owner = self.fields.links_by_set.rows_of(sets)
         table = self.fields.links
         if self.view is None:
             keep = table["current"][links]
@@ -219,14 +222,13 @@ class FieldEdges:
         found: Ints = rows[self.counted(rows)]
         return found
 
-    def among(self, datasets: Ints) -> Ints:
-        """The counted field -> field edges whose two datasets are both of `datasets`
-        (deleted ones too: a diff shows what changed, whatever has been deleted since)."""
+    def between(self, datasets: Ints) -> Ints:
+        """The field -> field edges whose two datasets are both of `datasets`, counted or
+        not (deleted ones too: a diff shows what changed, whatever has been deleted since)."""
         f = self.fields
         rows, _ = f.by_target.rows_of(f.nodes_of(datasets))
         rows = rows[f.source_node[rows] != NONE]
-        rows = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
-        found: Ints = rows[self.counted(rows)]
+        found: Ints = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
         return found
 
     def ends_on(self, datasets: Ints) -> Ints:
