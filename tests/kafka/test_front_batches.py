@@ -18,10 +18,15 @@ from fastapi.testclient import TestClient
 from tests.builders import run_event
 from tests.kafka.test_kafka_consume import consuming, eventually
 from tests.kafka_support import TansuBroker
+from upstream.api.app import create_app
 from upstream.kafka.batches import BATCH_HEADER, BatchTag
+from upstream.model.read_position import ReadPosition
+from upstream.retention import prune_batches
+from upstream.settings import Settings
 from upstream.store import published_batches
 from upstream.store import schema as t
 from upstream.store.engine import Store
+from upstream.store.published_batches import LATE_COMMIT_MARGIN
 
 
 class AcknowledgesOnly:
@@ -116,7 +121,9 @@ def test_a_consumer_holds_an_undecided_batch_then_stores_or_abandons_it(
         time.sleep(1.5)
         assert _stored_runs(store) == Counter()  # held: its front has not decided
         assert store.write(
-            lambda conn: published_batches.decide(conn, to_commit.batch, committed=True)
+            lambda conn: published_batches.commit(
+                conn, to_commit.batch, to_commit.deadline, (), now=time.time()
+            )
         )
         eventually(lambda: _run_ids(committed) <= set(_stored_runs(store)), "stored once decided")
         # A front killed after publishing: nobody commits it; abandoned at its deadline.
@@ -133,9 +140,12 @@ def test_a_consumer_holds_an_undecided_batch_then_stores_or_abandons_it(
     assert {run: stored[run] for run in _run_ids(committed)} == dict.fromkeys(
         _run_ids(committed), 1
     )
-    # The front, back late, cannot commit what a consumer abandoned.
+    # The front, back late, cannot commit what a consumer abandoned (even by a clock that
+    # says it is in time).
     assert not store.write(
-        lambda conn: published_batches.decide(conn, to_orphan.batch, committed=True)
+        lambda conn: published_batches.commit(
+            conn, to_orphan.batch, to_orphan.deadline + 600, (), now=time.time()
+        )
     )
 
 
@@ -149,3 +159,98 @@ def test_a_consumer_holds_an_undecided_batch_then_stores_or_abandons_it(
 )
 def test_a_message_without_a_whole_tag_is_no_batch(headers: Any) -> None:
     assert BatchTag.of(headers) is None
+
+
+def _rows(store: Store) -> dict[uuid.UUID, tuple[bool, float, Any]]:
+    with store.read() as conn:
+        rows = conn.execute(sa.select(t.published_batches))
+        return {r.id: (r.committed, r.deadline, r.offsets) for r in rows}
+
+
+def test_a_decision_goes_once_the_consumers_passed_its_offsets_and_nothing_is_stored_twice(
+    front: TestClient,
+    kafka_broker: TansuBroker,
+    front_topic: str,
+    db_url: str,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A committed batch's row goes once its deadline passed and the consumers stored past
+    the offsets the front recorded in it. Its messages read again (by a consumer killed
+    between its database commit and its Kafka commit; here a second group) find no fate:
+    the consumer abandons the batch afresh and skips them — they are stored already. The
+    client posting the same events again makes a new batch, whose events are duplicates."""
+    publisher = front.app.state.event_writer  # type: ignore[attr-defined]
+    # A deadline 3 s after the post, so that the test need not wait the usual ~40 s.
+    monkeypatch.setattr("upstream.kafka.publisher.DECISION_GRACE", 3 - publisher.timeout)
+    events = [run_event(("etl", f"pruned{n}")) for n in range(4)]
+    posted = front.post("/api/v1/lineage", json=events)
+    assert posted.status_code == 201, posted.text
+    ((batch, (committed, deadline, offsets)),) = _rows(store).items()
+    assert committed
+    where = ReadPosition.parse(posted.headers["X-Upstream-Position"]).offsets
+    assert offsets == [[o.topic, o.partition, o.offset] for o in where]
+    time.sleep(max(0.0, deadline - time.time() + 0.1))
+    assert prune_batches(store) == 0  # no consumer stored it yet
+    with consuming(db_url, kafka_broker.bootstrap, front_topic, group="first") as consumer:
+        eventually(lambda: consumer.totals.consumed == 4, "every message consumed")
+    assert prune_batches(store) == 1
+    assert _rows(store) == {}
+    with consuming(db_url, kafka_broker.bootstrap, front_topic, group="again") as again:
+        eventually(lambda: again.totals.consumed == 4, "every message read again")
+    assert (again.totals.stored, again.totals.abandoned) == (0, 4)
+    # (The deadline as the messages' headers carry it: to the millisecond.)
+    assert _rows(store) == {batch: (False, pytest.approx(deadline, abs=0.001), None)}
+    assert front.post("/api/v1/lineage", json=events).status_code == 201
+    with consuming(db_url, kafka_broker.bootstrap, front_topic, group="first") as consumer:
+        eventually(lambda: consumer.totals.consumed == 4, "the post sent again consumed")
+    assert (consumer.totals.stored, consumer.totals.duplicates) == (0, 4)
+    assert _stored_runs(store) == dict.fromkeys(_run_ids(events), 1)
+
+
+def test_a_front_past_its_batch_deadline_answers_503_and_the_abandoned_row_goes_later(
+    front: TestClient,
+    kafka_broker: TansuBroker,
+    front_topic: str,
+    db_url: str,
+    store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka acknowledged the batch only after its deadline (here: the deadline is already
+    past when it is published): the front does not commit it — a consumer may have abandoned
+    it and its row be pruned — but abandons it and answers as for Kafka failing."""
+    publisher = front.app.state.event_writer  # type: ignore[attr-defined]
+    monkeypatch.setattr("upstream.kafka.publisher.DECISION_GRACE", -publisher.timeout - 1)
+    late = [run_event(("etl", f"late{n}")) for n in range(3)]
+    refused = front.post("/api/v1/lineage", json=late)
+    assert refused.status_code == 503
+    assert refused.headers["Retry-After"]
+    assert "after their batch's deadline" in refused.json()["message"]
+    ((committed, deadline, offsets),) = _rows(store).values()
+    assert (committed, offsets) == (False, None)
+    with consuming(db_url, kafka_broker.bootstrap, front_topic) as consumer:
+        eventually(lambda: consumer.totals.consumed == 3, "every message consumed")
+    assert (consumer.totals.stored, consumer.totals.abandoned) == (0, 3)
+    assert not _run_ids(late) & set(_stored_runs(store))
+    assert prune_batches(store) == 0  # a front whose clock is behind might still commit it
+    removed = store.write(
+        lambda conn: published_batches.prune(conn, deadline + LATE_COMMIT_MARGIN + 1)
+    )
+    assert removed == 1
+    assert _rows(store) == {}
+
+
+def test_a_front_prunes_the_decisions_while_it_runs(
+    db_url: str, kafka_broker: TansuBroker, front_topic: str, store: Store
+) -> None:
+    old = uuid.uuid4()
+    long_ago = time.time() - LATE_COMMIT_MARGIN - 1
+    store.write(lambda conn: published_batches.abandon(conn, {old: long_ago}))
+    settings = Settings(
+        db_url=db_url,
+        publish_to_kafka=True,
+        kafka_bootstrap_servers=kafka_broker.bootstrap,
+        kafka_topic=front_topic,
+    )
+    with TestClient(create_app(settings, migrate=False)):
+        eventually(lambda: _rows(store) == {}, "the abandoned batch's row pruned")

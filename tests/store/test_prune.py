@@ -15,6 +15,8 @@ T+5d, so runs that ended in the first day go, runs of day ten stay:
 
 from __future__ import annotations
 
+import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -27,7 +29,9 @@ from upstream.cli import app as cli_app
 from upstream.model.timeexpr import parse_duration
 from upstream.retention import prune_store
 from upstream.settings import SettingsError, load_settings
+from upstream.store import published_batches
 from upstream.store.engine import Store
+from upstream.store.published_batches import LATE_COMMIT_MARGIN
 
 CUTOFF = BASE_TIME + timedelta(days=5)
 OLD = "00000000-0000-4000-8000-0000000000a1"
@@ -173,3 +177,12 @@ def test_retention_is_a_positive_length_of_time() -> None:
     assert load_settings(retention="90d").retention == "90d"
     with pytest.raises(SettingsError, match="UPSTREAM_RETENTION"):
         load_settings(retention="90 days")
+
+
+def test_db_prune_removes_the_batch_decisions_no_process_needs(store: Store, db_url: str) -> None:
+    long_ago = time.time() - LATE_COMMIT_MARGIN - 1
+    store.write(lambda conn: published_batches.abandon(conn, {uuid.uuid4(): long_ago}))
+    args = ["db", "prune", "--before", CUTOFF.isoformat(), "--db", db_url]
+    done = CliRunner().invoke(cli_app, args)
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("removed 1 decided batches of publishing fronts")

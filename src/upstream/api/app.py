@@ -45,7 +45,7 @@ from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
 from upstream.query.graph_index.index import load_in_background, position_view, share_index
 from upstream.query.positions import Views
-from upstream.retention import make_partitions_daily, prune_daily
+from upstream.retention import make_partitions_daily, prune_batches_often, prune_daily
 from upstream.settings import Settings, load_settings
 from upstream.store.engine import Store, Timeouts
 from upstream.watch.background import Watcher
@@ -150,11 +150,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # Start-up (the migration) made this month's partitions and the next ones; nothing
         # to make on SQLite.
         partitioning = asyncio.create_task(make_partitions_daily(store))
+        # A front makes a row per post of several events; they may go once decided and used.
+        batches = (
+            asyncio.create_task(prune_batches_often(store)) if settings.publish_to_kafka else None
+        )
         watcher = Watcher(store, settings).start() if settings.watch else None
         try:
             yield
         finally:
-            for task in (pruning, partitioning):
+            for task in (pruning, partitioning, batches):
                 if task is not None:
                     task.cancel()
             if consumers is not None:

@@ -25,6 +25,7 @@ _WHAT = {
     "datasets": "datasets",
     "jobs": "jobs",
     "namespaces": "namespaces",
+    "published_batches": "decided batches of publishing fronts",
 }
 
 

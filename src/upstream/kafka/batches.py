@@ -83,11 +83,13 @@ def judge(store: Store, tags: Sequence[BatchTag | None], now: float) -> Verdict:
     batches = {tag.batch for tag in tagged.values()}
     with store.read(primary=True) as conn:
         fate = published_batches.decided(conn, batches)
-    overdue = {t.batch for t in tagged.values() if t.batch not in fate and t.deadline <= now}
+    overdue = {
+        t.batch: t.deadline for t in tagged.values() if t.batch not in fate and t.deadline <= now
+    }
     if overdue:
 
         def abandon(conn: Connection) -> dict[uuid.UUID, bool]:
-            published_batches.settle(conn, overdue, committed=False)
+            published_batches.abandon(conn, overdue)
             return published_batches.decided(conn, batches)
 
         fate = store.write(abandon)

@@ -14,9 +14,11 @@ message time-out is the same) and the post is answered 503 with Retry-After.
 Kafka may take part of a post and fail the rest, and what it took reaches the consumers. So
 the messages of a post of several events carry their batch's tag (`kafka.batches`), and the
 post is answered 201 only once the front committed the batch in the database, after Kafka
-acknowledged every event; on any failure the front abandons it, and a consumer abandons one
-its front never decided. A post answered 503 therefore has none of its events stored, and
-re-sending it is safe. One event posted alone needs no decision: it is published or not.
+acknowledged every event and before the batch's deadline (with the offsets Kafka gave, which
+tell when the decision may be pruned); on any failure, or past the deadline, the front
+abandons it, and a consumer abandons one its front never decided. A post answered 503
+therefore has none of its events stored, and re-sending it is safe. One event posted alone
+needs no decision: it is published or not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from sqlalchemy.engine import Connection
 
 from upstream.kafka.batches import DECISION_GRACE, BatchTag
 from upstream.kafka.keys import message_key
@@ -116,19 +119,24 @@ class KafkaPublisher:
             failure = next(o for o in outcomes if not isinstance(o, KafkaOffset))
             reason = f"Kafka acknowledged {len(published)} of the {len(facts)} events ({failure})"
             raise await self._give_up(tag, reason)
-        if tag is not None and not await self._decide(tag, committed=True):
+        offsets = ReadPosition.of_offsets(published).offsets
+        if tag is not None and not await self._commit(tag, offsets):
             raise BrokerUnavailable(
                 "Kafka acknowledged the events after their batch's deadline; none of them "
                 "will be stored, re-sending the post is safe"
             )
-        return WriteResult(
-            stored=len(facts), duplicates=0, published=ReadPosition.of_offsets(published).offsets
-        )
+        return WriteResult(stored=len(facts), duplicates=0, published=offsets)
 
-    async def _decide(self, tag: BatchTag, *, committed: bool) -> bool:
-        """Record the batch's fate unless a consumer did first; whether it is committed."""
-        decide = partial(published_batches.decide, batch=tag.batch, committed=committed)
-        return await asyncio.to_thread(self._store.write, decide)
+    async def _commit(self, tag: BatchTag, offsets: Sequence[KafkaOffset]) -> bool:
+        """Commit the batch Kafka put at `offsets` unless a consumer abandoned it first or
+        its deadline passed (then it is abandoned); whether it is committed. The clock is
+        read in the transaction, so a commit held up (the pool, a lock) is judged when it is
+        made."""
+
+        def commit(conn: Connection) -> bool:
+            return published_batches.commit(conn, tag.batch, tag.deadline, offsets, now=time.time())
+
+        return await asyncio.to_thread(self._store.write, commit)
 
     async def _give_up(self, tag: BatchTag | None, reason: str) -> BrokerUnavailable:
         """The 503 of a post Kafka did not wholly take, its batch abandoned first, so that
@@ -137,8 +145,9 @@ class KafkaPublisher:
         with its acknowledgement lost: it may still be stored."""
         if tag is None:
             return BrokerUnavailable(f"{reason}; re-sending the post is safe")
+        abandon = partial(published_batches.abandon, deadlines={tag.batch: tag.deadline})
         try:
-            await self._decide(tag, committed=False)
+            await asyncio.to_thread(self._store.write, abandon)
         except StoreUnavailable as exc:
             log.warning("batch %s left to its deadline: %s", tag.batch, exc.reason)
         return BrokerUnavailable(f"{reason}; none of them will be stored, re-send the post")

@@ -630,6 +630,11 @@ published_batches = sa.Table(
     # (`upstream.store.published_batches`). Bookkeeping of how events came: a rebuild keeps it.
     sa.Column("id", sa.Uuid, primary_key=True),
     sa.Column("committed", sa.Boolean, nullable=False),
+    # Unix time after which the front may no longer commit it, and of a committed batch the
+    # newest offset Kafka gave its events in each partition, [[topic, partition, offset]…]:
+    # what tells when the row may be pruned. NULL in rows made before they were recorded.
+    sa.Column("deadline", sa.Double),
+    sa.Column("offsets", NullableJson),
 )
 
 access_tokens = sa.Table(
