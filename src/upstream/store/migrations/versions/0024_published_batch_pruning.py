@@ -6,7 +6,7 @@ any more, as a front refuses to commit past the deadline. So the row records bot
 before this revision have neither and are kept (design §6).
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 Create Date: 2026-12-04
 """
 
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0024"
-down_revision = "0022"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
