@@ -60,4 +60,5 @@ def test_a_lineage_read_finds_its_start_and_the_position_in_one_statement(
     assert answer() == first
     asked = [s for s in found if s.strip().upper() != "BEGIN"]
     assert len(asked) == 1, asked
-    assert "change_log_head" in asked[0] and "dataset_aliases" in asked[0]
+    assert "change_log_head" in asked[0]
+    assert "dataset_aliases" in asked[0]

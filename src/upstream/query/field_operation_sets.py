@@ -22,7 +22,7 @@ from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
-from upstream.store.window import edges_as_of, run_in_window
+from upstream.store.window import edges_as_of, run_in_window, run_overlaps
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,10 @@ def operation_sets(
     conn: Connection, destinations: Collection[uuid.UUID], window: Window | None
 ) -> OperationSets:
     """Operation sets of `destinations` recorded by runs overlapping `window` (all runs when
-    None), with the runs that recorded them."""
+    None), with the runs that recorded them. The window is tested on the run the statement
+    joins for its start: the runs' partitions are read once, where a second test of the same
+    run had PostgreSQL plan each of them twice (a third of the statement's planning, which
+    it does anew for each of a connection's first runs of it)."""
     os_, ros = t.operation_sets, t.run_operation_sets
     links: list[Recorded] = []
     raw: dict[uuid.UUID, list[dict[str, Any]]] = {}
@@ -88,7 +91,7 @@ def operation_sets(
                 .join(t.runs, t.runs.c.id == ros.c.run_id)
                 .join(t.jobs, t.jobs.c.id == ros.c.job_id)
             )
-            .where(matches, run_in_window(ros.c.run_id, window))
+            .where(matches, *([] if window is None else [run_overlaps(t.runs, window)]))
         )
         for row in conn.execute(query):
             raw.setdefault(row.id, row.operations)
