@@ -20,6 +20,7 @@ from tests.builders import (
     iso,
     lineage_facet,
     run_event,
+    schema_facet,
 )
 from tests.field_scenarios import AppTransport, as_document, seed_operations, wide_operations
 from tests.watch.test_dispatcher_memory import statements
@@ -373,6 +374,21 @@ def test_windows_select_runs(client: TestClient) -> None:
         client, f"{MYTABLE}/lineage/fields", includeCurrent="true", prefix="u", **before
     ) == [{"name": "uniqueId", "lineage": False}]
     assert len(get(client, f"{MYTABLE}/fields/uniqueId/lineage", start="now-1h")["paths"]) == 1
+
+
+def test_the_paths_of_a_dataset_without_recorded_operations_read_no_runs(
+    client: TestClient,
+) -> None:
+    """A dataset that no run recorded operations for has no path: its operation sets are
+    looked for on their index, and no statement joins the runs (which PostgreSQL plans
+    partition by partition, anew for a connection's first runs of it)."""
+    schema = schema_facet(("id", "string"))
+    client.post(
+        "/api/v1/lineage", json=run_event(("ns", "etl"), outputs=[ds("ns", "plain", schema=schema)])
+    )
+    with statements(client.app.state.store) as seen:  # type: ignore[attr-defined]
+        assert get(client, "/v3/namespaces/ns/datasets/plain/fields/id/lineage")["paths"] == []
+    assert not [s for s in seen if "run_operation_sets" in s]
 
 
 def test_a_window_is_tested_on_the_run_the_paths_statement_joins(client: TestClient) -> None:
