@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+import orjson
 import pytest
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 
 from tests.json_values import SCALARS, json_values
 from upstream.api.json_answer import JsonAnswer
-from upstream.model.json_text import answer_bytes
+from upstream.model.json_text import Written, answer_bytes
 
 
 @dataclass
@@ -73,3 +74,14 @@ def test_the_fallback_is_the_standard_library_itself() -> None:
         answer_bytes({"n": -(2**63) - 1}, jsonable_encoder)
         == json.dumps({"n": -(2**63) - 1}, separators=(",", ":")).encode()
     )
+
+
+def test_written_parts_are_placed_as_they_are_and_read_back_where_json_writes() -> None:
+    """An answer's part written already (`Written`) is placed as it is; where the answer
+    is written by `json` (here an integer beyond 64 bits), the part is read back."""
+    entries = [{"data": "dataset.n.a", "runs": ["6f1a1b9e-4e-1"]}, {"data": 'x"\u2028'}]
+    written = Written(orjson.dumps(entries), len(entries))
+    answer = {"relations": written, "data": {"a": [1, 2]}, "n": 2}
+    assert answer_bytes(answer, jsonable_encoder) == standard({**answer, "relations": entries})
+    huge = {**answer, "n": 2**70}
+    assert answer_bytes(huge, jsonable_encoder) == standard({**huge, "relations": entries})

@@ -4,6 +4,7 @@ lineage API are compared with paths and summaries worked out by hand. Both datab
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,8 +20,10 @@ from tests.builders import (
     iso,
     lineage_facet,
     run_event,
+    schema_facet,
 )
 from tests.field_scenarios import AppTransport, as_document, seed_operations, wide_operations
+from tests.watch.test_dispatcher_memory import statements
 from upstream import Destination, FieldOperation, LineageRecorder, Source
 
 MYTABLE = "/v3/namespaces/myns/datasets/mytableds"
@@ -371,6 +374,32 @@ def test_windows_select_runs(client: TestClient) -> None:
         client, f"{MYTABLE}/lineage/fields", includeCurrent="true", prefix="u", **before
     ) == [{"name": "uniqueId", "lineage": False}]
     assert len(get(client, f"{MYTABLE}/fields/uniqueId/lineage", start="now-1h")["paths"]) == 1
+
+
+def test_the_paths_of_a_dataset_without_recorded_operations_read_no_runs(
+    client: TestClient,
+) -> None:
+    """A dataset that no run recorded operations for has no path: its operation sets are
+    looked for on their index, and no statement joins the runs (which PostgreSQL plans
+    partition by partition, anew for a connection's first runs of it)."""
+    schema = schema_facet(("id", "string"))
+    client.post(
+        "/api/v1/lineage", json=run_event(("ns", "etl"), outputs=[ds("ns", "plain", schema=schema)])
+    )
+    with statements(client.app.state.store) as seen:  # type: ignore[attr-defined]
+        assert get(client, "/v3/namespaces/ns/datasets/plain/fields/id/lineage")["paths"] == []
+    assert not [s for s in seen if "run_operation_sets" in s]
+
+
+def test_a_window_is_tested_on_the_run_the_paths_statement_joins(client: TestClient) -> None:
+    """The runs are read once by the statement of a field's paths: a second read of them for
+    the window had PostgreSQL plan every partition of the runs twice, on every answer."""
+    with recorder(client).run("myns", "ETLMapReduce") as run:
+        run.record(Destination("myns", "mytableds"), seed_operations())
+    with statements(client.app.state.store) as seen:  # type: ignore[attr-defined]
+        assert len(get(client, f"{MYTABLE}/fields/uniqueId/lineage", start="now-1h")["paths"]) == 1
+    [paths] = [s for s in seen if "operation_sets.operations" in s]
+    assert len(re.findall(r"(?:FROM|JOIN) runs\b", paths)) == 1, paths
 
 
 BAD_REQUESTS = [

@@ -52,6 +52,7 @@ def dataset_lineage(
     runs_in_order: bool = True,
     visibility: Visibility = EVERYTHING,
     visible: VisibleNodes | None = None,
+    written: bool = False,
 ) -> LineageAnswer:
     """The lineage of one dataset in the response shape of design §4.2; raises NotFound
     for an unknown namespace or dataset. At most `max_nodes` datasets and programs and
@@ -67,7 +68,8 @@ def dataset_lineage(
     (`hiddenNodes`, `hiddenRelations`); a hidden dataset asked for is NotFound, as a
     missing one is. `visible`, when given, is the reader's view of the index that several
     walks of one answer share, so what they stopped at is counted once (the caller reads
-    the counts from it)."""
+    the counts from it). With `written`, for a caller that only sends the answer, its
+    relations may be their JSON text (`lineage_render.render`)."""
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
     rolled_up: RolledUp | None = None
@@ -97,7 +99,18 @@ def dataset_lineage(
         rolled_up = RolledUp(set(), set())
     shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
     table = RelationTable.of_rows(graph, shown.rows)
-    answer = render(conn, params, seed, table, omitted, rolled_up, runs_in_order=runs_in_order)
+    # The steps after the rendering that read the relations need them as entries.
+    reread = params.rollup == "jobs" or (rolled_up is not None and not visibility.everything)
+    answer = render(
+        conn,
+        params,
+        seed,
+        table,
+        omitted,
+        rolled_up,
+        runs_in_order=runs_in_order,
+        written=written and not reread,
+    )
     if params.rollup == "jobs":
         seed_key = entity_key("dataset", seed_ref.namespace, seed_ref.name)
         answer = through_temporaries(conn, answer, keep={seed_key})

@@ -22,7 +22,7 @@ from upstream.model.window import Window
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
 from upstream.store.edge_rows import EDGES
-from upstream.store.window import edges_as_of, run_in_window
+from upstream.store.window import edges_as_of, run_in_window, run_overlaps
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,17 @@ def operation_sets(
     conn: Connection, destinations: Collection[uuid.UUID], window: Window | None
 ) -> OperationSets:
     """Operation sets of `destinations` recorded by runs overlapping `window` (all runs when
-    None), with the runs that recorded them."""
+    None), with the runs that recorded them.
+
+    The runs are read only for destinations with an operation set (`_recorded`), and the
+    window is tested on the run the statement joins for its start. PostgreSQL plans that
+    statement anew for a connection's first runs of it, partition by partition of the runs
+    and their links (0.3 to 0.5 ms): most datasets have no recorded operations, and their
+    question is answered by one statement on an index instead."""
     os_, ros = t.operation_sets, t.run_operation_sets
     links: list[Recorded] = []
     raw: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    for matches in id_filters(conn, os_.c.dataset_id, destinations):
+    for matches in id_filters(conn, os_.c.dataset_id, _recorded(conn, destinations)):
         query = (
             sa.select(
                 os_.c.id,
@@ -88,7 +94,7 @@ def operation_sets(
                 .join(t.runs, t.runs.c.id == ros.c.run_id)
                 .join(t.jobs, t.jobs.c.id == ros.c.job_id)
             )
-            .where(matches, run_in_window(ros.c.run_id, window))
+            .where(matches, *([] if window is None else [run_overlaps(t.runs, window)]))
         )
         for row in conn.execute(query):
             raw.setdefault(row.id, row.operations)
@@ -96,6 +102,15 @@ def operation_sets(
             links.append(Recorded(row.dataset_id, row.id, run))
     sets = {key: operation_set_from_stored(value) for key, value in raw.items()}
     return OperationSets(links, sets)
+
+
+def _recorded(conn: Connection, destinations: Collection[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of `destinations` that have an operation set."""
+    dataset = t.operation_sets.c.dataset_id
+    found: set[uuid.UUID] = set()
+    for matches in id_filters(conn, dataset, destinations):
+        found.update(conn.execute(sa.select(dataset).where(matches).distinct()).scalars())
+    return found
 
 
 #: Made once: a field question asks it on every read.

@@ -20,7 +20,13 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
-from upstream.query.answers import DataEntry, EntityId, LineageAnswer, ProgramEntry
+from upstream.query.answers import (
+    DataEntry,
+    EntityId,
+    LineageAnswer,
+    ProgramEntry,
+    RelationEntry,
+)
 from upstream.query.collapse import KeyedRelations, collapse
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import names_of
@@ -28,6 +34,7 @@ from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.lineage_params import LineageParams
+from upstream.query.listed_entries import listed_entries
 from upstream.query.relation_table import RelationTable, Vocabulary, ranked
 from upstream.query.run_order import newest_first_places
 from upstream.query.workflows import temporary_datasets
@@ -74,10 +81,13 @@ def render(
     rolled_up: RolledUp | None,
     *,
     runs_in_order: bool = True,
+    written: bool = False,
 ) -> LineageAnswer:
     """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
-    into one relation are listed newest first, or by id without `runs_in_order`."""
+    into one relation are listed newest first, or by id without `runs_in_order`. With
+    `written`, for a caller that only sends the answer (`api.json_answer`), the relations
+    of a listed answer are their JSON text (`listed_entries`), not entries to read."""
     graph = relations.graph
     dataset_ids = {str(seed), *relations.datasets.texts}
     dataset_names, job_names = names_of(conn)
@@ -104,7 +114,12 @@ def render(
     )
     in_order = runs_in_order and "run" in params.collapse
     run_order = newest_first_places(graph, relations.runs) if in_order else None
-    entries = collapse(keyed, params.collapse, run_order)
+    entries = (
+        # Only `model.json_text.answer_bytes` reads it: it places the text as it is.
+        cast(list[RelationEntry], listed_entries(keyed))
+        if written and not params.collapse
+        else collapse(keyed, params.collapse, run_order)
+    )
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]

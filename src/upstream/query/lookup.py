@@ -18,7 +18,9 @@ from upstream.model.errors import NotFound
 from upstream.model.identity import DatasetRef, JobRef, namespace_id
 from upstream.store import schema as t
 from upstream.store.aliases import canonical_ref
+from upstream.store.change_log import HEAD, seen_in_snapshot
 from upstream.store.deletion import entity_deleted
+from upstream.store.engine import is_snapshot
 
 
 def existing_dataset(
@@ -76,9 +78,10 @@ _NAMESPACE = sa.bindparam("namespace", type_=t.namespaces.c.id.type)
 
 
 @functools.cache
-def _lookup(table: sa.Table, aliases: bool) -> sa.Select[bool, bool, bool, bool]:
+def _lookup(table: sa.Table, aliases: bool) -> sa.Select[bool, bool, bool, bool, int]:
     """The statement `_found` runs, made once: building it again for every read cost more
-    than running it."""
+    than running it. It reads the change log's position too, which the walk that follows
+    asks for (`graph_index.index.graph_of`): one statement, one round trip, for both."""
     a = t.dataset_aliases.c
     alias = sa.exists().where(a.id == _ENTITY, a.canonical_id != a.id) if aliases else sa.false()
     return sa.select(
@@ -86,6 +89,7 @@ def _lookup(table: sa.Table, aliases: bool) -> sa.Select[bool, bool, bool, bool]
         sa.exists().where(table.c.id == _ENTITY),
         entity_deleted(_ENTITY),
         alias,
+        HEAD,
     )
 
 
@@ -97,5 +101,7 @@ def _found(
     another dataset (`store.aliases`) — in one statement: each of a lineage answer's few
     statements is a round trip."""
     values = {"entity": entity, "namespace": namespace_id(namespace)}
-    known, present, deleted, alias = conn.execute(_lookup(table, aliases), values).one()
+    known, present, deleted, alias, at = conn.execute(_lookup(table, aliases), values).one()
+    if is_snapshot(conn):
+        seen_in_snapshot(conn, at)
     return bool(known), bool(present), bool(deleted), bool(alias)

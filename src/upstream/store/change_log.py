@@ -32,7 +32,9 @@ whose next change is gone finds out from the first change it is given: `ChangeLo
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -85,12 +87,33 @@ class ChangeLogGap(Exception):
 
 #: Made once: every read asks it.
 _HEAD = sa.select(t.change_log_head.c.position)
+#: The position as a column of another statement (`seen_in_snapshot`).
+HEAD = _HEAD.scalar_subquery()
+#: The position each open read's snapshot holds, once a statement of it has read it.
+_SEEN: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+_SEEN_LOCK = threading.Lock()
 
 
 def position(conn: Connection) -> int:
-    """The newest committed position this transaction sees; 0 for an empty log."""
+    """The newest committed position this transaction sees; 0 for an empty log. Asked of a
+    read whose snapshot a statement has already read it from (`seen_in_snapshot`), it
+    answers without a statement."""
+    with _SEEN_LOCK:
+        seen = _SEEN.get(conn)
+    if seen is not None:
+        return seen
     found = conn.execute(_HEAD).scalar()
     return int(found or 0)
+
+
+def seen_in_snapshot(conn: Connection, found: int | None) -> None:
+    """Note the position (`HEAD`, None for an empty log) that a statement of the read
+    `conn` read beside its own columns: the read's first statement (the lineage start's
+    lookup) asks it, and `position` is answered from it, a round trip fewer per read.
+    Only for a read whose snapshot never moves (`store.engine.is_snapshot`): a write
+    transaction's position changes as it appends."""
+    with _SEEN_LOCK:
+        _SEEN[conn] = int(found or 0)
 
 
 def changes_since(conn: Connection, after: int) -> list[Change]:

@@ -51,6 +51,7 @@ def get_dataset_lineage(
         max_nodes=settings.max_lineage_nodes,
         max_relations=settings.max_lineage_relations,
         visibility=visibility,
+        written=True,
     )
 
 

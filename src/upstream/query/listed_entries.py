@@ -1,0 +1,77 @@
+"""A listed answer's relations (nothing collapsed) written as JSON text at once (design §6).
+
+Each entry of a listed answer is one distinct relation, and its text is made of four parts
+that repeat across entries: the dataset, the program with the access, the run and the
+component. Each distinct part is written once, as bytes, and the entries are those parts put
+side by side by numpy, in the order `collapse` gives them: an answer of 18,000 relations
+makes no dictionary or list per entry, which cost more than the walk that found them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from upstream.model.json_text import Written
+from upstream.query.collapse import KeyedRelations
+from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.numbering import NONE
+from upstream.query.relation_table import ranked, text_ranks
+
+Ints = npt.NDArray[np.int64]
+Parts = npt.NDArray[np.object_]
+
+
+def listed_entries(relations: KeyedRelations) -> Written:
+    """The entries `collapse(relations, (), None)` gives, as the JSON text orjson writes for
+    them: each distinct relation, sorted by dataset, program, access, run and component (as
+    their texts sort; none first)."""
+    unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
+    component = np.where(unnamed[relations.component], NONE, relations.component)
+    keys = np.stack(
+        [
+            text_ranks(relations.data_keys)[relations.data],
+            text_ranks(relations.program_keys)[relations.program],
+            relations.write,
+            ranked(relations.run, text_ranks(relations.run_ids)),
+            ranked(component, text_ranks(relations.components)),
+        ],
+        axis=1,
+    )
+    groups, group_of = distinct_rows(keys)
+    if not len(groups):
+        return Written(b"[]", 0)
+    first = np.empty(len(groups), dtype=np.int64)
+    first[group_of[::-1]] = np.arange(len(group_of))[::-1]
+    datasets = _parts(relations.data_keys, b',{"data":"', b'","program":"')
+    programs = _parts(relations.program_keys, b"", b'","accesses":["read"],"runs":')
+    writing = _parts(relations.program_keys, b"", b'","accesses":["write"],"runs":')
+    runs = _parts(relations.run_ids, b'["', b'"],"components":', b'[],"components":')
+    components = _parts(relations.components, b'["', b'"]}', b"[]}")
+    program = relations.program[first]
+    columns = [
+        datasets[relations.data[first]],
+        np.where(relations.write[first] == 1, writing[program], programs[program]),
+        runs[relations.run[first]],
+        components[component[first]],
+    ]
+    entries = np.empty(len(columns) * len(first), dtype=np.object_)
+    for place, column in enumerate(columns):
+        entries[place :: len(columns)] = column
+    text = b"".join(entries.tolist())
+    return Written(b"[" + text[1:] + b"]", len(first))
+
+
+def _parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = b"") -> Parts:
+    """Each of `texts` as a JSON string between `before` and `after`, by code; the last place
+    (code -1, NONE) holds `none`. One orjson call writes the strings: in its text of a list
+    of strings, `","` appears only between two of them (a quote within one is escaped)."""
+    found = np.empty(len(texts) + 1, dtype=np.object_)
+    if texts:
+        written = orjson.dumps(list(texts))[2:-2].split(b'","')
+        found[:-1] = np.array([before + text + after for text in written], dtype=np.object_)
+    found[-1] = none
+    return found
