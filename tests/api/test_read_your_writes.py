@@ -7,6 +7,7 @@ stores."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,10 @@ def test_a_read_naming_a_position_is_not_answered_while_the_index_loads(
         assert f"includes position 0, not yet {at}" in waiting.json()["message"]
         assert client.get("/api/v1/tags").status_code == 200  # naming none, it need not wait
 
-        held_load.set()
+        held_load.set()  # once the load is done (it may take longer than the read's wait)
+        index = index_of(client.app.state.store.engine)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 30
+        while not index.loaded and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert client.get("/api/v1/tags", params={"after": at}).status_code == 200
-        assert index_of(client.app.state.store.engine).position == at  # type: ignore[attr-defined]
+        assert index.position == at

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-import weakref
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from upstream.model.json_text import dumps
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters, insert_rows_ignoring
+from upstream.store.per_engine import PerEngine
 
 #: Content ids each process remembers per database (16 bytes and a dictionary entry each).
 KNOWN_LIMIT = 65_536
@@ -77,21 +77,17 @@ class _Known:
                 self._ids.pop(key, None)
 
 
-_KNOWN: weakref.WeakKeyDictionary[Engine, _Known] = weakref.WeakKeyDictionary()
-_KNOWN_LOCK = threading.Lock()
+def _listened(engine: Engine) -> _Known:
+    """`engine`'s remembered contents, with the events that fill them."""
+    sa.event.listen(engine, "commit", _remember_committed)
+    sa.event.listen(engine, "rollback", _drop_uncommitted)
+    sa.event.listen(engine, "begin", _committed)
+    sa.event.listen(engine, "handle_error", _forget_failed)
+    return _Known()
 
 
-def _known(engine: Engine) -> _Known:
-    """`engine`'s remembered contents, made (with the events that fill them) on first use."""
-    with _KNOWN_LOCK:
-        known = _KNOWN.get(engine)
-        if known is None:
-            known = _KNOWN[engine] = _Known()
-            sa.event.listen(engine, "commit", _remember_committed)
-            sa.event.listen(engine, "rollback", _drop_uncommitted)
-            sa.event.listen(engine, "begin", _committed)
-            sa.event.listen(engine, "handle_error", _forget_failed)
-        return known
+#: Each engine's remembered contents, made on first use.
+_known: PerEngine[_Known] = PerEngine(_listened)
 
 
 @dataclass

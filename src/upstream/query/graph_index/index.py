@@ -30,6 +30,7 @@ from upstream.store import change_log
 from upstream.store import schema as t
 from upstream.store.engine import Store, is_snapshot
 from upstream.store.outage import is_database_outage
+from upstream.store.per_engine import PerEngine
 
 log = logging.getLogger("upstream.query")
 
@@ -159,26 +160,15 @@ def _ids(changes: Iterable[change_log.Change], kind: str) -> set[uuid.UUID]:
     return {i for change in changes if change.kind == kind for i in change.ids}
 
 
-_indexes: weakref.WeakKeyDictionary[Engine, GraphIndex] = weakref.WeakKeyDictionary()
-_registry_lock = threading.Lock()
-
-
-def index_of(engine: Engine) -> GraphIndex:
-    """The index of the database `engine` reads, made on first use."""
-    with _registry_lock:
-        found = _indexes.get(engine)
-        if found is None:
-            found = _indexes[engine] = GraphIndex()
-        return found
+#: The index of the database an engine reads, made on first use.
+index_of: PerEngine[GraphIndex] = PerEngine(lambda _engine: GraphIndex())
 
 
 def share_index(replica: Engine, primary: Engine) -> None:
     """Reads through `replica`, an engine on a physical replica of `primary`'s database, use
     `primary`'s index: positions are the same on both, so one index answers either's
     snapshots, and a read sent to the primary finds it loaded."""
-    index = index_of(primary)
-    with _registry_lock:
-        _indexes[replica] = index
+    index_of.share(replica, index_of(primary))
 
 
 def load_in_background(store: Store) -> threading.Thread:

@@ -26,19 +26,19 @@ from __future__ import annotations
 
 import threading
 import uuid
-import weakref
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Collection
 from typing import Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef
 from upstream.query.marquez.common import Json
 from upstream.store import change_log
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.per_engine import PerEngine
 
 Kind = Literal["dataset", "job"]
 Build = Callable[[Connection, Collection[uuid.UUID]], dict[uuid.UUID, Json]]
@@ -178,14 +178,5 @@ def _touched_by(conn: Connection, runs: Collection[uuid.UUID]) -> set[uuid.UUID]
     return touched
 
 
-_kept: weakref.WeakKeyDictionary[Engine, NodeDocuments] = weakref.WeakKeyDictionary()
-_registry_lock = threading.Lock()
-
-
-def node_documents(engine: Engine) -> NodeDocuments:
-    """The node documents this process keeps for the database `engine` reads."""
-    with _registry_lock:
-        found = _kept.get(engine)
-        if found is None:
-            found = _kept[engine] = NodeDocuments()
-        return found
+#: The node documents this process keeps for the database an engine reads.
+node_documents: PerEngine[NodeDocuments] = PerEngine(lambda _engine: NodeDocuments())
