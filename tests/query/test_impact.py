@@ -322,3 +322,36 @@ def test_the_latest_run_is_the_one_that_started_last_to_the_microsecond(
     [row] = impact(client, "source")["rows"]
     assert row["latestRun"]["runId"] == half_a_second_later
     assert row["latestRun"]["startedAt"] == "2026-11-01T13:00:00.500000Z"
+
+
+def test_runs_started_at_the_same_instant_fall_to_the_greater_id(client: TestClient) -> None:
+    """`load` wrote `target` in two runs started at the same microsecond (posted greater id
+    first): the greater id is the latest; `copy` wrote `copied` from `target` in one run
+    started later than both, which is `copied`'s latest and not `target`'s."""
+    lesser = "cccccccc-0000-4000-8000-000000000001"
+    greater = "cccccccc-0000-4000-8000-000000000002"
+    copy_run = "cccccccc-0000-4000-8000-000000000003"
+    started = BASE_TIME + hours(1)
+    runs = (
+        ("load", greater, started, "source", "target"),
+        ("load", lesser, started, "source", "target"),
+        ("copy", copy_run, started + hours(2), "target", "copied"),
+    )
+    events = [
+        run_event(
+            (NS, job),
+            run_id=run_id,
+            event_type=event_type,
+            time=time,
+            inputs=[ds(NS, source)],
+            outputs=[ds(NS, target)],
+        )
+        for job, run_id, start, source, target in runs
+        for event_type, time in (("START", start), ("COMPLETE", start + hours(1)))
+    ]
+    assert client.post("/api/v1/lineage", json=events).status_code == 201
+    rows = impact(client, "source")["rows"]
+    assert [(r["hops"], r["name"], r["latestRun"]["runId"]) for r in rows] == [
+        (1, "target", greater),
+        (2, "copied", copy_run),
+    ]
