@@ -12,6 +12,9 @@ replaced by job → job links (`upstream.query.job_links`).
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.engine import Connection
@@ -72,32 +75,14 @@ def dataset_lineage(
     relations may be their JSON text (`lineage_render.render`)."""
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
-    rolled_up: RolledUp | None = None
-    rolled: RolledUpRelations | None = None
     shared = visible
     graph = graph_of(conn)
-    number = graph.ids.datasets.known(str(seed))
-    found = _NOTHING
     if params.rollup != "workflow":
         visible = visible or VisibleNodes.of(conn, graph, visibility)
-        if number is not None:
-            found = walk_relations(
-                graph, number, params.direction, params.levels, params.window, visible
-            )
-    elif number is not None:
-        rolled = walk_rolled_up(graph, number, params.direction, params.levels, params.window)
-        found = rolled.found
-    start = NONE if number is None else number
-    walked = params.levels
-    nodes = _node_count(found, start)
-    if len(found) > max_relations or nodes > max_nodes:
-        found, walked = _whole_levels(found, start, max_nodes, max_relations)
-        nodes = _node_count(found, start)
-    if rolled is not None:
-        rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
-    elif params.rollup == "workflow":
-        rolled_up = RolledUp(set(), set())
-    shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
+    walk = shown_walk(
+        graph, seed, params, max_nodes=max_nodes, max_relations=max_relations, visible=visible
+    )
+    shown, omitted, rolled_up = walk.found, walk.omitted, walk.rolled_up
     table = RelationTable.of_rows(graph, shown.rows)
     # The steps after the rendering that read the relations need them as entries.
     reread = params.rollup == "jobs" or (rolled_up is not None and not visibility.everything)
@@ -131,6 +116,54 @@ def dataset_lineage(
     ):
         answer["latestRunOutsideWindow"] = latest.isoformat()
     return answer
+
+
+@dataclass(frozen=True)
+class ShownWalk:
+    """What a lineage answer shows, as the index numbers it, before anything is named: the
+    relations within the caps, what the caps left out (None: nothing), and, for a walk
+    rolled up to workflows, the workflows and temporary datasets it met."""
+
+    found: FoundRelations
+    omitted: Omitted | None
+    rolled_up: RolledUp | None
+
+
+def shown_walk(
+    graph: Graph,
+    seed: uuid.UUID,
+    params: LineageParams,
+    *,
+    max_nodes: int,
+    max_relations: int,
+    visible: VisibleNodes | None,
+) -> ShownWalk:
+    """The walk `dataset_lineage` answers with, cut to its caps: for callers that build
+    another answer on the same relations (the impact report) without naming them all."""
+    number = graph.ids.datasets.known(str(seed))
+    found = _NOTHING
+    rolled: RolledUpRelations | None = None
+    if params.rollup != "workflow":
+        if number is not None:
+            found = walk_relations(
+                graph, number, params.direction, params.levels, params.window, visible
+            )
+    elif number is not None:
+        rolled = walk_rolled_up(graph, number, params.direction, params.levels, params.window)
+        found = rolled.found
+    start = NONE if number is None else number
+    walked = params.levels
+    nodes = _node_count(found, start)
+    if len(found) > max_relations or nodes > max_nodes:
+        found, walked = _whole_levels(found, start, max_nodes, max_relations)
+        nodes = _node_count(found, start)
+    rolled_up: RolledUp | None = None
+    if rolled is not None:
+        rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
+    elif params.rollup == "workflow":
+        rolled_up = RolledUp(set(), set())
+    shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
+    return ShownWalk(shown, omitted, rolled_up)
 
 
 _NOTHING = FoundRelations(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -36,23 +37,25 @@ from upstream.query.answers import (
     ImpactJob,
     ImpactRow,
     ImpactRun,
-    LineageAnswer,
     OwnerEntry,
 )
-from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.dataset_lineage import shown_walk
 from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
+from upstream.query.graph_index.dataset_walk import FoundRelations
 from upstream.query.graph_index.field_walk import FieldEdges
-from upstream.query.graph_index.graph import NO_START
+from upstream.query.graph_index.graph import NO_START, Graph
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.graph_index.walk_reads import WalkReads
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lookup import existing_dataset
 from upstream.query.marquez.common import iso
 from upstream.query.owners import owners_by_id
-from upstream.query.relations import Relation
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+
+Ints = npt.NDArray[np.int64]
 
 #: The CSV columns, in order (`csv_lines`).
 CSV_COLUMNS = (
@@ -112,21 +115,20 @@ def dataset_impact(
     seed = existing_dataset(conn, namespace, name, visibility)
     reader = _Reader.of(conn, visibility)
     down = replace(params, direction="downstream", collapse=frozenset(), rollup=None)
-    walk = dataset_lineage(
-        conn,
-        namespace,
-        name,
+    graph = graph_of(conn)
+    walk = shown_walk(
+        graph,
+        seed.id,
         down,
         max_nodes=max_nodes,
         max_relations=max_relations,
-        visibility=visibility,
         visible=reader.visible,
     )
-    datasets = _hops_in_walk(walk, seed)
+    datasets = _hops_in_walk(graph, walk.found, seed)
     starts = {(seed.id, f) for f in known_fields(conn, seed)}
     edges = reader.field_edges(conn, params)
     fields, cut = _field_hops(edges, starts, params, max_nodes - len(datasets))
-    reach = _Reach(datasets, fields, bool(walk.get("truncated")) or cut)
+    reach = _Reach(datasets, fields, walk.omitted is not None or cut)
     return _answer(conn, seed, None, params, reach, reader, edges)
 
 
@@ -182,29 +184,31 @@ def csv_text(answer: Mapping[str, Any]) -> str:
     return buffer.getvalue()
 
 
-def _hops_in_walk(walk: LineageAnswer, seed: DatasetRef) -> dict[uuid.UUID, int | None]:
+def _hops_in_walk(
+    graph: Graph, found: FoundRelations, seed: DatasetRef
+) -> dict[uuid.UUID, int | None]:
     """Each dataset of a downstream walk (but the seed) with its hop count: breadth first
-    from the seed, one hop being a program that read a dataset and wrote another."""
-    readers: dict[str, set[str]] = defaultdict(set)
-    writes: dict[str, set[str]] = defaultdict(set)
-    for relation in walk["relations"]:
-        if "read" in relation["accesses"]:
-            readers[relation["data"]].add(relation["program"])
-        if "write" in relation["accesses"]:
-            writes[relation["program"]].add(relation["data"])
-    ids = {
-        key: DatasetRef(e["entityId"]["namespace"], e["entityId"]["name"]).id
-        for key, e in walk["data"].items()
-    }
-    seed_key = next(key for key, id_ in ids.items() if id_ == seed.id)
-    hops: dict[str, int] = {seed_key: 0}
-    frontier = [seed_key]
-    while frontier:
-        reached = {d for key in frontier for p in readers[key] for d in writes[p]} - set(hops)
-        for key in reached:
-            hops[key] = hops[frontier[0]] + 1
-        frontier = sorted(reached)
-    return {id_: hops.get(key) for key, id_ in ids.items() if id_ != seed.id}
+    from the seed, one hop being a program that read a dataset and wrote another (None:
+    the walk shows the dataset but no such path to it)."""
+    readers: dict[int, set[int]] = defaultdict(set)
+    writes: dict[int, set[int]] = defaultdict(set)
+    datasets, jobs, written = (found.rows[:, column].tolist() for column in (0, 1, 3))
+    for dataset, job, write in zip(datasets, jobs, written, strict=True):
+        if write:
+            writes[job].add(dataset)
+        else:
+            readers[dataset].add(job)
+    start = graph.ids.datasets.known(str(seed.id))
+    hops: dict[int, int] = {}
+    if start is not None:
+        hops[start] = 0
+        frontier = {start}
+        while frontier:
+            level = hops[next(iter(frontier))] + 1
+            frontier = {d for key in frontier for p in readers[key] for d in writes[p]} - set(hops)
+            hops.update(dict.fromkeys(frontier, level))
+    texts = graph.ids.datasets.texts
+    return {uuid.UUID(texts[d]): hops.get(d) for d in set(datasets) - {start}}
 
 
 def _field_hops(
@@ -234,21 +238,17 @@ def _answer(
     for (dataset_id, _), hops in reach.fields.items():
         if dataset_id != seed.id and nearest.get(dataset_id) is None:
             nearest[dataset_id] = hops
-    every_writer = _carriers(conn, seed.id, nearest, params)
-    job_names = _job_names(conn, {job for jobs in every_writer.values() for job, _ in jobs})
-    # A job the reader may not see carries nothing it is shown (the walks met it already).
-    writers = {
-        dataset: {pair for pair in jobs if reader.visibility.shows(job_names[pair[0]][0])}
-        for dataset, jobs in every_writer.items()
-    }
-    job_ids = {job for jobs in writers.values() for job, _ in jobs}
-    job_owners = owners_by_id(conn, t.jobs, job_ids)
+    carried = _Carriers.of(graph_of(conn), seed.id, nearest, params, reader.visible)
+    job_names = _job_names(conn, carried.jobs_of_every_dataset())
+    writers = carried.jobs_by_dataset()
+    job_owners = owners_by_id(conn, t.jobs, set(job_names))
     dataset_owners = owners_by_id(conn, t.datasets, dataset_ids)
-    latest_runs = _latest_runs(conn, writers)
+    runs = _runs(conn, set(carried.latest.values()))
+    latest_runs = {d: runs[run] for d, run in carried.latest.items() if run in runs}
     rows: list[ImpactRow] = []
 
     def row(dataset_id: uuid.UUID, field_name: str | None, hops: int | None) -> ImpactRow:
-        jobs = sorted({job for job, _ in writers.get(dataset_id, ())}, key=job_names.__getitem__)
+        jobs = sorted(writers.get(dataset_id, ()), key=job_names.__getitem__)
         return {
             "kind": "field" if field_name is not None else "dataset",
             "namespace": names[dataset_id].namespace,
@@ -292,32 +292,95 @@ def _answer(
     return answer
 
 
-def _carriers(
-    conn: Connection,
-    seed: uuid.UUID,
-    hops: dict[uuid.UUID, int | None],
-    params: LineageParams,
-) -> dict[uuid.UUID, set[tuple[uuid.UUID, uuid.UUID | None]]]:
-    """For each reached dataset, the (job, run) pairs that wrote it in the window after
-    reading the seed or a dataset nearer to it: the jobs in between."""
-    reads = WalkReads(graph_of(conn), params.window, "downstream")
-    relations = reads.relations_of_datasets({seed, *hops})
-    distance: dict[uuid.UUID, int | None] = {**hops, seed: 0}
-    read_at: dict[uuid.UUID, list[int]] = defaultdict(list)
-    for r in relations:
-        at = distance.get(r.dataset_id)
-        if r.access == "read" and at is not None:
-            read_at[r.job_id].append(at)
-    carriers: dict[uuid.UUID, set[tuple[uuid.UUID, uuid.UUID | None]]] = defaultdict(set)
-    for r in _writes(relations):
-        at = distance.get(r.dataset_id)
-        if r.dataset_id != seed and any(at is None or seen < at for seen in read_at[r.job_id]):
-            carriers[r.dataset_id].add((r.job_id, r.run_id))
-    return carriers
+#: A dataset's distance when the walk shows it without a path to it (`None` hops): every
+#: carrier's read is nearer; a job that read nothing at a known distance is farther still.
+_UNREACHED = np.int64(1 << 40)
+_NO_READ = np.int64(1 << 41)
 
 
-def _writes(relations: Collection[Relation]) -> list[Relation]:
-    return [r for r in relations if r.access == "write"]
+@dataclass(frozen=True)
+class _Carriers:
+    """The relations that carried the data into each reached dataset, as index numbers:
+    writes in the window by a job that read the seed or a dataset nearer to the seed than
+    the one it wrote (the jobs in between), of jobs the reader may see."""
+
+    graph: Graph
+    #: Dataset, job and run numbers of the carrying writes.
+    dataset: Ints
+    job: Ints
+    run: Ints
+    #: The latest run that wrote each dataset (`_latest`), by dataset id.
+    latest: dict[uuid.UUID, uuid.UUID]
+
+    @classmethod
+    def of(
+        cls,
+        graph: Graph,
+        seed: uuid.UUID,
+        hops: Mapping[uuid.UUID, int | None],
+        params: LineageParams,
+        visible: VisibleNodes | None,
+    ) -> _Carriers:
+        numbers = graph.ids.datasets
+        distance = np.full(len(numbers), _UNREACHED, dtype=np.int64)
+        for reached, hop in {**hops, seed: 0}.items():
+            if (number := numbers.known(str(reached))) is not None:
+                distance[number] = _UNREACHED if hop is None else hop
+        reads = WalkReads(graph, params.window, "downstream")
+        rows = reads.relation_rows_of_datasets(np.flatnonzero(distance < _UNREACHED + 1))
+        r = graph.relations
+        dataset, job, run = (r[c][rows].astype(np.int64) for c in ("dataset", "job", "run"))
+        write = r["write"][rows].astype(np.bool_)
+        at = distance[dataset]
+        nearest_read = np.full(len(graph.ids.jobs), _NO_READ, dtype=np.int64)
+        known = ~write & (at < _UNREACHED)
+        np.minimum.at(nearest_read, job[known], at[known])
+        seed_number = numbers.known(str(seed))
+        carries = write & (dataset != seed_number) & (nearest_read[job] < at)
+        # A job the reader may not see carries nothing it is shown (the walks met it already).
+        if visible is not None:
+            carries &= visible.shows_jobs(job)
+        dataset, job, run = dataset[carries], job[carries], run[carries]
+        return cls(graph, dataset, job, run, _latest(graph, dataset, run))
+
+    def jobs_of_every_dataset(self) -> set[uuid.UUID]:
+        return {self._job_id(j) for j in np.unique(self.job).tolist()}
+
+    def jobs_by_dataset(self) -> dict[uuid.UUID, set[uuid.UUID]]:
+        found: dict[uuid.UUID, set[uuid.UUID]] = defaultdict(set)
+        pairs = np.unique(np.stack([self.dataset, self.job], axis=1), axis=0)
+        texts = self.graph.ids.datasets.texts
+        for dataset, job in pairs.tolist():
+            found[uuid.UUID(texts[dataset])].add(self._job_id(job))
+        return found
+
+    def _job_id(self, number: int) -> uuid.UUID:
+        return uuid.UUID(self.graph.ids.jobs.texts[number])
+
+
+def _latest(graph: Graph, dataset: Ints, run: Ints) -> dict[uuid.UUID, uuid.UUID]:
+    """For each dataset, the latest of the runs that wrote it: the newest start (a run
+    without one last), ties to the greater id. Chosen on the index's run starts, so only
+    the rows of the runs shown are read, not those of every run of every carrier."""
+    dataset, run = dataset[run != NONE], run[run != NONE]
+    if not len(run):
+        return {}
+    starts, _ = graph.spans(run)
+    started = starts != NO_START
+    order = np.lexsort((starts, started, dataset))
+    dataset, run, starts, started = dataset[order], run[order], starts[order], started[order]
+    # The last row of each dataset holds its newest (started, start); its ties are the rows
+    # equal to it, whose order falls to the run id's text.
+    last = np.flatnonzero(np.append(dataset[1:] != dataset[:-1], True))
+    group = np.cumsum(np.concatenate([[0], dataset[1:] != dataset[:-1]]))
+    tied = (starts == starts[last][group]) & (started == started[last][group])
+    datasets, runs = graph.ids.datasets.texts, graph.ids.runs.texts
+    latest: dict[str, str] = {}
+    for d, r in zip(dataset[tied].tolist(), run[tied].tolist(), strict=True):
+        text = runs[r]
+        if latest.get(datasets[d], "") < text:
+            latest[datasets[d]] = text
+    return {uuid.UUID(d): uuid.UUID(r) for d, r in latest.items()}
 
 
 def _job_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
@@ -331,32 +394,6 @@ def _job_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
 
 def _job(name: tuple[str, str], owners: list[OwnerEntry]) -> ImpactJob:
     return {"namespace": name[0], "name": name[1], "owners": owners}
-
-
-def _latest_runs(
-    conn: Connection, writers: Mapping[uuid.UUID, set[tuple[uuid.UUID, uuid.UUID | None]]]
-) -> dict[uuid.UUID, ImpactRun]:
-    """For each dataset of `writers`, the latest run that wrote it: the newest start (a run
-    without one last), ties to the greater id. Chosen on the index's run starts, so only
-    the rows of the runs shown are read, not those of every run of every carrier."""
-    graph = graph_of(conn)
-    runs = {run for jobs in writers.values() for _, run in jobs if run is not None}
-    numbered = {run: graph.ids.runs.known(str(run)) for run in runs}
-    known = {run: n for run, n in numbered.items() if n is not None}
-    starts, _ = graph.spans(np.fromiter(known.values(), dtype=np.int64, count=len(known)))
-    start_of = dict(zip(known, starts.tolist(), strict=True))
-
-    def recency(run: uuid.UUID) -> tuple[bool, int, str]:
-        start = start_of[run]
-        return (start != NO_START, start, str(run))
-
-    latest = {
-        dataset: max(written, key=recency)
-        for dataset, jobs in writers.items()
-        if (written := [run for _, run in jobs if run in start_of])
-    }
-    rows = _runs(conn, set(latest.values()))
-    return {dataset: rows[run] for dataset, run in latest.items() if run in rows}
 
 
 def _runs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, ImpactRun]:

@@ -63,6 +63,12 @@ class WalkReads:
             rows = rows[self.graph.relations["write"][rows] == (self.mode == "upstream")]
         return self._as_relations(rows)
 
+    def relation_rows_of_datasets(self, numbers: Ints) -> Ints:
+        """The positions in `graph.relations` of the relations of the datasets numbered
+        `numbers` (sorted, distinct) in the window: for an answer that works on the
+        index's columns and names only what it shows."""
+        return self._relations(self.graph.by_dataset, numbers)
+
     def relations_of_jobs(self, ids: Collection[uuid.UUID]) -> set[Relation]:
         return self._as_relations(
             self._relations(self.graph.by_job, self._numbers(self.graph.ids.jobs, ids))
