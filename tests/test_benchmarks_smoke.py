@@ -20,6 +20,7 @@ from benchmarks.decoding import run_decoding
 from benchmarks.exactness import check
 from benchmarks.generator import (
     DATASET_FIELDS,
+    EDGE_SETS,
     SIZES,
     Dataset,
     generate,
@@ -81,6 +82,38 @@ def test_generator_truth_follows_the_plan(tiny: Path) -> None:
             lookup = job.inputs[-1]
             if len(job.inputs) > 1 and not lookup.temporary:
                 assert all((e[0], e[1]) != (lookup.namespace, lookup.name) for e in mine)
+
+
+def test_truth_loads_as_written_with_each_string_kept_once(tiny: Path) -> None:
+    """The edges read row by row are the rows written, and a name or run id that many rows
+    repeat is one string object (the large size's truth took about 10 GB otherwise)."""
+    truth = load_truth(tiny)
+    written = json.loads((tiny / "truth.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in truth.items() if k not in EDGE_SETS} == {
+        k: v for k, v in written.items() if k not in EDGE_SETS
+    }
+    for key in EDGE_SETS:
+        assert truth[key] == {tuple(row) for row in written[key]}
+    strings = [value for key in EDGE_SETS for row in truth[key] for value in row]
+    assert len(strings) > 10 * len(set(strings))
+    assert len({id(value) for value in strings}) == len(set(strings))
+
+
+def test_truth_with_an_empty_or_missing_edge_set_loads(tmp_path: Path) -> None:
+    (tmp_path / "truth.json").write_text(
+        '{"events": 2, "window": ["a", "b"], "dataset_edges": [["p", "q", "r"], ["p", "s", "r"]]'
+        ', "field_edges": [], "accesses": [["q", "j", "1"]]}',
+        encoding="utf-8",
+    )
+    truth = load_truth(tmp_path)
+    assert truth == {
+        "events": 2,
+        "window": ["a", "b"],
+        "dataset_edges": {("p", "q", "r"), ("p", "s", "r")},
+        "field_edges": set(),
+        "accesses": {("q", "j", "1")},
+        "sql_field_edges": set(),
+    }
 
 
 def test_sql_facets_agree_with_the_dataset_truth(tiny: Path) -> None:
