@@ -693,11 +693,30 @@ def _write_truth(path: Path, document: dict[str, Any], truth: Truth) -> None:
 
 
 def load_truth(out_dir: Path) -> dict[str, Any]:
-    """The ground truth written beside the events, with edges as sets of tuples."""
-    document: dict[str, Any] = json.loads((out_dir / "truth.json").read_text(encoding="utf-8"))
+    """The ground truth written beside the events, with edges as sets of tuples.
+
+    Read row by row, each distinct name or run id kept once: the large size's millions of
+    rows repeat a few hundred thousand strings, and parsed whole (every row a list of its
+    own strings) they took about 10 GB."""
+    text = (out_dir / "truth.json").read_text(encoding="utf-8")
+    decoder = json.JSONDecoder()
+    strings: dict[Any, Any] = {}
+    found: dict[str, set[tuple[Any, ...]]] = {}
+    header_end, at = len(text) - 1, 0
     for key in EDGE_SETS:
-        document[key] = {tuple(row) for row in document.get(key, ())}
-    return document
+        marker = f', "{key}": ['
+        start = text.find(marker, at)
+        if start < 0:
+            continue
+        header_end, at = min(header_end, start), start + len(marker)
+        rows: set[tuple[Any, ...]] = set()
+        while text[at] != "]":
+            row, at = decoder.raw_decode(text, at)
+            rows.add(tuple(strings.setdefault(value, value) for value in row))
+            at += 2 if text.startswith(", ", at) else 0
+        found[key] = rows
+    document: dict[str, Any] = json.loads(text[:header_end] + "}")
+    return {**document, **{key: found.get(key, set()) for key in EDGE_SETS}}
 
 
 def read_events(out_dir: Path) -> Iterator[str]:
