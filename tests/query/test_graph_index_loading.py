@@ -11,12 +11,14 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.model.errors import StoreUnavailable
+from upstream.query.graph_index import index as index_module
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import GraphIndex, index_of, load_in_background
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 
 
 class _Unreadable:
@@ -84,3 +86,26 @@ def test_a_server_whose_first_read_is_refused_is_not_left_loading(
         graph = index.graph(conn, wait=1)
     assert graph.position == 0
     assert index.loaded
+
+
+def test_a_servers_index_load_is_held_to_no_deadline(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's load of a large store's index may take longer than a request's deadline
+    (here a load made to take over a second, against a 0.3 s statement timeout): it runs to
+    its end rather than fail and leave every read to load the index within that deadline."""
+    from tests.store.test_database_outage import SECONDS_LONG_QUERY
+
+    real_load = index_module.load
+
+    def slow_load(conn: Connection, *args: Any, **kwargs: Any) -> Graph:
+        conn.execute(sa.text(SECONDS_LONG_QUERY[conn.dialect.name]))
+        return real_load(conn, *args, **kwargs)
+
+    monkeypatch.setattr(index_module, "load", slow_load)
+    store = Store(db_url, timeouts=Timeouts(statement=0.3))
+    try:
+        load_in_background(store).join(60)
+        assert index_of(store.engine).loaded
+    finally:
+        store.dispose()

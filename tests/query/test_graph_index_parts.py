@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import column_lineage, ds, run_event
@@ -19,7 +20,7 @@ from upstream.query.lineage_query import FieldLineageQuery, LineageQuery
 from upstream.settings import Settings
 from upstream.store import graph_rows
 from upstream.store.change_log import position
-from upstream.store.engine import Store
+from upstream.store.engine import Store, Timeouts
 
 NS = "warehouse"
 WINDOW = {"start": "2026-10-31T00:00:00Z", "end": "2026-11-02T00:00:00Z"}
@@ -114,3 +115,28 @@ def test_rows_read_a_few_at_a_time_make_the_same_index(
             assert np.array_equal(one[name], other[name]), (table, name)
     for name in whole.fields.edges.columns:
         assert np.array_equal(whole.fields.edges[name], chunked.fields.edges[name])
+
+
+def test_a_command_waits_for_its_index_past_a_requests_deadline(
+    db_url: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command run by hand (`upstream lineage --db`) on a store whose index takes longer
+    to load than a request's deadline (here over a second, against 0.3 s) answers once it
+    has loaded, rather than fail at that deadline."""
+    from tests.store.test_database_outage import SECONDS_LONG_QUERY
+    from upstream.query.graph_index import index as index_module
+
+    def slow_load(conn: Any, *args: Any, **kwargs: Any) -> Graph:
+        conn.execute(sa.text(SECONDS_LONG_QUERY[conn.dialect.name]))
+        return load(conn, *args, **kwargs)
+
+    filling = Store(db_url)
+    ingest_documents(filling, [_copy("load", "raw", "staged")], batch=True)
+    filling.dispose()
+    monkeypatch.setattr(index_module, "load", slow_load)
+    store = Store(db_url, timeouts=Timeouts(statement=0.3))
+    try:
+        answer = _lineage(DatabaseReader(store, settings), "staged")
+        assert _datasets(answer) == {f"dataset.{NS}.{n}" for n in ("raw", "staged")}
+    finally:
+        store.dispose()

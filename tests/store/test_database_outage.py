@@ -189,6 +189,29 @@ def test_a_statement_over_the_statement_timeout_is_unavailable(db_url: str) -> N
         store.dispose()
 
 
+#: A statement that runs for about a second or more on either database, then ends.
+SECONDS_LONG_QUERY = {
+    "postgresql": "SELECT 1 FROM pg_sleep(1.5)",
+    "sqlite": "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000000) "
+    "SELECT 1 FROM n WHERE i = 4000000",
+}
+
+
+def test_a_long_read_is_held_to_no_deadline(db_url: str) -> None:
+    """The same statement that a read gives up on at the 0.3 s statement timeout runs to
+    its end in a long read (an index load at a server's start, a command run by hand)."""
+    store = Store(db_url, timeouts=Timeouts(statement=0.3))
+    try:
+        with pytest.raises(StoreUnavailable), store.read() as conn:
+            conn.execute(sa.text(SECONDS_LONG_QUERY[store.dialect]))
+        with store.read(long=True) as conn:
+            assert conn.execute(sa.text(SECONDS_LONG_QUERY[store.dialect])).scalar() == 1
+        with pytest.raises(StoreUnavailable), store.read() as conn:  # bounded again
+            conn.execute(sa.text(SECONDS_LONG_QUERY[store.dialect]))
+    finally:
+        store.dispose()
+
+
 def test_a_full_pool_is_unavailable_not_an_error(db_url: str) -> None:
     """`QueuePool limit … reached` is no OperationalError; it is a 503 all the same."""
     store = Store(db_url, pool_size=1, timeouts=Timeouts(pool=0.2))

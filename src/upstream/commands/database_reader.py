@@ -118,9 +118,11 @@ class DatabaseReader:
     @contextmanager
     def _read(self, *, fields: bool = True) -> Iterator[Connection]:
         """A read transaction, on an index holding the field graph only when the question
-        walks fields: a command asking a dataset's or a run's lineage loads a third less."""
+        walks fields: a command asking a dataset's or a run's lineage loads a third less. A
+        long one: a command run by hand on a large store waits for its index to load rather
+        than fail at a request's deadline."""
         index_of(self.store.engine).fields_wanted = fields
-        with self.store.read() as conn:
+        with self.store.read(long=True) as conn:
             yield conn
 
     def _caps(self) -> _Caps:

@@ -147,22 +147,24 @@ class Store:
         return self.url.render_as_string(hide_password=True)
 
     @contextmanager
-    def read(self, *, primary: bool = False) -> Iterator[Connection]:
+    def read(self, *, primary: bool = False, long: bool = False) -> Iterator[Connection]:
         """A read-only transaction: one consistent snapshot for a whole query, on a read
         replica when the store has one close enough behind (`read_from_replicas`), else on
-        the primary — always there with `primary`.
+        the primary — always there with `primary`. A `long` read has no deadline, neither
+        the request's nor a statement's: loading a large store's index at a server's start,
+        or a command run by hand, may take minutes, and failing it would only start it over.
 
         PostgreSQL's default READ COMMITTED takes a new snapshot per statement, so a query of
         several statements could see half of a concurrent write; REPEATABLE READ holds one
         snapshot for the transaction (and a read-only one never fails to serialize). SQLite's
         read transaction is a snapshot already."""
         replica = None if primary else self._replica_for_reads()
-        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
+        with self._guarded(replica, long), self._snapshot(replica or self.engine, long) as conn:
             # The position the request's read names, else the primary's snapshot.
             if replica is None or includes_wanted(conn):
                 yield conn
                 return
-        with self._guarded(None), self._snapshot(self.engine) as conn:
+        with self._guarded(None, long), self._snapshot(self.engine, long) as conn:
             yield conn
 
     def read_position(self) -> int:
@@ -213,20 +215,23 @@ class Store:
         return None if self.replicas is None else self.replicas.engine_for_reads()
 
     @contextmanager
-    def _guarded(self, replica: Engine | None) -> Iterator[None]:
+    def _guarded(self, replica: Engine | None, long: bool = False) -> Iterator[None]:
         """A read's bounds and outage handling; a replica's failure is not the primary's,
         so it leaves the outage breaker (which writes consult too) alone."""
         breaker = self.breaker.attempt() if replica is None else nullcontext()
-        with breaker, outage_guard(), self.clock.running():
+        timed = nullcontext() if long else self.clock.running()
+        with breaker, outage_guard(), timed:
             yield
 
     @contextmanager
-    def _snapshot(self, engine: Engine) -> Iterator[Connection]:
+    def _snapshot(self, engine: Engine, long: bool = False) -> Iterator[Connection]:
         with engine.connect() as conn:
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-            conn.execution_options(**{_SNAPSHOT: True})
+            conn.execution_options(**{_SNAPSHOT: True, UNBOUNDED: long})
             with conn.begin():
+                if long and self.dialect == "postgresql":
+                    conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
                 yield conn
 
     def write(self, work: Callable[[Connection], T], *, attempts: int = 5, long: bool = False) -> T:

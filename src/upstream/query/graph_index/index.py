@@ -20,6 +20,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from functools import partial
 
 from sqlalchemy.engine import Connection, Engine
 
@@ -173,13 +174,15 @@ def share_index(replica: Engine, primary: Engine) -> None:
 
 def load_in_background(store: Store) -> threading.Thread:
     """Load the index of `store` on a thread of its own (a server's start): reads wait for
-    it, up to `LOAD_WAIT_SECONDS`."""
+    it, up to `LOAD_WAIT_SECONDS`. The load is a long read, bounded by no deadline: a
+    large store's index takes longer than a request may, and a load cut short would leave
+    every read to load it within a request's bound, which it could never do."""
     index = index_of(store.engine)
     index.begin_loading()
 
     def run() -> None:
         try:
-            index.load_now(store.read)
+            index.load_now(partial(store.read, long=True))
         except Exception as exc:  # reads load it themselves then; the cause goes to the log
             if is_database_outage(exc):
                 log.warning("loading the lineage index: the database is unavailable (%s)", exc)
