@@ -22,8 +22,9 @@ from upstream.store import kafka_offsets
 from upstream.store.change_log import position
 from upstream.store.engine import Store
 
-#: The position a view includes now (it may catch up first, as an index applying changes).
-View = Callable[[], int]
+#: The position a view includes now, given the position a read waits for: it may catch up
+#: first, as an index applying changes, and need not look further when it holds that already.
+View = Callable[[int], int]
 #: Refuses (InvalidParameter) Kafka offsets that were never given: beyond their partition's
 #: newest, or of a partition Kafka does not have (`kafka.watermarks`).
 OffsetCheck = Callable[[Sequence[KafkaOffset]], None]
@@ -53,7 +54,7 @@ class Views:
         self._plugged: list[View] = []
         self._check_offsets: OffsetCheck | None = None
         if store.replicas is not None:
-            self.plug(store.read_position)  # a replica's replay
+            self.plug(lambda _wanted: store.read_position())  # a replica's replay
 
     def plug(self, view: View) -> None:
         """Answer reads from `view` too: reads naming a position wait for it as well."""
@@ -120,16 +121,38 @@ class Views:
             )
 
     def _included(self, after: int, deadline: float) -> None:
+        """Return once every view includes `after`. The primary is asked whether `after` was
+        ever given only when a view is behind it: a position a view of the store includes
+        was. Most reads find their views caught up, and cost the primary nothing."""
+        if not self._plugged:
+            self._refuse_beyond_newest(after)
+            return
+        pause = _FIRST_PAUSE
+        checked = False
+        while (behind := self._behind(after)) is not None:
+            if not checked:
+                self._refuse_beyond_newest(after)
+                checked = True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NotCaughtUp(after, behind)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _LONGEST_PAUSE)
+
+    def _behind(self, after: int) -> int | None:
+        """The position of the first view (in the order plugged) that does not include
+        `after` yet; None when all do. The views after one behind are not asked: the
+        read waits anyway, and they look again next time."""
+        for view in self._plugged:
+            included = view(after)
+            if included < after:
+                return included
+        return None
+
+    def _refuse_beyond_newest(self, after: int) -> None:
         with self._store.read(primary=True) as conn:
             stored = position(conn)
         if after > stored:
             raise InvalidParameter(
                 [Problem("after", f"position {after} is beyond the newest, {stored}")]
             )
-        pause = _FIRST_PAUSE
-        while (included := min((view() for view in self._plugged), default=stored)) < after:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise NotCaughtUp(after, included)
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, _LONGEST_PAUSE)

@@ -17,7 +17,6 @@ from upstream.api.deps import (
 from upstream.api.metrics import metrics_of
 from upstream.api.path_segments import EncodedSegmentsRoute
 from upstream.ingest.body import Limits
-from upstream.ingest.operations_document import operations_document_event
 from upstream.ingest.service import prepare
 from upstream.model.write_scope import writable_events
 
@@ -55,6 +54,10 @@ async def post_field_operations(
     access: AccessDep,
 ) -> Response:
     """Validate the document, convert it to the recorder's RunEvent and ingest it."""
+    # Imported at the first document: it takes the OpenLineage client (a third of a second
+    # of CPU), which every server start and test process would pay for otherwise.
+    from upstream.ingest.operations_document import operations_document_event
+
     limits = Limits(settings.max_body_bytes, max_events=None, max_values=settings.max_event_values)
     body = await read_json(request, limits)
     event = operations_document_event(namespace, body.document)

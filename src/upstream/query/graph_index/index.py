@@ -7,8 +7,10 @@ transaction: the change log's position in that snapshot says which version answe
 current version is brought forward under a lock by the changes the log lists (the rows the
 changed runs and owners own, read again in that same snapshot), so a reader never sees a
 half-applied change; versions are never modified, so readers walk them without a lock. A
-reader whose snapshot is older than the current version answers from the version of its
-position, kept for a while, or from a private load: never from a newer state than its own.
+reader whose snapshot is older than the current version answers from the newest version its
+snapshot includes, of the few kept, brought to its position by the changes between (and kept
+too: readers of one snapshot are many), or — none kept being that old — from a private
+load: never from a newer state than its own.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import logging
 import threading
 import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from functools import partial
@@ -44,7 +45,7 @@ class GraphIndex:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._versions: OrderedDict[int, Graph] = OrderedDict()
+        self._versions: dict[int, Graph] = {}
         self._current: Graph | None = None
         self._loading = threading.Event()
         self._loaded = threading.Event()
@@ -118,15 +119,24 @@ class GraphIndex:
             current = self._current
             if current is not None and current.position <= at and not self._complete(current):
                 current = None  # loaded again whole, with the numberings it had
-            if current is not None and current.position > at:
-                older = self._versions.get(at)
-                if older is not None and self._complete(older):
-                    return older
-            else:
+            if current is None or current.position <= at:
                 graph = self._brought_to(conn, current, at)
                 self._keep(graph)
                 return graph
+            # A snapshot older than the newest version (readers on a replica behind the
+            # primary, or whose snapshot began before another's read moved the index on):
+            # the newest kept version it includes, brought to it by the changes between.
+            older = self._newest_kept(at)
+            if older is not None:
+                graph = self._brought_to(conn, older, at)
+                self._remember(graph)
+                return graph
         return load(conn, at, current.ids, fields=self.fields_wanted)
+
+    def _newest_kept(self, at: int) -> Graph | None:
+        """The newest complete version kept at or before position `at`."""
+        kept = [p for p, graph in self._versions.items() if p <= at and self._complete(graph)]
+        return self._versions[max(kept)] if kept else None
 
     def _complete(self, graph: Graph) -> bool:
         """`graph` holds every part this index wants."""
@@ -151,10 +161,14 @@ class GraphIndex:
 
     def _keep(self, graph: Graph) -> None:
         self._current = graph
+        self._remember(graph)
+        self._loaded.set()
+
+    def _remember(self, graph: Graph) -> None:
+        """Keep `graph` for readers at its position; the oldest positions go first."""
         self._versions[graph.position] = graph
         while len(self._versions) > _KEPT_VERSIONS:
-            self._versions.popitem(last=False)
-        self._loaded.set()
+            del self._versions[min(self._versions)]
 
 
 def _ids(changes: Iterable[change_log.Change], kind: str) -> set[uuid.UUID]:
@@ -194,17 +208,20 @@ def load_in_background(store: Store) -> threading.Thread:
     return thread
 
 
-def position_view(store: Store) -> Callable[[], int]:
+def position_view(store: Store) -> Callable[[int], int]:
     """This process's index as a view of the store (`query.positions.Views.plug`): a read
-    that names a position waits until the index has applied it, not only the database. Each
-    look brings the index to the newest position the store has committed and gives the
-    position it then holds; while a load started elsewhere runs, it waits for nothing and
-    gives the position held before (0 for none), so the read waits within its own bound."""
+    that names a position waits until the index has applied it, not only the database. A
+    look at an index that holds the wanted position already gives its position and reads
+    nothing; otherwise it brings the index to the newest position the store has committed
+    and gives the position it then holds. While a load started elsewhere runs, it waits for
+    nothing and gives the position held before (0 for none), so the read waits within its
+    own bound."""
     index = index_of(store.engine)
 
-    def applied() -> int:
-        if index.loading:
-            return index.position or 0
+    def applied(wanted: int) -> int:
+        held = index.position
+        if index.loading or (held is not None and held >= wanted):
+            return held or 0
         with store.read() as conn:
             return index.graph(conn).position
 
