@@ -12,6 +12,8 @@ replaced by job → job links (`upstream.query.job_links`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.engine import Connection
@@ -72,32 +74,14 @@ def dataset_lineage(
     relations may be their JSON text (`lineage_render.render`)."""
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
-    rolled_up: RolledUp | None = None
-    rolled: RolledUpRelations | None = None
     shared = visible
     graph = graph_of(conn)
     number = graph.ids.datasets.known(str(seed))
-    found = _NOTHING
     if params.rollup != "workflow":
         visible = visible or VisibleNodes.of(conn, graph, visibility)
-        if number is not None:
-            found = walk_relations(
-                graph, number, params.direction, params.levels, params.window, visible
-            )
-    elif number is not None:
-        rolled = walk_rolled_up(graph, number, params.direction, params.levels, params.window)
-        found = rolled.found
-    start = NONE if number is None else number
-    walked = params.levels
-    nodes = _node_count(found, start)
-    if len(found) > max_relations or nodes > max_nodes:
-        found, walked = _whole_levels(found, start, max_nodes, max_relations)
-        nodes = _node_count(found, start)
-    if rolled is not None:
-        rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
-    elif params.rollup == "workflow":
-        rolled_up = RolledUp(set(), set())
-    shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
+    shown, omitted, rolled_up = shown_walk(
+        graph, number, params, visible, (max_nodes, max_relations)
+    )
     table = RelationTable.of_rows(graph, shown.rows)
     # The steps after the rendering that read the relations need them as entries.
     reread = params.rollup == "jobs" or (rolled_up is not None and not visibility.everything)
@@ -131,6 +115,52 @@ def dataset_lineage(
     ):
         answer["latestRunOutsideWindow"] = latest.isoformat()
     return answer
+
+
+class ShownWalk(NamedTuple):
+    """What a walk shows once cut to the caps: its relations, what the cut left out (None
+    when nothing), and what a rolled-up walk met within the levels shown (None without a
+    rollup)."""
+
+    shown: FoundRelations
+    omitted: Omitted | None
+    rolled_up: RolledUp | None
+
+
+def shown_walk(
+    graph: Graph,
+    number: int | None,
+    params: LineageParams,
+    visible: VisibleNodes | None,
+    caps: tuple[int, int],
+) -> ShownWalk:
+    """The walk of `params` from dataset `number` (None: one the index does not hold, which
+    shows nothing), cut to `caps` (nodes, relations) as `dataset_lineage` says; `visible`
+    is the reader's view for a walk without a rollup."""
+    max_nodes, max_relations = caps
+    rolled: RolledUpRelations | None = None
+    found = _NOTHING
+    if params.rollup != "workflow":
+        if number is not None:
+            found = walk_relations(
+                graph, number, params.direction, params.levels, params.window, visible
+            )
+    elif number is not None:
+        rolled = walk_rolled_up(graph, number, params.direction, params.levels, params.window)
+        found = rolled.found
+    start = NONE if number is None else number
+    walked = params.levels
+    nodes = _node_count(found, start)
+    if len(found) > max_relations or nodes > max_nodes:
+        found, walked = _whole_levels(found, start, max_nodes, max_relations)
+        nodes = _node_count(found, start)
+    rolled_up: RolledUp | None = None
+    if rolled is not None:
+        rolled_up = RolledUp(_met(rolled.workflows, walked), _met(rolled.temporary, walked))
+    elif params.rollup == "workflow":
+        rolled_up = RolledUp(set(), set())
+    shown, omitted = _cut(graph, found, start, nodes, max_nodes, max_relations)
+    return ShownWalk(shown, omitted, rolled_up)
 
 
 _NOTHING = FoundRelations(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))
