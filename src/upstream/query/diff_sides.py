@@ -23,7 +23,7 @@ from upstream.model.keys import entity_key
 from upstream.query.answers import DataEntry, ProgramEntry
 from upstream.query.collapse import Dimension
 from upstream.query.dataset_lineage import ShownWalk, shown_walk
-from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.dataset_walk import UNNAMED, distinct_rows
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.numbering import NONE
@@ -150,7 +150,7 @@ class _Names:
         `collapse`) are collapsed, by its identity, as `collapse.collapse` would group and
         list them: declared rows count no run, and an unnamed component is none."""
         dataset, job, run, write, component = (rows[:, c] for c in range(5))
-        component = self._named(component)
+        component = np.where(component == UNNAMED, NONE, component)
         none = np.full(len(rows), NONE, dtype=np.int64)
         merged_access, merged_component = "access" in collapse, "component" in collapse
         keys = np.stack(
@@ -194,11 +194,3 @@ class _Names:
                 strict=True,
             )
         }
-
-    def _named(self, component: Ints) -> Ints:
-        """`component` with the unnamed one ("") as none."""
-        unnamed = self.graph.ids.components.known("")
-        if unnamed is None:
-            return component
-        found: Ints = np.where(component == unnamed, NONE, component)
-        return found
