@@ -1,12 +1,14 @@
 """What changed in a dataset's lineage between two windows or two times (design §4.5): the
 service behind `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff`.
 
-Both sides are answers of the dataset-lineage service with the same levels, direction,
-collapse and rollup; the diff compares the answers, never the walk. Runs are what differ
-between two windows, so a relation's identity is its dataset, program, accesses and
-components with its runs collapsed: a relation in one answer and not the other is `added` or
-`removed`, and a kept relation says how many runs it had on each side. Field edges between
-each answer's datasets, and the datasets and programs themselves, are compared the same way.
+Both sides are what the dataset-lineage service shows with the same levels, direction,
+collapse and rollup, caps included. Runs are what differ between two windows, so a relation's
+identity is its dataset, program, accesses and components with its runs collapsed: a relation
+on one side and not the other is `added` or `removed`, and a kept relation says how many runs
+it had on each side. Field edges between each side's datasets, and the datasets and programs
+themselves, are compared the same way. Without a rollup the sides come from their walks' rows
+(`query.diff_sides`: neither side's answer is written, and runs are counted, never named); a
+rollup rewrites an answer after its walk, so with one the sides are the two answers.
 
 A reader limited to some namespaces diffs two filtered answers: each side is walked as that
 reader's lineage answer is, and says what it hid (`hiddenNodes`, `hiddenRelations` in `from`
