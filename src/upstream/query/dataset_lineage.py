@@ -12,8 +12,7 @@ replaced by job → job links (`upstream.query.job_links`).
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -77,12 +76,12 @@ def dataset_lineage(
     seed = seed_ref.id
     shared = visible
     graph = graph_of(conn)
+    number = graph.ids.datasets.known(str(seed))
     if params.rollup != "workflow":
         visible = visible or VisibleNodes.of(conn, graph, visibility)
-    walk = shown_walk(
-        graph, seed, params, max_nodes=max_nodes, max_relations=max_relations, visible=visible
+    shown, omitted, rolled_up = shown_walk(
+        graph, number, params, visible, (max_nodes, max_relations)
     )
-    shown, omitted, rolled_up = walk.found, walk.omitted, walk.rolled_up
     table = RelationTable.of_rows(graph, shown.rows)
     # The steps after the rendering that read the relations need them as entries.
     reread = params.rollup == "jobs" or (rolled_up is not None and not visibility.everything)
@@ -118,31 +117,29 @@ def dataset_lineage(
     return answer
 
 
-@dataclass(frozen=True)
-class ShownWalk:
-    """What a lineage answer shows, as the index numbers it, before anything is named: the
-    relations within the caps, what the caps left out (None: nothing), and, for a walk
-    rolled up to workflows, the workflows and temporary datasets it met."""
+class ShownWalk(NamedTuple):
+    """What a walk shows once cut to the caps: its relations, what the cut left out (None
+    when nothing), and what a rolled-up walk met within the levels shown (None without a
+    rollup)."""
 
-    found: FoundRelations
+    shown: FoundRelations
     omitted: Omitted | None
     rolled_up: RolledUp | None
 
 
 def shown_walk(
     graph: Graph,
-    seed: uuid.UUID,
+    number: int | None,
     params: LineageParams,
-    *,
-    max_nodes: int,
-    max_relations: int,
     visible: VisibleNodes | None,
+    caps: tuple[int, int],
 ) -> ShownWalk:
-    """The walk `dataset_lineage` answers with, cut to its caps: for callers that build
-    another answer on the same relations (the impact report) without naming them all."""
-    number = graph.ids.datasets.known(str(seed))
-    found = _NOTHING
+    """The walk of `params` from dataset `number` (None: one the index does not hold, which
+    shows nothing), cut to `caps` (nodes, relations) as `dataset_lineage` says; `visible`
+    is the reader's view for a walk without a rollup."""
+    max_nodes, max_relations = caps
     rolled: RolledUpRelations | None = None
+    found = _NOTHING
     if params.rollup != "workflow":
         if number is not None:
             found = walk_relations(

@@ -116,15 +116,9 @@ def dataset_impact(
     reader = _Reader.of(conn, visibility)
     down = replace(params, direction="downstream", collapse=frozenset(), rollup=None)
     graph = graph_of(conn)
-    walk = shown_walk(
-        graph,
-        seed.id,
-        down,
-        max_nodes=max_nodes,
-        max_relations=max_relations,
-        visible=reader.visible,
-    )
-    datasets = _hops_in_walk(graph, walk.found, seed)
+    number = graph.ids.datasets.known(str(seed.id))
+    walk = shown_walk(graph, number, down, reader.visible, (max_nodes, max_relations))
+    datasets = _hops_in_walk(graph, walk.shown, number)
     starts = {(seed.id, f) for f in known_fields(conn, seed)}
     edges = reader.field_edges(conn, params)
     fields, cut = _field_hops(edges, starts, params, max_nodes - len(datasets))
@@ -185,11 +179,12 @@ def csv_text(answer: Mapping[str, Any]) -> str:
 
 
 def _hops_in_walk(
-    graph: Graph, found: FoundRelations, seed: DatasetRef
+    graph: Graph, found: FoundRelations, start: int | None
 ) -> dict[uuid.UUID, int | None]:
-    """Each dataset of a downstream walk (but the seed) with its hop count: breadth first
-    from the seed, one hop being a program that read a dataset and wrote another (None:
-    the walk shows the dataset but no such path to it)."""
+    """Each dataset of a downstream walk (but the seed, numbered `start`; None when the
+    index does not hold it) with its hop count: breadth first from the seed, one hop being a
+    program that read a dataset and wrote another (None: the walk shows the dataset but no
+    such path to it)."""
     readers: dict[int, set[int]] = defaultdict(set)
     writes: dict[int, set[int]] = defaultdict(set)
     datasets, jobs, written = (found.rows[:, column].tolist() for column in (0, 1, 3))
@@ -198,7 +193,6 @@ def _hops_in_walk(
             writes[job].add(dataset)
         else:
             readers[dataset].add(job)
-    start = graph.ids.datasets.known(str(seed.id))
     hops: dict[int, int] = {}
     if start is not None:
         hops[start] = 0

@@ -1,12 +1,14 @@
 """What changed in a dataset's lineage between two windows or two times (design §4.5): the
 service behind `GET /v3/namespaces/{ns}/datasets/{ds}/lineage/diff`.
 
-Both sides are answers of the dataset-lineage service with the same levels, direction,
-collapse and rollup; the diff compares the answers, never the walk. Runs are what differ
-between two windows, so a relation's identity is its dataset, program, accesses and
-components with its runs collapsed: a relation in one answer and not the other is `added` or
-`removed`, and a kept relation says how many runs it had on each side. Field edges between
-each answer's datasets, and the datasets and programs themselves, are compared the same way.
+Both sides are what the dataset-lineage service shows with the same levels, direction,
+collapse and rollup, caps included. Runs are what differ between two windows, so a relation's
+identity is its dataset, program, accesses and components with its runs collapsed: a relation
+on one side and not the other is `added` or `removed`, and a kept relation says how many runs
+it had on each side. Field edges between each side's datasets, and the datasets and programs
+themselves, are compared the same way. Without a rollup the sides come from their walks' rows
+(`query.diff_sides`: neither side's answer is written, and runs are counted, never named); a
+rollup rewrites an answer after its walk, so with one the sides are the two answers.
 
 A reader limited to some namespaces diffs two filtered answers: each side is walked as that
 reader's lineage answer is, and says what it hid (`hiddenNodes`, `hiddenRelations` in `from`
@@ -25,11 +27,13 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
 from upstream.model.timeexpr import EPOCH
-from upstream.query.answers import DataEntry, EntityId, LineageAnswer, LineageDiffAnswer
+from upstream.query.answers import EntityId, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
+from upstream.query.diff_sides import DiffSide, RelationId, walked_sides
 from upstream.query.field_edges import FieldEdge, Side, one_sided_edges
 from upstream.query.lineage_params import LineageParams
 from upstream.query.lineage_query import DiffQuery, LineageQuery
+from upstream.query.lookup import existing_dataset
 
 #: How a window is written in `from` and `to`: START..END, each a time expression.
 WINDOW_SEPARATOR = ".."
@@ -143,58 +147,63 @@ def lineage_diff(
 ) -> LineageDiffAnswer:
     """`added`, `removed` and `kept` between the two sides; NotFound for an unknown dataset,
     or one `visibility` does not show. Each side is capped at `max_nodes` and `max_relations`
-    like a lineage answer; a cut side makes the diff say `"truncated": true`."""
+    like a lineage answer; a cut side makes the diff say `"truncated": true`. Without a
+    rollup the sides are compared from their walks' rows (`diff_sides`); a rollup's answer
+    is rewritten after its walk (workflows, job links), so its sides are its answers."""
     caps = (max_nodes, max_relations)
-    bodies = [
-        _lineage(conn, namespace, name, p, caps, visibility) for p in (params.before, params.after)
-    ]
-    data = {**bodies[0]["data"], **bodies[1]["data"]}
-    ids = _dataset_ids(data)
-    sides = (
-        Side([ids[key] for key in bodies[0]["data"]], params.before.window),
-        Side([ids[key] for key in bodies[1]["data"]], params.after.window),
+    sides = (params.before, params.after)
+    if params.after.rollup is None:
+        seed = existing_dataset(conn, namespace, name, visibility).id
+        before, after = walked_sides(conn, seed, sides, caps, visibility)
+    else:
+        before, after = (_answered(conn, namespace, name, p, caps, visibility) for p in sides)
+    data = {**before.data, **after.data}
+    ids = {**before.ids, **after.ids}
+    one_sided = one_sided_edges(
+        conn,
+        (
+            Side(before.ids.values(), params.before.window),
+            Side(after.ids.values(), params.after.window),
+        ),
     )
-    one_sided = one_sided_edges(conn, sides)
     keys = {ids[key]: (key, entry["entityId"]) for key, entry in data.items()}
-    before, after = (_Answer.of(body, keys, e) for body, e in zip(bodies, one_sided, strict=True))
+    before_edges, after_edges = (_Edges.of(keys, e) for e in one_sided)
     response: dict[str, Any] = {
-        "from": _described(params.before, bodies[0]),
-        "to": _described(params.after, bodies[1]),
-        "added": _only_in(after, before),
-        "removed": _only_in(before, after),
+        "from": _described(params.before, before),
+        "to": _described(params.after, after),
+        "added": _only_in(after, before, after_edges),
+        "removed": _only_in(before, after, before_edges),
         "kept": [
             _shown(key, {"from": before.runs[key], "to": runs})
             for key, runs in sorted(after.runs.items())
             if key in before.runs
         ],
         "data": dict(sorted(data.items())),
-        "programs": dict(sorted({**bodies[0]["programs"], **bodies[1]["programs"]}.items())),
+        "programs": dict(sorted({**before.programs, **after.programs}.items())),
     }
-    if bodies[0].get("truncated") or bodies[1].get("truncated"):
+    if before.truncated or after.truncated:
         response["truncated"] = True
     return cast(LineageDiffAnswer, response)
 
 
-#: A relation's identity: its dataset's and program's keys, accesses and components.
-RelationId = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 FieldEdgeKey = tuple[str, str, str, str]
 #: The datasets of both sides by id (as text): the answers' key for each and its entity id.
 DatasetKeys = dict[str, tuple[str, EntityId]]
 
 
-def _lineage(
+def _answered(
     conn: Connection,
     namespace: str,
     name: str,
     params: LineageParams,
     caps: tuple[int, int],
     visibility: Visibility,
-) -> LineageAnswer:
-    """One side's lineage answer with its runs collapsed: runs are what differ between the
-    sides, so a relation's identity leaves them out (its runs are counted, so their order,
-    newest first, is not read)."""
+) -> DiffSide:
+    """One side read from its lineage answer with its runs collapsed: runs are what differ
+    between the sides, so a relation's identity leaves them out (its runs are counted, so
+    their order, newest first, is not read)."""
     runs_collapsed = replace(params, collapse=params.collapse | {"run"})
-    return dataset_lineage(
+    body = dataset_lineage(
         conn,
         namespace,
         name,
@@ -204,40 +213,39 @@ def _lineage(
         runs_in_order=False,
         visibility=visibility,
     )
-
-
-def _dataset_ids(data: dict[str, DataEntry]) -> dict[str, str]:
-    """The id (as text) of each dataset of `data`, by its key."""
-    return {
-        key: str(DatasetRef(entry["entityId"]["namespace"], entry["entityId"]["name"]).id)
-        for key, entry in data.items()
+    runs = {
+        (r["data"], r["program"], tuple(r["accesses"]), tuple(r["components"])): len(r["runs"])
+        for r in body["relations"]
     }
+    ids = {
+        key: str(DatasetRef(entry["entityId"]["namespace"], entry["entityId"]["name"]).id)
+        for key, entry in body["data"].items()
+    }
+    hidden: dict[str, int] = {h: body[h] for h in ("hiddenNodes", "hiddenRelations") if h in body}
+    return DiffSide(runs, body["data"], ids, body["programs"], bool(body.get("truncated")), hidden)
 
 
 @dataclass(frozen=True)
-class _Answer:
-    """One side: its lineage answer, its relations' run counts by their identity (runs
-    collapsed), and the field edges it has and the other side lacks, by the keys of their
-    ends (the sides compare their edges by the index's numbers)."""
+class _Edges:
+    """The field edges one side has and the other lacks, by the keys of their ends (the
+    sides compare their edges by the index's numbers), and each end's entity id."""
 
-    body: LineageAnswer
     keys: DatasetKeys
-    runs: dict[RelationId, int]
-    field_edges: dict[FieldEdgeKey, FieldEdge]
+    found: dict[FieldEdgeKey, FieldEdge]
 
     @classmethod
-    def of(cls, body: LineageAnswer, keys: DatasetKeys, edges: list[FieldEdge]) -> _Answer:
-        runs = {
-            (r["data"], r["program"], tuple(r["accesses"]), tuple(r["components"])): len(r["runs"])
-            for r in body["relations"]
-        }
-        field_edges = {
+    def of(cls, keys: DatasetKeys, edges: list[FieldEdge]) -> _Edges:
+        found = {
             (keys[e.source][0], e.source_field, keys[e.target][0], e.target_field): e for e in edges
         }
-        return cls(body, keys, runs, field_edges)
+        return cls(keys, found)
 
-    def field_edge(self, edge: FieldEdge) -> dict[str, Any]:
-        """`edge` as the answer shows it: each end's dataset and field."""
+    def shown(self) -> list[dict[str, Any]]:
+        """The edges as the answer shows them, in the order of their keys: each end's
+        dataset and field."""
+        return [self._shown(self.found[key]) for key in sorted(self.found)]
+
+    def _shown(self, edge: FieldEdge) -> dict[str, Any]:
         source, target = self.keys[edge.source][1], self.keys[edge.target][1]
         return {
             "source": {
@@ -265,25 +273,22 @@ def _shown(key: RelationId, runs: Any) -> dict[str, Any]:
     }
 
 
-def _only_in(side: _Answer, other: _Answer) -> dict[str, Any]:
+def _only_in(side: DiffSide, other: DiffSide, edges: _Edges) -> dict[str, Any]:
     return {
         "relations": [
             _shown(key, runs) for key, runs in sorted(side.runs.items()) if key not in other.runs
         ],
-        "fieldEdges": [side.field_edge(side.field_edges[key]) for key in sorted(side.field_edges)],
-        "data": sorted(side.body["data"].keys() - other.body["data"].keys()),
-        "programs": sorted(side.body["programs"].keys() - other.body["programs"].keys()),
+        "fieldEdges": edges.shown(),
+        "data": sorted(side.data.keys() - other.data.keys()),
+        "programs": sorted(side.programs.keys() - other.programs.keys()),
     }
 
 
-def _described(params: LineageParams, body: LineageAnswer) -> dict[str, Any]:
-    side: dict[str, Any] = {
+def _described(params: LineageParams, side: DiffSide) -> dict[str, Any]:
+    described: dict[str, Any] = {
         "start": int(params.start.timestamp()),
         "end": int(params.end.timestamp()),
     }
     if params.as_of is not None:
-        side["asOf"] = params.as_of.isoformat()
-    for hidden in ("hiddenNodes", "hiddenRelations"):
-        if hidden in body:
-            side[hidden] = body[hidden]
-    return side
+        described["asOf"] = params.as_of.isoformat()
+    return {**described, **side.hidden}

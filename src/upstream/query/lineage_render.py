@@ -197,6 +197,16 @@ def program_entries(
     }
 
 
+def indexed_program_entries(
+    conn: Connection, graph: Graph, jobs: Vocabulary
+) -> dict[str, tuple[str, ProgramEntry]]:
+    """Each job of `jobs` (by id text) with its key and entry, as an answer without a rollup
+    shows it: named by the process's names, a workflow as the index says."""
+    _, job_names = names_of(conn)
+    programs = _named_programs(conn, graph, jobs, job_names.of(conn, jobs.texts), ())
+    return {job_id: (p.key, {"entityId": _entity_of(p)}) for job_id, p in programs.items()}
+
+
 def _entity_of(program: _Program) -> EntityId:
     kind = "workflow" if program.workflow else "job"
     return {"type": kind, "namespace": program.namespace, "name": program.name}
