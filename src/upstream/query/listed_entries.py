@@ -22,6 +22,7 @@ from upstream.query.relation_table import ranked, text_ranks
 
 Ints = npt.NDArray[np.int64]
 Parts = npt.NDArray[np.object_]
+_CUT = b"\x00"
 
 
 def listed_entries(relations: KeyedRelations) -> Written:
@@ -66,10 +67,13 @@ def listed_entries(relations: KeyedRelations) -> Written:
 def json_parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = b"") -> Parts:
     """Each of `texts` as a JSON string between `before` and `after`, by code; the last place
     (code -1, NONE) holds `none`. One orjson call writes the strings: in its text of a list
-    of strings, `","` appears only between two of them (a quote within one is escaped)."""
+    of strings, `","` appears only between two of them (a quote within one is escaped), so
+    one replacement puts `after` and `before` around each, with a NUL byte (which orjson
+    writes escaped, and neither holds) where the text is then cut: no bytes made one by
+    one."""
     found = np.empty(len(texts) + 1, dtype=np.object_)
     if texts:
-        written = orjson.dumps(list(texts))[2:-2].split(b'","')
-        found[:-1] = np.array([before + text + after for text in written], dtype=np.object_)
+        written = orjson.dumps(list(texts))[2:-2].replace(b'","', after + _CUT + before)
+        found[:-1] = (before + written + after).split(_CUT)
     found[-1] = none
     return found

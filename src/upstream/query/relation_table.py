@@ -39,7 +39,8 @@ class Vocabulary:
         coded = np.full(len(numbers), NONE, dtype=np.int64)
         coded[present] = codes
         texts = numbering.texts
-        return cls([texts[n] for n in distinct.tolist()], distinct.astype(np.int64)), coded
+        named = list(map(texts.__getitem__, distinct.tolist()))
+        return cls(named, distinct.astype(np.int64)), coded
 
     @classmethod
     def of_texts(cls, numbering: Numbering, texts: Sequence[str | None]) -> tuple[Vocabulary, Ints]:
@@ -109,6 +110,16 @@ def text_ranks(texts: Sequence[str]) -> Ints:
     their ranks are ordered as their texts."""
     ranks = np.empty(len(texts), dtype=np.int64)
     ranks[sorted(range(len(texts)), key=texts.__getitem__)] = np.arange(len(texts))
+    return ranks
+
+
+def id_ranks(texts: Sequence[str]) -> Ints:
+    """`text_ranks` of ids' texts (distinct), sorted by numpy: thousands of run ids that
+    started at the same instant are ordered by their text in a fifth of the time. Numpy's
+    strings are padded with NUL characters, so it orders as Python does any texts without
+    one: a uuid's text has none."""
+    ranks = np.empty(len(texts), dtype=np.int64)
+    ranks[np.argsort(np.array(texts, dtype=np.str_))] = np.arange(len(texts))
     return ranks
 
 
