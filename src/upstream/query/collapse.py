@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from upstream.query.answers import RelationEntry
-from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.dataset_walk import distinct, distinct_rows
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.relation_table import ranked, text_ranks
 
@@ -208,7 +208,7 @@ def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> Listed:
     # sort in one pass and name each distinct (group, code) once.
     present = codes != NONE
     places = len(order)
-    packed = np.unique(group_of[present] * places + order[codes[present]])
+    packed = distinct(group_of[present] * places + order[codes[present]])
     code_at = np.empty(places, dtype=np.int64)
     code_at[order] = np.arange(places)
     group, code = packed // places, code_at[packed % places]

@@ -29,6 +29,7 @@ from upstream.query.answers import (
 )
 from upstream.query.collapse import KeyedRelations, collapse
 from upstream.query.collapsed_entries import collapsed_entries
+from upstream.query.graph_index.dataset_walk import distinct
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
@@ -211,4 +212,4 @@ def _temporary(graph: Graph, relations: RelationTable) -> set[str]:
     temporary = temporary_datasets(
         graph, datasets.numbers[relations.dataset], ranked(relations.run, relations.runs.numbers)
     )
-    return {datasets.texts[code] for code in np.unique(relations.dataset[temporary]).tolist()}
+    return {datasets.texts[code] for code in distinct(relations.dataset[temporary]).tolist()}
