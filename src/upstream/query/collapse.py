@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from upstream.query.answers import RelationEntry
-from upstream.query.graph_index.dataset_walk import distinct_rows
+from upstream.query.graph_index.dataset_walk import distinct, distinct_rows
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.relation_table import ranked, text_ranks
 
@@ -85,20 +85,69 @@ class KeyedRelations:
         return places
 
 
+class Listed(NamedTuple):
+    """One dimension's list in every group: the codes of each group's list, group after
+    group, and where each group's begin (group g's are `codes[bounds[g]:bounds[g + 1]]`)."""
+
+    codes: Ints
+    bounds: Ints
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Relations grouped by `collapse`: the groups in the order the answer lists them
+    (`order`, group numbers), a relation of each group (`first`, which names its dataset
+    and program) and the access (0: read, 1: write), run and component lists of each group
+    (`lists`, codes into `KeyedRelations`' vocabularies)."""
+
+    order: Ints
+    first: Ints
+    lists: tuple[Listed, Listed, Listed]
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+
 def collapse(
     relations: KeyedRelations, dimensions: Collection[Dimension], run_order: Ints | None
 ) -> list[RelationEntry]:
+    """The entries of `relations` collapsed in `dimensions` (`grouped`), as dictionaries."""
+    groups = grouped(relations, dimensions, run_order)
+    shown: list[list[list[str]]] = []
+    for texts, listed in zip(list_texts(relations), groups.lists, strict=True):
+        # One look-up per member, then a slice per group: the runs of thousands of
+        # relations are named in one pass rather than a list comprehension per group.
+        named = list(map(texts.__getitem__, listed.codes.tolist()))
+        bounds = listed.bounds.tolist()
+        shown.append([named[bounds[g] : bounds[g + 1]] for g in range(len(bounds) - 1)])
+    data = relations.data[groups.first].tolist()
+    program = relations.program[groups.first].tolist()
+    data_keys, program_keys = relations.data_keys, relations.program_keys
+    accesses, runs, components = shown
+    return [
+        {
+            "data": data_keys[data[g]],
+            "program": program_keys[program[g]],
+            "accesses": accesses[g],
+            "runs": runs[g],
+            "components": components[g],
+        }
+        for g in groups.order.tolist()
+    ]
+
+
+def grouped(
+    relations: KeyedRelations, dimensions: Collection[Dimension], run_order: Ints | None
+) -> Groups:
     """Group `relations` by dataset, program and every dimension not collapsed, unioning the
     accesses, runs and components of each group. A group never spans two datasets or two
     programs. Lists are sorted (runs by `run_order`, each run code's place, or by id when
-    it is None), and so is the result, by (data, program, accesses, runs, components) as
+    it is None), and so are the groups, by (data, program, accesses, runs, components) as
     lists of text compare, so the same relations always render the same bytes. With no
     dimension collapsed, each distinct relation is its own group."""
     collapsed = [d in dimensions for d in ("access", "run", "component")]
     component_rank = text_ranks(relations.components)
-    # A component's code, or -1 for none: "" is none too (the last entry stands for -1).
-    unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
-    component = np.where(unnamed[relations.component], NONE, relations.component)
+    component = named_components(relations)
     # Per dimension: each relation's code (-1: none), and the rank of each code by its text
     # (the runs' only when asked: thousands of ids, which a run order mostly makes moot).
     dimension_codes: list[tuple[Ints, Callable[[], Ints]]] = [
@@ -116,53 +165,54 @@ def collapse(
     count = len(groups)
     first = np.empty(count, dtype=np.int64)
     first[group_of[::-1]] = np.arange(len(group_of))[::-1]
-    texts_of: list[Sequence[str]] = [_ACCESSES, relations.run_ids, relations.components]
-    shown: list[list[list[str]]] = []
+    lists: list[Listed] = []
     order_keys = [groups[:, 0], groups[:, 1]]
     for i, ((codes, ranks), merged) in enumerate(zip(dimension_codes, collapsed, strict=True)):
-        texts = texts_of[i]
         if merged:
             listed_by = ranks() if i != 1 or run_order is None else run_order
-            members, bounds = _members(group_of, codes, listed_by, count)
-            order_keys.append(_list_ranks(members, bounds, ranks, _tied(order_keys)))
-            # One look-up per member, then a slice per group: the runs of thousands of
-            # relations are named in one pass rather than a list comprehension per group.
-            named = list(map(texts.__getitem__, members))
-            shown.append([named[bounds[g] : bounds[g + 1]] for g in range(count)])
+            lists.append(_members(group_of, codes, listed_by, count))
+            order_keys.append(_list_ranks(lists[-1], ranks, _tied(order_keys)))
         else:
-            shown.append([[texts[c]] if c >= 0 else [] for c in codes[first].tolist()])
+            lists.append(_one_each(codes[first]))
             order_keys.append(groups[:, 2 + i])
-    order = np.lexsort(order_keys[::-1]).tolist()
-    data, program = relations.data[first].tolist(), relations.program[first].tolist()
-    data_keys, program_keys = relations.data_keys, relations.program_keys
-    accesses, runs, components = shown
-    return [
-        {
-            "data": data_keys[data[g]],
-            "program": program_keys[program[g]],
-            "accesses": accesses[g],
-            "runs": runs[g],
-            "components": components[g],
-        }
-        for g in order
-    ]
+    order: Ints = np.lexsort(order_keys[::-1])
+    accesses, runs, components = lists
+    return Groups(order, first, (accesses, runs, components))
 
 
-def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> tuple[list[int], list[int]]:
+def list_texts(relations: KeyedRelations) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+    """The text of each code of the access, run and component lists (`Groups.lists`)."""
+    return _ACCESSES, relations.run_ids, relations.components
+
+
+def named_components(relations: KeyedRelations) -> Ints:
+    """Each relation's component code, or -1 for none: "" is none too."""
+    # The last entry stands for -1.
+    unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
+    named: Ints = np.where(unnamed[relations.component], NONE, relations.component)
+    return named
+
+
+def _one_each(codes: Ints) -> Listed:
+    """Each group's list of a dimension it is grouped by: its code, or none for -1."""
+    present = codes != NONE
+    bounds = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(present, out=bounds[1:])
+    return Listed(codes[present], bounds)
+
+
+def _members(group_of: Ints, codes: Ints, order: Ints, count: int) -> Listed:
     """For each of `count` groups, the distinct `codes` (-1: none, left out) of its
-    relations, listed by `order` (each code's place, a permutation): every group's codes
-    one after the other, and where each group's begin (group g's are
-    `codes[bounds[g]:bounds[g + 1]]`)."""
+    relations, listed by `order` (each code's place, a permutation)."""
     # `order` places each code once: a group's place and a code's packed in one integer
     # sort in one pass and name each distinct (group, code) once.
     present = codes != NONE
     places = len(order)
-    packed = np.unique(group_of[present] * places + order[codes[present]])
+    packed = distinct(group_of[present] * places + order[codes[present]])
     code_at = np.empty(places, dtype=np.int64)
     code_at[order] = np.arange(places)
     group, code = packed // places, code_at[packed % places]
-    bounds = np.searchsorted(group, np.arange(count + 1)).tolist()
-    return code.tolist(), bounds
+    return Listed(code, np.searchsorted(group, np.arange(count + 1)))
 
 
 def _tied(keys: list[Ints]) -> Flags:
@@ -174,16 +224,15 @@ def _tied(keys: list[Ints]) -> Flags:
     return tied
 
 
-def _list_ranks(
-    members: list[int], bounds: list[int], ranks: Callable[[], Ints], among: Flags
-) -> Ints:
-    """The place of each group's list (`_members`) among the lists of the groups `among`,
-    compared as lists of their texts compare (element by element, a shorter prefix first);
-    0 for the others, whose order their earlier keys already decide."""
+def _list_ranks(listed: Listed, ranks: Callable[[], Ints], among: Flags) -> Ints:
+    """The place of each group's list among the lists of the groups `among`, compared as
+    lists of their texts compare (element by element, a shorter prefix first); 0 for the
+    others, whose order their earlier keys already decide."""
     found = np.zeros(len(among), dtype=np.int64)
     if not among.any():
         return found
     rank_list = ranks().tolist()
+    members, bounds = listed.codes.tolist(), listed.bounds.tolist()
     chosen = np.flatnonzero(among).tolist()
     texts = [tuple(rank_list[c] for c in members[bounds[g] : bounds[g + 1]]) for g in chosen]
     places = {key: place for place, key in enumerate(sorted(set(texts)))}

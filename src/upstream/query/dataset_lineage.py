@@ -24,6 +24,7 @@ from upstream.query.answers import LineageAnswer
 from upstream.query.graph_index.dataset_walk import (
     FoundRelations,
     RolledUpRelations,
+    distinct,
     walk_relations,
     walk_rolled_up,
 )
@@ -168,9 +169,9 @@ _NOTHING = FoundRelations(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np
 
 def _node_count(found: FoundRelations, seed: int) -> int:
     """How many datasets and programs `found` names, with the queried dataset (`seed`)."""
-    datasets = np.unique(found.rows[:, 0])
+    datasets = distinct(found.rows[:, 0])
     seed_apart = int(not np.any(datasets == seed))
-    return len(datasets) + seed_apart + len(np.unique(found.rows[:, 1]))
+    return len(datasets) + seed_apart + len(distinct(found.rows[:, 1]))
 
 
 def _whole_levels(

@@ -28,6 +28,8 @@ from upstream.query.answers import (
     RelationEntry,
 )
 from upstream.query.collapse import KeyedRelations, collapse
+from upstream.query.collapsed_entries import collapsed_entries
+from upstream.query.graph_index.dataset_walk import distinct
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
@@ -87,7 +89,7 @@ def render(
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
     into one relation are listed newest first, or by id without `runs_in_order`. With
     `written`, for a caller that only sends the answer (`api.json_answer`), the relations
-    of a listed answer are their JSON text (`listed_entries`), not entries to read."""
+    are their JSON text (`listed_entries`, `collapsed_entries`), not entries to read."""
     graph = relations.graph
     dataset_ids = {str(seed), *relations.datasets.texts}
     dataset_names, job_names = names_of(conn)
@@ -114,12 +116,14 @@ def render(
     )
     in_order = runs_in_order and "run" in params.collapse
     run_order = newest_first_places(graph, relations.runs) if in_order else None
-    entries = (
+    entries: list[RelationEntry]
+    if not written:
+        entries = collapse(keyed, params.collapse, run_order)
+    elif params.collapse:
         # Only `model.json_text.answer_bytes` reads it: it places the text as it is.
-        cast(list[RelationEntry], listed_entries(keyed))
-        if written and not params.collapse
-        else collapse(keyed, params.collapse, run_order)
-    )
+        entries = cast(list[RelationEntry], collapsed_entries(keyed, params.collapse, run_order))
+    else:
+        entries = cast(list[RelationEntry], listed_entries(keyed))
     data: dict[str, DataEntry] = {}
     for dataset_id in dataset_ids:
         namespace, name = datasets[dataset_id]
@@ -218,4 +222,4 @@ def _temporary(graph: Graph, relations: RelationTable) -> set[str]:
     temporary = temporary_datasets(
         graph, datasets.numbers[relations.dataset], ranked(relations.run, relations.runs.numbers)
     )
-    return {datasets.texts[code] for code in np.unique(relations.dataset[temporary]).tolist()}
+    return {datasets.texts[code] for code in distinct(relations.dataset[temporary]).tolist()}

@@ -16,21 +16,20 @@ import numpy.typing as npt
 import orjson
 
 from upstream.model.json_text import Written
-from upstream.query.collapse import KeyedRelations
+from upstream.query.collapse import KeyedRelations, named_components
 from upstream.query.graph_index.dataset_walk import distinct_rows
-from upstream.query.graph_index.numbering import NONE
 from upstream.query.relation_table import ranked, text_ranks
 
 Ints = npt.NDArray[np.int64]
 Parts = npt.NDArray[np.object_]
+_CUT = b"\x00"
 
 
 def listed_entries(relations: KeyedRelations) -> Written:
     """The entries `collapse(relations, (), None)` gives, as the JSON text orjson writes for
     them: each distinct relation, sorted by dataset, program, access, run and component (as
     their texts sort; none first)."""
-    unnamed = np.array([not c for c in relations.components] + [True], dtype=np.bool_)
-    component = np.where(unnamed[relations.component], NONE, relations.component)
+    component = named_components(relations)
     keys = np.stack(
         [
             text_ranks(relations.data_keys)[relations.data],
@@ -46,11 +45,11 @@ def listed_entries(relations: KeyedRelations) -> Written:
         return Written(b"[]", 0)
     first = np.empty(len(groups), dtype=np.int64)
     first[group_of[::-1]] = np.arange(len(group_of))[::-1]
-    datasets = _parts(relations.data_keys, b',{"data":"', b'","program":"')
-    programs = _parts(relations.program_keys, b"", b'","accesses":["read"],"runs":')
-    writing = _parts(relations.program_keys, b"", b'","accesses":["write"],"runs":')
-    runs = _parts(relations.run_ids, b'["', b'"],"components":', b'[],"components":')
-    components = _parts(relations.components, b'["', b'"]}', b"[]}")
+    datasets = json_parts(relations.data_keys, b',{"data":"', b'","program":"')
+    programs = json_parts(relations.program_keys, b"", b'","accesses":["read"],"runs":')
+    writing = json_parts(relations.program_keys, b"", b'","accesses":["write"],"runs":')
+    runs = json_parts(relations.run_ids, b'["', b'"],"components":', b'[],"components":')
+    components = json_parts(relations.components, b'["', b'"]}', b"[]}")
     program = relations.program[first]
     columns = [
         datasets[relations.data[first]],
@@ -65,13 +64,16 @@ def listed_entries(relations: KeyedRelations) -> Written:
     return Written(b"[" + text[1:] + b"]", len(first))
 
 
-def _parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = b"") -> Parts:
+def json_parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = b"") -> Parts:
     """Each of `texts` as a JSON string between `before` and `after`, by code; the last place
     (code -1, NONE) holds `none`. One orjson call writes the strings: in its text of a list
-    of strings, `","` appears only between two of them (a quote within one is escaped)."""
+    of strings, `","` appears only between two of them (a quote within one is escaped), so
+    one replacement puts `after` and `before` around each, with a NUL byte (which orjson
+    writes escaped, and neither holds) where the text is then cut: no bytes made one by
+    one."""
     found = np.empty(len(texts) + 1, dtype=np.object_)
     if texts:
-        written = orjson.dumps(list(texts))[2:-2].split(b'","')
-        found[:-1] = np.array([before + text + after for text in written], dtype=np.object_)
+        written = orjson.dumps(list(texts))[2:-2].replace(b'","', after + _CUT + before)
+        found[:-1] = (before + written + after).split(_CUT)
     found[-1] = none
     return found

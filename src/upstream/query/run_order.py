@@ -7,11 +7,10 @@ from collections.abc import Callable, Collection
 import numpy as np
 from sqlalchemy.engine import Connection
 
-from upstream.query.graph_index.dataset_walk import distinct_rows
 from upstream.query.graph_index.graph import NO_START, Graph
 from upstream.query.graph_index.index import graph_of
 from upstream.query.graph_index.numbering import NONE
-from upstream.query.relation_table import Ints, Vocabulary, text_ranks
+from upstream.query.relation_table import Ints, Vocabulary, id_ranks
 
 
 def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
@@ -20,15 +19,19 @@ def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
     on both databases. Only an answer collapsed by run lists several runs in one relation;
     the others ask for no run's start. The starts are the index's (integer microseconds, as
     the store gives them); a run the index does not hold has none."""
+    order = graph.newest_first
+    if np.all((runs.numbers != NONE) & (runs.numbers < len(order))):
+        # Runs of this version (a walk's): their order is the version's, worked out once.
+        return _places(np.argsort(order[runs.numbers]))
     starts, _ = graph.spans(runs.numbers)
     unknown = (runs.numbers == NONE) | (starts == NO_START)
     newest = np.where(unknown, 0, -starts)
-    # Ties by id: only the runs that share a start (or have none) are ranked by their text.
-    _, group_of = distinct_rows(np.column_stack([unknown, newest]))
-    tied = np.flatnonzero(np.bincount(group_of)[group_of] > 1)
-    by_id = np.zeros(len(runs.texts), dtype=np.int64)
-    by_id[tied] = text_ranks([runs.texts[i] for i in tied.tolist()])
-    order = np.lexsort((by_id, newest, unknown))
+    # Ties by id: every run is ranked by its text, by numpy.
+    return _places(np.lexsort((id_ranks(runs.texts), newest, unknown)))
+
+
+def _places(order: Ints) -> Ints:
+    """Each item's place in `order` (positions, a permutation)."""
     places = np.empty(len(order), dtype=np.int64)
     places[order] = np.arange(len(order))
     return places
