@@ -13,8 +13,10 @@ from tests.builders import ds, run_event
 from tests.query.test_derived_graph import second_db_url
 from upstream.ingest.documents import event_record
 from upstream.ingest.service import ingest_documents
+from upstream.model import json_text
 from upstream.model.access import Visibility
 from upstream.model.events import parse_event
+from upstream.model.named_namespaces import namespaces_in_text, namespaces_text
 from upstream.query.marquez.common import Page
 from upstream.query.marquez.events import lineage_events
 from upstream.store import schema as t
@@ -99,3 +101,25 @@ def test_the_migration_lists_the_namespaces_of_events_already_stored(second_db_u
         assert listed(old) == [["crm", "finance", "hr"], ["crm"]]
     finally:
         old.dispose()
+
+
+def test_the_list_is_read_off_the_events_compact_text_as_the_walk_finds_it() -> None:
+    """Namespaces with quotes, backslashes, escapes and non-ASCII text are read as the walk
+    reads them; text that only looks like a `namespace` key inside a string, a key that
+    merely ends in `namespace`, and a `namespace` that is no string name nothing."""
+    document = {
+        "job": {"namespace": 'fi"n\\a/nce', "name": "x"},
+        "inputs": [{"namespace": "h\u00e9r\u0001", "name": '{"namespace":"spoof"}'}],
+        "outputs": [[{"namespace": "deep", "Namespace": "Other"}], {"namespace": 3}],
+        "run": {"facets": {"note": '","namespace":"spoof2', "subnamespace": "not"}},
+        "eventTime": "2026-01-01T00:00:00Z",
+    }
+    text = json_text.dumps(document)
+    assert namespaces_in_text(text) == namespaces_text(document)
+    assert orjson.loads(namespaces_in_text(text)) == ["deep", 'fi"n\\a/nce', "h\u00e9r\u0001"]
+
+
+def test_an_event_record_lists_the_namespaces_of_the_text_it_keeps() -> None:
+    document = depending_event()
+    record = event_record(parse_event(document), document, json_text.dumps(document))
+    assert orjson.loads(record.namespaces) == ["crm", "finance", "hr"]

@@ -15,7 +15,8 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from upstream.model.access import Visibility
-from upstream.model.named_namespaces import namespaces_named, namespaces_text
+from upstream.model.json_text import dumps
+from upstream.model.named_namespaces import namespaces_in_text, namespaces_named, namespaces_text
 from upstream.store.engine import Store
 from upstream.store.visibility import shown_documents, shown_listed
 
@@ -81,3 +82,5 @@ def test_a_document_is_shown_when_every_namespace_it_names_is_readable(
     # The list worked out when an event is accepted decides as the walk of its payload does.
     assert shown_by_list == expected
     assert all(namespaces_named(document) == sorted(set(named(document))) for document in batch)
+    # Read off the compact text an accepted event is kept as, the list is the same.
+    assert all(namespaces_in_text(dumps(d)) == namespaces_text(d) for d in batch)

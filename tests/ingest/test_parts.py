@@ -26,10 +26,12 @@ from tests.builders import (
 from tests.conftest import post
 from tests.ingest.test_sql_ingest import PG, load_event
 from tests.readback import edges
-from upstream.ingest import sql_lineage
+from upstream.ingest import sql_lineage, translate
 from upstream.ingest.documents import translate_document
 from upstream.ingest.parts import (
     COLUMN_LINEAGE_PARTS,
+    DATASET_PARTS,
+    JOB_PARTS,
     LINEAGE_FACET_PARTS,
     SCHEMA_PARTS,
     PartCache,
@@ -46,7 +48,7 @@ NS = "parts"
 
 @pytest.fixture(autouse=True)
 def _empty_caches() -> Iterator[None]:
-    caches = (SCHEMA_PARTS, COLUMN_LINEAGE_PARTS, LINEAGE_FACET_PARTS)
+    caches = (DATASET_PARTS, JOB_PARTS, SCHEMA_PARTS, COLUMN_LINEAGE_PARTS, LINEAGE_FACET_PARTS)
     for cache in caches:
         cache.clear()
     sql_lineage.clear_cache()
@@ -146,6 +148,138 @@ def test_a_malformed_part_is_refused_with_its_own_path_every_time(
     assert alone.status_code == 422
     assert "outputs[0].facets.schema.fields[1].name" in alone.text
     assert SCHEMA_PARTS.parts_read == 1  # the malformed schema was never kept
+    runs = client.get(f"/api/v1/namespaces/{NS}/jobs/load/runs").json()["runs"]
+    assert [r["id"] for r in runs] == [good["run"]["runId"]]
+
+
+def _described(
+    run_id: str, *, job_text: str = "Loads sales.", dataset_text: str = "Sales.", rows: int = 1
+) -> dict[str, Any]:
+    """job `load` (typed, owned, documented) reads `raw` and writes `sales`, both typed, owned,
+    documented and known by a symlink; the output's statistics change with every run."""
+
+    def facet(**fields: Any) -> dict[str, Any]:
+        return {"_producer": "p", "_schemaURL": "s", **fields}
+
+    def dataset(name: str, **more: Any) -> dict[str, Any]:
+        symlink = {"namespace": "hive", "name": f"db.{name}", "type": "TABLE"}
+        return ds(
+            NS,
+            name,
+            documentation=facet(description=f"{name}: {dataset_text}"),
+            datasetType=facet(datasetType="TABLE"),
+            ownership=facet(owners=[{"name": "team:data"}]),
+            symlinks=facet(identifiers=[symlink]),
+            dataSource=facet(name="warehouse", uri="pg://w"),
+            schema=schema_facet(("id", "INT")),
+            **more,
+        )
+
+    sales = dataset("sales")
+    sales["outputFacets"] = {"outputStatistics": facet(rowCount=rows)}
+    return run_event(
+        (NS, "load"),
+        run_id=run_id,
+        inputs=[dataset("raw")],
+        outputs=[sales],
+        job_facets={
+            "jobType": facet(jobType="TASK", integration="SPARK", processingType="BATCH"),
+            "ownership": facet(owners=[{"name": "team:data"}]),
+            "documentation": facet(description=job_text),
+        },
+    )
+
+
+@pytest.fixture
+def facets_parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of every facet validated from here on, in order."""
+    parsed: list[str] = []
+    parse = translate.parse_facet
+
+    def counted(model: Any, raw: Any, path: str) -> Any:
+        parsed.append(path)
+        return parse(model, raw, path)
+
+    monkeypatch.setattr(translate, "parse_facet", counted)
+    return parsed
+
+
+def test_a_dataset_or_job_seen_before_is_not_read_again(facets_parsed: list[str]) -> None:
+    first = translate_document(_described(str(uuid.uuid4())))
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (2, 1)
+    assert "job.facets.jobType" in facets_parsed
+    assert "outputs[0].facets.symlinks" in facets_parsed
+    facets_parsed.clear()
+    again = translate_document(_described(str(uuid.uuid4()), rows=99))
+    # Nothing of the job or of either dataset is validated again.
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (2, 1)
+    assert facets_parsed == []
+    for facts in (first, again):
+        (job,) = facts.jobs
+        assert (job.job_type, job.integration, job.processing_type) == ("TASK", "SPARK", "BATCH")
+        assert job.description == "Loads sales."
+        sales = next(d for d in facts.datasets if d.ref.name == "sales")
+        assert (sales.description, sales.source_name) == ("sales: Sales.", "warehouse")
+        assert sales.fields == [{"name": "id", "type": "INT"}]
+        assert sorted((s.dataset.name, s.name) for s in facts.symlinks) == [
+            ("raw", "db.raw"),
+            ("sales", "db.sales"),
+        ]
+        assert [r.temporary for r in facts.relations] == [False, False]
+    # Each event keeps its own output statistics, outside the part.
+    write = next(r for r in again.relations if r.access == "write")
+    assert write.facets["outputStatistics"]["rowCount"] == 99
+
+
+def test_an_outputs_own_facets_are_read_with_each_event() -> None:
+    """An output's `outputFacets` sit beside its part: one marking it temporary counts for
+    its event, though the dataset's facets (a part seen before) say it is a table."""
+    translate_document(_described(str(uuid.uuid4())))
+    marked = _described(str(uuid.uuid4()))
+    marked["outputs"][0]["outputFacets"]["upstream_temporary"] = {"temporary": True}
+    facts = translate_document(marked)
+    assert DATASET_PARTS.parts_read == 2
+    assert {r.access: r.temporary for r in facts.relations} == {"read": False, "write": True}
+
+
+def test_a_dataset_or_job_changed_in_one_byte_is_read_and_stored(
+    client: TestClient, store: Store
+) -> None:
+    post(client, _described(str(uuid.uuid4())))
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (2, 1)
+    post(client, _described(str(uuid.uuid4()), dataset_text="Salet."))
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (4, 1)
+    post(client, _described(str(uuid.uuid4()), dataset_text="Salet.", job_text="Loads salet."))
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (4, 2)
+    sales = client.get(f"/api/v1/namespaces/{NS}/datasets/sales").json()
+    assert sales["description"] == "sales: Salet."
+    job = client.get(f"/api/v1/namespaces/{NS}/jobs/load").json()
+    assert job["description"] == "Loads salet."
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (("outputs", 0, "datasetType"), "[1].outputs[0].facets.datasetType.datasetType"),
+        (("inputs", 0, "symlinks"), "[1].inputs[0].facets.symlinks.identifiers"),
+        (("job", None, "jobType"), "[1].job.facets.jobType.jobType"),
+    ],
+)
+def test_a_malformed_dataset_or_job_is_refused_with_its_own_path_every_time(
+    client: TestClient, store: Store, where: tuple[str, int | None, str], path: str
+) -> None:
+    good = _described(str(uuid.uuid4()))
+    post(client, good)
+    bad = _described(str(uuid.uuid4()))
+    kind, index, name = where
+    holder = bad[kind] if index is None else bad[kind][index]
+    facet = holder["facets"][name]
+    facet[next(key for key in facet if not key.startswith("_"))] = 7  # the wrong type
+    for body, located in (([_described(str(uuid.uuid4())), bad], path), (bad, path[4:])):
+        answer = client.post("/api/v1/lineage", json=body)
+        assert answer.status_code == 422
+        assert located in answer.text
+    assert (DATASET_PARTS.parts_read, JOB_PARTS.parts_read) == (2, 1)  # none of it was kept
     runs = client.get(f"/api/v1/namespaces/{NS}/jobs/load/runs").json()["runs"]
     assert [r["id"] for r in runs] == [good["run"]["runId"]]
 

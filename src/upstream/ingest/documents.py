@@ -9,7 +9,7 @@ from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunE
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.json_text import content_key, dumps
-from upstream.model.named_namespaces import namespaces_text
+from upstream.model.named_namespaces import namespaces_in_text
 
 
 def translate_document(
@@ -25,10 +25,11 @@ def event_record(
     """The event as it will be kept: its content verbatim (`text` when the caller has already
     written it), keyed by a hash of that content. Each is written once, by orjson
     (`upstream.model.json_text`)."""
+    payload = dumps(document) if text is None else text
     record = EventRecord(
         key=content_key(document),
-        payload=dumps(document) if text is None else text,
-        namespaces=namespaces_text(document),
+        payload=payload,
+        namespaces=namespaces_in_text(payload),
         event_type=type(event).__name__,
         event_kind=getattr(event, "eventType", None),
         event_time=event.eventTime,

@@ -5,15 +5,21 @@ facets, and the tenth run of a job reads and writes the same datasets, with the 
 and column lineage, as the first. Reading those facets (validating them, building the fields
 of a schema, turning column lineage into edges) was most of the work of translating an event.
 
-The parts read here are the facets whose reading costs: a dataset's `schema`, an output's
-`columnLineage` and a job's `lineage`. A part's key is its exact content (its compact JSON
-text, with the output it describes for column lineage), so a part changed in one byte is
-another part; facets that change with every run (statistics, versions) sit beside them
-without spoiling their keys. What the translation reads from a part that does not depend on
-the event it came in is kept in a bounded least-recently-used cache of the process, and a
-part seen before is not read again. Only a part read without a problem is kept: a malformed
-part is read, and refused with its own path, every time it is sent; the envelope and every
-other facet are checked per event.
+The parts read here are a dataset's identity with its `facets` (everything an input or
+output says of the dataset itself: schema, symlinks, type, owners, containers), a job's
+`facets` (its type, owners and tags), and, within them, the facets whose reading costs most:
+a dataset's `schema`, an output's `columnLineage` and a job's `lineage`. A part's key is its
+exact content (its compact JSON text, with the dataset it describes for a dataset's facets
+and column lineage), so a part changed in one byte is another part; what changes with every
+run (an input's or output's statistics, the run's facets) sits beside the parts, outside
+their keys. A dataset or job part seen before costs one text and one lookup: none of its
+facets is validated again, and the keys of the parts within it are kept with it.
+
+What the translation reads from a part that does not depend on the event it came in is kept
+in a bounded least-recently-used cache of the process, and a part seen before is not read
+again. Only a part read without a problem is kept: a malformed part is read, and refused with
+its own path, every time it is sent; the envelope, the run's facets and the inputs' and
+outputs' own facets (`inputFacets`, `outputFacets`) are checked per event.
 
 Edges read from a part (an output's `columnLineage`, a job's `lineage` facet's edges into one
 dataset when it names no `JOB`, and likewise a `sql` facet's edges into one output,
@@ -59,6 +65,33 @@ class EdgeShape:
 
 
 @dataclass(frozen=True)
+class DatasetReading:
+    """What a dataset's `facets` say whatever event sends them. `temporary`: what its
+    `datasetType` facet (and our own temporary facet) say, when it has a `datasetType`;
+    `column_lineage_key`: the key of its `columnLineage` part, read only for an output."""
+
+    description: str | None
+    fields: tuple[dict[str, Any], ...] | None
+    symlinks: tuple[tuple[str, str, str | None], ...]
+    source_name: str | None
+    temporary: bool | None
+    column_lineage_key: bytes | None
+
+
+@dataclass(frozen=True)
+class JobReading:
+    """What a job's `facets` say whatever event sends them (its `jobType`, checked owners and
+    tags); `lineage_key`: the key of its `lineage` part, read where the event reads it."""
+
+    description: str | None
+    job_type: str | None
+    integration: str | None
+    processing_type: str | None
+    content_mode: str | None
+    lineage_key: bytes | None
+
+
+@dataclass(frozen=True)
 class ColumnLineageReading:
     """An output's `columnLineage` facet as edges without an owner, and the datasets read;
     `part`: the same edges as a lineage set holds them, whose set is made once."""
@@ -98,6 +131,10 @@ class PartCache(Generic[V]):
             self.parts_read = 0
 
 
+#: Datasets' identities with their `facets`, as what the dataset's facts take from them.
+DATASET_PARTS: PartCache[DatasetReading] = PartCache()
+#: Jobs' `facets`, as what the job's facts take from them.
+JOB_PARTS: PartCache[JobReading] = PartCache()
 #: Jobs' `lineage` facets, as the facet and the edges it gives any owner.
 LINEAGE_FACET_PARTS: PartCache[LineageFacetReading] = PartCache()
 #: `schema` facets, as the fields they list.

@@ -23,9 +23,13 @@ from upstream.ingest.lineage_facet import (
 )
 from upstream.ingest.parts import (
     COLUMN_LINEAGE_PARTS,
+    DATASET_PARTS,
+    JOB_PARTS,
     LINEAGE_FACET_PARTS,
     SCHEMA_PARTS,
     ColumnLineageReading,
+    DatasetReading,
+    JobReading,
     owned_edges,
     part_key,
 )
@@ -100,7 +104,8 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     run_id = event.run.runId
     owner = Owner(job=job, run_id=run_id, scope="run", event_time=event.eventTime)
-    facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
+    reading = _job_reading(event.job.facets)
+    facts.jobs.append(_job_fact(job, event.job.facets, reading))
     run = RunFact(
         run_id=run_id,
         job=job,
@@ -109,13 +114,13 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
         facets=dict(event.run.facets),
     )
     _nominal_time(run, event.run.facets)
-    facts.snapshot = _content_mode(event.job.facets) == "COMPLETE_SNAPSHOT"
+    facts.snapshot = reading.content_mode == "COMPLETE_SNAPSHOT"
     if TAGS_FACET in event.run.facets:
         parse_facet(TagsFacet, event.run.facets[TAGS_FACET], f"run.facets.{TAGS_FACET}")
     facts.runs.append(run)
     _parent(event, run, facts)
     _job_dependencies(event, run, facts)
-    lineage = _job_lineage(event.job.facets, owner)
+    lineage = _job_lineage(event.job.facets, reading, owner)
     run.has_lineage_facet = lineage is not None
     _inputs_outputs(event, owner, lineage, facts, sql_lineage)
 
@@ -123,8 +128,9 @@ def _run_event(event: RunEvent, facts: EventFacts, sql_lineage: bool) -> None:
 def _job_event(event: JobEvent, facts: EventFacts, sql_lineage: bool) -> None:
     job = JobRef(event.job.namespace, event.job.name)
     owner = Owner(job=job, run_id=None, scope="job", event_time=event.eventTime)
-    facts.jobs.append(_job_fact(event.job.namespace, event.job.name, event.job.facets))
-    lineage = _job_lineage(event.job.facets, owner)
+    reading = _job_reading(event.job.facets)
+    facts.jobs.append(_job_fact(job, event.job.facets, reading))
+    lineage = _job_lineage(event.job.facets, reading, owner)
     if lineage is not None or event.inputs or event.outputs:
         # Only a JobEvent that states lineage replaces the declared one; a JobEvent carrying
         # just documentation or ownership leaves it alone.
@@ -134,7 +140,8 @@ def _job_event(event: JobEvent, facts: EventFacts, sql_lineage: bool) -> None:
 
 def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
     target = DatasetRef(event.dataset.namespace, event.dataset.name)
-    facts.datasets.append(_dataset_fact(event.dataset, "dataset", facts))
+    reading = _dataset_reading(event.dataset, "dataset")
+    facts.datasets.append(_dataset_fact(target, event.dataset, reading, facts))
     owner = Owner(job=None, run_id=None, scope="dataset", event_time=event.eventTime)
     raw = event.dataset.facets.get("lineage")
     if raw is not None:
@@ -153,11 +160,11 @@ def _dataset_event(event: DatasetEvent, facts: EventFacts) -> None:
     _register_edge_entities(facts)
 
 
-def _job_lineage(job_facets: dict[str, Any], owner: Owner) -> FacetLineage | None:
-    raw = job_facets.get("lineage")
-    if raw is None:
+def _job_lineage(job_facets: dict[str, Any], job: JobReading, owner: Owner) -> FacetLineage | None:
+    if job.lineage_key is None:
         return None
-    reading = LINEAGE_FACET_PARTS.read(part_key(raw), _read_job_lineage, raw, owner)
+    raw = job_facets["lineage"]
+    reading = LINEAGE_FACET_PARTS.read(job.lineage_key, _read_job_lineage, raw, owner)
     return owned_job_facet(reading, owner)
 
 
@@ -180,16 +187,18 @@ def _inputs_outputs(
     time = event.eventTime
     for index, dataset in enumerate(event.inputs):
         path = f"inputs[{index}]"
-        facts.datasets.append(_dataset_fact(dataset, path, facts))
+        ref = DatasetRef(dataset.namespace, dataset.name)
+        reading = _dataset_reading(dataset, path)
+        facts.datasets.append(_dataset_fact(ref, dataset, reading, facts))
         facts.relations.append(
             RelationFact(
-                dataset=DatasetRef(dataset.namespace, dataset.name),
+                dataset=ref,
                 job=owner.job,
                 run_id=owner.run_id,
                 access="read",
                 event_time=time,
                 component=_component(dataset.inputFacets, f"{path}.inputFacets"),
-                temporary=_temporary(dataset.facets, path),
+                temporary=_temporary_of(reading, dataset.facets, path),
                 facets=dict(dataset.inputFacets),
                 version=_named_version(dataset.facets),
             )
@@ -199,7 +208,8 @@ def _inputs_outputs(
     for index, output in enumerate(event.outputs):
         path = f"outputs[{index}]"
         ref = DatasetRef(output.namespace, output.name)
-        fact = _dataset_fact(output, path, facts)
+        reading = _dataset_reading(output, path)
+        fact = _dataset_fact(ref, output, reading, facts)
         if FIELD_OPERATIONS_FACET in output.outputFacets:
             unlisted = record_field_operations(output, fact, path, owner, event.inputs, facts)
             facts.relations.extend(_edge_relations(unlisted, "read", owner))
@@ -215,7 +225,11 @@ def _inputs_outputs(
                 event_time=time,
                 component=_component(output.outputFacets, f"{path}.outputFacets"),
                 lifecycle=lifecycle,
-                temporary=_temporary(all_facets, path),
+                temporary=(
+                    _temporary(all_facets, path)
+                    if _TEMPORARY_FACETS & output.outputFacets.keys()
+                    else _temporary_of(reading, output.facets, path)
+                ),
                 facets=dict(output.outputFacets),
                 version=_named_version(output.facets),
             )
@@ -224,10 +238,10 @@ def _inputs_outputs(
             facts.versions.append(
                 VersionFact(ref, owner.run_id, time, fact.fields, dict(output.facets), lifecycle)
             )
-        if "columnLineage" in output.facets and ref not in described:
+        if reading.column_lineage_key is not None and ref not in described:
             raw = output.facets["columnLineage"]
             column = COLUMN_LINEAGE_PARTS.read(
-                part_key(ref.namespace, ref.name, raw),
+                reading.column_lineage_key,
                 _read_column_lineage,
                 ref,
                 raw,
@@ -425,24 +439,37 @@ def _nominal_time(run: RunFact, facets: dict[str, Any]) -> None:
         run.nominal_end = lenient_time(nominal.get("nominalEndTime"))
 
 
-def _job_fact(namespace: str, name: str, facets: dict[str, Any]) -> JobFact:
-    fact = JobFact(JobRef(namespace, name), facets=dict(facets), description=description_of(facets))
+def _job_reading(facets: dict[str, Any]) -> JobReading:
+    return JOB_PARTS.read(part_key(facets), _read_job, facets)
+
+
+def _read_job(facets: dict[str, Any]) -> JobReading:
+    """A job's facets: its type, and what its events hold (`jobType.emissionPattern`,
+    design §3.3), if it says; its owners and tags are checked."""
+    job_type = None
     if "jobType" in facets:
         job_type = parse_facet(JobTypeFacet, facets["jobType"], "job.facets.jobType")
-        fact.job_type = job_type.jobType
-        fact.integration = job_type.integration
-        fact.processing_type = job_type.processingType
     _check_owners_and_tags(facets, "job.facets")
-    return fact
+    pattern = job_type.emissionPattern if job_type is not None else None
+    return JobReading(
+        description=description_of(facets),
+        job_type=job_type.jobType if job_type is not None else None,
+        integration=job_type.integration if job_type is not None else None,
+        processing_type=job_type.processingType if job_type is not None else None,
+        content_mode=pattern.content_mode if pattern is not None else None,
+        lineage_key=part_key(facets["lineage"]) if "lineage" in facets else None,
+    )
 
 
-def _content_mode(facets: dict[str, Any]) -> str | None:
-    """What the job's events hold (`jobType.emissionPattern`, design §3.3), if it says."""
-    raw = facets.get("jobType")
-    if raw is None:
-        return None
-    pattern = parse_facet(JobTypeFacet, raw, "job.facets.jobType").emissionPattern
-    return None if pattern is None else pattern.content_mode
+def _job_fact(job: JobRef, facets: dict[str, Any], reading: JobReading) -> JobFact:
+    return JobFact(
+        job,
+        facets=dict(facets),
+        description=reading.description,
+        job_type=reading.job_type,
+        integration=reading.integration,
+        processing_type=reading.processing_type,
+    )
 
 
 def _check_owners_and_tags(facets: dict[str, Any], path: str) -> None:
@@ -454,28 +481,60 @@ def _check_owners_and_tags(facets: dict[str, Any], path: str) -> None:
         parse_facet(TagsFacet, facets[TAGS_FACET], f"{path}.{TAGS_FACET}")
 
 
-def _dataset_fact(dataset: DatasetInfo, path: str, facts: EventFacts) -> DatasetFact:
-    ref = DatasetRef(dataset.namespace, dataset.name)
-    fact = DatasetFact(ref, facets=dict(dataset.facets), description=description_of(dataset.facets))
-    if "schema" in dataset.facets:
-        raw = dataset.facets["schema"]
+def _dataset_reading(dataset: DatasetInfo, path: str) -> DatasetReading:
+    key = part_key(dataset.namespace, dataset.name, dataset.facets)
+    return DATASET_PARTS.read(key, _read_dataset, dataset, path)
+
+
+def _read_dataset(dataset: DatasetInfo, path: str) -> DatasetReading:
+    """A dataset's facets: its schema, symlinks and data source; its type, owners, tags and
+    containers are checked."""
+    facets = dataset.facets
+    fields = None
+    if "schema" in facets:
+        raw = facets["schema"]
         fields = SCHEMA_PARTS.read(part_key(raw), _read_schema, raw, f"{path}.facets.schema")
-        fact.fields = list(fields)
-    if "symlinks" in dataset.facets:
-        symlinks = parse_facet(SymlinksFacet, dataset.facets["symlinks"], f"{path}.facets.symlinks")
-        facts.symlinks.extend(
-            SymlinkFact(ref, s.namespace, s.name, s.type) for s in symlinks.identifiers
-        )
-    if DATASET_TYPE_FACET in dataset.facets:  # interpreted (§3.4): refused when malformed
-        _temporary(dataset.facets, path)
-    _check_owners_and_tags(dataset.facets, f"{path}.facets")
-    if HIERARCHY_FACET in dataset.facets:  # read as the dataset's containers (§4.7)
-        parse_facet(
-            HierarchyFacet, dataset.facets[HIERARCHY_FACET], f"{path}.facets.{HIERARCHY_FACET}"
-        )
-    source = dataset.facets.get("dataSource")
-    if isinstance(source, dict) and isinstance(source.get("name"), str):
-        fact.source_name = source["name"]
+    symlinks: tuple[tuple[str, str, str | None], ...] = ()
+    if "symlinks" in facets:
+        listed = parse_facet(SymlinksFacet, facets["symlinks"], f"{path}.facets.symlinks")
+        symlinks = tuple((s.namespace, s.name, s.type) for s in listed.identifiers)
+    temporary = None
+    if DATASET_TYPE_FACET in facets:  # interpreted (§3.4): refused when malformed
+        temporary = _temporary(facets, path)
+    _check_owners_and_tags(facets, f"{path}.facets")
+    if HIERARCHY_FACET in facets:  # read as the dataset's containers (§4.7)
+        parse_facet(HierarchyFacet, facets[HIERARCHY_FACET], f"{path}.facets.{HIERARCHY_FACET}")
+    source = facets.get("dataSource")
+    column_lineage = facets.get("columnLineage")
+    return DatasetReading(
+        description=description_of(facets),
+        fields=fields,
+        symlinks=symlinks,
+        source_name=(
+            source["name"]
+            if isinstance(source, dict) and isinstance(source.get("name"), str)
+            else None
+        ),
+        temporary=temporary,
+        column_lineage_key=(
+            None
+            if column_lineage is None
+            else part_key(dataset.namespace, dataset.name, column_lineage)
+        ),
+    )
+
+
+def _dataset_fact(
+    ref: DatasetRef, dataset: DatasetInfo, reading: DatasetReading, facts: EventFacts
+) -> DatasetFact:
+    fact = DatasetFact(
+        ref,
+        facets=dict(dataset.facets),
+        fields=None if reading.fields is None else list(reading.fields),
+        description=reading.description,
+        source_name=reading.source_name,
+    )
+    facts.symlinks.extend(SymlinkFact(ref, *symlink) for symlink in reading.symlinks)
     return fact
 
 
@@ -506,6 +565,15 @@ def _lifecycle(facets: dict[str, Any], path: str) -> str | None:
         return None
     facet = parse_facet(LifecycleStateChangeFacet, raw, f"{path}.facets.lifecycleStateChange")
     return facet.lifecycleStateChange
+
+
+#: The facets that say whether a dataset is temporary.
+_TEMPORARY_FACETS = frozenset((TEMPORARY_FACET, DATASET_TYPE_FACET))
+
+
+def _temporary_of(reading: DatasetReading, facets: dict[str, Any], path: str) -> bool:
+    """`_temporary(facets, path)` of the dataset `reading` was read from."""
+    return _temporary(facets, path) if reading.temporary is None else reading.temporary
 
 
 def _temporary(facets: dict[str, Any], path: str) -> bool:
