@@ -528,6 +528,10 @@ events = sa.Table(
     # (`model.named_namespaces`): what a scoped reader's view of the event depends on, read
     # without walking the payload (`store.visibility.shown_events`).
     sa.Column("namespaces", sa.Text),
+    # The namespaces of its inputs and outputs, as a JSON array, NULL for none
+    # (`model.named_namespaces.io_namespaces_text`): what Marquez's events of a namespace
+    # are found by, without reading the payload.
+    sa.Column("io_namespaces", sa.Text),
     sa.UniqueConstraint("event_key", "month"),
 )
 

@@ -249,6 +249,7 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
             "dataset_name": f.record.dataset.name if f.record.dataset else None,
             "payload": f.record.payload,
             "namespaces": f.record.namespaces,
+            "io_namespaces": f.record.io_namespaces,
         }
         # In the batch's order: a rebuild replays them in the order of their seq, and must
         # apply them in the order this write does.

@@ -16,7 +16,7 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.query.marquez.answers import EventsAnswer, LineageEventsAnswer
 from upstream.query.marquez.common import Page, total
 from upstream.store import schema as t
-from upstream.store.dialect import names_a_dataset_in
+from upstream.store.dialect import lists_a_namespace
 from upstream.store.visibility import shown_events
 
 SortDirection = Literal["asc", "desc"]
@@ -62,7 +62,7 @@ def recent_events(
             sa.or_(
                 e.c.job_namespace == namespace,
                 e.c.dataset_namespace == namespace,
-                names_a_dataset_in(conn, e.c.payload, namespace),
+                lists_a_namespace(conn, e.c.io_namespaces, lambda listed: listed == namespace),
             )
         )
     ordered = query.order_by(e.c.event_time.desc(), e.c.seq.desc())
