@@ -322,6 +322,18 @@ def advisory_xact_locks(
     )
 
 
+def try_advisory_xact_lock(conn: Connection, ident: uuid.UUID) -> bool:
+    """Take a PostgreSQL transaction-level advisory lock on `ident` unless another
+    transaction holds it (True when taken), without waiting. SQLite's write lock already
+    serialises writers."""
+    if conn.dialect.name != "postgresql":
+        return True
+    taken = conn.exec_driver_sql(
+        "SELECT pg_try_advisory_xact_lock(%(key)s)", {"key": _lock_key(ident)}
+    ).scalar()
+    return bool(taken)
+
+
 def _lock_key(value: uuid.UUID) -> int:
     """A signed 64-bit key from an id (its top 64 bits)."""
     key = value.int >> 64
