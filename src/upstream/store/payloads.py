@@ -65,7 +65,7 @@ class _Dictionaries:
         self.lock = threading.Lock()
 
     def keep(self, ident: int, content: bytes) -> zstandard.ZstdCompressionDict:
-        dictionary = zstandard.ZstdCompressionDict(content)
+        dictionary = _prepared(zstandard.ZstdCompressionDict(content))
         with self.lock:
             self.by_id.setdefault(ident, dictionary)
             self.latest = max(ident, self.latest or 0)
@@ -143,7 +143,7 @@ def _train_now(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompress
     d = t.event_dictionaries.c
     ident = (conn.execute(sa.select(sa.func.max(d.id))).scalar() or 0) + 1
     try:
-        dictionary = train(sample, ident)
+        dictionary = _prepared(train(sample, ident))
     except zstandard.ZstdError:
         return None
     row = {
@@ -155,6 +155,13 @@ def _train_now(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompress
     if not insert_rows_ignoring(conn, t.event_dictionaries, [row], "id"):
         return _dictionary(conn, ident)  # committed by another writer meanwhile
     conn.info[_TRAINED] = (conn.get_transaction(), ident, dictionary)
+    return dictionary
+
+
+def _prepared(dictionary: zstandard.ZstdCompressionDict) -> zstandard.ZstdCompressionDict:
+    """`dictionary` digested once for compressing at `LEVEL`: a batch's compressor then
+    starts from it at no cost (else 0.1 ms a compressor, what a single event costs)."""
+    dictionary.precompute_compress(level=LEVEL)
     return dictionary
 
 
