@@ -15,16 +15,23 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 import zstandard
+from alembic import command
 from fastapi.testclient import TestClient
 
-from tests.builders import BASE_TIME, hours, run_event
+from tests.builders import BASE_TIME, ds, hours, run_event
+from tests.query.test_derived_graph import second_db_url
+from upstream.ingest.documents import event_record
 from upstream.ingest.service import ingest_documents, prepare_each
 from upstream.model import json_text
+from upstream.model.events import parse_event
 from upstream.model.facts import EventFacts
 from upstream.store import payloads
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.event_log import events_after
+from upstream.store.migrate import alembic_config, session_lock, upgrade
+
+__all__ = ["second_db_url"]
 
 #: The events a dictionary is trained on, in these tests (the store's is 2,000).
 TRAINING = 12
@@ -240,3 +247,61 @@ def test_a_writer_does_not_wait_for_another_training(
     with store.read() as conn:
         assert payloads.unpack(conn, trained) == texts
     assert _dictionaries(store) == [(1, TRAINING)]
+
+
+def _insert_as_text(store: Store, documents: list[dict[str, Any]]) -> list[str]:
+    """Store `documents` as revision 0024 kept events (the payload as text); their texts."""
+    texts = []
+    with store.engine.begin() as conn:
+        for document in documents:
+            record = event_record(parse_event(document), document)
+            conn.execute(
+                sa.text(
+                    "INSERT INTO events (event_key, month, event_type, event_time, "
+                    "received_at, payload) VALUES (:key, 202611, :type, :time, :time, :doc)"
+                ),
+                {
+                    "key": record.key,
+                    "type": record.event_type,
+                    "time": record.event_time,
+                    "doc": record.payload,
+                },
+            )
+            texts.append(record.payload)
+    return texts
+
+
+@pytest.mark.parametrize("count", [TRAINING - 1, TRAINING + 3], ids=["few", "enough"])
+def test_the_migration_converts_stored_events_and_back(second_db_url: str, count: int) -> None:
+    """Events stored as text by revision 0024 are converted by 0025: compressed with a
+    dictionary trained on the latest of them when there are enough, without one otherwise,
+    each with the namespaces of its inputs and outputs; down again, they are text as before."""
+    old = Store(second_db_url)
+    try:
+        upgrade(old, "0024")
+        documents = _events(count)
+        documents[0]["inputs"] = [ds("lake", "raw"), ds("crm", "leads")]
+        documents[0]["outputs"] = [ds("lake", "clean")]
+        texts = _insert_as_text(old, documents)
+        upgrade(old)
+        fresh = Store(second_db_url)  # a process that never saw the store before
+        try:
+            assert _stored(fresh) == texts
+            trained = count >= TRAINING
+            assert _dictionary_ids(fresh) == [1 if trained else 0] * count
+            assert _dictionaries(fresh) == ([(1, TRAINING)] if trained else [])
+            with fresh.read() as conn:
+                query = sa.select(t.events.c.io_namespaces).order_by(t.events.c.seq)
+                listed = conn.execute(query).scalars().all()
+            assert listed == ['["crm","lake"]'] + [None] * (count - 1)
+        finally:
+            fresh.dispose()
+        with session_lock(old, 0) as conn:
+            command.downgrade(alembic_config(conn), "0024")
+            conn.commit()
+        with old.read() as conn:
+            query = sa.text("SELECT payload FROM events ORDER BY seq")
+            assert conn.execute(query).scalars().all() == texts
+            assert "event_dictionaries" not in sa.inspect(conn).get_table_names()
+    finally:
+        old.dispose()
