@@ -14,8 +14,9 @@ from types import TracebackType
 from upstream.store import schema
 from upstream.store.engine import Store
 
-#: The table holding the raw events; every other table of the schema holds derived rows.
-RAW = "events"
+#: The tables holding the raw events (and the dictionaries they are compressed with,
+#: `upstream.store.payloads`); every other table of the schema holds derived rows.
+RAW = ("events", "event_dictionaries")
 
 
 def stored_bytes(url: str) -> dict[str, int]:
@@ -42,7 +43,7 @@ def stored_bytes(url: str) -> dict[str, int]:
             sizes = {str(name): int(size) for name, size in rows}
     finally:
         store.dispose()
-    raw = sizes.pop(RAW, 0)
+    raw = sum(sizes.pop(name, 0) for name in RAW)
     return {"raw_events": raw, "derived": sum(sizes.values())}
 
 

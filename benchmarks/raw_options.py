@@ -2,8 +2,11 @@
 events of a generated workload (each event's compact JSON text, as the store keeps it), and
 every option read back byte for byte.
 
-In the application's process: LZ4 and zstd per event, and the envelope with its parts stored
-once. In PostgreSQL (when it answers): the same texts stored in a `text` column by TOAST
+In the application's process: LZ4 and zstd per event (with a dictionary trained on a quarter
+of the events, and on the first 2,000 as the store does, `upstream.store.payloads`), and the
+envelope with its parts stored once.
+
+In PostgreSQL (when it answers): the same texts stored in a `text` column by TOAST
 uncompressed, by pglz (the server's default) and by LZ4 (what the store's sessions choose,
 `upstream.store.engine`), each in turn for `--rounds` rounds; the CPU the server's backend
 spent writing and reading them back, and the bytes on disk.
@@ -30,6 +33,7 @@ import zstandard
 from benchmarks.databases import fresh_database, postgres_available
 from benchmarks.server import cpu_seconds
 from upstream.model import json_text
+from upstream.store import payloads
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -148,6 +152,11 @@ def main(
     trained = zstandard.ZstdCompressor(level=3, dict_data=dictionary)
     reader = zstandard.ZstdDecompressor(dict_data=dictionary)
     _measure("zstd 3 + 64 kB dictionary (1/4 trained)", texts, trained.compress, reader.decompress)
+    # What the store does (`upstream.store.payloads`): trained on its first 2,000 events.
+    kept = payloads.train(texts[: payloads.TRAINING_EVENTS], 1)
+    packer = zstandard.ZstdCompressor(level=payloads.LEVEL, dict_data=kept)
+    unpacker = zstandard.ZstdDecompressor(dict_data=kept)
+    _measure("zstd 3 + 64 kB dictionary (first 2,000)", texts, packer.compress, unpacker.decompress)
     _parts(texts)
     if (problem := postgres_available()) is None:
         _toast(texts, rounds)

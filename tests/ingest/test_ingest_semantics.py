@@ -413,13 +413,14 @@ def test_batch_is_all_or_nothing(client: TestClient, store: Store) -> None:
 def test_every_accepted_event_is_kept_verbatim(client: TestClient, store: Store) -> None:
     import sqlalchemy as sa
 
+    from upstream.store.payloads import unpack
     from upstream.store.schema import events
 
     event = run_event(JOB, run_facets={"unknown_facet": {"nested": [1, 2.5, None, "é"]}})
     event["strayTopLevelKey"] = {"kept": True}
     post(client, event)
     with store.read() as conn:
-        payload = conn.execute(sa.select(events.c.payload)).scalar_one()
+        (payload,) = unpack(conn, [conn.execute(sa.select(events.c.payload_zstd)).scalar_one()])
     assert json.loads(payload) == event
 
 

@@ -16,6 +16,7 @@ from tests.builders import ds, run_event
 from tests.readback import counts
 from upstream.store import schema as t
 from upstream.store.engine import Store
+from upstream.store.payloads import unpack
 
 NAMESPACE = 'hostile://db:5432/it\'s "100%_"'
 #: The namespace as a lineage key writes it (design §4.2): `%` as `%25`, `.` as `%2E`.
@@ -63,7 +64,8 @@ def test_every_name_is_stored_verbatim(hostile: TestClient, store: Store) -> Non
         datasets = set(conn.execute(sa.select(t.datasets.c.name)).scalars())
         jobs = set(conn.execute(sa.select(t.jobs.c.name)).scalars())
         namespaces = set(conn.execute(sa.select(t.namespaces.c.name)).scalars())
-        payloads = [json.loads(p) for p in conn.execute(sa.select(t.events.c.payload)).scalars()]
+        stored = conn.execute(sa.select(t.events.c.payload_zstd)).scalars().all()
+        payloads = [json.loads(p) for p in unpack(conn, stored)]
     assert datasets == set(HOSTILE) | {f"{n}.out" for n in HOSTILE}
     assert jobs == set(HOSTILE)
     assert namespaces == {NAMESPACE}

@@ -100,14 +100,14 @@ def test_event_keys_are_returned_as_the_text_they_are(store: Store) -> None:
         "job_name": "job",
         "dataset_namespace": None,
         "dataset_name": None,
-        "payload": '{"eventType":"START"}',
+        "payload_zstd": b"\x00\xff",
     }
     # Events are kept by month (`upstream.store.months`): their insert adds the run's month.
     assert store.write(lambda c: insert_by_month(c, t.events, [row], "event_key")) == {"ab" * 32}
     assert store.write(lambda c: insert_by_month(c, t.events, [row], "event_key")) == set()
     with store.read() as conn:
-        stored = conn.execute(sa.select(t.events.c.payload, t.events.c.run_id)).one()
-    assert tuple(stored) == ('{"eventType":"START"}', row["run_id"])
+        stored = conn.execute(sa.select(t.events.c.payload_zstd, t.events.c.run_id)).one()
+    assert tuple(stored) == (b"\x00\xff", row["run_id"])
 
 
 SET_ID = uuid.uuid5(uuid.NAMESPACE_URL, "set")

@@ -9,7 +9,7 @@ from upstream.model.events import DatasetEvent, JobEvent, OpenLineageEvent, RunE
 from upstream.model.facts import EventFacts, EventRecord
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.json_text import content_key, dumps
-from upstream.model.named_namespaces import namespaces_in_text
+from upstream.model.named_namespaces import io_namespaces_text, namespaces_in_text
 
 
 def translate_document(
@@ -30,6 +30,7 @@ def event_record(
         key=content_key(document),
         payload=payload,
         namespaces=namespaces_in_text(payload),
+        io_namespaces=io_namespaces_text(document),
         event_type=type(event).__name__,
         event_kind=getattr(event, "eventType", None),
         event_time=event.eventTime,

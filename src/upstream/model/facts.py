@@ -238,6 +238,9 @@ class EventRecord:
     payload: str
     #: The namespaces the payload names, as a JSON array (`model.named_namespaces`).
     namespaces: str
+    #: The namespaces of its inputs and outputs, as a JSON array; None for none
+    #: (`model.named_namespaces.io_namespaces_text`).
+    io_namespaces: str | None
     event_type: str
     event_kind: str | None
     event_time: datetime

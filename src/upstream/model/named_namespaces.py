@@ -52,3 +52,18 @@ def namespaces_in_text(text: str) -> str:
         written = match.group(1)
         found.add(orjson.loads(f'"{written}"') if "\\" in written else written)
     return orjson.dumps(sorted(found)).decode()
+
+
+def io_namespaces_text(document: Any) -> str | None:
+    """The namespaces of the datasets `document` lists as `inputs` and `outputs`, distinct
+    and sorted, as the JSON array the events table keeps (`events.io_namespaces`); None
+    when it lists none. Marquez's events of a namespace are found by it
+    (`query.marquez.events.recent_events`) without reading the stored event."""
+    found = {
+        listed["namespace"]
+        for side in ("inputs", "outputs")
+        if isinstance(document.get(side), list)
+        for listed in document[side]
+        if isinstance(listed, dict) and isinstance(listed.get("namespace"), str)
+    }
+    return orjson.dumps(sorted(found)).decode() if found else None

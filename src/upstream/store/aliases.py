@@ -34,6 +34,7 @@ from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
 from upstream.store.dialect import advisory_xact_locks, id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.lineage_writer import delete_links
+from upstream.store.payloads import StoredEvent, stored_events
 
 _LOCK = stable_id("lock", "dataset_aliases")
 #: Names are locked by bucket, so a write of thousands of datasets takes at most this many
@@ -265,7 +266,7 @@ def _canonical_facts(facts: EventFacts, canonical: Mapping[uuid.UUID, DatasetRef
 
 def forget_stale(
     conn: Connection, stale: Collection[uuid.UUID], batch_keys: Sequence[str]
-) -> list[Any]:
+) -> list[StoredEvent]:
     """Delete what the runs and declarations naming a `stale` identity derived, and return
     their events stored up to the batch of `batch_keys` (seq, payload, received_at, in
     order) to be replayed. The batch's own events of those owners are among them: what
@@ -294,16 +295,16 @@ def forget_stale(
         query = sa.select(sa.func.max(e.seq)).where(e.event_key.in_(batch_keys[chunk:][:500]))
         last = max(last, conn.execute(query).scalar() or 0)
     query = (
-        sa.select(e.seq, e.payload, e.received_at)
+        sa.select(e.seq, e.payload_zstd, e.received_at)
         .where(sa.or_(*owned), e.seq <= last)
         .order_by(e.seq)
     )
-    return list(conn.execute(query))
+    return stored_events(conn, conn.execute(query).all())
 
 
 def forget_runs(
     conn: Connection, runs: Collection[uuid.UUID], through: int | None = None
-) -> list[Any]:
+) -> list[StoredEvent]:
     """Delete what `runs` derived and return all their stored events, up to seq `through`
     when given (seq, payload, received_at, in order), to be replayed: the runs derived
     again from every event they have (`upstream.ingest.recipe.rederive_runs`)."""
@@ -311,11 +312,11 @@ def forget_runs(
     e = t.events.c
     events: list[Any] = []
     for matches in id_filters(conn, e.run_id, runs):
-        query = sa.select(e.seq, e.payload, e.received_at).where(matches)
+        query = sa.select(e.seq, e.payload_zstd, e.received_at).where(matches)
         if through is not None:
             query = query.where(e.seq <= through)
         events.extend(conn.execute(query))
-    return sorted(events, key=lambda row: row.seq)
+    return stored_events(conn, sorted(events, key=lambda row: row.seq))
 
 
 def _owners_naming(

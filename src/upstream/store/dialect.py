@@ -322,49 +322,22 @@ def advisory_xact_locks(
     )
 
 
+def try_advisory_xact_lock(conn: Connection, ident: uuid.UUID) -> bool:
+    """Take a PostgreSQL transaction-level advisory lock on `ident` unless another
+    transaction holds it (True when taken), without waiting. SQLite's write lock already
+    serialises writers."""
+    if conn.dialect.name != "postgresql":
+        return True
+    taken = conn.exec_driver_sql(
+        "SELECT pg_try_advisory_xact_lock(%(key)s)", {"key": _lock_key(ident)}
+    ).scalar()
+    return bool(taken)
+
+
 def _lock_key(value: uuid.UUID) -> int:
     """A signed 64-bit key from an id (its top 64 bits)."""
     key = value.int >> 64
     return key - (1 << 64) if key >= 1 << 63 else key
-
-
-def names_a_dataset_in(
-    conn: Connection, payload: sa.ColumnElement[Any], namespace: str
-) -> sa.ColumnElement[bool]:
-    """The event JSON in `payload` (text) lists an input or output in `namespace`."""
-    return names_a_dataset(conn, payload, lambda listed: listed == namespace)
-
-
-def names_a_dataset(
-    conn: Connection,
-    payload: sa.ColumnElement[Any],
-    test: Callable[[sa.ColumnElement[str]], sa.ColumnElement[bool]],
-) -> sa.ColumnElement[bool]:
-    """The event JSON in `payload` (text) lists an input or output whose namespace passes
-    `test`: SQLite walks it with json_each, PostgreSQL with jsonb_array_elements."""
-    if conn.dialect.name == "postgresql":
-        document = sa.cast(payload, postgresql.JSONB)
-        nothing = sa.cast("[]", postgresql.JSONB)
-        datasets = sa.func.coalesce(document["inputs"], nothing).op("||")(
-            sa.func.coalesce(document["outputs"], nothing)
-        )
-        elements = sa.func.jsonb_array_elements(datasets).table_valued(
-            sa.column("value", postgresql.JSONB)
-        )
-        return (
-            sa.select(1).select_from(elements).where(test(elements.c.value["namespace"].astext))
-        ).exists()
-    found = [
-        sa.select(1)
-        .select_from(listed)
-        .where(test(sa.func.json_extract(listed.c.value, "$.namespace")))
-        .exists()
-        for listed in (
-            sa.func.json_each(payload, f"$.{key}").table_valued("value")
-            for key in ("inputs", "outputs")
-        )
-    ]
-    return sa.or_(*found)
 
 
 def names_a_namespace(

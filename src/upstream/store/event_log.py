@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.payloads import StoredEvent, stored_events
 
 
 def count_events(
@@ -23,14 +21,13 @@ def count_events(
     return int(conn.execute(query).scalar_one())
 
 
-def events_after(conn: Connection, position: int, limit: int) -> Sequence[Any]:
-    """At most `limit` events stored after `position`, in order: rows of (seq, payload,
-    received_at)."""
+def events_after(conn: Connection, position: int, limit: int) -> list[StoredEvent]:
+    """At most `limit` events stored after `position`, in order."""
     e = t.events.c
     query = (
-        sa.select(e.seq, e.payload, e.received_at)
+        sa.select(e.seq, e.payload_zstd, e.received_at)
         .where(e.seq > position)
         .order_by(e.seq)
         .limit(limit)
     )
-    return conn.execute(query).all()
+    return stored_events(conn, conn.execute(query).all())

@@ -523,12 +523,31 @@ events = sa.Table(
     sa.Column("job_name", sa.Text),
     sa.Column("dataset_namespace", sa.Text),
     sa.Column("dataset_name", sa.Text),
-    sa.Column("payload", sa.Text, nullable=False),
+    # The event's compact JSON text as received, compressed by zstd with one of the
+    # store's dictionaries (`store.payloads`, the one way to read it back).
+    sa.Column("payload_zstd", sa.LargeBinary, nullable=False),
     # Every namespace the payload names, at any depth, as a JSON array
     # (`model.named_namespaces`): what a scoped reader's view of the event depends on, read
     # without walking the payload (`store.visibility.shown_events`).
     sa.Column("namespaces", sa.Text),
+    # The namespaces of its inputs and outputs, as a JSON array, NULL for none
+    # (`model.named_namespaces.io_namespaces_text`): what Marquez's events of a namespace
+    # are found by, without reading the payload.
+    sa.Column("io_namespaces", sa.Text),
     sa.UniqueConstraint("event_key", "month"),
+)
+
+event_dictionaries = sa.Table(
+    "event_dictionaries",
+    metadata,
+    # The zstd dictionaries the payloads are compressed with (`store.payloads`), trained on
+    # the store's own events; the id is the one each payload's zstd frame names. Not derived:
+    # never deleted, by a rebuild or a prune, while a payload may name it.
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),
+    # How many events it was trained on, and when.
+    sa.Column("events", sa.Integer, nullable=False),
+    sa.Column("trained_at", Timestamp, nullable=False),
 )
 
 run_months = sa.Table(

@@ -63,6 +63,7 @@ from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.job_dependency_writer import store_job_dependencies
 from upstream.store.lineage_writer import delete_links, store_lineage, write_pending_sets
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
+from upstream.store.payloads import pack
 from upstream.store.version_contents import (
     content_id,
     read_contents,
@@ -235,6 +236,7 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
     # Every run the batch names (parents too) gets its month in one statement, in id order:
     # two batches that both name new runs then never wait on each other's in opposite orders.
     run_months(conn, {run.run_id: month_of(now) for f in batch for run in f.runs})
+    packed = pack(conn, [f.record.payload for f in batch])
     rows = [
         {
             "event_key": f.record.key,
@@ -247,12 +249,13 @@ def _insert_events(conn: Connection, batch: list[EventFacts], now: datetime) -> 
             "job_name": f.record.job.name if f.record.job else None,
             "dataset_namespace": f.record.dataset.namespace if f.record.dataset else None,
             "dataset_name": f.record.dataset.name if f.record.dataset else None,
-            "payload": f.record.payload,
+            "payload_zstd": payload,
             "namespaces": f.record.namespaces,
+            "io_namespaces": f.record.io_namespaces,
         }
         # In the batch's order: a rebuild replays them in the order of their seq, and must
         # apply them in the order this write does.
-        for f in batch
+        for f, payload in zip(batch, packed, strict=True)
     ]
     return insert_by_month(conn, t.events, rows, "event_key")
 

@@ -16,7 +16,8 @@ from upstream.model.access import EVERYTHING, Visibility
 from upstream.query.marquez.answers import EventsAnswer, LineageEventsAnswer
 from upstream.query.marquez.common import Page, total
 from upstream.store import schema as t
-from upstream.store.dialect import names_a_dataset_in
+from upstream.store.dialect import lists_a_namespace
+from upstream.store.payloads import unpack
 from upstream.store.visibility import shown_events
 
 SortDirection = Literal["asc", "desc"]
@@ -34,14 +35,14 @@ def lineage_events(
     """Events `visibility` shows with `after <= eventTime < before`, by event time (then
     arrival), as Marquez; `totalCount` counts those shown."""
     e = t.events
-    query = sa.select(e.c.payload).where(shown_events(conn, visibility))
+    query = sa.select(e.c.payload_zstd).where(shown_events(conn, visibility))
     if before is not None:
         query = query.where(e.c.event_time < before)
     if after is not None:
         query = query.where(e.c.event_time >= after)
     order = [e.c.event_time, e.c.seq]
     ordered = query.order_by(*(c.desc() if direction == "desc" else c.asc() for c in order))
-    payloads = conn.execute(page.apply(ordered)).scalars()
+    payloads = unpack(conn, conn.execute(page.apply(ordered)).scalars().all())
     return {"events": [json.loads(p) for p in payloads], "totalCount": total(conn, query)}
 
 
@@ -56,14 +57,15 @@ def recent_events(
     (`{"events"}`, no count); with `namespace`, only those whose job, or any input or
     output, is in it (an unknown namespace has none)."""
     e = t.events
-    query = sa.select(e.c.payload).where(shown_events(conn, visibility))
+    query = sa.select(e.c.payload_zstd).where(shown_events(conn, visibility))
     if namespace is not None:
         query = query.where(
             sa.or_(
                 e.c.job_namespace == namespace,
                 e.c.dataset_namespace == namespace,
-                names_a_dataset_in(conn, e.c.payload, namespace),
+                lists_a_namespace(conn, e.c.io_namespaces, lambda listed: listed == namespace),
             )
         )
     ordered = query.order_by(e.c.event_time.desc(), e.c.seq.desc())
-    return {"events": [json.loads(p) for p in conn.execute(page.apply(ordered)).scalars()]}
+    payloads = unpack(conn, conn.execute(page.apply(ordered)).scalars().all())
+    return {"events": [json.loads(p) for p in payloads]}
