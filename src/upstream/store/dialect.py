@@ -205,7 +205,9 @@ def id_filters(
         yield column == sa.any_(array)
         return
     for part in chunks(sorted(wanted)):
-        yield column.in_(part)
+        # One list parameter: `in_` of the list itself coerces each id to a parameter of its
+        # own, a cost per id paid again by every statement of every write.
+        yield column.in_(sa.bindparam(None, part, expanding=True, type_=column.type))
 
 
 def text_id_filters(
