@@ -9,9 +9,8 @@ lock beside the database first (`flock`), which is free again the moment a write
 transaction ends, and which a waiting writer checks every `POLL` seconds; only then do
 they begin (IMMEDIATE), finding the database's own lock free.
 
-A writer that waits longer than its lock timeout for its turn, or cannot open the turn's file,
-begins anyway: SQLite's own wait, bounded by the same timeout, then decides, as it did before
-turns were taken.
+A writer that waits longer than its lock timeout for its turn begins anyway: SQLite's own
+wait, bounded by the same timeout, then decides, as it did before turns were taken.
 """
 
 from __future__ import annotations
@@ -36,10 +35,12 @@ def turn_file(database: Path) -> Path:
 def writer_turn(database: Path | None, wait: float) -> Iterator[None]:
     """Hold the turn to write the SQLite file `database` (None: nothing to take), waiting
     at most `wait` seconds for it."""
-    handle = None if database is None else _open(turn_file(database))
-    if handle is None:
+    if database is None:
         yield
         return
+    # A descriptor per turn: locks of two descriptors exclude each other, even in one
+    # process, and closing it gives the turn back.
+    handle = os.open(turn_file(database), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -53,14 +54,3 @@ def writer_turn(database: Path | None, wait: float) -> Iterator[None]:
         yield
     finally:
         os.close(handle)
-
-
-def _open(path: Path) -> int | None:
-    """A descriptor of the turn's file; None when it cannot be opened (a directory this
-    user may not write): SQLite's own lock alone then serialises the writers. A descriptor
-    per turn: locks of two descriptors exclude each other, even in one process, and closing
-    it gives the turn back."""
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return None
