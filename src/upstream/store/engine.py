@@ -38,7 +38,6 @@ from upstream.store.replicas import (
     ReplicaSet,
     includes_wanted,
 )
-from upstream.store.writer_turn import writer_turn
 
 T = TypeVar("T")
 
@@ -102,8 +101,6 @@ class Store:
         #: Writes of this process under way (`writing`), from when their events arrive.
         self._writes = 0
         self._writes_lock = threading.Lock()
-        #: The SQLite file whose writers take turns (`writer_turn`); None on PostgreSQL.
-        self._sqlite_file = sqlite_file(url)
         self.engine = create_engine(
             url,
             pool_size=pool_size,
@@ -255,10 +252,7 @@ class Store:
     def _write(self, work: Callable[[Connection], T], attempts: int) -> tuple[T, int]:
         for attempt in range(1, attempts + 1):
             try:
-                with (
-                    writer_turn(self._sqlite_file, self.timeouts.lock),
-                    self.engine.connect() as plain,
-                ):
+                with self.engine.connect() as plain:
                     conn = plain.execution_options(**{_WRITE: True})
                     with conn.begin():
                         result = work(conn)
