@@ -70,6 +70,24 @@ def test_a_transaction_appends_one_change_per_kind_with_its_ids(store: Store) ->
     assert _log(store, 4) == []
 
 
+def test_postgresql_appends_in_one_statement(statements: tuple[Store, list[str]]) -> None:
+    store, sent = statements
+    store.write(_recording((ENTITIES, [C]), (RUNS, [B])))
+    sent.clear()
+    at = store.write_at(_recording((RUNS, [A]), (TAGS, [A]), (DECLARATIONS, [B])))[1]
+
+    assert at == 5  # the newest position the write appended
+    appends = [s for s in sent if "change_log" in s]
+    # The counter's update and the rows' insert: on PostgreSQL one round trip, whose lock on
+    # the counter every writer waits for; SQLite has one writer at a time anyway.
+    assert len(appends) == (1 if store.dialect == "postgresql" else 2)
+    assert _log(store, 2) == [
+        Change(3, RUNS, (A,)),
+        Change(4, DECLARATIONS, (B,)),
+        Change(5, TAGS, (A,)),
+    ]
+
+
 def test_a_transaction_that_records_nothing_appends_nothing(store: Store) -> None:
     store.write(lambda conn: None)
     store.write(_recording((RUNS, []), (ENTITIES, [])))

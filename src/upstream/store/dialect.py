@@ -205,7 +205,9 @@ def id_filters(
         yield column == sa.any_(array)
         return
     for part in chunks(sorted(wanted)):
-        yield column.in_(part)
+        # One list parameter: `in_` of the list itself coerces each id to a parameter of its
+        # own, a cost per id paid again by every statement of every write.
+        yield column.in_(sa.bindparam(None, part, expanding=True, type_=column.type))
 
 
 def text_id_filters(
@@ -310,9 +312,17 @@ def advisory_xact_locks(
 ) -> None:
     """Hold a PostgreSQL transaction-level advisory lock on each id until commit, taken in
     key order so that two writers never wait on each other in a cycle; `shared` ones only
-    exclude the exclusive ones. SQLite's write lock already serialises writers."""
-    keys = sorted({_lock_key(i) for i in ids})
-    if conn.dialect.name != "postgresql" or not keys:
+    exclude the exclusive ones. SQLite's write lock already serialises writers.
+
+    A lock the transaction already holds (an exclusive one, or a shared one asked again as
+    shared) is not asked again: a write's steps lock the same runs in turn, and each request
+    costs a round trip."""
+    if conn.dialect.name != "postgresql":
+        return
+    held = _held_locks(conn)
+    wanted = {_lock_key(i) for i in ids}
+    keys = sorted(k for k in wanted if k not in held or (held[k] and not shared))
+    if not keys:
         return
     function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
     conn.exec_driver_sql(
@@ -320,6 +330,21 @@ def advisory_xact_locks(
         "ORDER BY k) AS ordered",
         {"keys": keys},
     )
+    held.update(dict.fromkeys(keys, shared))  # an exclusive lock replaces a shared one
+
+
+_HELD_LOCKS = "upstream_held_locks"
+
+
+def _held_locks(conn: Connection) -> dict[int, bool]:
+    """The advisory keys this transaction holds, each True when held shared only. Tagged
+    with the transaction and its savepoint, whose rollback releases the locks it took."""
+    tag = (conn.get_transaction(), conn.get_nested_transaction())
+    memo = conn.info.get(_HELD_LOCKS)
+    if memo is None or memo[0] != tag:
+        memo = conn.info[_HELD_LOCKS] = (tag, {})
+    held: dict[int, bool] = memo[1]
+    return held
 
 
 def try_advisory_xact_lock(conn: Connection, ident: uuid.UUID) -> bool:

@@ -12,7 +12,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -56,16 +56,16 @@ def rederive_flows(conn: Connection, owners: Owners) -> None:
         return
     every = sorted(owners.runs | owners.jobs | owners.datasets)
     advisory_xact_locks(conn, every)
+    runs = _runs(conn, owners.runs)
     lineages = [
-        *_run_lineages(conn, owners.runs),
+        *_run_lineages(conn, runs),
         *_job_lineages(conn, owners.jobs),
         *_dataset_lineages(conn, owners.datasets),
     ]
-    spans = _spans(conn, owners.runs)
     for matches in id_filters(conn, t.flows.c.owner_id, every):
         conn.execute(t.flows.delete().where(matches))
     rows = [
-        flow_row(lineage, flow, spans.get(lineage.owner_id, (None, None)))
+        flow_row(lineage, flow, runs[lineage.owner_id].span if lineage.scope == "run" else _NO_SPAN)
         for lineage in lineages
         for flow in derive_flows(lineage)
     ]
@@ -87,13 +87,28 @@ def flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[s
     }
 
 
-def _spans(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[Any, Any]]:
+class _Run(NamedTuple):
+    """What a run's flows copy or depend on of its row."""
+
+    #: (started_at, ended_at), copied into each of its flows.
+    span: tuple[Any, Any]
+    #: Its events carry the lineage facet: no inputs x outputs product (flow rules).
+    has_lineage_facet: bool
+
+
+_NO_SPAN: tuple[Any, Any] = (None, None)
+
+
+def _runs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, _Run]:
+    """What the flows of each of `run_ids` take from its row (one without a stored row has
+    no span and no lineage facet), in one statement."""
     r = t.runs.c
-    spans: dict[uuid.UUID, tuple[Any, Any]] = {}
+    runs = dict.fromkeys(run_ids, _Run(_NO_SPAN, False))
     for matches in id_filters(conn, r.id, run_ids):
-        query = sa.select(r.id, r.started_at, r.ended_at).where(matches)
-        spans.update({row.id: (row.started_at, row.ended_at) for row in conn.execute(query)})
-    return spans
+        query = sa.select(r.id, r.started_at, r.ended_at, r.has_lineage_facet).where(matches)
+        for row in conn.execute(query):
+            runs[row.id] = _Run((row.started_at, row.ended_at), bool(row.has_lineage_facet))
+    return runs
 
 
 def _accesses(
@@ -171,20 +186,15 @@ def dataset_edge(row: Mapping[Any, Any]) -> DatasetEdge:
     )
 
 
-def _run_lineages(conn: Connection, run_ids: Collection[uuid.UUID]) -> Iterable[OwnerLineage]:
-    accesses = _accesses(conn, t.relations.c.run_id, run_ids)
-    edges = _edges(conn, run_ids, "run")
-    no_product: set[uuid.UUID] = set()
-    r = t.runs.c
-    for matches in id_filters(conn, r.id, run_ids):
-        query = sa.select(r.id).where(matches, r.has_lineage_facet)
-        no_product.update(conn.execute(query).scalars())
-    for run_id in sorted(run_ids):
+def _run_lineages(conn: Connection, runs: Mapping[uuid.UUID, _Run]) -> Iterable[OwnerLineage]:
+    accesses = _accesses(conn, t.relations.c.run_id, runs)
+    edges = _edges(conn, runs, "run")
+    for run_id in sorted(runs):
         yield OwnerLineage(
             scope="run",
             owner_id=run_id,
             run_id=run_id,
-            no_product=run_id in no_product,
+            no_product=runs[run_id].has_lineage_facet,
             accesses=tuple(accesses.get(run_id, ())),
             edges=tuple(edges.get(run_id, ())),
         )

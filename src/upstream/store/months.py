@@ -87,13 +87,38 @@ def run_months(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uu
     memo = _memo(conn)
     missing = sorted(run for run in first_seen if run not in memo)
     if missing:
-        rows = [{"run_id": run, "month": first_seen[run]} for run in missing]
-        new = insert_rows_ignoring(conn, t.run_months, rows, "run_id")
-        memo.update((run, first_seen[run]) for run in new)
+        if conn.dialect.name == "postgresql":
+            memo.update(_claim_or_read(conn, {run: first_seen[run] for run in missing}))
+        else:
+            rows = [{"run_id": run, "month": first_seen[run]} for run in missing]
+            new = insert_rows_ignoring(conn, t.run_months, rows, "run_id")
+            memo.update((run, first_seen[run]) for run in new)
         known = t.run_months.c
-        for matches in id_filters(conn, known.run_id, set(missing) - new):
+        for matches in id_filters(conn, known.run_id, set(missing) - memo.keys()):
             memo.update(conn.execute(sa.select(known.run_id, known.month).where(matches)).all())
     return {run: memo[run] for run in first_seen}
+
+
+#: Insert the runs not filed yet, and read the months of those filed before, in one round
+#: trip. The read sees what committed before the statement began: a run a concurrent writer
+#: filed since (the insert waited for its commit, then skipped it) is in neither half.
+_CLAIM_OR_READ = """
+WITH new AS (
+    INSERT INTO run_months (run_id, month)
+    SELECT run_id, month FROM unnest(%(runs)s::uuid[], %(months)s::integer[]) AS u(run_id, month)
+    ON CONFLICT (run_id) DO NOTHING RETURNING run_id, month
+)
+SELECT run_id, month FROM new
+UNION ALL SELECT run_id, month FROM run_months WHERE run_id = ANY(%(runs)s::uuid[])
+"""
+
+
+def _claim_or_read(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uuid.UUID, int]:
+    """The months of `first_seen`'s runs, each new one filed under the month given
+    (PostgreSQL); a run a concurrent writer filed meanwhile is left out."""
+    runs = sorted(first_seen)  # in id order, as every writer inserts them
+    params = {"runs": runs, "months": [first_seen[run] for run in runs]}
+    return dict(conn.exec_driver_sql(_CLAIM_OR_READ, params).tuples().all())
 
 
 def _memo(conn: Connection) -> dict[uuid.UUID, int]:
