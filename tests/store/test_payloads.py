@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -305,3 +306,36 @@ def test_the_migration_converts_stored_events_and_back(second_db_url: str, count
             assert "event_dictionaries" not in sa.inspect(conn).get_table_names()
     finally:
         old.dispose()
+
+
+def test_the_write_that_trains_keeps_no_other_writer_waiting(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a write trains the dictionary (held here until the other write is done, or 20 s),
+    a write naming one of its runs is not kept waiting: training comes before the write locks
+    any row, so the second write ends within seconds, long before the first could."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite lets in one writer at a time: there is no other writer to keep")
+    training, other_done = threading.Event(), threading.Event()
+    real_train = payloads.train
+
+    def held_train(texts: Any, ident: int) -> zstandard.ZstdCompressionDict:
+        training.set()
+        other_done.wait(20)
+        return real_train(texts, ident)
+
+    monkeypatch.setattr(payloads, "train", held_train)
+    documents = _events(TRAINING)
+    first = threading.Thread(target=lambda: ingest_documents(store, documents, batch=True))
+    first.start()
+    try:
+        assert training.wait(60)
+        same_run = {**_events(1)[0], "eventType": "COMPLETE", "eventTime": "2026-11-02T00:00:00Z"}
+        started = time.monotonic()
+        ingest_documents(store, [same_run], batch=True)
+        waited = time.monotonic() - started
+    finally:
+        other_done.set()
+        first.join(60)
+    assert waited < 8, f"the second write waited {waited:.1f} s for the one training"
+    assert len(_stored(store)) == TRAINING + 1
