@@ -43,6 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
+from upstream.store.transaction_state import kept, taken
 
 #: Readers read everything again: a rebuild, a prune, a migration of derived rows.
 RELOAD = "reload"
@@ -142,10 +143,9 @@ def append_recorded(conn: Connection, now: datetime | None = None) -> int | None
     """Append what this transaction recorded, as its last statement before the commit (see
     the module docstring for why last); the newest position it appended, or None when it
     recorded nothing. A transaction that records RELOAD appends only that."""
-    pending = conn.info.pop(_PENDING, None)
-    if pending is None or pending[0] is not conn.get_transaction():
+    changes = taken(conn, _PENDING)
+    if changes is None:
         return None
-    changes = pending[1]
     if RELOAD in changes:
         changes = {RELOAD: set()}
     kinds = [kind for kind in KINDS if kind in changes and (changes[kind] or kind == RELOAD)]
@@ -198,15 +198,7 @@ def trim(conn: Connection, keep: int) -> None:
 
 
 def _pending(conn: Connection) -> dict[str, set[uuid.UUID]]:
-    """The changes this transaction recorded. They are kept with the connection, tagged with
-    the transaction, so nothing a rolled-back transaction recorded is ever appended by the
-    next one on the same connection."""
-    transaction = conn.get_transaction()
-    if transaction is None:
-        raise RuntimeError("changes are recorded inside a transaction")
-    held = conn.info.get(_PENDING)
-    if held is None or held[0] is not transaction:
-        held = (transaction, {})
-        conn.info[_PENDING] = held
-    changes: dict[str, set[uuid.UUID]] = held[1]
+    """The changes this transaction recorded (`transaction_state`: nothing a rolled-back
+    transaction recorded is ever appended by the next one on the same connection)."""
+    changes: dict[str, set[uuid.UUID]] = kept(conn, _PENDING, dict)
     return changes

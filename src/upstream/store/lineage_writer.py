@@ -42,6 +42,7 @@ from upstream.model.lineage_sets import (
 from upstream.store import schema as t
 from upstream.store.dialect import for_update, id_filters, insert_rows, insert_rows_ignoring
 from upstream.store.months import insert_by_month
+from upstream.store.transaction_state import kept, kept_if_any, taken
 
 Row = dict[str, Any]
 
@@ -83,7 +84,6 @@ _PENDING = "upstream_pending_sets"
 class _Pending:
     """What a transaction's links need of the sets, kept until `write_pending_sets`."""
 
-    transaction: Any
     #: Each set a link of this transaction points to, with when it was made.
     sets: dict[uuid.UUID, tuple[LineageSet, datetime]] = field(default_factory=dict)
     #: Sets a link of this transaction stopped pointing to: deleted if no link uses them.
@@ -91,20 +91,16 @@ class _Pending:
 
 
 def _pending(conn: Connection) -> _Pending:
-    """This transaction's pending sets (kept with the connection, tagged with the transaction,
-    so a rolled-back transaction's are never written by the next one)."""
-    transaction = conn.get_transaction()
-    held = conn.info.get(_PENDING)
-    if held is None or held.transaction is not transaction:
-        held = conn.info[_PENDING] = _Pending(transaction)
-    return held
+    """This transaction's pending sets (`transaction_state`: a rolled-back transaction's are
+    never written by the next one)."""
+    return kept(conn, _PENDING, _Pending)
 
 
 def unwritten_sets(conn: Connection) -> Mapping[uuid.UUID, LineageSet]:
     """The sets this transaction's links point to that `write_pending_sets` has not stored
     yet: a reader of set edges inside the transaction reads these from here."""
-    held = conn.info.get(_PENDING)
-    if held is None or held.transaction is not conn.get_transaction():
+    held: _Pending | None = kept_if_any(conn, _PENDING)
+    if held is None:
         return {}
     return {set_id: lset for set_id, (lset, _) in held.sets.items()}
 
@@ -112,8 +108,8 @@ def unwritten_sets(conn: Connection) -> Mapping[uuid.UUID, LineageSet]:
 def write_pending_sets(conn: Connection) -> None:
     """Store the sets this transaction's links point to that are not stored yet, then
     delete the sets no link uses any more; each in id order."""
-    held = conn.info.pop(_PENDING, None)
-    if held is None or held.transaction is not conn.get_transaction():
+    held: _Pending | None = taken(conn, _PENDING)
+    if held is None:
         return
     by_time: dict[datetime, list[LineageSet]] = defaultdict(list)
     for lset, made in held.sets.values():

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters, insert_rows_ignoring
+from upstream.store.transaction_state import kept
 
 #: The month of rows that belong to no run: declared lineage and its events, never pruned.
 KEEP = 0
@@ -124,10 +125,5 @@ def _claim_or_read(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dic
 def _memo(conn: Connection) -> dict[uuid.UUID, int]:
     """The months looked up in the connection's current transaction (a new one starts
     empty: a prune may have forgotten a run since)."""
-    transaction = conn.get_transaction()
-    held = conn.info.get(_MEMO)
-    if held is None or held[0] is not transaction:
-        held = (transaction, {})
-        conn.info[_MEMO] = held
-    memo: dict[uuid.UUID, int] = held[1]
+    memo: dict[uuid.UUID, int] = kept(conn, _MEMO, dict)
     return memo

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Connection
 from upstream.store import schema as t
 from upstream.store.dialect import insert_rows_ignoring, try_advisory_xact_lock
 from upstream.store.per_engine import PerEngine
+from upstream.store.transaction_state import kept, kept_if_any
 
 #: zstd's compression level: 3, its default, compressed the events as small as 19 at a
 #: twentieth of its CPU (`python -m benchmarks.raw_options`).
@@ -154,7 +155,7 @@ def _train_now(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompress
     }
     if not insert_rows_ignoring(conn, t.event_dictionaries, [row], "id"):
         return _dictionary(conn, ident)  # committed by another writer meanwhile
-    conn.info[_TRAINED] = (conn.get_transaction(), ident, dictionary)
+    kept(conn, _TRAINED, lambda: (ident, dictionary))
     return dictionary
 
 
@@ -167,19 +168,19 @@ def _prepared(dictionary: zstandard.ZstdCompressionDict) -> zstandard.ZstdCompre
 
 def _trained_here(conn: Connection) -> zstandard.ZstdCompressionDict | None:
     """The dictionary this transaction trained, not committed yet (so kept by no process)."""
-    held = conn.info.get(_TRAINED)
-    if held is None or held[0] is not conn.get_transaction():
+    held = kept_if_any(conn, _TRAINED)
+    if held is None:
         return None
-    dictionary: zstandard.ZstdCompressionDict = held[2]
+    dictionary: zstandard.ZstdCompressionDict = held[1]
     return dictionary
 
 
 def _dictionary(conn: Connection, ident: int) -> zstandard.ZstdCompressionDict:
     """Dictionary `ident`: this transaction's own, one this process read committed, or the
     stored row (committed, since this transaction did not train it)."""
-    held = conn.info.get(_TRAINED)
-    if held is not None and held[0] is conn.get_transaction() and held[1] == ident:
-        dictionary: zstandard.ZstdCompressionDict = held[2]
+    held = kept_if_any(conn, _TRAINED)
+    if held is not None and held[0] == ident:
+        dictionary: zstandard.ZstdCompressionDict = held[1]
         return dictionary
     kept = _kept(conn.engine)
     found = kept.by_id.get(ident)

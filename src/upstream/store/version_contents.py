@@ -31,6 +31,7 @@ from upstream.model.json_text import dumps
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters, insert_rows_ignoring
 from upstream.store.per_engine import PerEngine
+from upstream.store.transaction_state import kept, kept_if_any
 
 #: Content ids each process remembers per database (16 bytes and a dictionary entry each).
 KNOWN_LIMIT = 65_536
@@ -94,7 +95,6 @@ _known: PerEngine[_Known] = PerEngine(_listened)
 class _Pending:
     """The contents a transaction's versions name, kept until `write_pending_contents`."""
 
-    transaction: Any
     #: Contents not known to be stored, by id.
     rows: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)
     #: Contents the transaction stored or found stored: remembered when it commits.
@@ -102,11 +102,7 @@ class _Pending:
 
 
 def _pending(conn: Connection) -> _Pending:
-    transaction = conn.get_transaction()
-    held = conn.info.get(_PENDING)
-    if held is None or held.transaction is not transaction:
-        held = conn.info[_PENDING] = _Pending(transaction)
-    return held
+    return kept(conn, _PENDING, _Pending)
 
 
 def stage(conn: Connection, contents: Mapping[uuid.UUID, tuple[Any, Any]]) -> None:
@@ -120,8 +116,8 @@ def stage(conn: Connection, contents: Mapping[uuid.UUID, tuple[Any, Any]]) -> No
 
 def write_pending_contents(conn: Connection) -> None:
     """Store the staged contents not stored yet, in id order (a stable lock order)."""
-    held = conn.info.get(_PENDING)
-    if held is None or held.transaction is not conn.get_transaction() or not held.rows:
+    held: _Pending | None = kept_if_any(conn, _PENDING)
+    if held is None or not held.rows:
         return
     ordered = [held.rows[key] for key in sorted(held.rows)]
     insert_rows_ignoring(conn, t.version_contents, ordered, "id")
@@ -132,8 +128,8 @@ def write_pending_contents(conn: Connection) -> None:
 def read_contents(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[Any, Any]]:
     """The fields and facets of each content among `ids` (staged by this transaction, or
     stored)."""
-    held = conn.info.get(_PENDING)
-    staged = held.rows if held is not None and held.transaction is conn.get_transaction() else {}
+    held: _Pending | None = kept_if_any(conn, _PENDING)
+    staged = held.rows if held is not None else {}
     found = {key: (staged[key]["fields"], staged[key]["facets"]) for key in ids if key in staged}
     c = t.version_contents.c
     for matches in id_filters(conn, c.id, sorted(set(ids) - found.keys())):
@@ -156,10 +152,12 @@ def _remember_committed(conn: Connection) -> None:
     """On commit: the contents the transaction stored are known from now on."""
     info = _info(conn)
     held = info.pop(_PENDING, None) if info is not None else None
-    if info is None or held is None or not held.stored:
+    # Kept by `transaction_state.kept`: (the transaction, its contents).
+    pending: _Pending | None = held[1] if held is not None else None
+    if info is None or pending is None or not pending.stored:
         return
-    _known(conn.engine).add(held.stored)
-    info[_COMMITTING] = held.stored
+    _known(conn.engine).add(pending.stored)
+    info[_COMMITTING] = pending.stored
 
 
 def _committed(conn: Connection) -> None:
