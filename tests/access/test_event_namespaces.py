@@ -82,21 +82,7 @@ def test_the_migration_lists_the_namespaces_of_events_already_stored(second_db_u
     try:
         upgrade(old, "0019")
         documents = [depending_event(), run_event(("crm", "sync"), outputs=[ds("crm", "leads")])]
-        with old.engine.begin() as conn:
-            for document in documents:
-                record = event_record(parse_event(document), document)
-                conn.execute(
-                    sa.text(
-                        "INSERT INTO events (event_key, month, event_type, event_time, "
-                        "received_at, payload) VALUES (:key, 202611, :type, :time, :time, :doc)"
-                    ),
-                    {
-                        "key": record.key,
-                        "type": record.event_type,
-                        "time": record.event_time,
-                        "doc": record.payload,
-                    },
-                )
+        insert_as_text(old, documents)
         upgrade(old)
         assert listed(old) == [["crm", "finance", "hr"], ["crm"]]
     finally:
@@ -123,3 +109,26 @@ def test_an_event_record_lists_the_namespaces_of_the_text_it_keeps() -> None:
     document = depending_event()
     record = event_record(parse_event(document), document, json_text.dumps(document))
     assert orjson.loads(record.namespaces) == ["crm", "finance", "hr"]
+
+
+def insert_as_text(store: Store, documents: list[dict[str, Any]]) -> list[str]:
+    """Store `documents` as events were kept before migration 0025 (the payload as text, no
+    list of namespaces); their texts."""
+    texts = []
+    with store.engine.begin() as conn:
+        for document in documents:
+            record = event_record(parse_event(document), document)
+            conn.execute(
+                sa.text(
+                    "INSERT INTO events (event_key, month, event_type, event_time, "
+                    "received_at, payload) VALUES (:key, 202611, :type, :time, :time, :doc)"
+                ),
+                {
+                    "key": record.key,
+                    "type": record.event_type,
+                    "time": record.event_time,
+                    "doc": record.payload,
+                },
+            )
+            texts.append(record.payload)
+    return texts

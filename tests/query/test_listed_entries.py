@@ -18,22 +18,26 @@ from upstream.query.collapse import KeyedRelation, KeyedRelations, collapse
 from upstream.query.listed_entries import listed_entries
 
 NAMES = ["dataset.n.b", "dataset.n.a", 'dataset.m."é"', "dataset.n.\\x", "dataset.n.a,b"]
+RUNS = [None, "r3", "r1", "r2", "r10"]
+COMPONENTS = ["", "mapper", "Reducer", "z", "\u2028"]
+
+
+def keyed_relations(runs: list[str | None]) -> st.SearchStrategy[list[KeyedRelation]]:
+    """Up to 25 relations among names, runs and components that JSON escapes or orders
+    unlike their text."""
+    relation = st.builds(
+        KeyedRelation,
+        st.sampled_from(NAMES),
+        st.sampled_from(["job.n.j", "workflow.n.w", 'job.n.","']),
+        st.sampled_from(["read", "write"]),
+        st.sampled_from(runs),
+        st.sampled_from(COMPONENTS),
+    )
+    return st.lists(relation, max_size=25)
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    relations=st.lists(
-        st.builds(
-            KeyedRelation,
-            st.sampled_from(NAMES),
-            st.sampled_from(["job.n.j", "workflow.n.w", 'job.n.","']),
-            st.sampled_from(["read", "write"]),
-            st.sampled_from([None, "r3", "r1", "r2", "r10"]),
-            st.sampled_from(["", "mapper", "Reducer", "z", "\u2028"]),
-        ),
-        max_size=25,
-    )
-)
+@given(relations=keyed_relations(RUNS))
 def test_listed_entries_are_the_text_of_the_listed_answer(
     relations: list[KeyedRelation],
 ) -> None:

@@ -19,12 +19,11 @@ import zstandard
 from alembic import command
 from fastapi.testclient import TestClient
 
+from tests.access.test_event_namespaces import insert_as_text
 from tests.builders import BASE_TIME, ds, hours, run_event
 from tests.query.test_derived_graph import second_db_url
-from upstream.ingest.documents import event_record
 from upstream.ingest.service import ingest_documents, prepare_each
 from upstream.model import json_text
-from upstream.model.events import parse_event
 from upstream.model.facts import EventFacts
 from upstream.store import payloads
 from upstream.store import schema as t
@@ -250,28 +249,6 @@ def test_a_writer_does_not_wait_for_another_training(
     assert _dictionaries(store) == [(1, TRAINING)]
 
 
-def _insert_as_text(store: Store, documents: list[dict[str, Any]]) -> list[str]:
-    """Store `documents` as revision 0024 kept events (the payload as text); their texts."""
-    texts = []
-    with store.engine.begin() as conn:
-        for document in documents:
-            record = event_record(parse_event(document), document)
-            conn.execute(
-                sa.text(
-                    "INSERT INTO events (event_key, month, event_type, event_time, "
-                    "received_at, payload) VALUES (:key, 202611, :type, :time, :time, :doc)"
-                ),
-                {
-                    "key": record.key,
-                    "type": record.event_type,
-                    "time": record.event_time,
-                    "doc": record.payload,
-                },
-            )
-            texts.append(record.payload)
-    return texts
-
-
 @pytest.mark.parametrize("count", [TRAINING - 1, TRAINING + 3], ids=["few", "enough"])
 def test_the_migration_converts_stored_events_and_back(second_db_url: str, count: int) -> None:
     """Events stored as text by revision 0024 are converted by 0025: compressed with a
@@ -283,7 +260,7 @@ def test_the_migration_converts_stored_events_and_back(second_db_url: str, count
         documents = _events(count)
         documents[0]["inputs"] = [ds("lake", "raw"), ds("crm", "leads")]
         documents[0]["outputs"] = [ds("lake", "clean")]
-        texts = _insert_as_text(old, documents)
+        texts = insert_as_text(old, documents)
         upgrade(old)
         fresh = Store(second_db_url)  # a process that never saw the store before
         try:
