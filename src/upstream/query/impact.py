@@ -289,6 +289,8 @@ def _answer(
 #: A dataset's distance when the walk shows it without a path to it (`None` hops): every
 #: carrier's read is nearer; a job that read nothing at a known distance is farther still.
 _UNREACHED = np.int64(1 << 40)
+#: The distance of a dataset the report does not hold: its relations are not read.
+_ABSENT = np.int64(-1)
 _NO_READ = np.int64(1 << 41)
 
 
@@ -316,12 +318,12 @@ class _Carriers:
         visible: VisibleNodes | None,
     ) -> _Carriers:
         numbers = graph.ids.datasets
-        distance = np.full(len(numbers), _UNREACHED, dtype=np.int64)
+        distance = np.full(len(numbers), _ABSENT, dtype=np.int64)
         for reached, hop in {**hops, seed: 0}.items():
             if (number := numbers.known(str(reached))) is not None:
                 distance[number] = _UNREACHED if hop is None else hop
         reads = WalkReads(graph, params.window, "downstream")
-        rows = reads.relation_rows_of_datasets(np.flatnonzero(distance < _UNREACHED + 1))
+        rows = reads.relation_rows_of_datasets(np.flatnonzero(distance != _ABSENT))
         r = graph.relations
         dataset, job, run = (r[c][rows].astype(np.int64) for c in ("dataset", "job", "run"))
         write = r["write"][rows].astype(np.bool_)
