@@ -1,11 +1,15 @@
 """The schema check of a read (`upstream.store.schema_revision`): a current store is known
 current from the version table and the migration files alone, without Alembic; an older one
-is refused with the message Alembic's check gave, on both stores."""
+is refused with the message Alembic's check gave, on both stores. A migration (`upgrade`)
+loads no migration module for a current store, each once for one to migrate."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import alembic.util
 import pytest
 from alembic import command
 from typer.testing import CliRunner
@@ -17,6 +21,43 @@ from upstream.store.migrate import alembic_config, head_revision, upgrade
 from upstream.store.schema_revision import head_from_files, is_current, stored_revision
 
 runner = CliRunner()
+VERSIONS = Path(migrate.__file__).parent / "migrations" / "versions"
+
+
+@pytest.fixture
+def loaded_migrations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The migration modules Alembic loads from now on, by file name, once per load."""
+    loads: list[str] = []
+    load = alembic.util.load_python_file
+
+    def noted(directory: str, filename: str) -> Any:
+        if Path(directory) == VERSIONS:
+            loads.append(filename)
+        return load(directory, filename)
+
+    monkeypatch.setattr(alembic.util, "load_python_file", noted)
+    return loads
+
+
+def test_migrating_a_current_store_loads_no_migration(
+    store: Store, loaded_migrations: list[str]
+) -> None:
+    upgrade(store)
+    upgrade(store)
+    assert loaded_migrations == []
+    assert stored_revision(store) == head_from_files()
+
+
+def test_migrating_a_new_store_loads_each_migration_once(
+    tmp_path: Path, loaded_migrations: list[str]
+) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'new.db'}")
+    try:
+        upgrade(store)
+        assert sorted(loaded_migrations) == sorted(p.name for p in VERSIONS.glob("*.py"))
+        assert stored_revision(store) == head_from_files()
+    finally:
+        store.dispose()
 
 
 def test_the_head_read_from_the_files_is_alembics() -> None:
