@@ -4,6 +4,7 @@ answered by a snapshot that includes it (`upstream.store.replicas`)."""
 from __future__ import annotations
 
 import contextvars
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,9 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 from tests.private_postgres import PrivateCluster, primary_and_replica
+from upstream.store import replicas as replicas_module
 from upstream.store import schema as t
 from upstream.store.change_log import RUNS, position, record
-from upstream.store.engine import Store, Timeouts, create_engine
+from upstream.store.deadlines import Watchdog
+from upstream.store.engine import Store, Timeouts, create_engine, probe_engine
 from upstream.store.migrate import upgrade
 from upstream.store.replicas import Replica, ReplicaSet, reads_must_include
 
@@ -155,3 +158,81 @@ def test_a_replica_given_up_is_taken_back_only_once_it_has_caught_up(
         replicas.close()
         for replica_set_engine in replicas.engines:
             replica_set_engine.dispose()
+
+
+def _statements_logged(cluster: PrivateCluster) -> int:
+    """Statements in the cluster's log, sent as text or as parsed statements executed."""
+    log = (cluster.root / "server.log").read_text(errors="replace")
+    return len(re.findall(r"LOG:  (?:statement|execute [^:]*): ", log))
+
+
+def test_a_lag_measurement_is_one_statement_on_each_server(
+    pair: tuple[PrivateCluster, PrivateCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server measures its replicas twice a second for as long as it runs: each look is a
+    statement on the replica and one on the primary, with no ping, BEGIN or ROLLBACK around
+    them (counted in the servers' logs: only the probes' sessions log their statements)."""
+    primary, replica = pair
+    monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)  # only the rounds below
+    logged = "?options=-c%20log_statement%3Dall"
+    watchdog = Watchdog()
+    replicas = ReplicaSet(
+        [
+            Replica(
+                "replica",
+                create_engine(replica.url),
+                probe_engine(replica.url + logged, 5, watchdog),
+            )
+        ],
+        probe_engine(primary.url + logged, 5, watchdog),
+        max_lag=5,
+        fallback="primary",
+        probe_seconds=5,
+    )
+    try:
+        before = _statements_logged(primary), _statements_logged(replica)
+        for _ in range(10):
+            replicas.measure()
+        after = _statements_logged(primary), _statements_logged(replica)
+        assert (after[0] - before[0], after[1] - before[1]) == (10, 10)
+        assert replicas.lags()[0].positions == 0
+    finally:
+        replicas.close()
+        for engine in replicas.engines:
+            engine.dispose()
+        watchdog.close()
+
+
+def test_a_probe_connection_the_server_dropped_is_replaced_within_the_look(
+    pair: tuple[PrivateCluster, PrivateCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not pinged when taken from the pool, a probe's connection that the server ended
+    fails its look, which is asked again on a new connection: the replica still answers."""
+    primary, replica = pair
+    monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)
+    watchdog = Watchdog()
+    probe = probe_engine(replica.url, 5, watchdog)
+    replicas = ReplicaSet(
+        [Replica("replica", create_engine(replica.url), probe)],
+        probe_engine(primary.url, 5, watchdog),
+        max_lag=5,
+        fallback="primary",
+        probe_seconds=5,
+    )
+    try:
+        with probe.connect() as conn:
+            backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        engine = sa.create_engine(replica.url)
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": backend}).scalar()
+        engine.dispose()
+        replicas.measure()
+        (lag,) = replicas.lags()
+        assert (lag.answers, lag.positions) == (True, 0)
+        with probe.connect() as conn:
+            assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() != backend
+    finally:
+        replicas.close()
+        for engine in replicas.engines:
+            engine.dispose()
+        watchdog.close()

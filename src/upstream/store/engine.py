@@ -184,7 +184,6 @@ class Store:
         order, skipping one that lags more than `max_lag` seconds (see `replicas`). Writes,
         migrations and locks stay on the primary, so a server migrates before it calls
         this. A lag measurement waits `probe_seconds` for each server to answer."""
-        probe = Timeouts(probe_seconds, probe_seconds, probe_seconds, probe_seconds)
         watchdog = self._probe_watchdog
         replicas = [
             Replica(
@@ -196,15 +195,12 @@ class Store:
                     watchdog=self.watchdog,
                     clock=self.clock,
                 ),
-                create_engine(url, pool_size=1, timeouts=probe, watchdog=watchdog),
+                probe_engine(url, probe_seconds, watchdog),
             )
             for url in urls
         ]
-        primary_probe = create_engine(
-            self.url.render_as_string(hide_password=False),
-            pool_size=1,
-            timeouts=probe,
-            watchdog=watchdog,
+        primary_probe = probe_engine(
+            self.url.render_as_string(hide_password=False), probe_seconds, watchdog
         )
         self.replicas = ReplicaSet(
             replicas, primary_probe, max_lag=max_lag, fallback=fallback, probe_seconds=probe_seconds
@@ -333,6 +329,19 @@ def create_engine(
     return _postgresql_engine(parsed, pool_size, timeouts, watchdog or Watchdog(), clock, echo)
 
 
+def probe_engine(url: str, seconds: float, watchdog: Watchdog) -> Engine:
+    """A PostgreSQL engine of one connection for looks of one statement each, every one of
+    which must be answered within `seconds` (a replica's lag, measured twice a second for
+    as long as a server runs): each look is one round trip. It runs in autocommit (no BEGIN
+    before it, no ROLLBACK after), and its connection is not pinged when taken from the pool:
+    a look on a connection the server dropped fails, and is asked again on a new one
+    (`replicas`)."""
+    timeouts = Timeouts(seconds, seconds, seconds, seconds)
+    return _postgresql_engine(
+        sa.make_url(url), 1, timeouts, watchdog, OperationClock(seconds), False, probe=True
+    )
+
+
 def _postgresql_engine(
     url: sa.URL,
     pool_size: int,
@@ -340,6 +349,8 @@ def _postgresql_engine(
     watchdog: Watchdog,
     clock: OperationClock,
     echo: bool,
+    *,
+    probe: bool = False,
 ) -> Engine:
     """A pool whose every wait is bounded. `connect_timeout` in the URL, when given, wins;
     `options` in the URL are kept, the timeouts added after them.
@@ -354,7 +365,8 @@ def _postgresql_engine(
 
     Each wait is the shorter of its own timeout and what is left of the operation's time
     (`deadlines.OperationClock`): waiting for a pooled connection, checking it, opening a new
-    one, every statement."""
+    one, every statement. A `probe_engine` has none of the grace below: its looks end
+    within their time, whoever ends them."""
     options = f"-c statement_timeout={_ms(timeouts.statement)} -c lock_timeout={_ms(timeouts.lock)}"
     given = url.query.get("options")
     if isinstance(given, str) and given.strip():
@@ -373,8 +385,9 @@ def _postgresql_engine(
         pool_timeout=min(timeouts.pool, timeouts.statement),
         pool_use_lifo=True,
         connect_args=connect_args,
+        **({"isolation_level": "AUTOCOMMIT"} if probe else {}),
     )
-    answer_within = timeouts.statement + _ANSWER_GRACE
+    answer_within = timeouts.statement + (0 if probe else _ANSWER_GRACE)
 
     @event.listens_for(engine, "do_connect")
     def _connect_within(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
@@ -395,7 +408,6 @@ def _postgresql_engine(
         finally:
             watchdog.disarm(dbapi_connection)
 
-    @event.listens_for(engine, "checkout")
     def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         # The pool's own pre-ping could wait forever on a hung server; this one is watched.
         # A failed ping makes the pool replace the connection (DisconnectionError).
@@ -406,6 +418,9 @@ def _postgresql_engine(
             raise DisconnectionError(f"the pooled connection is dead: {exc}") from exc
         finally:
             watchdog.disarm(dbapi_connection)
+
+    if not probe:
+        event.listen(engine, "checkout", _ping)
 
     def _watch(conn: Connection) -> None:
         if conn.invalidated:

@@ -27,14 +27,15 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 from upstream.model.errors import ReplicasBehind
 from upstream.store import schema as t
-from upstream.store.change_log import position
+from upstream.store.change_log import HEAD, position
 
 log = logging.getLogger("upstream.store")
 
@@ -75,6 +76,36 @@ class ReplicaLag:
     @property
     def answers(self) -> bool:
         return self.positions is not None
+
+
+#: A replica's newest position (0 for an empty log).
+_REPLAYED = sa.select(sa.func.coalesce(HEAD, 0))
+
+
+def _primary_since(replayed: int) -> sa.Select[tuple[int, datetime | None]]:
+    """The primary's newest position, and when it recorded the first after `replayed`."""
+    oldest_missing = (
+        sa.select(t.change_log.c.recorded_at)
+        .where(t.change_log.c.position > replayed)
+        .order_by(t.change_log.c.position)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return sa.select(sa.func.coalesce(HEAD, 0), oldest_missing)
+
+
+def _look(probe: Engine, statement: sa.Select[Any]) -> tuple[Any, ...]:
+    """The one row of `statement`, asked on `probe` (`engine.probe_engine`), whose pooled
+    connection is not pinged: a connection the server dropped since the last look fails
+    (and is thrown away), and the look is asked again once, on a new one."""
+    for attempt in (1, 2):
+        try:
+            with probe.connect() as conn:
+                return tuple(conn.execute(statement).one())
+        except DBAPIError as exc:
+            if attempt == 2 or not exc.connection_invalidated:
+                raise
+    raise AssertionError("unreachable")
 
 
 class Replica:
@@ -175,17 +206,12 @@ class ReplicaSet:
             self.measure()
 
     def _lag_of(self, replica: Replica) -> ReplicaLag:
+        """One statement on the replica (its newest position) and one on the primary (its
+        newest, and when it recorded the oldest change the replica lacks)."""
         try:
-            with replica.probe.connect() as conn:
-                replayed = position(conn)
-            with self._primary_probe.connect() as conn:
-                newest = self._primary_newest = position(conn)
-                oldest_missing = conn.execute(
-                    sa.select(t.change_log.c.recorded_at)
-                    .where(t.change_log.c.position > replayed)
-                    .order_by(t.change_log.c.position)
-                    .limit(1)
-                ).scalar()
+            (replayed,) = _look(replica.probe, _REPLAYED)
+            newest, oldest_missing = _look(self._primary_probe, _primary_since(replayed))
+            self._primary_newest = newest
         except Exception as exc:  # any failure: it cannot be read from; the cause is logged
             if replica.lag.answers:
                 log.warning("read replica %s does not answer: %s", replica.name, exc)
