@@ -39,7 +39,7 @@ from upstream.api.routes import (
 from upstream.api.scoped import NamespaceInPath
 from upstream.api.upload_rate import UploadRateMiddleware
 from upstream.api.url_text import UrlTextMiddleware
-from upstream.collector import tune_collector
+from upstream.collector import tune_collector_for_app
 from upstream.ingest.group_commit import EventWriter, GroupCommit
 from upstream.ingest.rebuild import prepare_store
 from upstream.logs import RequestContextMiddleware, configure_logging
@@ -141,7 +141,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
                 "open: no tokens configured, so anyone who reaches this server may read and "
                 "write lineage (set UPSTREAM_TOKENS)"
             )
-        tune_collector()
+        tune_collector_for_app()
         pruning = (
             asyncio.create_task(prune_daily(store, settings.retention))
             if settings.retention
