@@ -1,13 +1,14 @@
 """What a dispatcher remembers between rounds, on both stores: a round parses no radius it
 parsed before, reads again one another process stored, looks only at the subscriptions a
 change touched, and reads a schema again only when a change named its dataset. Each with
-the notifications it must still make."""
+the notifications it must still make. Without subscriptions a round writes nothing between
+two sweeps, however many changes it follows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from tests.builders import ds, run_event, schema_facet
 from tests.conftest import post
 from tests.watch.test_notifications import NS, app, job_run, subscribe
 from tests.watch_support import Receiver, deliver, dispatch, receiver_running, recent
+from upstream.store import change_log
 from upstream.store import schema as t
+from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
 from upstream.watch import dispatcher
 from upstream.watch.memory import SchemaMemory
@@ -182,3 +185,37 @@ def test_a_round_reads_aliases_once_and_stores_its_radii_in_one_statement(
     updates = [s for s in seen if s.lstrip().upper().startswith("UPDATE SUBSCRIPTIONS")]
     assert len(updates) == 1
     assert len([s for s in seen if reading("dataset_aliases")(s)]) == 1
+
+
+def test_without_subscriptions_rounds_move_the_cursor_only_at_a_sweep(
+    app: TestClient, store: Store, receiver: Receiver
+) -> None:
+    rounds = dispatcher.Dispatcher(store, Links(""), timedelta(hours=1))
+    start = datetime.now(UTC)
+    post(app, job_run("etl", ["raw"], ["orders"]))
+    rounds.dispatch_once(start)  # the first round sweeps: the cursor starts here
+    with store.read() as conn:
+        swept = rows.cursor(conn)
+    with statements(store) as seen:
+        for minute in range(1, 6):
+            post(app, job_run("etl", ["raw"], [f"orders_{minute}"]))
+            rounds.dispatch_once(start + timedelta(minutes=minute))
+    assert [s for s in seen if "watch_cursor" in s and not s.lstrip().startswith("SELECT")] == []
+    with store.read() as conn:
+        assert rows.cursor(conn) == swept
+    later = start + timedelta(hours=1)
+    rounds.dispatch_once(later)  # a sweep is due: the cursor catches up
+    with store.read() as conn:
+        moved, newest = rows.cursor(conn), change_log.position(conn)
+    assert (moved.position, moved.swept_at, moved.rounds) == (newest, later, 2)
+    # A first subscription made while the cursor is behind is told of what changed after
+    # it only, not of the writes before it that its first round reads.
+    post(app, job_run("etl", ["raw"], ["orders_6"]))
+    rounds.dispatch_once(later + timedelta(minutes=1))
+    subscribe(app, receiver, "orders_6", direction="upstream")
+    post(app, job_run("late", ["early"], ["orders_6"]))
+    assert dispatch(store) == 1
+    assert deliver(store) == 1
+    [sent] = receiver.documents()
+    assert added(sent) == [(f"dataset.{NS}.early", f"job.{NS}.late"),
+                           (f"dataset.{NS}.orders_6", f"job.{NS}.late")]  # fmt: skip

@@ -124,9 +124,11 @@ class Dispatcher:
         if newest == read and not sweep:
             return None
         if not subscriptions:
-            # Nothing to tell anyone: the cursor moves on (when the log did), so a first
-            # subscription starts from its own time.
-            return None if newest == read else Round(cursor, newest, now, {}, {}, [], {})
+            # Nothing to tell anyone. The cursor moves on (when the log did) only when a sweep
+            # is due, not at every round of continuous writes: a first subscription's first
+            # round then reads at most a sweep interval of changes, of which those before it
+            # tell nothing (its radius at its creation is what they are told against).
+            return Round(cursor, newest, now, {}, {}, [], {}) if sweep and newest != read else None
         touched = _touched(conn, read)
         schemas = self.schemas.at(conn, read, newest, touched.rows_changed)
         looked_at = (
