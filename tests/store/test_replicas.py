@@ -236,3 +236,25 @@ def test_a_probe_connection_the_server_dropped_is_replaced_within_the_look(
         for engine in replicas.engines:
             engine.dispose()
         watchdog.close()
+
+
+def test_the_position_a_read_waits_for_is_one_statement_on_the_replica(
+    pair: tuple[PrivateCluster, PrivateCluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read naming a position asks the replica's position until it includes it: each
+    look is the pooled connection's ping and one statement, no BEGIN or ROLLBACK."""
+    primary, replica = pair
+    monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)  # no lag probe meanwhile
+    store = Store(primary.url)
+    logged = "?options=-c%20log_statement%3Dall"
+    store.read_from_replicas([replica.url + logged], max_lag=600, fallback="primary",
+                             probe_seconds=60)  # fmt: skip
+    try:
+        written = store.write_at(_append)[1]
+        while store.read_position() < written:
+            time.sleep(0.01)
+        before = _statements_logged(replica)
+        assert [store.read_position() for _ in range(5)] == [written] * 5
+        assert _statements_logged(replica) - before == 10
+    finally:
+        store.dispose()

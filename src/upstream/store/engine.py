@@ -168,10 +168,16 @@ class Store:
             yield conn
 
     def read_position(self) -> int:
-        """The newest position reads see now: the primary's, or the replica's they use."""
+        """The newest position reads see now: the primary's, or the replica's they use. On
+        PostgreSQL one statement outside a transaction, its own snapshot: a read that names
+        a position asks this again and again while its replica catches up, and a read-only
+        transaction around it was two round trips more (BEGIN, ROLLBACK)."""
         replica = self._replica_for_reads()
-        with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
-            return position(conn)
+        if self.dialect != "postgresql":
+            with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
+                return position(conn)
+        with self._guarded(replica), (replica or self.engine).connect() as plain:
+            return position(plain.execution_options(isolation_level="AUTOCOMMIT"))
 
     def read_from_replicas(
         self,
