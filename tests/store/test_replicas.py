@@ -3,6 +3,7 @@ answered by a snapshot that includes it (`upstream.store.replicas`)."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import re
 import time
@@ -12,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 from tests.private_postgres import PrivateCluster, primary_and_replica
 from upstream.store import replicas as replicas_module
@@ -166,36 +168,30 @@ def _statements_logged(cluster: PrivateCluster) -> int:
     return len(re.findall(r"LOG:  (?:statement|execute [^:]*): ", log))
 
 
-def test_a_lag_measurement_is_one_statement_on_each_server(
-    pair: tuple[PrivateCluster, PrivateCluster], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server measures its replicas twice a second for as long as it runs: each look is a
-    statement on the replica and one on the primary, with no ping, BEGIN or ROLLBACK around
-    them (counted in the servers' logs: only the probes' sessions log their statements)."""
+#: A URL's query making its sessions log every statement they run.
+LOGGED = "?options=-c%20log_statement%3Dall"
+
+
+@contextlib.contextmanager
+def probed(
+    pair: tuple[PrivateCluster, PrivateCluster], query: str = ""
+) -> Iterator[tuple[ReplicaSet, Engine]]:
+    """A replica set measured only when the test says (`measure`) through probe engines
+    (`probe_engine`) on the pair's URLs with `query`, and the replica's probe."""
     primary, replica = pair
-    monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)  # only the rounds below
-    logged = "?options=-c%20log_statement%3Dall"
     watchdog = Watchdog()
-    replicas = ReplicaSet(
-        [
-            Replica(
-                "replica",
-                create_engine(replica.url),
-                probe_engine(replica.url + logged, 5, watchdog),
-            )
-        ],
-        probe_engine(primary.url + logged, 5, watchdog),
-        max_lag=5,
-        fallback="primary",
-        probe_seconds=5,
-    )
+    probe = probe_engine(replica.url + query, 5, watchdog)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(replicas_module, "CHECK_EVERY", 3600)  # no rounds of its own
+        replicas = ReplicaSet(
+            [Replica("replica", create_engine(replica.url), probe)],
+            probe_engine(primary.url + query, 5, watchdog),
+            max_lag=5,
+            fallback="primary",
+            probe_seconds=5,
+        )
     try:
-        before = _statements_logged(primary), _statements_logged(replica)
-        for _ in range(10):
-            replicas.measure()
-        after = _statements_logged(primary), _statements_logged(replica)
-        assert (after[0] - before[0], after[1] - before[1]) == (10, 10)
-        assert replicas.lags()[0].positions == 0
+        yield replicas, probe
     finally:
         replicas.close()
         for engine in replicas.engines:
@@ -203,23 +199,29 @@ def test_a_lag_measurement_is_one_statement_on_each_server(
         watchdog.close()
 
 
+def test_a_lag_measurement_is_one_statement_on_each_server(
+    pair: tuple[PrivateCluster, PrivateCluster],
+) -> None:
+    """A server measures its replicas twice a second for as long as it runs: each look is a
+    statement on the replica and one on the primary, with no ping, BEGIN or ROLLBACK around
+    them (counted in the servers' logs: only the probes' sessions log their statements)."""
+    primary, replica = pair
+    with probed(pair, LOGGED) as (replicas, _):
+        before = _statements_logged(primary), _statements_logged(replica)
+        for _ in range(10):
+            replicas.measure()
+        after = _statements_logged(primary), _statements_logged(replica)
+        assert (after[0] - before[0], after[1] - before[1]) == (10, 10)
+        assert replicas.lags()[0].positions == 0
+
+
 def test_a_probe_connection_the_server_dropped_is_replaced_within_the_look(
-    pair: tuple[PrivateCluster, PrivateCluster], monkeypatch: pytest.MonkeyPatch
+    pair: tuple[PrivateCluster, PrivateCluster],
 ) -> None:
     """Not pinged when taken from the pool, a probe's connection that the server ended
     fails its look, which is asked again on a new connection: the replica still answers."""
-    primary, replica = pair
-    monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)
-    watchdog = Watchdog()
-    probe = probe_engine(replica.url, 5, watchdog)
-    replicas = ReplicaSet(
-        [Replica("replica", create_engine(replica.url), probe)],
-        probe_engine(primary.url, 5, watchdog),
-        max_lag=5,
-        fallback="primary",
-        probe_seconds=5,
-    )
-    try:
+    _, replica = pair
+    with probed(pair) as (replicas, probe):
         with probe.connect() as conn:
             backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
         engine = sa.create_engine(replica.url)
@@ -231,11 +233,6 @@ def test_a_probe_connection_the_server_dropped_is_replaced_within_the_look(
         assert (lag.answers, lag.positions) == (True, 0)
         with probe.connect() as conn:
             assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() != backend
-    finally:
-        replicas.close()
-        for engine in replicas.engines:
-            engine.dispose()
-        watchdog.close()
 
 
 def test_the_position_a_read_waits_for_is_one_statement_on_the_replica(
@@ -246,8 +243,7 @@ def test_the_position_a_read_waits_for_is_one_statement_on_the_replica(
     primary, replica = pair
     monkeypatch.setattr(replicas_module, "CHECK_EVERY", 3600)  # no lag probe meanwhile
     store = Store(primary.url)
-    logged = "?options=-c%20log_statement%3Dall"
-    store.read_from_replicas([replica.url + logged], max_lag=600, fallback="primary",
+    store.read_from_replicas([replica.url + LOGGED], max_lag=600, fallback="primary",
                              probe_seconds=60)  # fmt: skip
     try:
         written = store.write_at(_append)[1]
