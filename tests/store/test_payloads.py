@@ -249,6 +249,26 @@ def test_a_writer_does_not_wait_for_another_training(
     assert _dictionaries(store) == [(1, TRAINING)]
 
 
+def test_a_writer_that_found_no_dictionary_before_another_committed_one_trains_none(
+    store: Store, two_writers: tuple[sa.Connection, sa.Connection]
+) -> None:
+    """A PostgreSQL writer finds no dictionary, and takes the training lock only after
+    another writer trained one and committed (the lock free again): it uses that one and
+    trains no second (the deployment test's 20,000 events found two stored)."""
+    first, second = two_writers
+    texts = [json_text.dumps(e) for e in _events(TRAINING)]
+    with second.begin():
+        d = t.event_dictionaries.c
+        assert second.execute(sa.select(d.id)).first() is None  # its look: none yet
+        with first.begin():
+            payloads.pack(first, texts)
+        later = [json_text.dumps(e) for e in _events(TRAINING, first=100)]
+        found = payloads._train_now(second, later)
+        assert found is not None
+        assert found.dict_id() == 1
+    assert _dictionaries(store) == [(1, TRAINING)]
+
+
 @pytest.mark.parametrize("count", [TRAINING - 1, TRAINING + 3], ids=["few", "enough"])
 def test_the_migration_converts_stored_events_and_back(second_db_url: str, count: int) -> None:
     """Events stored as text by revision 0024 are converted by 0025: compressed with a

@@ -121,11 +121,15 @@ def _for_writing(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompre
     kept = _kept(conn.engine)
     if kept.latest is not None:
         return kept.by_id[kept.latest]
+    committed = _latest_stored(conn)
+    return committed if committed is not None else _train_now(conn, texts)
+
+
+def _latest_stored(conn: Connection) -> zstandard.ZstdCompressionDict | None:
+    """The newest dictionary committed, kept from now on; None when there is none."""
     d = t.event_dictionaries.c
     row = conn.execute(sa.select(d.id, d.content).order_by(d.id.desc()).limit(1)).first()
-    if row is not None:
-        return kept.keep(row.id, row.content)
-    return _train_now(conn, texts)
+    return None if row is None else _kept(conn.engine).keep(row.id, row.content)
 
 
 def _train_now(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompressionDict | None:
@@ -137,6 +141,11 @@ def _train_now(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompress
     stored = conn.execute(sa.select(sa.func.count()).select_from(held)).scalar_one()
     if stored + len(texts) < TRAINING_EVENTS or not try_advisory_xact_lock(conn, _TRAINING_LOCK):
         return None
+    # Another writer may have trained one and committed between this writer's look and the
+    # lock (then free again): that one is used, never a second.
+    committed = _latest_stored(conn)
+    if committed is not None:
+        return committed
     batch = texts[-TRAINING_EVENTS:]
     wanted = TRAINING_EVENTS - len(batch)
     latest = conn.execute(sa.select(e.payload_zstd).order_by(e.seq.desc()).limit(wanted))
