@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from upstream.store import schema as t
 from upstream.store.edge_rows import EDGES
 from upstream.store.engine import Store
+from upstream.store.packed_facets import unpacked_rows
 from upstream.store.walks import flows
 
 
@@ -89,9 +90,12 @@ def counts(store: Store) -> dict[str, int]:
 
 
 def run_row(store: Store, run_id: str) -> dict[str, Any]:
+    """A run's row, its facets unpacked (`store.packed_facets`)."""
     with store.read() as conn:
         row = conn.execute(sa.select(t.runs).where(t.runs.c.id == uuid.UUID(run_id))).mappings()
-        return dict(row.one())
+        rows = [dict(row.one())]
+        unpacked_rows(conn, t.runs, rows)
+        return rows[0]
 
 
 def job_row(store: Store, namespace: str, name: str) -> dict[str, Any]:

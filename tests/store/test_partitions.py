@@ -32,8 +32,9 @@ from tests.builders import ds, job_event, run_event
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import prepare
+from upstream.model import json_text
 from upstream.retention import prune_store
-from upstream.store import payloads
+from upstream.store import packed_facets, payloads
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
@@ -198,7 +199,9 @@ def table_rows(
     """Every row of the tables kept by month, without the month (and the columns
     `leave_out` names), in a stable order, each column by name. A version's fields and
     facets are read through its content (kept apart since 0023), an event's payload as the
-    text it keeps (compressed since 0025)."""
+    text it keeps (compressed since 0025), fields and facets as the canonical text of their
+    document (compressed since 0026, before as `jsonb` on PostgreSQL, which orders keys its
+    own way)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for name in RUN_COLUMN:
@@ -218,10 +221,22 @@ def table_rows(
                 texts = payloads.unpack(conn, [row.pop("payload_zstd") for row in found])
                 for row, text in zip(found, texts, strict=True):
                     row["payload"] = text
+            for row in found:
+                for column in {"fields", "facets"} & row.keys():
+                    row[column] = _document(conn, row[column])
             rows[name] = sorted(
                 tuple(sorted((k, repr(v)) for k, v in row.items())) for row in found
             )
     return rows
+
+
+def _document(conn: sa.Connection, stored: Any) -> bytes:
+    """The canonical text of a stored document: packed (bytes), parsed or JSON text."""
+    if isinstance(stored, bytes):
+        stored = packed_facets.unpack(conn, [stored])[0]
+    elif isinstance(stored, str):
+        stored = json_text.parse(stored)
+    return json_text.canonical(stored)
 
 
 def test_the_migration_keeps_every_row_and_files_it_by_month(

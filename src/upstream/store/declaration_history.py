@@ -22,6 +22,7 @@ from upstream.model.identity import stable_id
 from upstream.model.timeexpr import in_utc
 from upstream.store import schema as t
 from upstream.store.flow_writer import dataset_edge, flow_row
+from upstream.store.packed_facets import packed_rows
 
 Row = dict[str, Any]
 
@@ -66,7 +67,7 @@ def record_declaration(
             copy = {**row, "id": stable_id("declared", row["id"], decl_id)}
             copies[copy["id"]] = {**copy, "declaration_id": decl_id}
         if copies:
-            conn.execute(table.insert(), list(copies.values()))
+            conn.execute(table.insert(), packed_rows(conn, table, list(copies.values())))
     _chain(conn, declaration.scope, declaration.owner.id)
 
 

@@ -90,16 +90,31 @@ def pack(conn: Connection, texts: Sequence[str]) -> list[bytes]:
 
 def unpack(conn: Connection, values: Sequence[bytes]) -> list[str]:
     """The event texts of stored payloads, byte for byte as they were packed."""
+    return [raw.decode() for raw in decompressed(conn, values)]
+
+
+def compressor(conn: Connection) -> zstandard.ZstdCompressor:
+    """A compressor with the store's latest dictionary (none while it has none), for other
+    texts made of what events hold (`store.packed_facets`): it never trains one."""
+    dictionary = _latest(conn)
+    if dictionary is None:
+        return zstandard.ZstdCompressor(level=LEVEL)
+    return zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary)
+
+
+def decompressed(conn: Connection, values: Sequence[bytes]) -> list[bytes]:
+    """The bytes of zstd frames compressed with the store's dictionaries (each frame names
+    its own: 0, none)."""
     readers: dict[int, zstandard.ZstdDecompressor] = {}
-    texts = []
+    found = []
     for value in values:
         ident = zstandard.get_frame_parameters(value).dict_id
         reader = readers.get(ident)
         if reader is None:
             dictionary = None if ident == 0 else _dictionary(conn, ident)
             reader = readers[ident] = zstandard.ZstdDecompressor(dict_data=dictionary)
-        texts.append(reader.decompress(value).decode())
-    return texts
+        found.append(reader.decompress(value))
+    return found
 
 
 def stored_events(conn: Connection, rows: Sequence[Any]) -> list[StoredEvent]:
@@ -115,14 +130,19 @@ def train(texts: Sequence[bytes], ident: int) -> zstandard.ZstdCompressionDict:
 
 
 def _for_writing(conn: Connection, texts: Sequence[str]) -> zstandard.ZstdCompressionDict | None:
+    latest = _latest(conn)
+    return _train_now(conn, texts) if latest is None else latest
+
+
+def _latest(conn: Connection) -> zstandard.ZstdCompressionDict | None:
+    """The dictionary this transaction trained, else the latest committed one, else None."""
     trained = _trained_here(conn)
     if trained is not None:
         return trained
     kept = _kept(conn.engine)
     if kept.latest is not None:
         return kept.by_id[kept.latest]
-    committed = _latest_stored(conn)
-    return committed if committed is not None else _train_now(conn, texts)
+    return _latest_stored(conn)
 
 
 def _latest_stored(conn: Connection) -> zstandard.ZstdCompressionDict | None:

@@ -139,7 +139,8 @@ runs = sa.Table(
     sa.Column("ended_at", Timestamp),
     sa.Column("nominal_start", Timestamp),
     sa.Column("nominal_end", Timestamp),
-    sa.Column("facets", Json, nullable=False),
+    # Its facets, compressed (`store.packed_facets`): read only whole, by the run's id.
+    sa.Column("facets", sa.LargeBinary, nullable=False),
     # False for a run known only as someone's parent: its own events have not arrived.
     sa.Column("has_events", sa.Boolean, nullable=False),
     # Any event of this run carried job.facets.lineage: never infer inputs x outputs for it.
@@ -170,8 +171,9 @@ relations = sa.Table(
     sa.Column("temporary", sa.Boolean, nullable=False),
     # Why the relation exists: "io" (event inputs/outputs) or "edge" (implied by an edge).
     sa.Column("origin", sa.Text, nullable=False),
-    # inputFacets / outputFacets seen with the dataset in this run.
-    sa.Column("facets", Json, nullable=False),
+    # inputFacets / outputFacets seen with the dataset in this run, compressed as a run's
+    # facets are (`store.packed_facets`).
+    sa.Column("facets", sa.LargeBinary, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
     # The dataset version the producer named (`version` facet's datasetVersion): which
     # version a run read, or the one it wrote (run lineage, design §4.5).
@@ -440,8 +442,9 @@ version_contents = sa.Table(
     # of their text (`upstream.store.version_contents`). A COMPLETE repeats its START's
     # version, and every run of a job writes what the last one did.
     sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("fields", Json, nullable=False),
-    sa.Column("facets", Json, nullable=False),
+    # Both compressed, as a run's facets are (`store.packed_facets`).
+    sa.Column("fields", sa.LargeBinary, nullable=False),
+    sa.Column("facets", sa.LargeBinary, nullable=False),
 )
 
 dataset_symlinks = sa.Table(

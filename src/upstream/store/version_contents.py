@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from upstream.model.json_text import dumps
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters, insert_rows_ignoring
+from upstream.store.packed_facets import packed_rows, unpacked_rows
 from upstream.store.per_engine import PerEngine
 from upstream.store.transaction_state import kept, kept_if_any
 
@@ -120,7 +121,9 @@ def write_pending_contents(conn: Connection) -> None:
     if held is None or not held.rows:
         return
     ordered = [held.rows[key] for key in sorted(held.rows)]
-    insert_rows_ignoring(conn, t.version_contents, ordered, "id")
+    insert_rows_ignoring(
+        conn, t.version_contents, packed_rows(conn, t.version_contents, ordered), "id"
+    )
     held.stored.update(held.rows)
     held.rows.clear()
 
@@ -134,7 +137,9 @@ def read_contents(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUI
     c = t.version_contents.c
     for matches in id_filters(conn, c.id, sorted(set(ids) - found.keys())):
         query = sa.select(c.id, c.fields, c.facets).where(matches)
-        found.update({row.id: (row.fields, row.facets) for row in conn.execute(query)})
+        rows = [dict(row) for row in conn.execute(query).mappings()]
+        unpacked_rows(conn, t.version_contents, rows)
+        found.update({row["id"]: (row["fields"], row["facets"]) for row in rows})
     return found
 
 

@@ -63,6 +63,7 @@ from upstream.store.flow_writer import Owners, rederive_flows
 from upstream.store.job_dependency_writer import store_job_dependencies
 from upstream.store.lineage_writer import delete_links, store_lineage, write_pending_sets
 from upstream.store.months import RUN_COLUMN, insert_by_month, month_of, run_months
+from upstream.store.packed_facets import packed_rows, unpacked_rows
 from upstream.store.payloads import pack
 from upstream.store.version_contents import (
     content_id,
@@ -317,7 +318,8 @@ def _merge(
             .where(*(table.c[k] == sa.bindparam(f"b_{k}") for k in key))
             .values({c: sa.bindparam(f"b_{c}") for c in columns})
         )
-        conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in updates])
+        stored_rows = packed_rows(conn, table, updates)
+        conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in stored_rows])
     return inserted | set(changing)
 
 
@@ -359,8 +361,9 @@ def _stored(
         if lock and conn.dialect.name == "postgresql":
             # FOR NO KEY UPDATE: the key checks of writers whose rows name it do not wait.
             query = query.with_for_update(key_share=True)
-        for row in conn.execute(query).mappings():
-            found[row["id"]] = dict(row)
+        rows = [dict(row) for row in conn.execute(query).mappings()]
+        unpacked_rows(conn, table, rows)
+        found.update((row["id"], row) for row in rows)
     return found
 
 
@@ -382,7 +385,7 @@ def _insert_ignoring(
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
-    ordered = [rows[k] for k in sorted(rows)]
+    ordered = packed_rows(conn, table, [rows[k] for k in sorted(rows)])
     if table.name in RUN_COLUMN:
         return insert_by_month(conn, table, ordered, "id")
     return insert_rows_ignoring(conn, table, ordered, "id")

@@ -44,6 +44,7 @@ from upstream.query.marquez.tags import DatasetTags, tags_of, with_facet_tags
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
 from upstream.store.dialect import id_filters
+from upstream.store.packed_facets import unpacked_rows
 
 
 def render_fields(
@@ -226,7 +227,8 @@ def _version_docs(
             .join(c, c.c.id == v.c.content_id)
             .where(v.c.dataset_id == dataset_id, matches)
         )
-        rows.extend(conn.execute(query).mappings())
+        rows.extend(dict(row) for row in conn.execute(query).mappings())
+    unpacked_rows(conn, c, rows)
     runs = run_docs(conn, [row["run_id"] for row in rows])
     tagged = with_facet_tags(
         tags_of(conn, [dataset_id]).get(dataset_id, DatasetTags()), dataset["facets"] or {}

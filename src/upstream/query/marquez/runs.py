@@ -32,6 +32,7 @@ from upstream.query.marquez.common import (
 )
 from upstream.store import schema as t
 from upstream.store.dialect import id_filters
+from upstream.store.packed_facets import unpack, unpacked_rows
 from upstream.store.visibility import shown_namespaces
 
 #: OpenLineage eventType -> Marquez RunState.
@@ -83,10 +84,10 @@ def run_io(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, 
         ).where(matches)
         rows.extend(conn.execute(query).all())
     names = dataset_names_by_id(conn, {row.dataset_id for row in rows})
-    for row in rows:
+    for row, facets in zip(rows, unpack(conn, [row.facets for row in rows]), strict=True):
         io = result[row.run_id]
         side = io.inputs if row.access == "read" else io.outputs
-        side.append((*names[row.dataset_id], row.dataset_id, row.version, row.facets or {}))
+        side.append((*names[row.dataset_id], row.dataset_id, row.version, facets))
     for io in result.values():
         io.inputs.sort(key=lambda x: (x[0], x[1]))
         io.outputs.sort(key=lambda x: (x[0], x[1]))
@@ -113,7 +114,8 @@ def run_docs(
             .outerjoin(parent_job, parent_job.c.id == parent_run.c.job_id)
             .where(matches)
         )
-        rows.extend(conn.execute(query).mappings().all())
+        rows.extend(dict(row) for row in conn.execute(query).mappings())
+    unpacked_rows(conn, t.runs, rows)
     io = run_io(conn, [row["id"] for row in rows])
     return {row["id"]: _run_doc(row, io.get(row["id"], RunIO())) for row in rows}
 
@@ -142,8 +144,8 @@ def _run_doc(row: Any, io: RunIO) -> Json:
         "inputDatasetVersions": [_version_ref(x) for x in io.inputs],
         "outputDatasetVersions": [_version_ref(x) for x in io.outputs],
         "context": {},
-        "facets": row["facets"] or {},
-        "tags": own_and_facet_tags([], row["facets"] or {}),
+        "facets": row["facets"],
+        "tags": own_and_facet_tags([], row["facets"]),
         "parentRunId": (
             str(row["parent_run_id"]) if row["parent_run_id"] and row["parent_shown"] else None
         ),
@@ -183,7 +185,9 @@ def run_facets(
     ).first()
     if row is None or not visibility.shows(row.namespace):
         raise NotFound(f"run {run_id} not found")
-    return {"runId": str(run_id), "facets": (row.job_facets if kind == "job" else row.facets) or {}}
+    if kind == "job":
+        return {"runId": str(run_id), "facets": row.job_facets or {}}
+    return {"runId": str(run_id), "facets": unpack(conn, [row.facets])[0]}
 
 
 def runs_newest_first(job_id: uuid.UUID) -> sa.Select[Any]:

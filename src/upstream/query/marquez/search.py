@@ -24,6 +24,7 @@ from upstream.query.marquez.common import Json, iso, total
 from upstream.query.marquez.jobs import ranked_runs
 from upstream.store import schema as t
 from upstream.store.deletion import deleted, visible
+from upstream.store.packed_facets import unpack
 from upstream.store.visibility import shown_namespaces
 
 SearchType = Literal["DATASET", "JOB"]
@@ -110,7 +111,10 @@ def search_jobs_hits(
         .join(r, r.c.id == ranked.c.id)
         .where(ranked.c.position == 1)
     )
-    runs = {row.job_id: row for row in conn.execute(latest)}
+    rows = conn.execute(latest).all()
+    runs = {row.job_id: row for row in rows}
+    facets = unpack(conn, [row.facets for row in rows])
+    run_facets = {row.job_id: found for row, found in zip(rows, facets, strict=True)}
 
     def hit(job: Any) -> Json:
         run = runs.get(job.id)
@@ -122,7 +126,7 @@ def search_jobs_hits(
             "eventType": run.state if run else None,
             "type": "STREAM" if streaming else "BATCH",
             "facets": job.facets or {},
-            "runFacets": run.facets if run else {},
+            "runFacets": run_facets[job.id] if run else {},
         }
 
     return _answer(conn, t.jobs, ids, names, q, hit, t.jobs.c.processing_type)
