@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import free_port
 from upstream import serving
-from upstream.connection_timeouts import GuardedH11Protocol
+from upstream.connection_timeouts import GuardedHttpToolsProtocol
 from upstream.settings import Settings
 
 
@@ -55,5 +55,5 @@ def test_workers_get_the_configured_timeouts(monkeypatch: pytest.MonkeyPatch) ->
     (config,) = seen
     assert config.timeout_worker_healthcheck == 90
     assert config.client_timeout == 7.5
-    assert config.http is GuardedH11Protocol
+    assert config.http is GuardedHttpToolsProtocol
     assert Settings().worker_healthcheck_timeout == 60
