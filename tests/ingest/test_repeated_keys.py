@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,10 +17,12 @@ from fastapi.testclient import TestClient
 from tests.builders import ds, run_event
 from tests.readback import counts
 from upstream.model.errors import MalformedDocument
-from upstream.model.strict_json import parse_json
+from upstream.model.strict_json import parse_batch, parse_json
 from upstream.store.engine import Store
 
 JSON = {"content-type": "application/json"}
+#: Both ways a document is parsed: alone, and as a batch whose items' texts are kept.
+PARSERS = [parse_json, lambda raw: parse_batch(raw)[0]]
 GOOD = json.dumps(
     run_event(("keys", "job"), inputs=[ds("keys", "in")], outputs=[ds("keys", "out")])
 )
@@ -44,9 +48,12 @@ def twice(text: str, key: str, first: str) -> str:
         ('{"o": {"p": 1, "p": 2}, "o": 3}', "o"),  # the outer repeat is found first
     ],
 )
-def test_a_repeated_key_is_refused_with_its_path(text: str, path: str) -> None:
+@pytest.mark.parametrize("parse", PARSERS, ids=["document", "batch"])
+def test_a_repeated_key_is_refused_with_its_path(
+    text: str, path: str, parse: Callable[[bytes], Any]
+) -> None:
     with pytest.raises(MalformedDocument) as refused:
-        parse_json(text.encode())
+        parse(text.encode())
     assert str(refused.value) == f"{path}: repeated key"
     assert [p.path for p in refused.value.problems] == [path]
 
@@ -62,8 +69,11 @@ def test_a_repeated_key_is_refused_with_its_path(text: str, path: str) -> None:
         '"just a string"',
     ],
 )
-def test_documents_without_a_repeated_key_are_accepted(text: str) -> None:
-    assert parse_json(text.encode()) == json.loads(text)
+@pytest.mark.parametrize("parse", PARSERS, ids=["document", "batch"])
+def test_documents_without_a_repeated_key_are_accepted(
+    text: str, parse: Callable[[bytes], Any]
+) -> None:
+    assert parse(text.encode()) == json.loads(text)
 
 
 def test_a_repeated_key_found_by_the_slow_parser_is_refused_too() -> None:

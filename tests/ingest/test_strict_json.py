@@ -4,15 +4,17 @@ limits stay where they were (`upstream.model.strict_json`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
 from tests.builders import ds, run_event, schema_facet
-from upstream.model import strict_json
+from upstream.ingest.body import REQUEST_BODY, Limits, decode_events
+from upstream.model import json_text, strict_json
 from upstream.model.errors import MalformedDocument
-from upstream.model.strict_json import MAX_JSON_DEPTH, ORJSON_DEPTH, parse_json
+from upstream.model.strict_json import MAX_JSON_DEPTH, ORJSON_DEPTH, parse_batch, parse_json
 
 
 def nested(levels: int, inner: str = "1") -> bytes:
@@ -60,10 +62,51 @@ def test_a_string_holding_an_escaped_key_end_is_walked(walks: list[Any]) -> None
     assert walks == [{"s": '":', "a": 1}]
 
 
+@pytest.mark.parametrize("parse", [parse_json, lambda raw: parse_batch(raw)[0]])
 @pytest.mark.parametrize("inner", ["1", "[]", "{}", '{"a": {}}'])
-def test_the_deepest_nesting_accepted_is_unchanged(inner: str) -> None:
+def test_the_deepest_nesting_accepted_is_unchanged(
+    inner: str, parse: Callable[[bytes], Any]
+) -> None:
     arrays = MAX_JSON_DEPTH - inner.count("{") - inner.count("[")
     accepted = nested(arrays, inner)
-    assert parse_json(accepted) == json.loads(accepted)
+    assert parse(accepted) == json.loads(accepted)
     with pytest.raises(MalformedDocument, match=f"nested deeper than {MAX_JSON_DEPTH} levels"):
-        parse_json(nested(arrays + 1, inner))
+        parse(nested(arrays + 1, inner))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"a": 1, "b": [1.5, "é"]}, 2, "x", null]',
+        '[{"s": "\\":"}, {"a": 1}]',  # a `\\":` in an item's text: its keys are walked
+        '[{"big": 123456789012345678901}, {"a": 1}]',  # beyond orjson: `json` writes it
+        "[]",
+    ],
+)
+def test_a_batch_keeps_each_item_as_dumps_writes_it(text: str) -> None:
+    document, texts = parse_batch(text.encode())
+    assert document == json.loads(text)
+    assert texts == [json_text.dumps(item) for item in document]
+
+
+def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strict checks count keys on the texts kept as the events' payloads: no write of
+    the whole batch besides."""
+    written: list[Any] = []
+    dumps = orjson.dumps
+
+    def counted(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        written.append(value)
+        return dumps(value, *args, **kwargs)
+
+    event = run_event(("once", "job"), inputs=[ds("once", "in")], outputs=[ds("once", "out")])
+    kept = json_text.dumps(event)
+    one = json.dumps(event)
+    # Each event within the values allowed, the batch beyond them: measured after parsing.
+    values = 1 + one.count(",") + one.count("{") + one.count("[")
+    limits = Limits(max_bytes=100_000, max_events=10, max_values=values)
+    body = f"[{one},{one},{one}]".encode()
+    monkeypatch.setattr(orjson, "dumps", counted)
+    events = decode_events(body, gzipped=False, limits=limits, source=REQUEST_BODY)
+    assert events.texts == [kept] * 3
+    assert len(written) == 3

@@ -5,11 +5,19 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
 import sqlalchemy as sa
 
 from upstream.model.identity import namespace_id
 from upstream.store import schema as t
-from upstream.store.dialect import CHUNK, id_filters, id_groups, id_text, text_id_filters
+from upstream.store.dialect import (
+    CHUNK,
+    id_filters,
+    id_groups,
+    id_text,
+    in_id_order,
+    text_id_filters,
+)
 from upstream.store.engine import Store
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -71,3 +79,18 @@ def test_id_groups_are_the_statements_text_id_filters_makes(store: Store) -> Non
         for group in groups:
             assert len(list(text_id_filters(conn, t.namespaces.c.id, group))) == 1
         assert list(id_groups(conn, [])) == []
+
+
+def test_ids_are_put_in_the_order_sorted_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`in_id_order` sorts UUIDs by their integers without calling `UUID.__lt__` (a Python
+    call per comparison), in the order `sorted` gives; other keys sort as they are."""
+    ids = [uuid.UUID(int=n) for n in (2**127 + 5, 3, 2**64, 0, 2**128 - 1)] + [uuid.uuid4()]
+    expected = sorted(ids)
+
+    def refused(self: uuid.UUID, other: uuid.UUID) -> bool:
+        raise AssertionError("compared in Python")
+
+    monkeypatch.setattr(uuid.UUID, "__lt__", refused)
+    assert in_id_order(set(ids)) == expected
+    assert in_id_order(["b", "a", "c"]) == ["a", "b", "c"]
+    assert in_id_order([]) == []

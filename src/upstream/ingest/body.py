@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from upstream.ingest.json_shape import ShapeLimits, check_batch_size, check_events, check_shape
-from upstream.model import json_text
 from upstream.model.errors import DocumentTooLarge, MalformedDocument
-from upstream.model.strict_json import parse_json
+from upstream.model.strict_json import parse_batch, parse_json
 
 
 @dataclass(frozen=True)
@@ -93,12 +92,14 @@ def decode(raw: bytes, *, gzipped: bool, limits: Limits, source: Source) -> Body
         raise too_large(source, limits.max_bytes)
     if gzipped:
         raw = inflate(raw, limits.max_bytes, source)
-    measure = check_shape(raw, limits.shape)
-    document = parse_json(raw, source.label)
-    check_batch_size(document, limits.shape)
-    if not (measure and isinstance(document, list)):
+    if not check_shape(raw, limits.shape):
+        document = parse_json(raw, source.label)
+        check_batch_size(document, limits.shape)
         return Body(document)
-    texts = [json_text.dumps(event) for event in document]
+    document, texts = parse_batch(raw, source.label)
+    check_batch_size(document, limits.shape)
+    if texts is None:
+        return Body(document)
     check_events(texts, limits.max_values)
     return Body(document, texts)
 

@@ -48,6 +48,9 @@ _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 _WHITESPACE = b" \t\r\n"
 _KEY_END = b'":'
 _ESCAPED_KEY_END = b'\\":'
+#: The same, in the items' texts (`parse_batch`).
+_KEY_END_TEXT = '":'
+_ESCAPED_KEY_END_TEXT = '\\":'
 
 
 def parse_json(raw: bytes, label: str = "") -> Any:
@@ -56,11 +59,31 @@ def parse_json(raw: bytes, label: str = "") -> Any:
 
     orjson parses what it can parse exactly (`json_text.loads`); the rest, and every document
     it refuses, goes to `json`, whose complaints are the ones answered."""
-    document = json_text.loads(raw)
-    if document is None:
-        document = _parse_slowly(raw, label)
+    document = _parse(raw, label)
     check_document(document, raw)
     return document
+
+
+def parse_batch(raw: bytes, label: str = "") -> tuple[Any, list[str] | None]:
+    """`parse_json`, and when the document is an array, each item's compact JSON text (as
+    `json_text.dumps` writes it): the texts the checks count keys on are the ones the caller
+    keeps, so each item is written once (a batch's events, kept as their payloads)."""
+    document = _parse(raw, label)
+    if not isinstance(document, list):
+        check_document(document, raw)
+        return document, None
+    texts = _item_texts(document)
+    if texts is None:
+        check_document(document, raw)
+        return document, [json_text.dumps(item) for item in document]
+    escaped = any(_ESCAPED_KEY_END_TEXT in text for text in texts)
+    _check(document, raw, None if escaped else sum(text.count(_KEY_END_TEXT) for text in texts))
+    return document, texts
+
+
+def _parse(raw: bytes, label: str) -> Any:
+    document = json_text.loads(raw)
+    return _parse_slowly(raw, label) if document is None else document
 
 
 def _parse_slowly(raw: bytes, label: str) -> Any:
@@ -104,8 +127,13 @@ def check_document(document: Any, raw: bytes) -> None:
     the path. Most documents need only their containers counted, level by level, which is far
     cheaper than visiting each value; the rest are walked with a stack, not recursion, and a
     path is spelled out only for the value complained about."""
+    _check(document, raw, _written_keys(document))
+
+
+def _check(document: Any, raw: bytes, keys: int | None) -> None:
+    """`check_document`, given the number of keys in `document`'s objects when it is known
+    to nest no deeper than MAX_JSON_DEPTH (None: unknown)."""
     strings = _SUSPECT_ESCAPE.search(raw) is not None
-    keys = _written_keys(document)
     if keys is None:
         keys = _keys_within(document, MAX_JSON_DEPTH)
     if keys is None or strings:
@@ -128,6 +156,26 @@ def _written_keys(document: Any) -> int | None:
     if _ESCAPED_KEY_END in text:
         return None
     return text.count(_KEY_END)
+
+
+def _item_texts(document: list[Any]) -> list[str] | None:
+    """Each item's compact JSON text, written by orjson one level deeper than
+    `_written_keys` writes the document (the items are in it), so that each is written only
+    when the document nests no deeper than MAX_JSON_DEPTH; None when one is not."""
+    slot: list[Any] = [None]
+    wrapped: list[Any] = slot
+    for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
+        wrapped = [wrapped]
+    around = ORJSON_DEPTH - MAX_JSON_DEPTH + 1  # the brackets of `wrapped` on each side
+    texts: list[str] = []
+    for item in document:
+        slot[0] = item
+        try:
+            text = orjson.dumps(wrapped)
+        except orjson.JSONEncodeError:
+            return None
+        texts.append(text[around:-around].decode())
+    return texts
 
 
 def _keys_within(document: Any, limit: int) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -204,7 +205,7 @@ def id_filters(
         array = sa.bindparam(None, list(wanted), type_=postgresql.ARRAY(column.type))
         yield column == sa.any_(array)
         return
-    for part in chunks(sorted(wanted)):
+    for part in chunks(in_id_order(wanted)):
         # One list parameter: `in_` of the list itself coerces each id to a parameter of its
         # own, a cost per id paid again by every statement of every write.
         yield column.in_(sa.bindparam(None, part, expanding=True, type_=column.type))
@@ -268,6 +269,21 @@ def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
 
 #: Where each group of a uuid's hyphenated text starts in its 32 hex digits, and its length.
 _UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+
+
+#: A UUID's integer, which `UUID.__lt__` compares (in Python, a call per comparison).
+_UUID_INT = operator.attrgetter("int")
+
+
+def in_id_order(ids: Iterable[T]) -> list[T]:
+    """`sorted(ids)`: UUIDs in the order `UUID.__lt__` gives, compared as integers in C; a
+    batch's write sorted its ids with 200,000 calls of `__lt__` (small workload, 2,250 events)."""
+    ordered = list(ids)
+    if ordered and isinstance(ordered[0], uuid.UUID):
+        ordered.sort(key=_UUID_INT)
+    else:
+        ordered.sort()
+    return ordered
 
 
 def chunks(items: Sequence[T] | Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.flow_rules import Access, DatasetEdge, Flow, OwnerLineage, derive_flows
 from upstream.store import schema as t
-from upstream.store.dialect import advisory_xact_locks, id_filters, insert_rows
+from upstream.store.dialect import advisory_xact_locks, id_filters, in_id_order, insert_rows
 from upstream.store.lineage_writer import unwritten_sets
 from upstream.store.months import with_months
 
@@ -54,7 +54,7 @@ def rederive_flows(conn: Connection, owners: Owners) -> None:
     never deadlock), so two writers of one run cannot interleave their delete and insert."""
     if not owners:
         return
-    every = sorted(owners.runs | owners.jobs | owners.datasets)
+    every = in_id_order(owners.runs | owners.jobs | owners.datasets)
     advisory_xact_locks(conn, every)
     runs = _runs(conn, owners.runs)
     lineages = [
@@ -189,7 +189,7 @@ def dataset_edge(row: Mapping[Any, Any]) -> DatasetEdge:
 def _run_lineages(conn: Connection, runs: Mapping[uuid.UUID, _Run]) -> Iterable[OwnerLineage]:
     accesses = _accesses(conn, t.relations.c.run_id, runs)
     edges = _edges(conn, runs, "run")
-    for run_id in sorted(runs):
+    for run_id in in_id_order(runs):
         yield OwnerLineage(
             scope="run",
             owner_id=run_id,

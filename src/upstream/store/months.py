@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, insert_rows_ignoring
+from upstream.store.dialect import id_filters, in_id_order, insert_rows_ignoring
 from upstream.store.transaction_state import kept
 
 #: The month of rows that belong to no run: declared lineage and its events, never pruned.
@@ -86,7 +86,7 @@ def run_months(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uu
     `first_seen` names. Remembered for the transaction: a batch asks for the same runs once
     per table."""
     memo = _memo(conn)
-    missing = sorted(run for run in first_seen if run not in memo)
+    missing = in_id_order(run for run in first_seen if run not in memo)
     if missing:
         if conn.dialect.name == "postgresql":
             memo.update(_claim_or_read(conn, {run: first_seen[run] for run in missing}))
@@ -117,7 +117,7 @@ UNION ALL SELECT run_id, month FROM run_months WHERE run_id = ANY(%(runs)s::uuid
 def _claim_or_read(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uuid.UUID, int]:
     """The months of `first_seen`'s runs, each new one filed under the month given
     (PostgreSQL); a run a concurrent writer filed meanwhile is left out."""
-    runs = sorted(first_seen)  # in id order, as every writer inserts them
+    runs = in_id_order(first_seen)  # in id order, as every writer inserts them
     params = {"runs": runs, "months": [first_seen[run] for run in runs]}
     return dict(conn.exec_driver_sql(_CLAIM_OR_READ, params).tuples().all())
 

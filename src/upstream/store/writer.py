@@ -57,6 +57,7 @@ from upstream.store.dialect import (
     defer_key_checks,
     for_update,
     id_filters,
+    in_id_order,
     insert_rows_ignoring,
 )
 from upstream.store.flow_writer import Owners, rederive_flows
@@ -294,20 +295,20 @@ def _merge(
         for row in rows.values():
             cast(Row, row)["content_digest"] = _digest(row, content)
         merge = _hashing(merge, content)
-        digests = _stored_digests(conn, table, sorted(rows))
+        digests = _stored_digests(conn, table, in_id_order(rows))
         missing = {key: row for key, row in rows.items() if key not in digests}
         inserted = _insert_ignoring(conn, table, missing)
         raced = set(missing) - inserted
         differing = {key for key, held in digests.items() if held != rows[key]["content_digest"]}
-        stored = _stored(conn, table, sorted(differing | raced), lock=False)
+        stored = _stored(conn, table, in_id_order(differing | raced), lock=False)
     else:
         inserted = _insert_ignoring(conn, table, rows)
         raced = set(rows) - inserted
         # Stored before (or by a concurrent writer meanwhile).
-        stored = _stored(conn, table, sorted(raced), lock=False) if raced else {}
+        stored = _stored(conn, table, in_id_order(raced), lock=False) if raced else {}
     changing = _changed(stored, rows, merge)
     if changing and conn.dialect.name == "postgresql":
-        changing = _changed(_stored(conn, table, sorted(changing), lock=True), rows, merge)
+        changing = _changed(_stored(conn, table, in_id_order(changing), lock=True), rows, merge)
     updates = list(changing.values())
     if updates:
         # A row kept by month is found in its month's partition alone.
@@ -385,7 +386,7 @@ def _insert_ignoring(
     """Insert in id order (a stable lock order); return the ids that were new."""
     if not rows:
         return set()
-    ordered = packed_rows(conn, table, [rows[k] for k in sorted(rows)])
+    ordered = packed_rows(conn, table, [rows[k] for k in in_id_order(rows)])
     if table.name in RUN_COLUMN:
         return insert_by_month(conn, table, ordered, "id")
     return insert_rows_ignoring(conn, table, ordered, "id")
