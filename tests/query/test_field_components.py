@@ -72,3 +72,31 @@ def test_a_recording_without_component_has_none(client: TestClient) -> None:
         ("dataset.ns.D", "job.ns.plain", ["write"], []),
         ("dataset.ns.S", "job.ns.plain", ["read"], []),
     ]
+
+
+def test_a_component_named_after_a_walk_is_shown_at_once(client: TestClient) -> None:
+    """Whether a store names any component is worked out once per version of the graph
+    index: a walk of a store that names none, then a run that names one, then the walk
+    again shows it."""
+    recorder = LineageRecorder(transport=AppTransport(client))
+    with recorder.run("ns", "plain") as run:
+        run.record(
+            Destination("ns", "D"),
+            [FieldOperation("read", inputs=[Source("ns", "S")], outputs=["a"])],
+        )
+    assert relations(client) == [
+        ("dataset.ns.D", "job.ns.plain", ["write"], []),
+        ("dataset.ns.S", "job.ns.plain", ["read"], []),
+    ]
+    with recorder.run("ns", "ETL") as run:
+        run.record(
+            Destination("ns", "D"),
+            [FieldOperation("read", inputs=[Source("ns", "S")], outputs=["a"])],
+            component="mapper",
+        )
+    assert relations(client, collapse="run") == [
+        ("dataset.ns.D", "job.ns.ETL", ["write"], ["mapper"]),
+        ("dataset.ns.D", "job.ns.plain", ["write"], []),
+        ("dataset.ns.S", "job.ns.ETL", ["read"], ["mapper"]),
+        ("dataset.ns.S", "job.ns.plain", ["read"], []),
+    ]

@@ -172,14 +172,16 @@ def lineage_diff(
     )
     keys = {ids[key]: (key, entry["entityId"]) for key, entry in data.items()}
     before_edges, after_edges = (_Edges.of(keys, e) for e in one_sided)
+    # Each side's relations sorted once, for what only it has and for what both keep.
+    after_keys = sorted(after.runs)
     response: dict[str, Any] = {
         "from": _described(params.before, before),
         "to": _described(params.after, after),
-        "added": _only_in(after, before, after_edges),
-        "removed": _only_in(before, after, before_edges),
+        "added": _only_in(after, after_keys, before, after_edges),
+        "removed": _only_in(before, sorted(before.runs), after, before_edges),
         "kept": [
-            _shown(key, {"from": before.runs[key], "to": runs})
-            for key, runs in sorted(after.runs.items())
+            _shown(key, {"from": before.runs[key], "to": after.runs[key]})
+            for key in after_keys
             if key in before.runs
         ],
         "data": dict(sorted(data.items())),
@@ -286,11 +288,12 @@ def _shown(key: RelationId, runs: Any) -> dict[str, Any]:
     }
 
 
-def _only_in(side: DiffSide, other: DiffSide, edges: _Edges) -> dict[str, Any]:
+def _only_in(
+    side: DiffSide, ordered: list[RelationId], other: DiffSide, edges: _Edges
+) -> dict[str, Any]:
+    """What `side` has and `other` lacks; `ordered`: `side`'s relations, sorted."""
     return {
-        "relations": [
-            _shown(key, runs) for key, runs in sorted(side.runs.items()) if key not in other.runs
-        ],
+        "relations": [_shown(key, side.runs[key]) for key in ordered if key not in other.runs],
         "fieldEdges": edges.shown(),
         "data": sorted(side.data.keys() - other.data.keys()),
         "programs": sorted(side.programs.keys() - other.programs.keys()),

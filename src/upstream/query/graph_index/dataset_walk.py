@@ -619,8 +619,10 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
     keys, levels = _least(keys, levels)
     if not len(keys):
         return np.zeros((0, 5), dtype=np.int64), levels
-    rows, _ = graph.by_dataset.rows_of(distinct(keys[:, 0]))
-    rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
+    rows = np.zeros(0, dtype=np.int64)
+    if graph.names_components:
+        rows, _ = graph.by_dataset.rows_of(distinct(keys[:, 0]))
+        rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
     if not np.any(r["component"][rows] != UNNAMED):
         # No component named on these datasets (most stores name none): every key's is "".
         return np.concatenate([keys, np.full((len(keys), 1), UNNAMED)], axis=1), levels
