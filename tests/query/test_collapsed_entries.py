@@ -3,9 +3,11 @@ the same bytes as the entries `collapse` gives, written by orjson, with no entry
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from fastapi.testclient import TestClient
@@ -20,6 +22,8 @@ from tests.query.test_listed_entries import keyed_relations
 from upstream.query import lineage_render
 from upstream.query.collapse import Dimension, KeyedRelation, KeyedRelations, collapse
 from upstream.query.collapsed_entries import collapsed_entries
+from upstream.query.graph_index.numbering import Numbering
+from upstream.query.id_parts import id_parts
 
 RUNS = [*LISTED_RUNS, 'r","4']
 #: Run ids of the test over HTTP: the text of A sorts before B's, B's before C's.
@@ -46,6 +50,11 @@ def test_collapsed_entries_are_the_text_of_the_collapsed_answer(
     entries = collapse(keyed, dimensions, order)
     assert written.text == orjson.dumps(entries)
     assert len(written) == len(entries)
+    # The runs' text kept by their numbers (`id_parts`) writes the same bytes.
+    numbering = Numbering()
+    numbers = numbering.numbers(keyed.run_ids).astype(np.int64)
+    kept = replace(keyed, run_parts=id_parts(numbering, numbers))
+    assert collapsed_entries(kept, dimensions, order).text == written.text
 
 
 def keyed(data: str, access: str, run: str | None, component: str = "") -> KeyedRelation:

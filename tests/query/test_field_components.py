@@ -62,6 +62,11 @@ def test_components_are_shown_and_collapse_merges_them(client: TestClient) -> No
 
 
 def test_a_recording_without_component_has_none(client: TestClient) -> None:
+    record_plain(client)
+
+
+def record_plain(client: TestClient) -> LineageRecorder:
+    """A run of `plain` recorded without a component, and the walk that shows none."""
     recorder = LineageRecorder(transport=AppTransport(client))
     with recorder.run("ns", "plain") as run:
         run.record(
@@ -70,5 +75,29 @@ def test_a_recording_without_component_has_none(client: TestClient) -> None:
         )
     assert relations(client) == [
         ("dataset.ns.D", "job.ns.plain", ["write"], []),
+        ("dataset.ns.S", "job.ns.plain", ["read"], []),
+    ]
+    return recorder
+
+
+def test_a_component_named_after_a_walk_is_shown_at_once(client: TestClient) -> None:
+    """Whether a store names any component is worked out once per version of the graph
+    index: a walk of a store that names none, then a run that names one, then the walk
+    again shows it (a directed walk looks the components up)."""
+    recorder = record_plain(client)
+    assert relations(client, direction="upstream") == [
+        ("dataset.ns.D", "job.ns.plain", ["write"], []),
+        ("dataset.ns.S", "job.ns.plain", ["read"], []),
+    ]
+    with recorder.run("ns", "ETL") as run:
+        run.record(
+            Destination("ns", "D"),
+            [FieldOperation("read", inputs=[Source("ns", "S")], outputs=["a"])],
+            component="mapper",
+        )
+    assert relations(client, direction="upstream", collapse="run") == [
+        ("dataset.ns.D", "job.ns.ETL", ["write"], ["mapper"]),
+        ("dataset.ns.D", "job.ns.plain", ["write"], []),
+        ("dataset.ns.S", "job.ns.ETL", ["read"], ["mapper"]),
         ("dataset.ns.S", "job.ns.plain", ["read"], []),
     ]

@@ -42,7 +42,9 @@ class KeyedRelation(NamedTuple):
 class KeyedRelations:
     """Relations as the response names them, as columns of codes: `data` into `data_keys`,
     `program` into `program_keys`, `run` into `run_ids` (-1: declared) and `component` into
-    `components` (-1 or the code of "": unnamed); `write` is 1 for a write, 0 for a read."""
+    `components` (-1 or the code of "": unnamed); `write` is 1 for a write, 0 for a read.
+    `run_parts`, when given, holds each run code's JSON text after a comma, `,"<id>"`,
+    made already (`query.id_parts`), for an answer written as text."""
 
     data: Ints
     program: Ints
@@ -53,6 +55,7 @@ class KeyedRelations:
     program_keys: Sequence[str]
     run_ids: Sequence[str]
     components: Sequence[str]
+    run_parts: npt.NDArray[np.object_] | None = None
 
     @classmethod
     def of(cls, relations: Iterable[KeyedRelation]) -> KeyedRelations:

@@ -9,7 +9,7 @@ gives: no list of run ids per entry and no dictionary per entry is made.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -40,8 +40,13 @@ def collapsed_entries(
         (datasets[relations.data[first]], ones),
         (programs[relations.program[first]], ones),
     ]
-    for texts, listed, after in zip(list_texts(relations), groups.lists, _AFTER, strict=True):
-        columns += _list_columns(texts, _in_order(listed, groups.order), after)
+    accesses, run_ids, components = list_texts(relations)
+    runs = relations.run_parts
+    if runs is None:
+        runs = json_parts(run_ids, b',"', b'"')
+    pieces = (json_parts(accesses, b',"', b'"'), runs, json_parts(components, b',"', b'"'))
+    for members, listed, after in zip(pieces, groups.lists, _AFTER, strict=True):
+        columns += _list_columns(members, _in_order(listed, groups.order), after)
     text = b"".join(_interleaved(columns))
     return Written(b"[" + text[1:] + b"]", len(first))
 
@@ -55,11 +60,11 @@ def _in_order(listed: Listed, order: Ints) -> Listed:
     return Listed(listed.codes[at], bounds)
 
 
-def _list_columns(texts: Sequence[str], listed: Listed, after: bytes) -> list[tuple[Parts, Ints]]:
-    """The pieces of each group's JSON list of `texts` and what follows it: `["a"`, `,"b"`
-    for its members, then `]` (`[]` for an empty list) and `after`."""
+def _list_columns(pieces: Parts, listed: Listed, after: bytes) -> list[tuple[Parts, Ints]]:
+    """The pieces of each group's JSON list and what follows it: `["a"`, `,"b"` for its
+    members (`pieces`: `,"a"` by code), then `]` (`[]` for an empty list) and `after`."""
     sizes = np.diff(listed.bounds)
-    members = json_parts(texts, b',"', b'"')[listed.codes]
+    members = pieces[listed.codes]
     # Only a list's first member opens it: one piece per group made again.
     opening = listed.bounds[:-1][sizes > 0]
     members[opening] = [b"[" + piece[1:] for piece in members[opening].tolist()]

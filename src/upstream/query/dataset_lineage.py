@@ -72,7 +72,7 @@ def dataset_lineage(
     missing one is. `visible`, when given, is the reader's view of the index that several
     walks of one answer share, so what they stopped at is counted once (the caller reads
     the counts from it). With `written`, for a caller that only sends the answer, its
-    relations may be their JSON text (`lineage_render.render`)."""
+    relations, datasets and programs may be their JSON text (`lineage_render.render`)."""
     seed_ref = existing_dataset(conn, namespace, name, visibility)
     seed = seed_ref.id
     shared = visible
@@ -95,6 +95,7 @@ def dataset_lineage(
         rolled_up,
         runs_in_order=runs_in_order,
         written=written and not reread,
+        nodes_written=written and not reread and "owners" not in params.include,
     )
     if params.rollup == "jobs":
         seed_key = entity_key("dataset", seed_ref.namespace, seed_ref.name)

@@ -23,7 +23,7 @@ from upstream.model.keys import entity_key
 from upstream.query.answers import DataEntry, ProgramEntry
 from upstream.query.collapse import Dimension
 from upstream.query.dataset_lineage import ShownWalk, shown_walk
-from upstream.query.graph_index.dataset_walk import UNNAMED, distinct_rows
+from upstream.query.graph_index.dataset_walk import UNNAMED, distinct, distinct_rows
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of, names_of
 from upstream.query.graph_index.numbering import NONE
@@ -131,12 +131,12 @@ class _Names:
         temporary = set(rows[temporary_datasets(self.graph, rows[:, 0], rows[:, 2]), 0].tolist())
         data: dict[str, DataEntry] = {}
         ids: dict[str, str] = {}
-        for number in [NONE, *np.unique(rows[:, 0]).tolist()]:
+        for number in [NONE, *distinct(rows[:, 0]).tolist()]:
             dataset_id = self.seed if number == NONE else texts[number]
             key, entry = self.dataset_entries[dataset_id]
             data[key] = {**entry, "temporary": True} if number in temporary else entry
             ids[key] = dataset_id
-        programs = dict(self.programs[n] for n in np.unique(rows[:, 1]).tolist())
+        programs = dict(self.programs[n] for n in distinct(rows[:, 1]).tolist())
         hidden = {}
         if visible is not None:
             hidden = {

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
 from upstream.model.window import Window
+from upstream.query.graph_index.dataset_walk import distinct
 from upstream.query.graph_index.field_walk import FieldEdges
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import graph_of
@@ -50,14 +51,25 @@ def one_sided_edges(conn: Connection, sides: tuple[Side, Side]) -> tuple[list[Fi
     sources, targets = f.edges["source_dataset"][rows], f.edges["target_dataset"][rows]
     pairs: list[Ints] = []
     for edges, datasets in zip(counting, numbers, strict=True):
-        mine = rows[np.isin(sources, datasets) & np.isin(targets, datasets)]
+        # A flag per dataset number: a look-up per edge end, where `np.isin` sorts them.
+        side = np.zeros(len(graph.ids.datasets), dtype=np.bool_)
+        side[datasets] = True
+        mine = rows[side[sources] & side[targets]]
         mine = mine[edges.counted(mine)]
         pair = f.source_node[mine].astype(np.int64) * len(f.node_keys) + f.target_node[mine]
-        pairs.append(pair)
+        pairs.append(distinct(pair))
     return (
-        _named(graph, np.unique(pairs[0][np.isin(pairs[0], pairs[1], invert=True)])),
-        _named(graph, np.unique(pairs[1][np.isin(pairs[1], pairs[0], invert=True)])),
+        _named(graph, _missing_from(pairs[0], pairs[1])),
+        _named(graph, _missing_from(pairs[1], pairs[0])),
     )
+
+
+def _missing_from(found: Ints, other: Ints) -> Ints:
+    """The values of `found` that `other` lacks, both distinct and sorted."""
+    at = np.minimum(np.searchsorted(other, found), max(len(other) - 1, 0))
+    held = other[at] == found if len(other) else np.zeros(len(found), dtype=np.bool_)
+    missing: Ints = found[~held]
+    return missing
 
 
 def _named(graph: Graph, pairs: Ints) -> list[FieldEdge]:

@@ -21,11 +21,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import orjson
 from sqlalchemy.engine import Connection
 
 from upstream.model.access import EVERYTHING, Visibility
 from upstream.model.errors import InvalidParameter, Problem, shown
 from upstream.model.identity import DatasetRef
+from upstream.model.json_text import Written
 from upstream.model.timeexpr import EPOCH
 from upstream.query.answers import EntityId, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
@@ -144,12 +146,14 @@ def lineage_diff(
     max_nodes: int,
     max_relations: int,
     visibility: Visibility = EVERYTHING,
+    written: bool = False,
 ) -> LineageDiffAnswer:
     """`added`, `removed` and `kept` between the two sides; NotFound for an unknown dataset,
     or one `visibility` does not show. Each side is capped at `max_nodes` and `max_relations`
     like a lineage answer; a cut side makes the diff say `"truncated": true`. Without a
     rollup the sides are compared from their walks' rows (`diff_sides`); a rollup's answer
-    is rewritten after its walk (workflows, job links), so its sides are its answers."""
+    is rewritten after its walk (workflows, job links), so its sides are its answers. With
+    `written`, for a caller that only sends the answer, its parts are their JSON text."""
     caps = (max_nodes, max_relations)
     sides = (params.before, params.after)
     if params.after.rollup is None:
@@ -168,14 +172,16 @@ def lineage_diff(
     )
     keys = {ids[key]: (key, entry["entityId"]) for key, entry in data.items()}
     before_edges, after_edges = (_Edges.of(keys, e) for e in one_sided)
+    # Each side's relations sorted once, for what only it has and for what both keep.
+    after_keys = sorted(after.runs)
     response: dict[str, Any] = {
         "from": _described(params.before, before),
         "to": _described(params.after, after),
-        "added": _only_in(after, before, after_edges),
-        "removed": _only_in(before, after, before_edges),
+        "added": _only_in(after, after_keys, before, after_edges),
+        "removed": _only_in(before, sorted(before.runs), after, before_edges),
         "kept": [
-            _shown(key, {"from": before.runs[key], "to": runs})
-            for key, runs in sorted(after.runs.items())
+            _shown(key, {"from": before.runs[key], "to": after.runs[key]})
+            for key in after_keys
             if key in before.runs
         ],
         "data": dict(sorted(data.items())),
@@ -183,7 +189,16 @@ def lineage_diff(
     }
     if before.truncated or after.truncated:
         response["truncated"] = True
+    if written:
+        # Strings and small integers only, which orjson writes as `json` does: the answer's
+        # text need not be searched for the floats they write differently (`Written`).
+        for part in _WRITTEN:
+            response[part] = Written(orjson.dumps(response[part]), len(response[part]))
     return cast(LineageDiffAnswer, response)
+
+
+#: The parts of a diff that hold its thousands of relations, field edges and nodes.
+_WRITTEN = ("added", "removed", "kept", "data", "programs")
 
 
 FieldEdgeKey = tuple[str, str, str, str]
@@ -273,11 +288,12 @@ def _shown(key: RelationId, runs: Any) -> dict[str, Any]:
     }
 
 
-def _only_in(side: DiffSide, other: DiffSide, edges: _Edges) -> dict[str, Any]:
+def _only_in(
+    side: DiffSide, ordered: list[RelationId], other: DiffSide, edges: _Edges
+) -> dict[str, Any]:
+    """What `side` has and `other` lacks; `ordered`: `side`'s relations, sorted."""
     return {
-        "relations": [
-            _shown(key, runs) for key, runs in sorted(side.runs.items()) if key not in other.runs
-        ],
+        "relations": [_shown(key, side.runs[key]) for key in ordered if key not in other.runs],
         "fieldEdges": edges.shown(),
         "data": sorted(side.data.keys() - other.data.keys()),
         "programs": sorted(side.programs.keys() - other.programs.keys()),

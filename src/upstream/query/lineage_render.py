@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from upstream.model.json_text import Written
 from upstream.model.keys import entity_key
 from upstream.model.workflow import is_workflow
 from upstream.query.answers import (
@@ -35,8 +36,10 @@ from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
+from upstream.query.id_parts import id_parts
 from upstream.query.lineage_params import LineageParams
 from upstream.query.listed_entries import listed_entries
+from upstream.query.node_entries import node_entries, node_text
 from upstream.query.relation_table import RelationTable, Vocabulary, ranked
 from upstream.query.run_order import newest_first_places
 from upstream.query.workflows import temporary_datasets
@@ -70,8 +73,12 @@ class _Program:
     workflow: bool
 
     @property
+    def kind(self) -> Literal["workflow", "job"]:
+        return "workflow" if self.workflow else "job"
+
+    @property
     def key(self) -> str:
-        return entity_key("workflow" if self.workflow else "job", self.namespace, self.name)
+        return entity_key(self.kind, self.namespace, self.name)
 
 
 def render(
@@ -84,12 +91,14 @@ def render(
     *,
     runs_in_order: bool = True,
     written: bool = False,
+    nodes_written: bool = False,
 ) -> LineageAnswer:
     """The answer for `relations`, found from `seed`; `rolled_up` holds what a rolled-up
     walk found (workflows, temporaries), None for a walk without a rollup. Runs collapsed
     into one relation are listed newest first, or by id without `runs_in_order`. With
     `written`, for a caller that only sends the answer (`api.json_answer`), the relations
-    are their JSON text (`listed_entries`, `collapsed_entries`), not entries to read."""
+    are their JSON text (`listed_entries`, `collapsed_entries`), not entries to read; with
+    `nodes_written`, `data` and `programs` are too (`node_entries`)."""
     graph = relations.graph
     dataset_ids = {str(seed), *relations.datasets.texts}
     dataset_names, job_names = names_of(conn)
@@ -102,15 +111,16 @@ def render(
         rolled_up.workflows if rolled_up else set(),
     )
     temporary = rolled_up.temporary if rolled_up is not None else _temporary(graph, relations)
-    data_keys = {d: entity_key("dataset", *datasets[d]) for d in dataset_ids}
+    data_texts = {d: node_text("dataset", *datasets[d]) for d in dataset_ids}
+    program_texts = {j: node_text(p.kind, p.namespace, p.name) for j, p in programs.items()}
     keyed = KeyedRelations(
         relations.dataset,
         relations.job,
         relations.write,
         relations.run,
         relations.component,
-        [data_keys[d] for d in relations.datasets.texts],
-        [programs[j].key for j in relations.jobs.texts],
+        [data_texts[d][0] for d in relations.datasets.texts],
+        [program_texts[j][0] for j in relations.jobs.texts],
         relations.runs.texts,
         relations.components.texts,
     )
@@ -120,20 +130,31 @@ def render(
     if not written:
         entries = collapse(keyed, params.collapse, run_order)
     elif params.collapse:
+        runs = relations.runs.numbers
+        if "run" in params.collapse and np.all(runs != NONE):
+            keyed = replace(keyed, run_parts=id_parts(graph.ids.runs, runs))
         # Only `model.json_text.answer_bytes` reads it: it places the text as it is.
         entries = cast(list[RelationEntry], collapsed_entries(keyed, params.collapse, run_order))
     else:
         entries = cast(list[RelationEntry], listed_entries(keyed))
-    data: dict[str, DataEntry] = {}
-    for dataset_id in dataset_ids:
-        namespace, name = datasets[dataset_id]
-        entry: DataEntry = {"entityId": {"type": "dataset", "namespace": namespace, "name": name}}
-        if dataset_id in temporary:
-            entry["temporary"] = True
-        data[data_keys[dataset_id]] = entry
-    shown_programs: dict[str, ProgramEntry] = {
-        p.key: {"entityId": _entity_of(p)} for p in programs.values()
-    }
+    data: dict[str, DataEntry] | Written
+    shown_programs: dict[str, ProgramEntry] | Written
+    if nodes_written:
+        data = node_entries((k, text, d in temporary) for d, (k, text) in data_texts.items())
+        shown_programs = node_entries((k, text, False) for k, text in program_texts.values())
+    else:
+        data = {}
+        for dataset_id in dataset_ids:
+            namespace, name = datasets[dataset_id]
+            entry: DataEntry = {
+                "entityId": {"type": "dataset", "namespace": namespace, "name": name}
+            }
+            if dataset_id in temporary:
+                entry["temporary"] = True
+            data[data_texts[dataset_id][0]] = entry
+        data = dict(sorted(data.items()))
+        shown = {p.key: {"entityId": _entity_of(p)} for p in programs.values()}
+        shown_programs = cast(dict[str, ProgramEntry], dict(sorted(shown.items())))
     response = cast(
         LineageAnswer,
         {
@@ -141,8 +162,8 @@ def render(
             "end": int(params.end.timestamp()),
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
             "relations": entries,
-            "data": dict(sorted(data.items())),
-            "programs": dict(sorted(shown_programs.items())),
+            "data": data,
+            "programs": shown_programs,
         },
     )
     if omitted is not None:

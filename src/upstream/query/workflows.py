@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from upstream.model.window import Window
-from upstream.query.graph_index.dataset_walk import WalkView
+from upstream.query.graph_index.dataset_walk import WalkView, distinct_numbers
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.numbering import NONE, Numbering
 
@@ -69,13 +69,15 @@ def temporary_datasets(graph: Graph, datasets: Ints, runs: Ints) -> Flags:
     `temporary=True`): the UI draws them all dashed. Only the relations of datasets that
     may be temporary (a mark, a name ending with a run id) have their runs' workflow runs
     looked at."""
-    distinct, inverse = np.unique(datasets, return_inverse=True)
+    distinct, inverse = distinct_numbers(datasets, len(graph.ids.datasets))
+    held = inverse != NONE  # a dataset the index does not hold is temporary to no run
+    inverse = np.where(held, inverse, 0)
     flows_of = graph.workflows
     temporary = flows_of.marked(distinct)
-    candidate = (flows_of.may_be_temporary(distinct) & ~temporary)[inverse]
+    candidate = (flows_of.may_be_temporary(distinct) & ~temporary)[inverse] & held
     if candidate.any():
         links = flows_of.workflow_of(runs[candidate])
         found = flows_of.temporary(datasets[candidate], links.astype(np.int64))
         temporary[inverse[candidate][found]] = True
-    shown: Flags = temporary[inverse]
+    shown: Flags = held & temporary[inverse] if len(distinct) else held
     return shown

@@ -81,4 +81,5 @@ def get_lineage_diff(
         max_nodes=settings.max_lineage_nodes,
         max_relations=settings.max_lineage_relations,
         visibility=visibility,
+        written=True,
     )

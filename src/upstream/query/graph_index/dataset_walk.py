@@ -535,6 +535,20 @@ def distinct(values: Ints) -> Ints:
     return found
 
 
+def distinct_numbers(numbers: Ints, size: int) -> tuple[Ints, Ints]:
+    """The distinct `numbers` (each below `size`, or NONE), sorted, and each one's place
+    among them (NONE stays NONE). Flags over `size` find them in linear time, a third of a
+    sort's (`np.unique`) for the 18,000 relations of a walk."""
+    seen = np.zeros(size + 1, dtype=np.bool_)
+    seen[numbers] = True  # NONE flags the last place, which no number holds
+    seen[-1] = False
+    found = np.flatnonzero(seen)
+    place_of = np.cumsum(seen) - 1
+    place_of[-1] = NONE
+    places: Ints = place_of[numbers]
+    return found.astype(np.int64), places
+
+
 def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
     """The distinct rows of `keys`, in the order of their columns (the first column first),
     and for each row of `keys` the number of its distinct row. The columns are packed into
@@ -542,14 +556,8 @@ def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
     the columns (`np.unique(axis=0)`, which sorts rows as opaque bytes, is slower still)."""
     if not len(keys):
         return keys, np.zeros(0, dtype=np.int64)
-    # Column by column: a reduction along the rows of a narrow array is ten times slower.
-    low = [int(keys[:, c].min()) for c in range(keys.shape[1])]
-    widths = [int(keys[:, c].max()) - low[c] + 1 for c in range(keys.shape[1])]
-    if math.prod(widths) < 2**62:
-        packed = np.zeros(len(keys), dtype=np.int64)
-        for column, width in enumerate(widths):
-            packed *= width
-            packed += keys[:, column] - low[column]
+    packed = _packed(keys)
+    if packed is not None:
         # Equal packed values are equal rows, so any row of each stands for it: no stable
         # sort for the first one (`return_index`), which costs many times the sort itself.
         distinct, inverse = np.unique(packed, return_inverse=True)
@@ -566,10 +574,38 @@ def distinct_rows(keys: Ints) -> tuple[Ints, Ints]:
     return ordered[starts], inverse
 
 
+def _packed(keys: Ints) -> Ints | None:
+    """Each row of `keys` as one integer, ordered as the rows are (the first column first),
+    or None when their ranges need more than 62 bits."""
+    # Column by column: a reduction along the rows of a narrow array is ten times slower.
+    low = [int(keys[:, c].min()) for c in range(keys.shape[1])]
+    widths = [int(keys[:, c].max()) - low[c] + 1 for c in range(keys.shape[1])]
+    if math.prod(widths) >= 2**62:
+        return None
+    packed = np.zeros(len(keys), dtype=np.int64)
+    for column, width in enumerate(widths):
+        packed *= width
+        packed += keys[:, column] - low[column]
+    return packed
+
+
 def _least(keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
-    """Each distinct row of `keys` with the least of its `levels`."""
+    """Each distinct row of `keys` with the least of its `levels`, in the order of their
+    columns (as `distinct_rows` gives them)."""
     if not len(keys):
         return keys, levels
+    packed = _packed(np.concatenate([keys, levels.reshape(-1, 1)], axis=1))
+    if packed is not None:
+        # The level packed last: sorted, each key's first row holds its least level. One
+        # sort, where numbering the keys and a minimum per key (`np.minimum.at`) cost
+        # four times as much.
+        order = np.argsort(packed)
+        span = int(levels.max()) - int(levels.min()) + 1
+        key_of = packed[order] // span
+        first = np.ones(len(order), dtype=np.bool_)
+        np.not_equal(key_of[1:], key_of[:-1], out=first[1:])
+        kept = order[first]
+        return keys[kept], levels[kept]
     distinct, inverse = distinct_rows(keys)
     least = np.full(len(distinct), _UNREACHED, dtype=np.int64)
     np.minimum.at(least, inverse, levels)
@@ -583,8 +619,10 @@ def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, In
     keys, levels = _least(keys, levels)
     if not len(keys):
         return np.zeros((0, 5), dtype=np.int64), levels
-    rows, _ = graph.by_dataset.rows_of(distinct(keys[:, 0]))
-    rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
+    rows = np.zeros(0, dtype=np.int64)
+    if graph.names_components:
+        rows, _ = graph.by_dataset.rows_of(distinct(keys[:, 0]))
+        rows = rows[walk.in_force(r, rows, r["run"][rows] != NONE)]
     if not np.any(r["component"][rows] != UNNAMED):
         # No component named on these datasets (most stores name none): every key's is "".
         return np.concatenate([keys, np.full((len(keys), 1), UNNAMED)], axis=1), levels

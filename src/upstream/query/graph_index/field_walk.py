@@ -228,7 +228,9 @@ class FieldEdges:
         f = self.fields
         rows, _ = f.by_target.rows_of(f.nodes_of(datasets))
         rows = rows[f.source_node[rows] != NONE]
-        found: Ints = rows[np.isin(f.edges["source_dataset"][rows], datasets)]
+        wanted = np.zeros(len(self.graph.ids.datasets), dtype=np.bool_)
+        wanted[datasets] = True
+        found: Ints = rows[wanted[f.edges["source_dataset"][rows]]]
         return found
 
     def ends_on(self, datasets: Ints) -> Ints:

@@ -205,6 +205,12 @@ class Graph:
         return _text_order(self.ids.jobs)
 
     @cached_property
+    def names_components(self) -> bool:
+        """Whether a relation of this version names a component (the unnamed one, "", is
+        numbered first): most stores name none, and a walk then looks none up."""
+        return bool(np.any(self.relations["component"] != 0))
+
+    @cached_property
     def newest_first(self) -> Column:
         """Each run number's place when this version's runs are listed newest first (design
         §4.2): by start, runs without one last, ties by the id's text. Worked out once per
