@@ -54,8 +54,9 @@ LEVEL = 3
 #: The events a dictionary is trained on, and how many a store holds when it trains one.
 TRAINING_EVENTS = 2000
 #: Events a process stores, before the store has a dictionary, between two looks for one
-#: (another process may have trained it).
-LOOK_EVERY = 200
+#: (another process may have trained it): each look is two statements off the writes' path,
+#: and a process stores at most this many events without the dictionary another trained.
+LOOK_EVERY = 50
 #: A dictionary's size: 64 kB, about four events' text.
 DICTIONARY_BYTES = 65_536
 #: The advisory lock a PostgreSQL process holds while it trains a dictionary.
