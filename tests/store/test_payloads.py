@@ -302,11 +302,9 @@ def test_two_writers_reaching_the_training_point_together_store_one_dictionary(
 def test_a_process_does_not_wait_for_another_training(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While one PostgreSQL process trains the dictionary (held here, not stored yet),
-    another one's look neither trains nor waits for it: its writes go on without one, and
-    its next look finds the one stored."""
-    if store.dialect != "postgresql":
-        pytest.skip("SQLite has no lock to train under: two processes may both train")
+    """While one process trains the dictionary (held here, not stored yet), another one's
+    look neither trains nor waits for it: its writes go on without one, and its next look
+    finds the one stored."""
     monkeypatch.setattr(payloads, "LOOK_EVERY", 1)
     started, release = threading.Event(), threading.Event()
     trained: list[int] = []

@@ -6,15 +6,15 @@ byte for byte.
 A payload is one zstd frame, and the frame names its dictionary (zstd's dictionary id, the
 row's id): dictionary 0, none, for the events a store keeps before it has one. The
 dictionary is trained off the writes' path: once a write brings the store to
-`TRAINING_EVENTS` events (as this process counts them), a thread of the process looks at
-the store after the write's commit and, when it holds that many and no dictionary yet,
-trains one on the latest of them (about 0.6 s of CPU) and stores it in a transaction of its
-own (`_look`). Writes meanwhile compress without a dictionary and wait for nothing; those
-after it use it. On PostgreSQL only the process that takes an advisory lock trains; two
-processes that train at once (SQLite) store one dictionary, the first committed, which the
-other then uses. A dictionary is never replaced (one trained on a workload's first 2,000
-events keeps it within 1 % of one trained on a quarter of them, docs/performance.md); a
-store could train another, and each payload would still name its own.
+`TRAINING_EVENTS` events (as this process counts them), a thread of the process looks at the
+store after the write's commit and, when it holds that many and no dictionary yet, trains
+one on the latest of them (about 0.6 s of CPU) and stores it in a transaction of its own
+(`_look`). Writes meanwhile compress without a dictionary and wait for nothing; those after
+it use it. Only the process that takes a lock trains (PostgreSQL's advisory lock, a lock on
+a file beside an SQLite file); the others go on without it, and look again soon. A
+dictionary is never replaced (one trained on a workload's first 2,000 events keeps it within
+1 % of one trained on a quarter of them, docs/performance.md); a store could train another,
+and each payload would still name its own.
 
 Each process keeps, per database (`per_engine`), the dictionaries it read committed and,
 until it knows one, how many events it is to store before it looks again: only its first
@@ -26,10 +26,12 @@ train, after the next write when another process is training.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -40,6 +42,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
 from upstream.store.dialect import insert_rows_ignoring, try_advisory_xact_lock
+from upstream.store.engine import sqlite_file
 from upstream.store.per_engine import PerEngine
 from upstream.store.transaction_state import after_commit, kept
 
@@ -211,37 +214,59 @@ def _look(store: Store, known: _Dictionaries) -> None:
         if held < TRAINING_EVENTS:
             known.looked(_due(held))
             return
-        if not try_advisory_xact_lock(conn, _TRAINING_LOCK):
-            known.looked(1)  # another process trains: its dictionary is stored soon
-            return
-        known.looked(LOOK_EVERY)  # should the training fail
-        e = t.events.c
-        latest = conn.execute(
-            sa.select(e.payload_zstd).order_by(e.seq.desc()).limit(TRAINING_EVENTS)
-        )
-        sample = [text.encode() for text in unpack(conn, latest.scalars().all())]
-        ident = 1  # the store has none
-        try:
-            dictionary = train(sample, ident)
-        except zstandard.ZstdError as exc:
-            log.warning("the raw events' dictionary could not be trained: %s", exc)
-            return
-        content = dictionary.as_bytes()
-        row = {
-            "id": ident,
-            "content": content,
-            "events": len(sample),
-            "trained_at": datetime.now(UTC),
-        }
-        # Stored while the lock is held: a process that looks once it is free finds it.
-        stored = store.write(
-            lambda writing: insert_rows_ignoring(writing, t.event_dictionaries, [row], "id")
-        )
-    if stored:
-        known.keep(ident, content)
+        with _claimed(conn) as claimed:
+            if not claimed:
+                known.looked(1)  # another process trains: its dictionary is stored soon
+                return
+            known.looked(LOOK_EVERY)  # should the training fail
+            trained = _train(store, conn)
+    if trained is None:
+        return
+    if trained[1]:
+        known.keep(1, trained[0])
     else:  # another process stored its own meanwhile
         with store.read(primary=True) as conn:
             _latest_stored(conn, known)
+
+
+def _train(store: Store, conn: Connection) -> tuple[bytes, bool] | None:
+    """The dictionary (its content) trained on the latest events `conn` reads, and whether
+    it was stored (else another process's was); None when they cannot be trained on."""
+    e = t.events.c
+    latest = conn.execute(sa.select(e.payload_zstd).order_by(e.seq.desc()).limit(TRAINING_EVENTS))
+    sample = [text.encode() for text in unpack(conn, latest.scalars().all())]
+    try:
+        content = train(sample, 1).as_bytes()  # the store's first
+    except zstandard.ZstdError as exc:
+        log.warning("the raw events' dictionary could not be trained: %s", exc)
+        return None
+    row = {"id": 1, "content": content, "events": len(sample), "trained_at": datetime.now(UTC)}
+    stored = store.write(
+        lambda writing: insert_rows_ignoring(writing, t.event_dictionaries, [row], "id")
+    )
+    return content, bool(stored)
+
+
+@contextmanager
+def _claimed(conn: Connection) -> Iterator[bool]:
+    """Whether this process may train the dictionary, and no other one meanwhile: on
+    PostgreSQL it holds an advisory lock until the look's transaction ends; on an SQLite file
+    a lock on a file beside it (`…-dictionary-lock`) until the body ends (an in-memory
+    database has one process)."""
+    if conn.dialect.name == "postgresql":
+        yield try_advisory_xact_lock(conn, _TRAINING_LOCK)
+        return
+    path = sqlite_file(conn.engine.url.render_as_string(hide_password=False))
+    if path is None:
+        yield True
+        return
+    with open(f"{path}-dictionary-lock", "a") as handle:  # closing it lets go of the lock
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def _latest_stored(conn: Connection, known: _Dictionaries) -> zstandard.ZstdCompressionDict | None:
