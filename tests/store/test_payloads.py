@@ -1,15 +1,15 @@
 """The raw events kept compressed (`upstream.store.payloads`): every event comes back byte for
 byte as the text the store keeps of it (its compact JSON: key order kept, whitespace dropped,
 escapes written as orjson writes them), whether it was stored before the store had a
-dictionary or after; the dictionary is trained once, on the store's own events, also when
-two writers reach the point together; one trained by a write that failed is not used."""
+dictionary or after; the dictionary is trained once, on the store's own events, after the
+commit of the write that brought the store to the training count, which does not wait for
+it; also when two processes reach the point together, and a process finds a dictionary
+another one trained; before there is one, writes send no statement to find it."""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,20 +87,25 @@ def test_real_events_come_back_byte_for_byte_before_and_after_the_dictionary(
     store: Store, fixtures_dir: Path
 ) -> None:
     """The producers' events in five batches: the first batch (fewer than the training
-    count) is kept without a dictionary; the second write finds enough events and trains
-    on the latest of them and of its own batch; each later one uses that dictionary."""
+    count) is kept without a dictionary, and so is the second, which brings the store past
+    it: once it committed, the dictionary is trained on the latest events stored; each
+    later batch uses it."""
     documents = _fixture_documents(fixtures_dir)
     assert len(documents) > 4 * TRAINING
     batches = [documents[: TRAINING - 2], *(documents[i::4][:20] for i in range(4))]
     texts: list[str] = []
-    for batch in batches:
+    before = 0
+    for number, batch in enumerate(batches):
         ingest_documents(store, batch, batch=True)
+        store.settle()  # the training, after the second batch
         texts += [json_text.dumps(document) for document in batch]
+        if number == 1:
+            before = len(set(texts))
     # Repeated events (the same content) are stored once: compare the distinct texts.
     distinct = list(dict.fromkeys(texts))
     assert _stored(store) == distinct
-    first = TRAINING - 2
-    assert _dictionary_ids(store) == [0] * first + [1] * (len(distinct) - first)
+    assert TRAINING < before < len(distinct)
+    assert _dictionary_ids(store) == [0] * before + [1] * (len(distinct) - before)
     assert _dictionaries(store) == [(1, TRAINING)]
     again = Store(store.url)  # another process: reads the dictionary from the store
     try:
@@ -141,6 +146,7 @@ def test_odd_bytes_come_back_as_the_store_keeps_them(
 ) -> None:
     if after_training:
         ingest_documents(store, _events(TRAINING), batch=True)
+        store.settle()
     response = client.post(
         "/api/v1/lineage", content=SENT.encode(), headers={"Content-Type": "application/json"}
     )
@@ -151,35 +157,99 @@ def test_odd_bytes_come_back_as_the_store_keeps_them(
     assert [e for e in listed if e["job"]["namespace"] == "café"] == [json.loads(KEPT)]
 
 
-def test_a_dictionary_trained_by_a_failed_write_is_not_used(store: Store) -> None:
-    """The write that trains fails after training: its dictionary goes with it, and the next
-    write trains one again, which every payload written afterwards names."""
-    ingest_documents(store, _events(TRAINING - 1), batch=True)
+def test_the_write_that_reaches_the_training_count_does_not_wait_for_the_training(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write that brings the store to the training count returns while the training
+    (held here until released) has not ended; a write naming one of its runs meanwhile is
+    kept without a dictionary; once the training is done, the next write uses it, and every
+    event reads back byte for byte."""
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+    real_train = payloads.train
 
-    def fails(conn: Any) -> None:
-        payloads.pack(conn, [json_text.dumps(e) for e in _events(2, first=100)])
-        assert conn.execute(sa.select(sa.func.count()).select_from(t.event_dictionaries)).scalar()
-        raise RuntimeError("the write fails after training")
+    def held_train(texts: Any, ident: int) -> zstandard.ZstdCompressionDict:
+        started.set()
+        release.wait(10)
+        try:
+            return real_train(texts, ident)
+        finally:
+            finished.set()
 
-    with pytest.raises(RuntimeError):
-        store.write(fails)
-    assert _dictionaries(store) == []
-    ingest_documents(store, _events(3, first=200), batch=True)
-    assert _dictionaries(store) == [(1, TRAINING)]
-    expected = [json_text.dumps(e) for e in [*_events(TRAINING - 1), *_events(3, first=200)]]
-    again = Store(store.url)
+    monkeypatch.setattr(payloads, "train", held_train)
+    documents = _events(TRAINING)
     try:
-        assert _stored(again) == expected
+        ingest_documents(store, documents, batch=True)
+        assert started.wait(30), "no training started after the write"
+        assert not finished.is_set(), "the write waited for the training"
+        same_run = {**documents[0], "eventType": "COMPLETE", "eventTime": "2026-11-02T00:00:00Z"}
+        ingest_documents(store, [same_run], batch=True)
+        assert not finished.is_set()
+    finally:
+        release.set()
+        store.settle()
+    later = _events(2, first=100)
+    ingest_documents(store, later, batch=True)
+    assert _dictionaries(store) == [(1, TRAINING)]
+    assert _dictionary_ids(store) == [0] * (TRAINING + 1) + [1, 1]
+    again = Store(store.url)  # another process: reads the dictionary from the store
+    try:
+        assert _stored(again) == [json_text.dumps(e) for e in [*documents, same_run, *later]]
     finally:
         again.dispose()
-    assert _dictionary_ids(store) == [0] * (TRAINING - 1) + [1] * 3
+
+
+def test_before_a_dictionary_writes_send_no_statement_for_one(
+    statements: tuple[Store, list[str]],
+) -> None:
+    """A process looks for the dictionary in its first write only (the dictionary, then how
+    many events the store holds); the writes after it, still short of the training count,
+    send neither statement."""
+    store, sent = statements
+    ingest_documents(store, _events(2), batch=True)
+    assert len([s for s in sent if "event_dictionaries" in s]) == 1
+    counted = len([s for s in sent if "count(" in s.lower()])
+    sent.clear()
+    ingest_documents(store, _events(3, first=10), batch=True)
+    ingest_documents(store, _events(3, first=20), batch=True)
+    store.settle()
+    assert [s for s in sent if "event_dictionaries" in s] == []
+    assert counted == 1
+    assert [s for s in sent if "count(" in s.lower()] == []
+    assert _dictionary_ids(store) == [0] * 8
+
+
+def test_a_process_finds_the_dictionary_another_one_trained(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that looked before the store had a dictionary looks again after storing
+    `LOOK_EVERY` events (on a thread of its own), and uses the one another process trained
+    from its next write on."""
+    monkeypatch.setattr(payloads, "LOOK_EVERY", 3)
+    this, other = Store(db_url), Store(db_url)
+    try:
+        ingest_documents(this, _events(1), batch=True)  # looks: none yet
+        ingest_documents(other, _events(TRAINING, first=100), batch=True)
+        other.settle()
+        assert _dictionaries(other) == [(1, TRAINING)]
+        ingest_documents(this, _events(1, first=200), batch=True)  # 2 since its look
+        ingest_documents(this, _events(1, first=300), batch=True)  # 3: it looks again
+        this.settle()
+        ingest_documents(this, _events(1, first=400), batch=True)
+        assert _dictionary_ids(this) == [0] * (1 + TRAINING + 2) + [1]
+        expected = [_events(1), _events(TRAINING, first=100), _events(1, first=200)]
+        expected += [_events(1, first=300), _events(1, first=400)]
+        assert _stored(this) == [json_text.dumps(e) for group in expected for e in group]
+    finally:
+        this.dispose()
+        other.dispose()
 
 
 def test_two_writers_reaching_the_training_point_together_store_one_dictionary(
     db_url: str,
 ) -> None:
-    """Two stores (as two processes) write batches at once from an empty store: one of them
-    trains the dictionary, and every event of both comes back byte for byte."""
+    """Two stores (as two processes) write batches at once from an empty store: one
+    dictionary is stored, both use it once their training (or look) is done, and every
+    event of both comes back byte for byte."""
     stores = [Store(db_url), Store(db_url)]
     start = threading.Barrier(2)
     failures: list[BaseException] = []
@@ -200,73 +270,73 @@ def test_two_writers_reaching_the_training_point_together_store_one_dictionary(
         thread.join(timeout=120)
     try:
         assert failures == []
+        # Past the training count: a process that found another one training looks again
+        # after its next write, and then knows the dictionary.
+        for extra in (5000, 6000):
+            for index, each in enumerate(stores):
+                each.settle()
+                ingest_documents(each, _events(1, first=extra + index), batch=True)
         expected = {
             json_text.dumps(e)
             for index in range(2)
-            for batch in range(6)
-            for e in _events(5, first=1000 * index + 10 * batch)
+            for first in [*(1000 * index + 10 * batch for batch in range(6))]
+            for e in _events(5, first=first)
+        }
+        expected |= {
+            json_text.dumps(e)
+            for index in range(2)
+            for extra in (5000, 6000)
+            for e in _events(1, first=extra + index)
         }
         stored = _stored(stores[0])
         assert len(stored) == len(expected)
         assert set(stored) == expected
         assert [ident for ident, _ in _dictionaries(stores[0])] == [1]
-        assert set(_dictionary_ids(stores[0])) <= {0, 1}
-        assert _dictionary_ids(stores[0])[-1] == 1
+        assert set(_dictionary_ids(stores[0])) == {0, 1}
+        assert _dictionary_ids(stores[0])[-2:] == [1, 1]
     finally:
         for each in stores:
             each.dispose()
 
 
-@pytest.fixture
-def two_writers(store: Store) -> Iterator[tuple[sa.Connection, sa.Connection]]:
-    if store.dialect != "postgresql":
-        pytest.skip(
-            "SQLite lets one writer in at a time: a second one starts after the first commits "
-            "(test_two_writers_reaching_the_training_point_together_store_one_dictionary)"
-        )
-    first, second = store.engine.connect(), store.engine.connect()
-    yield first, second
-    first.close()
-    second.close()
-
-
-def test_a_writer_does_not_wait_for_another_training(
-    store: Store, two_writers: tuple[sa.Connection, sa.Connection]
+def test_a_process_does_not_wait_for_another_training(
+    store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While one PostgreSQL transaction trains the dictionary (not committed yet), another
-    writes its batch without one rather than wait on it; both read back."""
-    first, second = two_writers
-    texts = [json_text.dumps(e) for e in _events(TRAINING)]
-    with first.begin():
-        trained = payloads.pack(first, texts[:TRAINING])
-        with second.begin():
-            plain = payloads.pack(second, texts[:2])
-        assert payloads.unpack(second, plain) == texts[:2]
-    ids = [zstandard.get_frame_parameters(frame).dict_id for frame in trained + plain]
-    assert ids == [1] * TRAINING + [0, 0]
-    with store.read() as conn:
-        assert payloads.unpack(conn, trained) == texts
-    assert _dictionaries(store) == [(1, TRAINING)]
+    """While one process trains the dictionary (held here, not stored yet), another one's
+    look neither trains nor waits for it: its writes go on without one, and its next look
+    finds the one stored."""
+    monkeypatch.setattr(payloads, "LOOK_EVERY", 1)
+    started, release = threading.Event(), threading.Event()
+    trained: list[int] = []
+    real_train = payloads.train
 
+    def held_train(texts: Any, ident: int) -> zstandard.ZstdCompressionDict:
+        trained.append(ident)
+        started.set()
+        release.wait(10)
+        return real_train(texts, ident)
 
-def test_a_writer_that_found_no_dictionary_before_another_committed_one_trains_none(
-    store: Store, two_writers: tuple[sa.Connection, sa.Connection]
-) -> None:
-    """A PostgreSQL writer finds no dictionary, and takes the training lock only after
-    another writer trained one and committed (the lock free again): it uses that one and
-    trains no second (the deployment test's 20,000 events found two stored)."""
-    first, second = two_writers
-    texts = [json_text.dumps(e) for e in _events(TRAINING)]
-    with second.begin():
-        d = t.event_dictionaries.c
-        assert second.execute(sa.select(d.id)).first() is None  # its look: none yet
-        with first.begin():
-            payloads.pack(first, texts)
-        later = [json_text.dumps(e) for e in _events(TRAINING, first=100)]
-        found = payloads._train_now(second, later)
-        assert found is not None
-        assert found.dict_id() == 1
-    assert _dictionaries(store) == [(1, TRAINING)]
+    monkeypatch.setattr(payloads, "train", held_train)
+    other = Store(store.url)
+    try:
+        ingest_documents(other, _events(1, first=500), batch=True)  # looks: none yet
+        other.settle()
+        ingest_documents(store, _events(TRAINING), batch=True)
+        assert started.wait(30)
+        ingest_documents(other, _events(1, first=600), batch=True)  # due to look again
+        other.settle()  # its look ended: it did not wait for the training
+        assert not release.is_set()
+        assert trained == [1]
+        release.set()
+        store.settle()
+        ingest_documents(other, _events(1, first=700), batch=True)  # looks: finds it
+        other.settle()
+        ingest_documents(other, _events(1, first=800), batch=True)
+        assert _dictionary_ids(store) == [0] * (1 + TRAINING + 2) + [1]
+        assert trained == [1]
+    finally:
+        release.set()
+        other.dispose()
 
 
 @pytest.mark.parametrize("count", [TRAINING - 1, TRAINING + 3], ids=["few", "enough"])
@@ -303,36 +373,3 @@ def test_the_migration_converts_stored_events_and_back(second_db_url: str, count
             assert "event_dictionaries" not in sa.inspect(conn).get_table_names()
     finally:
         old.dispose()
-
-
-def test_the_write_that_trains_keeps_no_other_writer_waiting(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While a write trains the dictionary (held here until the other write is done, or 20 s),
-    a write naming one of its runs is not kept waiting: training comes before the write locks
-    any row, so the second write ends within seconds, long before the first could."""
-    if store.dialect != "postgresql":
-        pytest.skip("SQLite lets in one writer at a time: there is no other writer to keep")
-    training, other_done = threading.Event(), threading.Event()
-    real_train = payloads.train
-
-    def held_train(texts: Any, ident: int) -> zstandard.ZstdCompressionDict:
-        training.set()
-        other_done.wait(20)
-        return real_train(texts, ident)
-
-    monkeypatch.setattr(payloads, "train", held_train)
-    documents = _events(TRAINING)
-    first = threading.Thread(target=lambda: ingest_documents(store, documents, batch=True))
-    first.start()
-    try:
-        assert training.wait(60)
-        same_run = {**_events(1)[0], "eventType": "COMPLETE", "eventTime": "2026-11-02T00:00:00Z"}
-        started = time.monotonic()
-        ingest_documents(store, [same_run], batch=True)
-        waited = time.monotonic() - started
-    finally:
-        other_done.set()
-        first.join(60)
-    assert waited < 8, f"the second write waited {waited:.1f} s for the one training"
-    assert len(_stored(store)) == TRAINING + 1

@@ -38,6 +38,7 @@ from upstream.store.replicas import (
     ReplicaSet,
     includes_wanted,
 )
+from upstream.store.transaction_state import actions_after_commit
 
 T = TypeVar("T")
 
@@ -101,6 +102,9 @@ class Store:
         #: Writes of this process under way (`writing`), from when their events arrive.
         self._writes = 0
         self._writes_lock = threading.Lock()
+        #: Threads `in_background` started.
+        self._background: list[threading.Thread] = []
+        self._background_lock = threading.Lock()
         self.engine = create_engine(
             url,
             pool_size=pool_size,
@@ -265,12 +269,40 @@ class Store:
                         result = work(conn)
                         # Last: see upstream.store.change_log.
                         at = append_recorded(conn)
-                        return result, position(conn) if at is None else at
+                        written = result, position(conn) if at is None else at
+                        then = actions_after_commit(conn)
+                break
             except DBAPIError as exc:
                 if attempt == attempts or not _retryable(exc):
                     raise
                 time.sleep(0.01 * 2**attempt)
-        raise AssertionError("unreachable")
+        else:
+            raise AssertionError("unreachable")
+        for action in then:  # committed
+            action(self)
+        return written
+
+    def in_background(self, work: Callable[[], None], name: str) -> None:
+        """Run `work` on a thread of its own (work a write left for after its commit, which
+        no request should wait for); `settle` and `dispose` wait for it."""
+        thread = threading.Thread(target=work, name=name, daemon=True)
+        with self._background_lock:
+            self._background = [t for t in self._background if t.is_alive()]
+            self._background.append(thread)
+        thread.start()
+
+    def settle(self, timeout: float = 60.0) -> None:
+        """Wait, up to `timeout` seconds in all, for the work started `in_background`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._background_lock:
+                running = [t for t in self._background if t.is_alive()]
+            if not running:
+                return
+            for thread in running:
+                thread.join(max(deadline - time.monotonic(), 0.0))
+            if time.monotonic() >= deadline:
+                return
 
     def ping(self) -> None:
         """Ask the database for the smallest answer it gives: it is reachable and serving."""
@@ -278,6 +310,7 @@ class Store:
             conn.execute(sa.text("SELECT 1"))
 
     def dispose(self) -> None:
+        self.settle()
         if self.replicas is not None:
             self.replicas.close()
             for engine in self.replicas.engines:

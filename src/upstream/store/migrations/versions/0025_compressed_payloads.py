@@ -3,8 +3,8 @@
 Each event's compact JSON text was kept as text (PostgreSQL compressed it with LZ4, SQLite
 not at all). It is now one zstd frame (`payload_zstd`), compressed with a dictionary trained
 on the store's events (`event_dictionaries`, `upstream.store.payloads`): here on the latest
-`TRAINING_EVENTS` of them when the store holds that many, by the first write that finds
-them otherwise.
+`TRAINING_EVENTS` of them when the store holds that many, otherwise by a server or command
+once its writes bring the store to that many.
 
 Every stored event is converted here, in chunks, rather than left readable as it was: a
 single form is what every reader of raw events reads, and the space the texts took is what
