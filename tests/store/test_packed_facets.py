@@ -85,21 +85,24 @@ def test_facets_are_packed_with_the_dictionary_and_come_back_as_sent(
     client: TestClient, store: Store
 ) -> None:
     """The first events' facets are packed without a dictionary, those after the training
-    with it; the run's facets and its input's come back through the Marquez API in the
-    order they were sent (PostgreSQL's `jsonb` sorted them by key length)."""
-    first, later = _events(TRAINING - 2), _events(TRAINING + 2)[TRAINING - 2 :]
+    (which follows the commit of the write that reached the count) with it; the run's facets
+    and its input's come back through the Marquez API in the order they were sent
+    (PostgreSQL's `jsonb` sorted them by key length)."""
+    first, later = _events(TRAINING), _events(TRAINING + 4)[TRAINING:]
     ingest_documents(store, first, batch=True)
+    store.settle()  # the dictionary's training, on a thread of its own
     ingest_documents(store, later, batch=True)
     ids = [zstandard.get_frame_parameters(frame).dict_id for frame in _frames(store, t.runs)]
-    assert ids == [0] * (TRAINING - 2) + [1] * 4  # run ids sort as they were sent
+    assert ids == [0] * TRAINING + [1] * 4  # run ids sort as they were sent
     sent = [json_text.dumps(e["run"]["facets"]) for e in first + later]
     assert _documents(store, t.runs) == sent
-    run = client.get(f"/api/v1/jobs/runs/{_run_id(TRAINING)}").json()
+    packed = TRAINING + 2  # one of the runs packed with the dictionary
+    run = client.get(f"/api/v1/jobs/runs/{_run_id(packed)}").json()
     assert list(run["facets"]) == ["zz", "a", "m", "note"]
     assert run["facets"]["a"]["big"] == 18446744073709551616
     assert list(run["inputDatasetVersions"][0]["facets"]) == ["zz", "a", "m", "n"]
-    assert run["outputDatasetVersions"][0]["facets"] == {"rows": {"count": TRAINING}}
-    versions = client.get(f"/api/v1/namespaces/lake/datasets/out_{TRAINING}/versions").json()
+    assert run["outputDatasetVersions"][0]["facets"] == {"rows": {"count": packed}}
+    versions = client.get(f"/api/v1/namespaces/lake/datasets/out_{packed}/versions").json()
     assert [f["name"] for f in versions["versions"][0]["fields"]] == ["id", "é"]
     assert list(versions["versions"][0]["facets"]) == ["schema"]
     facets = client.get(f"/api/v1/jobs/runs/{_run_id(1)}/facets", params={"type": "run"}).json()
@@ -141,6 +144,7 @@ def test_the_migration_converts_stored_facets_and_back(second_db_url: str) -> No
         )
         ingest_documents(store, [*_events(TRAINING - 2), declared], batch=True)
         ingest_documents(store, _events(TRAINING + 2)[TRAINING - 2 :], batch=True)
+        store.settle()  # the dictionary's training, after the commit that reached the count
         tables = [
             (t.runs, "facets"),
             (t.relations, "facets"),
