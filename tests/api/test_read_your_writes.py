@@ -212,6 +212,75 @@ def test_the_views_after_one_behind_are_asked_once_it_caught_up(store: Store) ->
     assert looks == ["first", "first", "first", "second"]
 
 
+def test_reads_waiting_together_cost_the_views_one_look_and_return_at_the_next(
+    store: Store,
+) -> None:
+    """Eight reads wait for a position a view is behind: one of them looks for all (the
+    others are woken by its looks), and the look after the view caught up answers every
+    one of them, not a look each."""
+    ingest_documents(store, [_load()], batch=False)
+    at = _stored_position(store)
+    views = Views(store)
+    committed = threading.Event()
+    looks: list[tuple[str, bool]] = []
+
+    def replica(_wanted: int) -> int:
+        caught_up = committed.is_set()
+        looks.append((threading.current_thread().name, caught_up))
+        return at if caught_up else at - 1
+
+    views.plug(replica)
+    readers = [
+        threading.Thread(target=views.wait_for, args=(ReadPosition(at), 30), name=f"read-{n}")
+        for n in range(8)
+    ]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + 30
+    while len(looks) < 4 and time.monotonic() < deadline:  # a few pauses: all wait by then
+        time.sleep(0.005)
+    committed.set()
+    for reader in readers:
+        reader.join(30)
+    assert not any(reader.is_alive() for reader in readers)
+    assert len({name for name, _ in looks}) == 1  # one read looked for all
+    assert [caught_up for _, caught_up in looks].count(True) == 1
+
+
+def test_a_read_naming_a_position_its_views_were_seen_to_include_asks_them_nothing(
+    store: Store,
+) -> None:
+    ingest_documents(store, [_load()], batch=False)
+    at = _stored_position(store)
+    views = Views(store)
+    looks: list[int] = []
+    views.plug(lambda wanted: looks.append(wanted) or at)
+    assert views.wait_for(ReadPosition(at), within=5) == at
+    assert views.wait_for(ReadPosition(at), within=5) == at
+    assert views.wait_for(ReadPosition(at - 1), within=5) == at - 1
+    assert looks == [at]
+
+
+def test_a_position_a_view_soon_includes_costs_the_primary_no_statement(store: Store) -> None:
+    """The primary is asked whether a position was ever given only once a read has waited a
+    while: one a view includes at its second look (as a replica replays a write within
+    milliseconds) was given, and asking cost every such read a statement."""
+    ingest_documents(store, [_load()], batch=False)
+    at = _stored_position(store)
+    views = Views(store)
+    looks: list[int] = []
+
+    def replica(_wanted: int) -> int:
+        looks.append(len(looks))
+        return at if len(looks) >= 2 else at - 1
+
+    views.plug(replica)
+    with statements(store) as asked:
+        assert views.wait_for(ReadPosition(at), within=5) == at
+    assert len(looks) == 2
+    assert asked == []
+
+
 def test_a_read_its_views_include_costs_no_statement_more_than_one_naming_none(
     db_url: str,
 ) -> None:

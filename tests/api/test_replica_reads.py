@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from tests.builders import ds, run_event
@@ -106,6 +107,34 @@ def test_reads_come_from_the_replica_and_after_waits_for_it(
         assert "after" in beyond.text
         replica.resume_replay()  # answered once the replica has replayed it (the wait is short)
         _until(lambda: _dataset(client, "held", after=position).status_code == 200)
+
+
+def test_a_replica_read_naming_a_position_asks_its_snapshot_for_it_once(
+    clusters: tuple[PrivateCluster, PrivateCluster],
+) -> None:
+    """The read's snapshot is checked against the position, and its graph index is answered
+    the position that check read: one statement, not one each."""
+    primary, replica = clusters
+    with _app(primary, replica, max_replica_lag=600, position_wait=5) as client:
+        position = _post(client, "seen")
+        _until(lambda: _dataset(client, "seen", after=position).status_code == 200)
+        asked: list[str] = []
+
+        def record(*args: Any) -> None:
+            asked.append(str(args[2]))
+
+        engine = client.app.state.store.replicas.engines[0]  # type: ignore[attr-defined]
+        sa.event.listen(engine, "before_cursor_execute", record)
+        try:
+            assert _dataset(client, "seen", after=position).status_code == 200
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", record)
+    heads = [
+        a
+        for a in asked
+        if a.split() == ["SELECT", "change_log_head.position", "FROM", "change_log_head"]
+    ]
+    assert len(heads) == 1, asked
 
 
 def test_a_lagging_replica_is_left_for_the_primary_and_taken_back(

@@ -13,6 +13,7 @@ given was never answered to anyone: it is refused, naming `after`.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -31,6 +32,9 @@ OffsetCheck = Callable[[Sequence[KafkaOffset]], None]
 
 #: Seconds between two looks at a view that is behind, at first and at most.
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.005, 0.1
+#: Seconds a read waits for its views before the primary is asked whether its position was
+#: ever given: a replica replays a write within milliseconds, so most reads never ask.
+_CHECK_GIVEN_AFTER = 0.05
 
 
 def parse_after(*given: str | None) -> ReadPosition | None:
@@ -53,12 +57,22 @@ class Views:
         self._store = store
         self._plugged: list[View] = []
         self._check_offsets: OffsetCheck | None = None
+        #: The newest position every view was seen to include (`_included`).
+        self._seen = 0
+        #: Guards `_seen`, `_looking` and `_waiting`; waiting reads wait on it for a look.
+        self._looked = threading.Condition()
+        #: Whether a waiting read is looking at the views now, for all of them.
+        self._looking = False
+        #: The positions the reads waiting now name.
+        self._waiting: list[int] = []
         if store.replicas is not None:
             self.plug(lambda _wanted: store.read_position())  # a replica's replay
 
     def plug(self, view: View) -> None:
         """Answer reads from `view` too: reads naming a position wait for it as well."""
-        self._plugged.append(view)
+        with self._looked:
+            self._plugged.append(view)
+            self._seen = 0  # never looked at yet
 
     def check_offsets_with(self, check: OffsetCheck) -> None:
         """Refuse Kafka offsets `check` refuses; without one such a read only waits."""
@@ -121,37 +135,85 @@ class Views:
             )
 
     def _included(self, after: int, deadline: float) -> None:
-        """Return once every view includes `after`. The primary is asked whether `after` was
-        ever given only when a view is behind it: a position a view of the store includes
-        was. Most reads find their views caught up, and cost the primary nothing."""
+        """Return once every view includes `after`.
+
+        One waiting read at a time looks at the views, for every read waiting, and wakes
+        the others when it has looked: reads that wait together cost the views one look
+        (one question to a replica, one application of changes to the index), not one each,
+        and a read naming a position the views were seen to include asks nothing (views
+        only move forward; a read switched to a replica further behind is checked in its
+        own snapshot, `replicas.reads_must_include`). The primary is asked whether `after`
+        was ever given only once the read has waited `_CHECK_GIVEN_AFTER` seconds, or
+        before it gives up: a position a view includes was, and one just given is mostly
+        included within that."""
         if not self._plugged:
             self._refuse_beyond_newest(after)
             return
-        pause = _FIRST_PAUSE
+        check_at = min(time.monotonic() + _CHECK_GIVEN_AFTER, deadline)
         checked = False
-        while (behind := self._behind(after)) is not None:
-            if not checked:
-                self._refuse_beyond_newest(after)
-                checked = True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise NotCaughtUp(after, behind)
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, _LONGEST_PAUSE)
+        pause = _FIRST_PAUSE
+        looking = False
+        with self._looked:
+            self._waiting.append(after)
+        try:
+            while True:
+                with self._looked:
+                    if looking:  # looked and paused: another read may look now
+                        self._looking = looking = False
+                        self._looked.notify_all()
+                    looking = self._my_turn(after, deadline if checked else check_at)
+                    if self._seen >= after:
+                        return
+                    smallest, largest = min(self._waiting), max(self._waiting)
+                now = time.monotonic()
+                if not checked and now >= check_at:
+                    self._refuse_beyond_newest(after)
+                    checked = True
+                if now >= deadline:
+                    raise NotCaughtUp(after, self._seen)
+                if looking:
+                    if self._looked_at(smallest, largest) >= after:
+                        return
+                    time.sleep(max(min(pause, deadline - time.monotonic()), 0.0))
+                    pause = min(pause * 2, _LONGEST_PAUSE)
+        finally:
+            with self._looked:
+                self._waiting.remove(after)
+                if looking:
+                    self._looking = False
+                    self._looked.notify_all()
 
-    def _behind(self, after: int) -> int | None:
-        """The position of the first view (in the order plugged) that does not include
-        `after` yet; None when all do. The views after one behind are not asked: the
-        read waits anyway, and they look again next time."""
+    def _my_turn(self, after: int, until: float) -> bool:
+        """Whether this read looks at the views now (holding `_looked`): none looks, and the
+        views were not seen to include `after`. Else waits, at most until `until`, for the
+        look of the read that is looking."""
+        while self._seen < after:
+            if not self._looking:
+                self._looking = True
+                return True
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            self._looked.wait(left)
+        return False
+
+    def _looked_at(self, smallest: int, largest: int) -> int:
+        """Look at the views for the reads waiting (their positions run from `smallest` to
+        `largest`): the position every view includes. The views after one behind `smallest`
+        are not asked: every read waits anyway, and they look again next time."""
+        answers: list[int] = []
         for view in self._plugged:
-            included = view(after)
-            if included < after:
-                return included
-        return None
+            answers.append(view(largest))
+            if answers[-1] < smallest:
+                break
+        included = min(answers)
+        with self._looked:
+            self._seen = max(self._seen, included)
+            self._looked.notify_all()
+        return included
 
     def _refuse_beyond_newest(self, after: int) -> None:
-        with self._store.read(primary=True) as conn:
-            stored = position(conn)
+        stored = self._store.read_position(primary=True)
         if after > stored:
             raise InvalidParameter(
                 [Problem("after", f"position {after} is beyond the newest, {stored}")]

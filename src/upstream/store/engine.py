@@ -171,12 +171,13 @@ class Store:
         with self._guarded(None, long), self._snapshot(self.engine, long) as conn:
             yield conn
 
-    def read_position(self) -> int:
-        """The newest position reads see now: the primary's, or the replica's they use. On
-        PostgreSQL one statement outside a transaction, its own snapshot: a read that names
-        a position asks this again and again while its replica catches up, and a read-only
-        transaction around it was two round trips more (BEGIN, ROLLBACK)."""
-        replica = self._replica_for_reads()
+    def read_position(self, *, primary: bool = False) -> int:
+        """The newest position reads see now: the primary's, or the replica's they use
+        (always the primary's with `primary`). On PostgreSQL one statement outside a
+        transaction, its own snapshot: a read that names a position asks this again and
+        again while its replica catches up, and a read-only transaction around it was two
+        round trips more (BEGIN, ROLLBACK)."""
+        replica = None if primary else self._replica_for_reads()
         if self.dialect != "postgresql":
             with self._guarded(replica), self._snapshot(replica or self.engine) as conn:
                 return position(conn)

@@ -35,7 +35,7 @@ from sqlalchemy.exc import DBAPIError
 
 from upstream.model.errors import ReplicasBehind
 from upstream.store import schema as t
-from upstream.store.change_log import HEAD, position
+from upstream.store.change_log import HEAD, position, seen_in_snapshot
 
 log = logging.getLogger("upstream.store")
 
@@ -55,9 +55,15 @@ def reads_must_include(wanted: int | None) -> None:
 
 
 def includes_wanted(conn: Connection) -> bool:
-    """Whether `conn`'s snapshot includes the position the reads of this context must see."""
+    """Whether `conn`'s snapshot includes the position the reads of this context must see.
+    The position it reads is noted for the snapshot (`change_log.seen_in_snapshot`): the
+    read's graph index asks it next, and is answered without a statement."""
     wanted = _wanted.get()
-    return wanted is None or position(conn) >= wanted
+    if wanted is None:
+        return True
+    at = position(conn)
+    seen_in_snapshot(conn, at)
+    return at >= wanted
 
 
 @dataclass(frozen=True)
