@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from upstream.api.app import create_app
 from upstream.api.lineage_query import asked
+from upstream.api.openapi import questions_documented
 from upstream.client.http import UpstreamClient, url_parameters
 from upstream.client.reader import LineageReader
 from upstream.commands.database_reader import DatabaseReader
@@ -120,7 +121,9 @@ def test_a_new_field_is_a_route_parameter_and_a_url_parameter() -> None:
     }
     assert client.get("/probe", params={"tag": "secret"}).status_code == 422
     assert url_parameters(_Tagged(tag="pii", levels="2")) == [("levels", "2"), ("tag", "pii")]
-    declared = app.openapi()["paths"]["/probe"]["get"]["parameters"]
+    document = app.openapi()
+    questions_documented(app.routes, document)
+    declared = document["paths"]["/probe"]["get"]["parameters"]
     assert [p["name"] for p in declared] == [*_names(LineageQuery), "tag"]
 
 
