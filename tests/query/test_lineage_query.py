@@ -131,3 +131,28 @@ def test_questions_are_frozen() -> None:
     for question in (LineageQuery(), DiffQuery(), RunQuery(), FieldLineageQuery()):
         with pytest.raises(dataclasses.FrozenInstanceError):
             question.levels = "2"  # type: ignore[misc]
+
+
+def test_a_question_is_read_as_fastapi_read_its_parameters() -> None:
+    """`Asked` reads the query string itself: a repeated parameter is its last value, a list
+    parameter every value, and a value out of its choices FastAPI's own error at that
+    parameter (the message the 400 of the server repeats)."""
+    app = FastAPI()
+
+    @app.get("/probe")
+    def probe(query: Annotated[LineageQuery, Depends(asked(LineageQuery))]) -> dict[str, Any]:
+        return dataclasses.asdict(query)
+
+    client = TestClient(app)
+    given = [("direction", "both"), ("direction", "upstream"), ("include", "owners")]
+    answer = client.get("/probe", params=[*given, ("collapse", "run"), ("collapse", "access")])
+    assert answer.json() == {
+        **dataclasses.asdict(LineageQuery(direction="upstream")),
+        "collapse": ["run", "access"],
+        "include": ["owners"],
+    }
+    refused = client.get("/probe", params={"direction": "sideways", "rollup": ""}).json()
+    assert [(e["loc"], e["msg"]) for e in refused["detail"]] == [
+        (["query", "direction"], "Input should be 'both', 'upstream' or 'downstream'"),
+        (["query", "rollup"], "Input should be 'workflow' or 'jobs'"),
+    ]
