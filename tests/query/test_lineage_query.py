@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from upstream.api.app import create_app
 from upstream.api.lineage_query import asked
+from upstream.api.openapi import questions_documented
 from upstream.client.http import UpstreamClient, url_parameters
 from upstream.client.reader import LineageReader
 from upstream.commands.database_reader import DatabaseReader
@@ -120,7 +121,9 @@ def test_a_new_field_is_a_route_parameter_and_a_url_parameter() -> None:
     }
     assert client.get("/probe", params={"tag": "secret"}).status_code == 422
     assert url_parameters(_Tagged(tag="pii", levels="2")) == [("levels", "2"), ("tag", "pii")]
-    declared = app.openapi()["paths"]["/probe"]["get"]["parameters"]
+    document = app.openapi()
+    questions_documented(app.routes, document)
+    declared = document["paths"]["/probe"]["get"]["parameters"]
     assert [p["name"] for p in declared] == [*_names(LineageQuery), "tag"]
 
 
@@ -128,3 +131,28 @@ def test_questions_are_frozen() -> None:
     for question in (LineageQuery(), DiffQuery(), RunQuery(), FieldLineageQuery()):
         with pytest.raises(dataclasses.FrozenInstanceError):
             question.levels = "2"  # type: ignore[misc]
+
+
+def test_a_question_is_read_as_fastapi_read_its_parameters() -> None:
+    """`Asked` reads the query string itself: a repeated parameter is its last value, a list
+    parameter every value, and a value out of its choices FastAPI's own error at that
+    parameter (the message the 400 of the server repeats)."""
+    app = FastAPI()
+
+    @app.get("/probe")
+    def probe(query: Annotated[LineageQuery, Depends(asked(LineageQuery))]) -> dict[str, Any]:
+        return dataclasses.asdict(query)
+
+    client = TestClient(app)
+    given = [("direction", "both"), ("direction", "upstream"), ("include", "owners")]
+    answer = client.get("/probe", params=[*given, ("collapse", "run"), ("collapse", "access")])
+    assert answer.json() == {
+        **dataclasses.asdict(LineageQuery(direction="upstream")),
+        "collapse": ["run", "access"],
+        "include": ["owners"],
+    }
+    refused = client.get("/probe", params={"direction": "sideways", "rollup": ""}).json()
+    assert [(e["loc"], e["msg"]) for e in refused["detail"]] == [
+        (["query", "direction"], "Input should be 'both', 'upstream' or 'downstream'"),
+        (["query", "rollup"], "Input should be 'workflow' or 'jobs'"),
+    ]

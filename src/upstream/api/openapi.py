@@ -10,21 +10,26 @@ route of a kind may answer are added here (a parameter refused, for a route with
 the database unavailable, for a route that uses it; a body malformed, too large, invalid or
 not declared JSON, for a route that reads one), and a route adds only what its own service
 raises beyond them (`responses=documented(NotFound)`).
+
+The parameters of a lineage question, which the route reads from the query string itself
+(`upstream.api.lineage_query.Asked`), are documented here as FastAPI documents them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import cache
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
-from upstream.api.deps import get_group_commit, get_store
+from upstream.api.deps import get_group_commit, get_reader, get_store
 from upstream.api.errors import documented, unsupported_media_type
+from upstream.api.lineage_query import Asked
 from upstream.model.errors import (
     DocumentTooLarge,
     InvalidInput,
@@ -70,6 +75,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
                 routes=app.routes,
                 webhooks=app.webhooks.routes,
             )
+            questions_documented(routes, document)
             _stock_errors_removed(document)
             _route_errors_documented(routes, document)
             _levels_capped(document, app.state.settings.max_levels)
@@ -101,18 +107,54 @@ def _route_errors_documented(routes: Sequence[BaseRoute], document: dict[str, An
             operation = document["paths"][route.path_format][method.lower()]
             dependants = list(_with_dependencies(route.dependant))
             errors: list[type[ServiceError]] = []
-            if any(d.path_params or d.query_params for d in dependants):
+            if any(d.path_params or d.query_params or _asks(d) for d in dependants):
                 errors.append(InvalidParameter)
             json_body = "requestBody" in operation
             if json_body:
                 errors += [MalformedDocument, DocumentTooLarge, InvalidInput]
-            if any(d.call in (get_store, get_group_commit) for d in dependants):
+            if any(d.call in (get_store, get_reader, get_group_commit) for d in dependants):
                 errors.append(StoreUnavailable)
             added = documented(*errors) | (unsupported_media_type() if json_body else {})
             responses = operation.setdefault("responses", {})
             for status, response in added.items():
                 responses.setdefault(str(status), response)
             operation["responses"] = dict(sorted(responses.items()))
+
+
+def questions_documented(routes: Sequence[BaseRoute], document: dict[str, Any]) -> None:
+    """Document the parameters of each question a route reads (`Asked`) where FastAPI put a
+    dependency's query parameters: after the route's own and those of its router."""
+    for route in routes:
+        if not (isinstance(route, APIRoute) and route.include_in_schema):
+            continue
+        asked = [d.call for d in _with_dependencies(route.dependant) if _asks(d)]
+        for method in (route.methods or ()) if asked else ():
+            operation = document["paths"][route.path_format][method.lower()]
+            parameters = operation.setdefault("parameters", [])
+            for question in asked:
+                at = max(
+                    (i + 1 for i, p in enumerate(parameters) if p["in"] in ("path", "query")),
+                    default=0,
+                )
+                parameters[at:at] = _parameters_of(question)
+
+
+def _asks(dependant: Dependant) -> bool:
+    return isinstance(dependant.call, Asked)
+
+
+@cache
+def _parameters_of(asked: Asked[Any, Any]) -> list[dict[str, Any]]:
+    """The parameters of `asked`'s question as FastAPI documents a dependency declaring
+    them."""
+    probe = FastAPI()
+    probe.add_api_route("/", _probe, dependencies=[Depends(asked.declared)])
+    parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"]["parameters"]
+    return parameters
+
+
+def _probe() -> None:
+    """The route of the document `_parameters_of` reads; never called."""
 
 
 def _with_dependencies(dependant: Dependant) -> Iterator[Dependant]:

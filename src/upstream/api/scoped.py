@@ -13,14 +13,15 @@ from __future__ import annotations
 from fastapi import Depends, Request
 
 from upstream.api.auth import READ_METHODS
-from upstream.api.deps import AccessDep
+from upstream.api.deps import AccessDep, get_access
 from upstream.model.errors import NotFound
 
 
-async def namespace_in_path(request: Request, access: AccessDep) -> None:
+async def namespace_in_path(request: Request) -> None:
     namespace = request.path_params.get("namespace")
     if not isinstance(namespace, str):
         return
+    access = await get_access(request)  # not a dependency: every route pays for one
     if not access.read.shows(namespace):
         raise NotFound(f"namespace {namespace!r} not found")
     if request.method.upper() not in READ_METHODS:

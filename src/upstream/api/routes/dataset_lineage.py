@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
+from upstream.api.deps import ReaderDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep, asked
@@ -35,22 +35,20 @@ _RESPONSES = documented(NotFound)
 def get_dataset_lineage(
     namespace: str,
     dataset: str,
-    store: StoreDep,
-    settings: SettingsDep,
+    reader: ReaderDep,
     params: LineageParamsDep,
-    visibility: VisibilityDep,
 ) -> JsonAnswer[LineageAnswer]:
     """Relations (dataset, program, accesses, runs, components) around one dataset; for a
     token limited to some namespaces, only through what it may see, with how much it hid."""
     return read(
-        store,
+        reader.store,
         dataset_lineage,
         namespace,
         dataset,
         params,
-        max_nodes=settings.max_lineage_nodes,
-        max_relations=settings.max_lineage_relations,
-        visibility=visibility,
+        max_nodes=reader.settings.max_lineage_nodes,
+        max_relations=reader.settings.max_lineage_relations,
+        visibility=reader.visibility,
         written=True,
     )
 
@@ -64,22 +62,20 @@ def get_dataset_lineage(
 def get_lineage_diff(
     namespace: str,
     dataset: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     query: Annotated[DiffQuery, Depends(asked(DiffQuery))],
 ) -> JsonAnswer[LineageDiffAnswer]:
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
-    params = DiffParams.parse(query, max_levels=settings.max_levels)
+    params = DiffParams.parse(query, max_levels=reader.settings.max_levels)
     return read(
-        store,
+        reader.store,
         lineage_diff,
         namespace,
         dataset,
         params,
-        max_nodes=settings.max_lineage_nodes,
-        max_relations=settings.max_lineage_relations,
-        visibility=visibility,
+        max_nodes=reader.settings.max_lineage_nodes,
+        max_relations=reader.settings.max_lineage_relations,
+        visibility=reader.visibility,
         written=True,
     )

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
+from upstream.api.deps import ReaderDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
@@ -61,16 +61,14 @@ def get_field_paths(
     namespace: str,
     dataset: str,
     field: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     window: Window,
 ) -> JsonAnswer[FieldPathsAnswer]:
     """Paths trimmed to the operations the field depends on, each with its runs, newest
     first. A token limited to some namespaces sees only the paths of jobs and datasets it
     may see, with `hiddenNodes` and `hiddenRelations` counting those the others met."""
-    query = _parsed(settings, window)
-    return read(store, field_paths, namespace, dataset, field, query, visibility)
+    query = _parsed(reader.settings, window)
+    return read(reader.store, field_paths, namespace, dataset, field, query, reader.visibility)
 
 
 @router.get(
@@ -82,9 +80,7 @@ def get_field_paths(
 def get_fields_with_lineage(
     namespace: str,
     dataset: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     window: Window,
     prefix: Annotated[str | None, Query(description="Field name prefix, any case")] = None,
     include_current: Annotated[
@@ -97,16 +93,16 @@ def get_fields_with_lineage(
 ) -> JsonAnswer[FieldsAnswer]:
     """A sorted array of field names, or `[{"name", "lineage"}]` with includeCurrent. For a
     token limited to some namespaces, a field has lineage by an edge to a field it may see."""
-    query = _parsed(settings, window)
+    query = _parsed(reader.settings, window)
     return read(
-        store,
+        reader.store,
         fields_with_lineage,
         namespace,
         dataset,
         query,
         prefix=prefix,
         include_current=include_current,
-        visibility=visibility,
+        visibility=reader.visibility,
     )
 
 
@@ -120,17 +116,15 @@ def get_field_operations(
     namespace: str,
     dataset: str,
     field: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     window: Window,
     direction: DirectionParam = None,
 ) -> JsonAnswer[FieldOperationsAnswer]:
     """Per distinct operation set: the dataset, the operations and the jobs that recorded
     them with their latest run. A token limited to some namespaces sees those of jobs and
     datasets it may see, with `hiddenNodes` and `hiddenRelations` as for the paths."""
-    query = _parsed(settings, window, direction)
-    return read(store, field_operations, namespace, dataset, field, query, visibility)
+    query = _parsed(reader.settings, window, direction)
+    return read(reader.store, field_operations, namespace, dataset, field, query, reader.visibility)
 
 
 @router.get(
@@ -143,9 +137,7 @@ def get_field_summary(
     namespace: str,
     dataset: str,
     field: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     asked_for: Annotated[FieldLineageQuery, Depends(asked(FieldLineageQuery))],
 ) -> JsonAnswer[FieldSummaryAnswer]:
     """`{"incoming": [{"dataset", "fields", "origins"}], "outgoing": [...]}` from every kind
@@ -153,5 +145,5 @@ def get_field_summary(
     per field, what stated the edges that reached it. A token limited to some namespaces
     sees only their fields, with `hiddenNodes` and `hiddenRelations` counting the fields
     and edges left out."""
-    query = FieldQuery.parse(asked_for, max_levels=settings.max_levels)
-    return read(store, field_summary, namespace, dataset, field, query, visibility)
+    query = FieldQuery.parse(asked_for, max_levels=reader.settings.max_levels)
+    return read(reader.store, field_summary, namespace, dataset, field, query, reader.visibility)

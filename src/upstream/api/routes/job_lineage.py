@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
+from upstream.api.deps import ReaderDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep
@@ -35,22 +35,20 @@ _RESPONSES = documented(NotFound)
 def get_job_lineage(
     namespace: str,
     job: str,
-    store: StoreDep,
-    settings: SettingsDep,
+    reader: ReaderDep,
     params: LineageParamsDep,
-    visibility: VisibilityDep,
 ) -> JsonAnswer[LineageAnswer]:
     """Relations around one job: `levels` levels of dataset lineage from the datasets it read
     (upstream), wrote (downstream) or both in the window, and its own reads or writes."""
     return read(
-        store,
+        reader.store,
         job_lineage,
         namespace,
         job,
         params,
-        max_nodes=settings.max_lineage_nodes,
-        max_relations=settings.max_lineage_relations,
-        visibility=visibility,
+        max_nodes=reader.settings.max_lineage_nodes,
+        max_relations=reader.settings.max_lineage_relations,
+        visibility=reader.visibility,
     )
 
 
@@ -63,9 +61,7 @@ def get_job_lineage(
 def get_workflow_contents(
     namespace: str,
     job: str,
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     start: Start = None,
     end: End = None,
 ) -> JsonAnswer[WorkflowContentsAnswer]:
@@ -73,5 +69,5 @@ def get_workflow_contents(
     inside it, and the jobs of those runs with their run counts and newest run; for a token
     limited to some namespaces, the runs of its jobs only, with the others counted."""
     asked = LineageQuery(start=start, end=end)
-    window = LineageParams.parse(asked, max_levels=settings.max_levels).window
-    return read(store, workflow_contents, namespace, job, window, visibility)
+    window = LineageParams.parse(asked, max_levels=reader.settings.max_levels).window
+    return read(reader.store, workflow_contents, namespace, job, window, reader.visibility)

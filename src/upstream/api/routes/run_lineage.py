@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path
 
-from upstream.api.deps import SettingsDep, StoreDep, VisibilityDep
+from upstream.api.deps import ReaderDep
 from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import asked
@@ -32,15 +32,17 @@ router = APIRouter(tags=["run lineage"])
 )
 def get_run_lineage(
     run_id: Annotated[uuid.UUID, Path(alias="runId", description="The run's id (a UUID)")],
-    store: StoreDep,
-    settings: SettingsDep,
-    visibility: VisibilityDep,
+    reader: ReaderDep,
     query: Annotated[RunQuery, Depends(asked(RunQuery))],
 ) -> JsonAnswer[RunLineageAnswer]:
     """Runs (job, state, start, end) and the dataset versions between them: for each read,
     the run that wrote the version read (the version the producer named, else the latest
     run that completed writing it before the read started)."""
-    params = RunLineageParams.parse(str(run_id), query, max_levels=settings.max_levels)
+    params = RunLineageParams.parse(str(run_id), query, max_levels=reader.settings.max_levels)
     return read(
-        store, run_lineage, params, max_nodes=settings.max_lineage_nodes, visibility=visibility
+        reader.store,
+        run_lineage,
+        params,
+        max_nodes=reader.settings.max_lineage_nodes,
+        visibility=reader.visibility,
     )
