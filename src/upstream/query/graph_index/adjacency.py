@@ -29,6 +29,32 @@ class Adjacency:
         np.cumsum(counts, out=self.starts[1:-1])
         self.starts[-1] = self.starts[-2]
 
+    def updated(
+        self, kept: npt.NDArray[np.bool_], added: npt.NDArray[np.int32], nodes: int
+    ) -> Adjacency:
+        """The adjacency of this table's rows `kept`, followed by rows keyed `added`: what
+        building it afresh gives, row for row, without sorting the rows kept again. A change
+        replaces the rows of a few runs; sorting the whole table for them cost a large store
+        a tenth of a second per adjacency."""
+        old_keys = np.repeat(np.arange(len(self.starts) - 1), np.diff(self.starts))
+        still = kept[self.rows]
+        kept_keys = old_keys[still]
+        kept_rows = (np.cumsum(kept) - 1)[self.rows[still]]
+        present = added >= 0
+        order = np.argsort(added[present], kind="stable")
+        new_keys = added[present][order]
+        new_rows = int(np.count_nonzero(kept)) + np.flatnonzero(present)[order]
+        # A new row follows every kept row of its key, as the stable sort of a fresh build
+        # puts it (its place in the table is after theirs).
+        places = np.searchsorted(kept_keys, new_keys, side="right")
+        counts = np.bincount(np.concatenate([kept_keys, new_keys]), minlength=nodes)
+        made = Adjacency.__new__(Adjacency)
+        made.rows = np.insert(kept_rows, places, new_rows).astype(np.int64)
+        made.starts = np.zeros(len(counts) + 2, dtype=np.int64)
+        np.cumsum(counts, out=made.starts[1:-1])
+        made.starts[-1] = made.starts[-2]
+        return made
+
     def rows_of(self, nodes: npt.NDArray[np.integer]) -> tuple[Ints, Ints]:
         """The rows keyed by any of `nodes`, and for each the position in `nodes` of the node
         that keys it."""

@@ -26,7 +26,7 @@ counts them (the small benchmark workload: 5,465 field edges, 1,335 links, 3,569
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +139,8 @@ def applied(
     history_links, history_edges = graph_rows.field_history_rows(conn, runs, owners)
     current = graph_rows.field_link_rows(conn, runs, owners)
     fresh = _links([*current, *history_links], ids, names)
-    links = fields.links.where(~np.isin(fields.links["owner"], gone)).plus(fresh)
+    links_kept = ~np.isin(fields.links["owner"], gone)
+    links = fields.links.where(links_kept).plus(fresh)
     # A declaration read again may keep its key with other edges: its edges are read again.
     redeclared = np.array([names.sets.number(row[1]) for row in history_links], dtype=np.int32)
     kept = np.isin(fields.edges["set"], links["set"]) & ~np.isin(fields.edges["set"], redeclared)
@@ -147,8 +148,13 @@ def applied(
     named = np.unique(names.sets.numbers(row[1] for row in current))
     missing = {names.sets.texts[n] for n in named[~np.isin(named, edges["set"])].tolist()}
     read = [row for rows in graph_rows.field_set_edge_rows(conn, missing) for row in rows]
-    edges = edges.plus(_edges([*read, *history_edges], ids, names))
-    return _made(names, links, edges)
+    added = _edges([*read, *history_edges], ids, names)
+    if len(added) or not kept.all():
+        return _made(names, links, edges.plus(added))
+    # Most changes link runs to sets the graph holds: the edges, their nodes and their
+    # adjacency stay as they are, and only the links' adjacency is updated.
+    by_set = fields.links_by_set.updated(links_kept, fresh["set"], len(names.sets))
+    return replace(fields, links=links, links_by_set=by_set)
 
 
 def _links(rows: Sequence[Sequence[Any]], ids: Numberings, names: FieldNumberings) -> Table:

@@ -2,7 +2,8 @@
 position of the change log, never changed once made.
 
 A change makes a new version: the rows the changed runs and owners own are dropped and read
-again, and the adjacency is rebuilt; a reader holding the old version keeps a consistent one.
+again, and the adjacency is updated (the kept rows' order copied, the new rows placed by
+search, nothing sorted again); a reader holding the old version keeps a consistent one.
 Ids are numbered densely (`numbering`); a missing instant is a sentinel that compares as SQL's
 NULL does in the window's tests (`upstream.store.window`).
 """
@@ -13,7 +14,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +71,36 @@ class Table:
     @property
     def nbytes(self) -> int:
         return sum(column.nbytes for column in self.columns.values())
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """One table of a new version as the old version's rows `kept` followed by `added`, so
+    its adjacency is updated rather than sorted again (`Adjacency.updated`)."""
+
+    old: Table
+    kept: npt.NDArray[np.bool_]
+    added: Table
+
+    @classmethod
+    def whole(cls, table: Table) -> Replaced:
+        """A table read whole: nothing of an old version kept."""
+        empty = Table({name: column[:0] for name, column in table.columns.items()})
+        return cls(empty, np.zeros(0, dtype=np.bool_), table)
+
+    @cached_property
+    def made(self) -> Table:
+        if not len(self.kept):  # read whole: no copy
+            return self.added
+        return self.old.where(self.kept).plus(self.added)
+
+
+class Changes(NamedTuple):
+    """How a version's relations, flows and job-end edges were made."""
+
+    relations: Replaced
+    flows: Replaced
+    edges: Replaced
 
 
 def _packed(
@@ -197,12 +228,12 @@ class Graph:
     def dataset_order(self) -> Column:
         """Each dataset number's place in the order of the ids' text (the order the store
         sorts uuids in), for walks whose answer depends on the order nodes are met in."""
-        return _text_order(self.ids.datasets)
+        return self.ids.datasets.text_order()
 
     @cached_property
     def job_order(self) -> Column:
         """As `dataset_order`, for jobs."""
-        return _text_order(self.ids.jobs)
+        return self.ids.jobs.text_order()
 
     @cached_property
     def names_components(self) -> bool:
@@ -220,7 +251,7 @@ class Graph:
         starts = self.run_started[:count]
         unknown = starts == NO_START
         newest = np.where(unknown, 0, -starts)
-        by_id = _text_order(self.ids.runs)[:count]
+        by_id = self.ids.runs.text_order()[:count]
         places = np.empty(count, dtype=np.int64)
         places[np.lexsort((by_id, newest, unknown))] = np.arange(count)
         return places
@@ -265,9 +296,7 @@ def load(
         ids,
         _run_columns(None, runs, ids),
         set(graph_rows.deleted_ids(conn)),
-        relations,
-        flows,
-        edges,
+        Changes(Replaced.whole(relations), Replaced.whole(flows), Replaced.whole(edges)),
         field_part,
         workflows.load(conn, runs, *numberings),
     )
@@ -286,17 +315,20 @@ def applied(
     from upstream.query.graph_index import field_graph, workflows
 
     ids = graph.ids
-    relations, flows, edges = graph.relations, graph.flows, graph.edges
+    changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
+    gone = np.array([n for n in changed if n is not None], dtype=np.int32)
+
+    def replaced(table: Table, read: Callable[..., Any], make: Callable[..., Table]) -> Replaced:
+        kept = ~np.isin(table["owner"], gone)
+        return Replaced(table, kept, _packed(make, read(conn, runs, owners), ids))
+
+    changes = None
     if runs or owners:
-        changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
-        gone = np.array([n for n in changed if n is not None], dtype=np.int32)
-        relations = relations.where(~np.isin(relations["owner"], gone))
-        found = graph_rows.relation_rows(conn, runs, owners)
-        relations = relations.plus(_packed(_relations, found, ids))
-        flows = flows.where(~np.isin(flows["owner"], gone))
-        flows = flows.plus(_packed(_flows, graph_rows.flow_rows(conn, runs, owners), ids))
-        edges = edges.where(~np.isin(edges["owner"], gone))
-        edges = edges.plus(_packed(_edges, graph_rows.job_edge_rows(conn, runs, owners), ids))
+        changes = Changes(
+            replaced(graph.relations, graph_rows.relation_rows, _relations),
+            replaced(graph.flows, graph_rows.flow_rows, _flows),
+            replaced(graph.edges, graph_rows.job_edge_rows, _edges),
+        )
     fields = graph.field_part
     if fields is not None:
         fields = field_graph.applied(conn, fields, ids, runs, owners)
@@ -313,7 +345,7 @@ def applied(
         {*entities, *owners},
         (ids.jobs, ids.datasets, ids.runs),
     )
-    if not (runs or owners):
+    if changes is None:
         return replace(
             graph,
             position=position,
@@ -321,7 +353,7 @@ def applied(
             deleted_jobs=_flags(ids.jobs, deleted),
             workflows=flows_of,
         )
-    return _made(position, ids, run_columns, deleted, relations, flows, edges, fields, flows_of)
+    return _made(position, ids, run_columns, deleted, changes, fields, flows_of, graph)
 
 
 def _deleted_texts(graph: Graph) -> set[str]:
@@ -360,16 +392,6 @@ def _run_columns(
     return started, ended, completed
 
 
-def _text_order(numbering: Numbering) -> Column:
-    """The place of each number's id in the sorted ids, with one place more (the last) for
-    ids numbered later: no row of this version holds one."""
-    texts = numbering.texts[:]
-    order = np.zeros(len(texts) + 1, dtype=np.int64)
-    order[np.argsort(np.array(texts, dtype="U36"), kind="stable")] = np.arange(len(texts))
-    order[-1] = len(texts)
-    return order
-
-
 def _flags(numbering: Numbering, texts: set[str]) -> npt.NDArray[np.bool_]:
     """Whether each entity is deleted, with one place more for entities numbered later."""
     flags = np.zeros(len(numbering) + 1, dtype=np.bool_)
@@ -385,11 +407,10 @@ def _made(
     ids: Numberings,
     run_columns: RunColumns,
     deleted: set[str],
-    relations: Table,
-    flows: Table,
-    edges: Table,
+    changes: Changes,
     fields: FieldGraph | None,
     workflows: Workflows,
+    previous: Graph | None = None,
 ) -> Graph:
     datasets, jobs = len(ids.datasets), len(ids.jobs)
     # Runs numbered after this version was made stand at the last place: a run unknown here.
@@ -398,6 +419,28 @@ def _made(
     started = np.concatenate([started, np.full(missing, NO_START, dtype=np.int64)])
     ended = np.concatenate([ended, np.full(missing, NO_END, dtype=np.int64)])
     completed = np.concatenate([completed, np.zeros(missing, dtype=np.bool_)])
+    relations, flows, edges = changes
+
+    def by(change: Replaced, keys: Callable[[Table], Column], nodes: int, name: str) -> Adjacency:
+        if previous is None:
+            return Adjacency(keys(change.made), nodes)
+        old: Adjacency = getattr(previous, name)
+        return old.updated(change.kept, keys(change.added), nodes)
+
+    def ends(side: str, kind: str, code: int) -> Callable[[Table], Column]:
+        def keys(table: Table) -> Column:
+            of_kind = table[f"{side}_type"] == code
+            return np.where(of_kind, table[f"{side}_{kind}"], NONE).astype(np.int32)
+
+        return keys
+
+    def edges_by(side: str, kind: str, code: int) -> Adjacency:
+        nodes = datasets if kind == "dataset" else jobs
+        if previous is None:
+            return Adjacency(ends(side, kind, code)(edges.made), nodes)
+        old = previous.edges_by[f"{side}_{kind}"]
+        return old.updated(edges.kept, ends(side, kind, code)(edges.added), nodes)
+
     return Graph(
         position=position,
         ids=ids,
@@ -406,21 +449,16 @@ def _made(
         run_completed=completed,
         deleted_datasets=_flags(ids.datasets, deleted),
         deleted_jobs=_flags(ids.jobs, deleted),
-        relations=relations,
-        flows=flows,
-        edges=edges,
-        by_dataset=Adjacency(relations["dataset"], datasets),
-        by_job=Adjacency(relations["job"], jobs),
-        by_run=Adjacency(relations["run"], len(ids.runs)),
-        by_source=Adjacency(flows["source"], datasets),
-        by_target=Adjacency(flows["target"], datasets),
+        relations=relations.made,
+        flows=flows.made,
+        edges=edges.made,
+        by_dataset=by(relations, lambda t: t["dataset"], datasets, "by_dataset"),
+        by_job=by(relations, lambda t: t["job"], jobs, "by_job"),
+        by_run=by(relations, lambda t: t["run"], len(ids.runs), "by_run"),
+        by_source=by(flows, lambda t: t["source"], datasets, "by_source"),
+        by_target=by(flows, lambda t: t["target"], datasets, "by_target"),
         edges_by={
-            f"{side}_{kind}": Adjacency(
-                np.where(edges[f"{side}_type"] == code, edges[f"{side}_{kind}"], NONE).astype(
-                    np.int32
-                ),
-                datasets if kind == "dataset" else jobs,
-            )
+            f"{side}_{kind}": edges_by(side, kind, code)
             for side in ("source", "target")
             for kind, code in (("dataset", DATASET), ("job", JOB))
         },

@@ -23,6 +23,7 @@ class Numbering:
     def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
         self.texts: list[str] = []
+        self._order: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -47,3 +48,19 @@ class Numbering:
     def known(self, text: str) -> int | None:
         """The number of `text` if it has one."""
         return self._numbers.get(text)
+
+    def text_order(self) -> npt.NDArray[np.int64]:
+        """The place of each number's id in the sorted ids, with one place more (the last)
+        for ids numbered later. Kept until an id is numbered: every version of the index
+        shares it, where sorting half a million run ids took each version a fifth of a
+        second."""
+        order = self._order
+        count = len(order) - 1
+        if count == len(self.texts):
+            return order
+        texts = self.texts[:]
+        order = np.zeros(len(texts) + 1, dtype=np.int64)
+        order[np.argsort(np.array(texts, dtype="U36"), kind="stable")] = np.arange(len(texts))
+        order[-1] = len(texts)
+        self._order = order
+        return order
