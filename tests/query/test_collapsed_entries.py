@@ -57,6 +57,27 @@ def test_collapsed_entries_are_the_text_of_the_collapsed_answer(
     assert collapsed_entries(kept, dimensions, order).text == written.text
 
 
+@settings(max_examples=300, deadline=None)
+@given(relations=keyed_relations(RUNS, components=[""]), by_start=st.booleans())
+def test_collapsed_by_run_alone_is_the_text_of_the_collapsed_answer(
+    relations: list[KeyedRelation], by_start: bool
+) -> None:
+    """Collapsed by run with no component named, the answer is written by one sort
+    (`collapsed_entries._collapsed_by_run`): the same bytes, groups of declared relations
+    alone listing no run."""
+    keyed = KeyedRelations.of(relations)
+    newest = {None: -1, 'r","4': 0, "r2": 1, "r10": 2, "r3": 3, "r1": 4}.__getitem__
+    order = keyed.run_places(newest) if by_start else None
+    written = collapsed_entries(keyed, {"run"}, order)
+    entries = collapse(keyed, {"run"}, order)
+    assert written.text == orjson.dumps(entries)
+    assert len(written) == len(entries)
+    numbering = Numbering()
+    numbers = numbering.numbers(keyed.run_ids).astype(np.int64)
+    kept = replace(keyed, run_parts=id_parts(numbering, numbers))
+    assert collapsed_entries(kept, {"run"}, order).text == written.text
+
+
 def keyed(data: str, access: str, run: str | None, component: str = "") -> KeyedRelation:
     return KeyedRelation(data, "job.n.j", access, run, component)
 
