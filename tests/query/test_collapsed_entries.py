@@ -150,3 +150,16 @@ def test_a_collapsed_answer_over_http_makes_no_entry(
         ("dataset.ns.S", ["read"], [RUN_C, RUN_A, RUN_B]),
         ("dataset.ns.T", ["write"], [RUN_A, RUN_B]),
     ]
+
+
+def test_a_kept_program_text_follows_a_job_becoming_a_workflow(client: TestClient) -> None:
+    """A program's text is kept by its number and kind, not its kind by its number: once a
+    run inside one of its runs makes the job a workflow, the next answer shows it as one."""
+    post(client, run_event((NS, "P"), run_id=RUN_A, inputs=[ds(NS, "S")], outputs=[ds(NS, "T")]))
+    before = get(client, "S", direction="downstream", collapse="run").json()
+    assert list(before["programs"]) == ["job.ns.P"]
+    inside = run_event((NS, "Q"), run_id=RUN_B, inputs=[ds(NS, "U")], parent=((NS, "P"), RUN_A))
+    post(client, inside)
+    after = get(client, "S", direction="downstream", collapse="run").json()
+    assert list(after["programs"]) == ["workflow.ns.P"]
+    assert [r["program"] for r in after["relations"]] == ["workflow.ns.P"] * 2
