@@ -120,7 +120,7 @@ def collapse(
     for texts, listed in zip(list_texts(relations), groups.lists, strict=True):
         # One look-up per member, then a slice per group: the runs of thousands of
         # relations are named in one pass rather than a list comprehension per group.
-        named = list(map(texts.__getitem__, listed.codes.tolist()))
+        named = list(map(list(texts).__getitem__, listed.codes.tolist()))
         bounds = listed.bounds.tolist()
         shown.append([named[bounds[g] : bounds[g + 1]] for g in range(len(bounds) - 1)])
     data = relations.data[groups.first].tolist()

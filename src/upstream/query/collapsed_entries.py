@@ -128,7 +128,9 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
     place[has_run] = places[run[has_run]]
     group_key = (data_ranks[relations.data] * programs + program_ranks[relations.program]) * 2
     group_key += relations.write
-    group_of, place = np.divmod(distinct(group_key * runs + place), runs)
+    packed = distinct(group_key * runs + place)
+    group_of = packed // runs  # not `np.divmod`, which numpy does not divide fast
+    place = packed - group_of * runs
     starts = np.ones(len(group_of), dtype=np.bool_)
     np.not_equal(group_of[1:], group_of[:-1], out=starts[1:])
     group, keys = np.cumsum(starts) - 1, group_of[starts]
@@ -161,5 +163,6 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
     opening = at[sizes > 0] + 2
     placed[opening] = [b"[" + piece[1:] for piece in placed[opening].tolist()]
     placed[at + 2 + sizes] = _NO_COMPONENT[(sizes == 0).astype(np.int64)]
-    text = b"".join(placed.tolist())
-    return Written(b"[" + text[1:] + b"]", count)
+    # The array opens where the first entry's comma stands: the text is joined once.
+    placed[0] = b"[" + placed[0][1:]
+    return Written(b"".join([*placed.tolist(), b"]"]), count)
