@@ -100,6 +100,15 @@ def _interleaved(columns: list[tuple[Parts, Ints]]) -> list[bytes]:
     return found
 
 
+#: What an entry's data is written between, and its program for each access.
+DATA_HEAD = (b',{"data":"', b'","program":"')
+
+
+def program_head(access: bytes) -> tuple[bytes, bytes]:
+    """What an entry's program is written between, for `access` (b"read", b"write")."""
+    return b"", b'","accesses":["%s"],"runs":' % access
+
+
 #: What a group collapsed by run shows after its list of runs when no component is named:
 #: its end, with `[` first when it lists no run.
 _NO_COMPONENT = np.array([b'],"components":[]}', b'[],"components":[]}'], dtype=np.object_)
@@ -117,7 +126,7 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
     if np.any(named_components(relations) != NONE):
         return None
     places = text_ranks(relations.run_ids) if run_order is None else run_order
-    data_ranks, program_ranks = text_ranks(relations.data_keys), text_ranks(relations.program_keys)
+    data_ranks, program_ranks = relations.ranks()
     # The last place stands for no run (a declared relation): it lists nothing.
     runs, programs = len(places) + 1, len(program_ranks)
     if len(data_ranks) * programs * 2 * runs >= 2**62:
@@ -143,18 +152,15 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
     code_of = np.empty(len(places), dtype=np.int64)
     code_of[places] = np.arange(len(places))
     data_code, program_code = np.argsort(data_ranks), np.argsort(program_ranks)
-    after = b'","accesses":["%s"],"runs":'
-    programs_by_access = [
-        json_parts(relations.program_keys, b"", after % access) for access in (b"read", b"write")
-    ]
+    data_heads, reading, writing = relations.heads or (
+        json_parts(relations.data_keys, *DATA_HEAD),
+        json_parts(relations.program_keys, *program_head(b"read")),
+        json_parts(relations.program_keys, *program_head(b"write")),
+    )
     program = program_code[(keys // 2) % programs]
     placed = np.empty(3 * count + len(place), dtype=np.object_)
-    placed[at] = json_parts(relations.data_keys, b',{"data":"', b'","program":"')[
-        data_code[keys // 2 // programs]
-    ]
-    placed[at + 1] = np.where(
-        keys % 2 == 1, programs_by_access[1][program], programs_by_access[0][program]
-    )
+    placed[at] = data_heads[data_code[keys // 2 // programs]]
+    placed[at + 1] = np.where(keys % 2 == 1, writing[program], reading[program])
     run_parts = relations.run_parts
     if run_parts is None:
         run_parts = json_parts(relations.run_ids, b',"', b'"')

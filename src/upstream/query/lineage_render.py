@@ -30,7 +30,7 @@ from upstream.query.answers import (
     RelationEntry,
 )
 from upstream.query.collapse import KeyedRelations, collapse
-from upstream.query.collapsed_entries import collapsed_entries
+from upstream.query.collapsed_entries import DATA_HEAD, collapsed_entries, program_head
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
@@ -39,14 +39,21 @@ from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.id_parts import id_parts
 from upstream.query.lineage_params import LineageParams
 from upstream.query.listed_entries import listed_entries
-from upstream.query.node_entries import node_entries, node_parts, node_text, temporary_text
-from upstream.query.relation_table import RelationTable, Vocabulary, ranked
+from upstream.query.node_entries import (
+    head_parts,
+    node_entries,
+    node_parts,
+    node_text,
+    temporary_text,
+)
+from upstream.query.relation_table import RelationTable, Vocabulary, ranked, text_ranks
 from upstream.query.run_order import newest_first_places
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import id_text, text_id_filters
 
 Ints = npt.NDArray[np.int64]
+Parts = npt.NDArray[np.object_]
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,8 @@ def render(
         nodes.program_keys,
         relations.runs.texts,
         relations.components.texts,
+        key_ranks=nodes.key_ranks,
+        heads=nodes.heads,
     )
     in_order = runs_in_order and "run" in params.collapse
     run_order = newest_first_places(graph, relations.runs) if in_order else None
@@ -157,6 +166,10 @@ class _Nodes(NamedTuple):
     program_keys: list[str]
     data: dict[str, DataEntry] | Written
     programs: dict[str, ProgramEntry] | Written
+    #: For relations written as text: the keys' ranks and the entries' heads
+    #: (`collapse.KeyedRelations`), made already.
+    key_ranks: tuple[Ints, Ints] | None = None
+    heads: tuple[Parts, Parts, Parts] | None = None
 
 
 #: Which dataset codes an answer marks temporary, and whether it marks the queried one.
@@ -171,37 +184,52 @@ def _written_nodes(
     rolled_up: Collection[str],
 ) -> _Nodes:
     """`_node_entries` as text, for relations whose every dataset and job the index
-    numbers: each one's key and member kept by its number (`node_entries.node_parts`)."""
+    numbers: each one's key, member and heads kept by its number (`node_entries`)."""
     graph = relations.graph
     dataset_names, job_names = names_of(conn)
     datasets, jobs = relations.datasets, relations.jobs
-    data_keys, data = node_parts(
-        graph.ids.datasets, "dataset", datasets.numbers, partial(dataset_names.of, conn)
-    )
+    names = partial(dataset_names.of, conn)
+    data_keys, data = node_parts(graph.ids.datasets, "dataset", datasets.numbers, names)
+    data_heads = head_parts(graph.ids.datasets, "dataset", datasets.numbers, names, DATA_HEAD)
     flags, seed_temporary = temporary
     if flags.any():
         data[flags] = [temporary_text(member) for member in data[flags].tolist()]
     seed_id = str(seed)
     seed_number = graph.ids.datasets.known(seed_id)
     key_list, members = data_keys.tolist(), data.tolist()
+    data_ranks = text_ranks(key_list)
+    with_seed: Ints | None = data_ranks
     if seed_number is None or not np.any(datasets.numbers == seed_number):
         seed_key, seed_member = node_text("dataset", *dataset_names.of(conn, [seed_id])[seed_id])
         key_list.append(seed_key)
         members.append(temporary_text(seed_member) if seed_temporary else seed_member)
+        with_seed = None
     workflow = graph.workflows.are_workflows(jobs.numbers)
     if rolled_up:
         workflow |= np.fromiter((j in rolled_up for j in jobs.texts), dtype=np.bool_)
     names = partial(job_names.of, conn)
     program_keys, programs = node_parts(graph.ids.jobs, "job", jobs.numbers, names)
+    reading, writing = (
+        head_parts(graph.ids.jobs, "job", jobs.numbers, names, program_head(access))
+        for access in (b"read", b"write")
+    )
     if workflow.any():
-        keys, texts = node_parts(graph.ids.jobs, "workflow", jobs.numbers[workflow], names)
+        shown = jobs.numbers[workflow]
+        keys, texts = node_parts(graph.ids.jobs, "workflow", shown, names)
         program_keys[workflow], programs[workflow] = keys, texts
+        reading[workflow], writing[workflow] = (
+            head_parts(graph.ids.jobs, "workflow", shown, names, program_head(access))
+            for access in (b"read", b"write")
+        )
     program_list = program_keys.tolist()
+    program_ranks = text_ranks(program_list)
     return _Nodes(
         data_keys.tolist(),
         program_list,
-        node_entries(key_list, members),
-        node_entries(program_list, programs.tolist()),
+        node_entries(key_list, members, with_seed),
+        node_entries(program_list, programs.tolist(), program_ranks),
+        (data_ranks, program_ranks),
+        (data_heads, reading, writing),
     )
 
 

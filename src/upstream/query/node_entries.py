@@ -22,6 +22,7 @@ from upstream.model.keys import EntityKind, entity_key
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import Numbering
 from upstream.query.id_parts import kept
+from upstream.query.listed_entries import json_parts
 
 Ints = npt.NDArray[np.int64]
 Parts = npt.NDArray[np.object_]
@@ -65,8 +66,33 @@ def temporary_text(member: bytes) -> bytes:
     return member[:-1] + _TEMPORARY
 
 
-def node_entries(keys: Sequence[str], members: Sequence[bytes]) -> Written:
+def head_parts(
+    numbering: Numbering,
+    kind: EntityKind,
+    numbers: Ints,
+    names: Callable[[Collection[str]], Mapping[str, Name]],
+    around: tuple[bytes, bytes],
+) -> Parts:
+    """The key of the entity of `kind` numbered each of `numbers` as a JSON string between
+    `around` (its quotes left out: `query.listed_entries.json_parts`), kept by number."""
+
+    def made(missing: list[int]) -> Parts:
+        keys, _ = node_parts(numbering, kind, np.array(missing, dtype=np.int64), names)
+        written: Parts = json_parts(keys.tolist(), *around)[:-1]
+        return written
+
+    return kept(numbering, f"{kind} key {around!r}", numbers, made)
+
+
+def node_entries(
+    keys: Sequence[str], members: Sequence[bytes], ranks: Ints | None = None
+) -> Written:
     """The object of `members` (texts as `node_text` gives them) by their distinct `keys`,
-    sorted by key, as orjson writes `dict(sorted(...))` of their entries."""
-    ordered = [members[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+    sorted by key, as orjson writes `dict(sorted(...))` of their entries; `ranks`, when
+    given, is each key's place among them sorted (`relation_table.text_ranks`)."""
+    if ranks is None:
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+    else:
+        order = np.argsort(ranks).tolist()
+    ordered = [members[i] for i in order]
     return Written(b"{" + b",".join(ordered) + b"}", len(ordered))
