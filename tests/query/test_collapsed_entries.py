@@ -57,6 +57,27 @@ def test_collapsed_entries_are_the_text_of_the_collapsed_answer(
     assert collapsed_entries(kept, dimensions, order).text == written.text
 
 
+@settings(max_examples=300, deadline=None)
+@given(relations=keyed_relations(RUNS, components=[""]), by_start=st.booleans())
+def test_collapsed_by_run_alone_is_the_text_of_the_collapsed_answer(
+    relations: list[KeyedRelation], by_start: bool
+) -> None:
+    """Collapsed by run with no component named, the answer is written by one sort
+    (`collapsed_entries._collapsed_by_run`): the same bytes, groups of declared relations
+    alone listing no run."""
+    keyed = KeyedRelations.of(relations)
+    newest = {None: -1, 'r","4': 0, "r2": 1, "r10": 2, "r3": 3, "r1": 4}.__getitem__
+    order = keyed.run_places(newest) if by_start else None
+    written = collapsed_entries(keyed, {"run"}, order)
+    entries = collapse(keyed, {"run"}, order)
+    assert written.text == orjson.dumps(entries)
+    assert len(written) == len(entries)
+    numbering = Numbering()
+    numbers = numbering.numbers(keyed.run_ids).astype(np.int64)
+    kept = replace(keyed, run_parts=id_parts(numbering, numbers))
+    assert collapsed_entries(kept, {"run"}, order).text == written.text
+
+
 def keyed(data: str, access: str, run: str | None, component: str = "") -> KeyedRelation:
     return KeyedRelation(data, "job.n.j", access, run, component)
 
@@ -129,3 +150,16 @@ def test_a_collapsed_answer_over_http_makes_no_entry(
         ("dataset.ns.S", ["read"], [RUN_C, RUN_A, RUN_B]),
         ("dataset.ns.T", ["write"], [RUN_A, RUN_B]),
     ]
+
+
+def test_a_kept_program_text_follows_a_job_becoming_a_workflow(client: TestClient) -> None:
+    """A program's text is kept by its number and kind, not its kind by its number: once a
+    run inside one of its runs makes the job a workflow, the next answer shows it as one."""
+    post(client, run_event((NS, "P"), run_id=RUN_A, inputs=[ds(NS, "S")], outputs=[ds(NS, "T")]))
+    before = get(client, "S", direction="downstream", collapse="run").json()
+    assert list(before["programs"]) == ["job.ns.P"]
+    inside = run_event((NS, "Q"), run_id=RUN_B, inputs=[ds(NS, "U")], parent=((NS, "P"), RUN_A))
+    post(client, inside)
+    after = get(client, "S", direction="downstream", collapse="run").json()
+    assert list(after["programs"]) == ["workflow.ns.P"]
+    assert [r["program"] for r in after["relations"]] == ["workflow.ns.P"] * 2

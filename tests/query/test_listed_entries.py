@@ -22,7 +22,9 @@ RUNS = [None, "r3", "r1", "r2", "r10"]
 COMPONENTS = ["", "mapper", "Reducer", "z", "\u2028"]
 
 
-def keyed_relations(runs: list[str | None]) -> st.SearchStrategy[list[KeyedRelation]]:
+def keyed_relations(
+    runs: list[str | None], components: list[str] = COMPONENTS
+) -> st.SearchStrategy[list[KeyedRelation]]:
     """Up to 25 relations among names, runs and components that JSON escapes or orders
     unlike their text."""
     relation = st.builds(
@@ -31,7 +33,7 @@ def keyed_relations(runs: list[str | None]) -> st.SearchStrategy[list[KeyedRelat
         st.sampled_from(["job.n.j", "workflow.n.w", 'job.n.","']),
         st.sampled_from(["read", "write"]),
         st.sampled_from(runs),
-        st.sampled_from(COMPONENTS),
+        st.sampled_from(components),
     )
     return st.lists(relation, max_size=25)
 

@@ -69,7 +69,9 @@ def test_a_vocabulary_of_index_numbers() -> None:
     for text in "hgfedcba":
         numbering.number(text)
     vocabulary, codes = Vocabulary.of_numbers(numbering, np.array([5, NONE, 2, 5, 7, NONE]))
-    assert (vocabulary.texts, vocabulary.numbers.tolist()) == (["f", "c", "a"], [2, 5, 7])
+    numbering.number("later")  # the texts, made when first read, are those of the numbers
+    assert (list(vocabulary.texts), vocabulary.numbers.tolist()) == (["f", "c", "a"], [2, 5, 7])
+    assert (vocabulary.texts[1], len(vocabulary.texts), "a" in vocabulary.texts) == ("c", 3, True)
     assert codes.tolist() == [1, NONE, 0, 1, 2, NONE]
     empty, none = Vocabulary.of_numbers(numbering, np.array([NONE], dtype=np.int64))
-    assert (empty.texts, none.tolist()) == ([], [NONE])
+    assert (list(empty.texts), none.tolist()) == ([], [NONE])

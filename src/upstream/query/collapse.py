@@ -23,6 +23,7 @@ from upstream.query.relation_table import ranked, text_ranks
 Dimension = Literal["access", "run", "component"]
 DIMENSIONS: tuple[Dimension, ...] = ("access", "component", "run")
 Ints = npt.NDArray[np.int64]
+Parts = npt.NDArray[np.object_]
 Flags = npt.NDArray[np.bool_]
 _ACCESSES = ("read", "write")
 
@@ -56,6 +57,13 @@ class KeyedRelations:
     run_ids: Sequence[str]
     components: Sequence[str]
     run_parts: npt.NDArray[np.object_] | None = None
+    #: Each data and program code's place among their keys sorted, when the caller has
+    #: them already (`ranks`).
+    key_ranks: tuple[Ints, Ints] | None = None
+    #: Made already, for an answer collapsed by run written as text: each data code's
+    #: `,{"data":"<key>","program":"` and each program code's `<key>","accesses":["read"],
+    #: "runs":` and the same with "write" (`node_entries.head_parts`).
+    heads: tuple[Parts, Parts, Parts] | None = None
 
     @classmethod
     def of(cls, relations: Iterable[KeyedRelation]) -> KeyedRelations:
@@ -78,6 +86,10 @@ class KeyedRelations:
         return cls(
             data, program, write, run, component, data_keys, program_keys, run_ids, components
         )
+
+    def ranks(self) -> tuple[Ints, Ints]:
+        """Each data and program code's place among their keys sorted (`text_ranks`)."""
+        return self.key_ranks or (text_ranks(self.data_keys), text_ranks(self.program_keys))
 
     def run_places(self, key: Callable[[str], Any]) -> Ints:
         """Each run code's place when the runs are sorted by `key` (of a run id): a
@@ -120,7 +132,7 @@ def collapse(
     for texts, listed in zip(list_texts(relations), groups.lists, strict=True):
         # One look-up per member, then a slice per group: the runs of thousands of
         # relations are named in one pass rather than a list comprehension per group.
-        named = list(map(texts.__getitem__, listed.codes.tolist()))
+        named = list(map(list(texts).__getitem__, listed.codes.tolist()))
         bounds = listed.bounds.tolist()
         shown.append([named[bounds[g] : bounds[g + 1]] for g in range(len(bounds) - 1)])
     data = relations.data[groups.first].tolist()
@@ -158,10 +170,8 @@ def grouped(
         (relations.run, cache(lambda: text_ranks(relations.run_ids))),
         (component, lambda: component_rank),
     ]
-    keys = [
-        text_ranks(relations.data_keys)[relations.data],
-        text_ranks(relations.program_keys)[relations.program],
-    ]
+    data_ranks, program_ranks = relations.ranks()
+    keys = [data_ranks[relations.data], program_ranks[relations.program]]
     for (codes, ranks), merged in zip(dimension_codes, collapsed, strict=True):
         keys.append(np.zeros_like(codes) if merged else ranked(codes, ranks()))
     groups, group_of = distinct_rows(np.stack(keys, axis=1))

@@ -15,8 +15,18 @@ import numpy as np
 import numpy.typing as npt
 
 from upstream.model.json_text import Written
-from upstream.query.collapse import Dimension, KeyedRelations, Listed, grouped, list_texts
+from upstream.query.collapse import (
+    Dimension,
+    KeyedRelations,
+    Listed,
+    grouped,
+    list_texts,
+    named_components,
+)
+from upstream.query.graph_index.dataset_walk import distinct
+from upstream.query.graph_index.numbering import NONE
 from upstream.query.listed_entries import json_parts
+from upstream.query.relation_table import text_ranks
 
 Ints = npt.NDArray[np.int64]
 Parts = npt.NDArray[np.object_]
@@ -29,6 +39,10 @@ def collapsed_entries(
 ) -> Written:
     """The entries `collapse(relations, dimensions, run_order)` gives, as the JSON text
     orjson writes for them."""
+    if set(dimensions) == {"run"}:
+        by_run = _collapsed_by_run(relations, run_order)
+        if by_run is not None:
+            return by_run
     groups = grouped(relations, dimensions, run_order)
     if not len(groups):
         return Written(b"[]", 0)
@@ -84,3 +98,77 @@ def _interleaved(columns: list[tuple[Parts, Ints]]) -> list[bytes]:
         placed[np.repeat(starts[:, column] - before, size) + np.arange(len(pieces))] = pieces
     found: list[bytes] = placed.tolist()
     return found
+
+
+#: What an entry's data is written between, and its program for each access.
+DATA_HEAD = (b',{"data":"', b'","program":"')
+
+
+def program_head(access: bytes) -> tuple[bytes, bytes]:
+    """What an entry's program is written between, for `access` (b"read", b"write")."""
+    return b"", b'","accesses":["%s"],"runs":' % access
+
+
+#: What a group collapsed by run shows after its list of runs when no component is named:
+#: its end, with `[` first when it lists no run.
+_NO_COMPONENT = np.array([b'],"components":[]}', b'[],"components":[]}'], dtype=np.object_)
+
+
+def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Written | None:
+    """`collapsed_entries` of an answer collapsed by run alone whose relations name no
+    component (most answers), by one sort: each relation's group (data, program, access,
+    as their texts sort) and its run's place (`run_order`, or by id) packed into one integer
+    put the groups in the answer's order and each group's runs in its list's. None when a
+    relation names a component (groups then tie on everything but it, and `grouped` orders
+    them by their runs) or when the packed keys would not fit 62 bits."""
+    if not len(relations.data):
+        return Written(b"[]", 0)
+    if np.any(named_components(relations) != NONE):
+        return None
+    places = text_ranks(relations.run_ids) if run_order is None else run_order
+    data_ranks, program_ranks = relations.ranks()
+    # The last place stands for no run (a declared relation): it lists nothing.
+    runs, programs = len(places) + 1, len(program_ranks)
+    if len(data_ranks) * programs * 2 * runs >= 2**62:
+        return None
+    run = relations.run
+    place = np.full(len(run), runs - 1, dtype=np.int64)
+    has_run = run != NONE
+    place[has_run] = places[run[has_run]]
+    group_key = (data_ranks[relations.data] * programs + program_ranks[relations.program]) * 2
+    group_key += relations.write
+    packed = distinct(group_key * runs + place)
+    group_of = packed // runs  # not `np.divmod`, which numpy does not divide fast
+    place = packed - group_of * runs
+    starts = np.ones(len(group_of), dtype=np.bool_)
+    np.not_equal(group_of[1:], group_of[:-1], out=starts[1:])
+    group, keys = np.cumsum(starts) - 1, group_of[starts]
+    listed = place != runs - 1
+    group, place = group[listed], place[listed]
+    count = len(keys)
+    sizes = np.bincount(group, minlength=count)
+    # Each group's pieces: its data, its program with its access, its runs, its end.
+    at = 3 * np.arange(count) + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    code_of = np.empty(len(places), dtype=np.int64)
+    code_of[places] = np.arange(len(places))
+    data_code, program_code = np.argsort(data_ranks), np.argsort(program_ranks)
+    data_heads, reading, writing = relations.heads or (
+        json_parts(relations.data_keys, *DATA_HEAD),
+        json_parts(relations.program_keys, *program_head(b"read")),
+        json_parts(relations.program_keys, *program_head(b"write")),
+    )
+    program = program_code[(keys // 2) % programs]
+    placed = np.empty(3 * count + len(place), dtype=np.object_)
+    placed[at] = data_heads[data_code[keys // 2 // programs]]
+    placed[at + 1] = np.where(keys % 2 == 1, writing[program], reading[program])
+    run_parts = relations.run_parts
+    if run_parts is None:
+        run_parts = json_parts(relations.run_ids, b',"', b'"')
+    placed[np.arange(len(place)) + 3 * group + 2] = run_parts[code_of[place]]
+    # A list's first run opens it.
+    opening = at[sizes > 0] + 2
+    placed[opening] = [b"[" + piece[1:] for piece in placed[opening].tolist()]
+    placed[at + 2 + sizes] = _NO_COMPONENT[(sizes == 0).astype(np.int64)]
+    # The array opens where the first entry's comma stands: the text is joined once.
+    placed[0] = b"[" + placed[0][1:]
+    return Written(b"".join([*placed.tolist(), b"]"]), count)

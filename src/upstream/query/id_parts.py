@@ -1,16 +1,18 @@
-"""The JSON text of ids, each written once for the life of the process (design §6).
+"""The JSON text of ids and entities, each written once for the life of the process (design §6).
 
 A collapsed answer lists the runs of each of its groups: the downstream walk at levels=10
 collapsed by run lists 18,570 of them, and writing their text was a tenth of the answer. An
-id keeps its number and its text for the life of the process (`graph_index.numbering`), so
-the piece an answer writes for it, `,"<id>"`, is made the first time an answer shows it and
-kept beside its numbering; later answers take their pieces by number. Nothing here can go
-stale: no change log is read.
+id keeps its number and its text for the life of the process (`graph_index.numbering`), and
+a dataset or job its name (`graph_index.names`), so what an answer writes for one — a run's
+`,"<id>"`, a node's key and entry (`query.node_entries`) — is made the first time an answer
+shows it and kept beside its numbering (`kept`); later answers take their pieces by number.
+Nothing here can go stale: no change log is read.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -25,24 +27,29 @@ Parts = npt.NDArray[np.object_]
 
 
 class _Held:
-    """The pieces made so far for one numbering, by number, and which are made."""
+    """The pieces made so far of one kind for one numbering, by number, and which are made."""
 
     def __init__(self) -> None:
         self.parts: Parts = np.empty(0, dtype=np.object_)
         self.made = np.zeros(0, dtype=np.bool_)
 
 
-_HELD: WeakKeyDictionary[Numbering, _Held] = WeakKeyDictionary()
+_HELD: WeakKeyDictionary[Numbering, dict[str, _Held]] = WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def id_parts(numbering: Numbering, numbers: Ints) -> Parts:
-    """`,"<id>"` (the id's JSON string after a comma) for each of `numbers`, which
-    `numbering` holds (no NONE)."""
+def kept(
+    numbering: Numbering,
+    kind: str,
+    numbers: Ints,
+    make: Callable[[list[int]], Sequence[object] | Parts],
+) -> Parts:
+    """The piece of `kind` of each of `numbers` (which `numbering` holds, no NONE): those
+    not made yet made by `make` (of their numbers, one piece each, never a tuple) and kept.
+    `make` runs outside the lock (it may read names from the store): two readers racing
+    make the same pieces twice at worst."""
     with _LOCK:
-        held = _HELD.get(numbering)
-        if held is None:
-            held = _HELD[numbering] = _Held()
+        held = _HELD.setdefault(numbering, {}).setdefault(kind, _Held())
         size = len(numbering)
         if len(held.parts) < size:
             # Grown by at least half, so a numbering growing with every write is not
@@ -54,10 +61,24 @@ def id_parts(numbering: Numbering, numbers: Ints) -> Parts:
             made[: len(held.made)] = held.made
             held.parts, held.made = parts, made
         missing = distinct(numbers[~held.made[numbers]])
-        if len(missing):
-            texts = numbering.texts
-            written = json_parts([texts[n] for n in missing.tolist()], b',"', b'"')
-            held.parts[missing] = written[:-1]
-            held.made[missing] = True
         found: Parts = held.parts[numbers]
+    if len(missing):
+        pieces = np.empty(len(missing), dtype=np.object_)
+        pieces[:] = make(missing.tolist())
+        with _LOCK:
+            held.parts[missing] = pieces
+            held.made[missing] = True
+            found = held.parts[numbers]
+    return found
+
+
+def id_parts(numbering: Numbering, numbers: Ints) -> Parts:
+    """`,"<id>"` (the id's JSON string after a comma) for each of `numbers`, which
+    `numbering` holds (no NONE)."""
+    texts = numbering.texts
+
+    def written(missing: list[int]) -> Parts:
+        found: Parts = json_parts([texts[n] for n in missing], b',"', b'"')[:-1]
         return found
+
+    return kept(numbering, "id", numbers, written)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Literal, cast
+from functools import partial
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +30,7 @@ from upstream.query.answers import (
     RelationEntry,
 )
 from upstream.query.collapse import KeyedRelations, collapse
-from upstream.query.collapsed_entries import collapsed_entries
-from upstream.query.graph_index.dataset_walk import distinct
+from upstream.query.collapsed_entries import DATA_HEAD, collapsed_entries, program_head
 from upstream.query.graph_index.graph import Graph
 from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
@@ -39,14 +39,21 @@ from upstream.query.graph_index.workflows import job_kinds
 from upstream.query.id_parts import id_parts
 from upstream.query.lineage_params import LineageParams
 from upstream.query.listed_entries import listed_entries
-from upstream.query.node_entries import node_entries, node_text
-from upstream.query.relation_table import RelationTable, Vocabulary, ranked
+from upstream.query.node_entries import (
+    head_parts,
+    node_entries,
+    node_parts,
+    node_text,
+    temporary_text,
+)
+from upstream.query.relation_table import RelationTable, Vocabulary, ranked, text_ranks
 from upstream.query.run_order import newest_first_places
 from upstream.query.workflows import temporary_datasets
 from upstream.store import schema as t
 from upstream.store.dialect import id_text, text_id_filters
 
 Ints = npt.NDArray[np.int64]
+Parts = npt.NDArray[np.object_]
 
 
 @dataclass(frozen=True)
@@ -100,29 +107,25 @@ def render(
     are their JSON text (`listed_entries`, `collapsed_entries`), not entries to read; with
     `nodes_written`, `data` and `programs` are too (`node_entries`)."""
     graph = relations.graph
-    dataset_ids = {str(seed), *relations.datasets.texts}
-    dataset_names, job_names = names_of(conn)
-    datasets = dataset_names.of(conn, dataset_ids)
-    programs = _named_programs(
-        conn,
-        graph,
-        relations.jobs,
-        job_names.of(conn, relations.jobs.texts),
-        rolled_up.workflows if rolled_up else set(),
+    temporary = _temporary(graph, relations, rolled_up)
+    seed_temporary = rolled_up is not None and str(seed) in rolled_up.temporary
+    workflows = rolled_up.workflows if rolled_up else set()
+    numbered = all(np.all(v.numbers != NONE) for v in (relations.datasets, relations.jobs))
+    nodes = (_written_nodes if nodes_written and numbered else _node_entries)(
+        conn, seed, relations, (temporary, seed_temporary), workflows
     )
-    temporary = rolled_up.temporary if rolled_up is not None else _temporary(graph, relations)
-    data_texts = {d: node_text("dataset", *datasets[d]) for d in dataset_ids}
-    program_texts = {j: node_text(p.kind, p.namespace, p.name) for j, p in programs.items()}
     keyed = KeyedRelations(
         relations.dataset,
         relations.job,
         relations.write,
         relations.run,
         relations.component,
-        [data_texts[d][0] for d in relations.datasets.texts],
-        [program_texts[j][0] for j in relations.jobs.texts],
+        nodes.data_keys,
+        nodes.program_keys,
         relations.runs.texts,
         relations.components.texts,
+        key_ranks=nodes.key_ranks,
+        heads=nodes.heads,
     )
     in_order = runs_in_order and "run" in params.collapse
     run_order = newest_first_places(graph, relations.runs) if in_order else None
@@ -137,24 +140,6 @@ def render(
         entries = cast(list[RelationEntry], collapsed_entries(keyed, params.collapse, run_order))
     else:
         entries = cast(list[RelationEntry], listed_entries(keyed))
-    data: dict[str, DataEntry] | Written
-    shown_programs: dict[str, ProgramEntry] | Written
-    if nodes_written:
-        data = node_entries((k, text, d in temporary) for d, (k, text) in data_texts.items())
-        shown_programs = node_entries((k, text, False) for k, text in program_texts.values())
-    else:
-        data = {}
-        for dataset_id in dataset_ids:
-            namespace, name = datasets[dataset_id]
-            entry: DataEntry = {
-                "entityId": {"type": "dataset", "namespace": namespace, "name": name}
-            }
-            if dataset_id in temporary:
-                entry["temporary"] = True
-            data[data_texts[dataset_id][0]] = entry
-        data = dict(sorted(data.items()))
-        shown = {p.key: {"entityId": _entity_of(p)} for p in programs.values()}
-        shown_programs = cast(dict[str, ProgramEntry], dict(sorted(shown.items())))
     response = cast(
         LineageAnswer,
         {
@@ -162,8 +147,8 @@ def render(
             "end": int(params.end.timestamp()),
             **({"asOf": params.as_of.isoformat()} if params.as_of else {}),
             "relations": entries,
-            "data": data,
-            "programs": shown_programs,
+            "data": nodes.data,
+            "programs": nodes.programs,
         },
     )
     if omitted is not None:
@@ -171,6 +156,117 @@ def render(
         response["omittedNodes"] = omitted.nodes
         response["omittedRelations"] = omitted.relations
     return response
+
+
+class _Nodes(NamedTuple):
+    """The datasets and programs an answer names: the key of each dataset and job code of
+    its relations, and its `data` and `programs`, as entries or as their text."""
+
+    data_keys: list[str]
+    program_keys: list[str]
+    data: dict[str, DataEntry] | Written
+    programs: dict[str, ProgramEntry] | Written
+    #: For relations written as text: the keys' ranks and the entries' heads
+    #: (`collapse.KeyedRelations`), made already.
+    key_ranks: tuple[Ints, Ints] | None = None
+    heads: tuple[Parts, Parts, Parts] | None = None
+
+
+#: Which dataset codes an answer marks temporary, and whether it marks the queried one.
+_Temporary = tuple[npt.NDArray[np.bool_], bool]
+
+
+def _written_nodes(
+    conn: Connection,
+    seed: uuid.UUID,
+    relations: RelationTable,
+    temporary: _Temporary,
+    rolled_up: Collection[str],
+) -> _Nodes:
+    """`_node_entries` as text, for relations whose every dataset and job the index
+    numbers: each one's key, member and heads kept by its number (`node_entries`)."""
+    graph = relations.graph
+    dataset_names, job_names = names_of(conn)
+    datasets, jobs = relations.datasets, relations.jobs
+    names = partial(dataset_names.of, conn)
+    data_keys, data = node_parts(graph.ids.datasets, "dataset", datasets.numbers, names)
+    data_heads = head_parts(graph.ids.datasets, "dataset", datasets.numbers, names, DATA_HEAD)
+    flags, seed_temporary = temporary
+    if flags.any():
+        data[flags] = [temporary_text(member) for member in data[flags].tolist()]
+    seed_id = str(seed)
+    seed_number = graph.ids.datasets.known(seed_id)
+    key_list, members = data_keys.tolist(), data.tolist()
+    data_ranks = text_ranks(key_list)
+    with_seed: Ints | None = data_ranks
+    if seed_number is None or not np.any(datasets.numbers == seed_number):
+        seed_key, seed_member = node_text("dataset", *dataset_names.of(conn, [seed_id])[seed_id])
+        key_list.append(seed_key)
+        members.append(temporary_text(seed_member) if seed_temporary else seed_member)
+        with_seed = None
+    workflow = graph.workflows.are_workflows(jobs.numbers)
+    if rolled_up:
+        workflow |= np.fromiter((j in rolled_up for j in jobs.texts), dtype=np.bool_)
+    names = partial(job_names.of, conn)
+    program_keys, programs = node_parts(graph.ids.jobs, "job", jobs.numbers, names)
+    reading, writing = (
+        head_parts(graph.ids.jobs, "job", jobs.numbers, names, program_head(access))
+        for access in (b"read", b"write")
+    )
+    if workflow.any():
+        shown = jobs.numbers[workflow]
+        keys, texts = node_parts(graph.ids.jobs, "workflow", shown, names)
+        program_keys[workflow], programs[workflow] = keys, texts
+        reading[workflow], writing[workflow] = (
+            head_parts(graph.ids.jobs, "workflow", shown, names, program_head(access))
+            for access in (b"read", b"write")
+        )
+    program_list = program_keys.tolist()
+    program_ranks = text_ranks(program_list)
+    return _Nodes(
+        data_keys.tolist(),
+        program_list,
+        node_entries(key_list, members, with_seed),
+        node_entries(program_list, programs.tolist(), program_ranks),
+        (data_ranks, program_ranks),
+        (data_heads, reading, writing),
+    )
+
+
+def _node_entries(
+    conn: Connection,
+    seed: uuid.UUID,
+    relations: RelationTable,
+    temporary: _Temporary,
+    rolled_up: Collection[str],
+) -> _Nodes:
+    """The datasets (with `seed`) and programs of `relations` as the answer's entries; the
+    datasets `temporary` flags marked, and the jobs `rolled_up` names shown as workflows."""
+    graph = relations.graph
+    flags, seed_temporary = temporary
+    marked = {t for t, flag in zip(relations.datasets.texts, flags.tolist(), strict=True) if flag}
+    if seed_temporary:
+        marked.add(str(seed))
+    dataset_ids = {str(seed), *relations.datasets.texts}
+    dataset_names, job_names = names_of(conn)
+    datasets = dataset_names.of(conn, dataset_ids)
+    programs = _named_programs(
+        conn, graph, relations.jobs, job_names.of(conn, relations.jobs.texts), rolled_up
+    )
+    data: dict[str, DataEntry] = {}
+    for dataset_id in dataset_ids:
+        namespace, name = datasets[dataset_id]
+        entry: DataEntry = {"entityId": {"type": "dataset", "namespace": namespace, "name": name}}
+        if dataset_id in marked:
+            entry["temporary"] = True
+        data[entity_key("dataset", namespace, name)] = entry
+    shown = {p.key: {"entityId": _entity_of(p)} for p in programs.values()}
+    return _Nodes(
+        [entity_key("dataset", *datasets[d]) for d in relations.datasets.texts],
+        [programs[j].key for j in relations.jobs.texts],
+        dict(sorted(data.items())),
+        cast(dict[str, ProgramEntry], dict(sorted(shown.items()))),
+    )
 
 
 def _named_programs(
@@ -237,10 +333,18 @@ def _entity_of(program: _Program) -> EntityId:
     return {"type": kind, "namespace": program.namespace, "name": program.name}
 
 
-def _temporary(graph: Graph, relations: RelationTable) -> set[str]:
-    """The datasets of `relations` an answer marks temporary (`query.workflows`)."""
+def _temporary(
+    graph: Graph, relations: RelationTable, rolled_up: RolledUp | None
+) -> npt.NDArray[np.bool_]:
+    """Which dataset codes of `relations` an answer marks temporary: those a rolled-up walk
+    found temporary, else those `query.workflows` finds."""
     datasets = relations.datasets
+    if rolled_up is not None:
+        found = (t in rolled_up.temporary for t in datasets.texts)
+        return np.fromiter(found, dtype=np.bool_, count=len(datasets.texts))
     temporary = temporary_datasets(
         graph, datasets.numbers[relations.dataset], ranked(relations.run, relations.runs.numbers)
     )
-    return {datasets.texts[code] for code in distinct(relations.dataset[temporary]).tolist()}
+    flags = np.zeros(len(datasets.texts), dtype=np.bool_)
+    flags[relations.dataset[temporary]] = True
+    return flags

@@ -30,10 +30,11 @@ def listed_entries(relations: KeyedRelations) -> Written:
     them: each distinct relation, sorted by dataset, program, access, run and component (as
     their texts sort; none first)."""
     component = named_components(relations)
+    data_ranks, program_ranks = relations.ranks()
     keys = np.stack(
         [
-            text_ranks(relations.data_keys)[relations.data],
-            text_ranks(relations.program_keys)[relations.program],
+            data_ranks[relations.data],
+            program_ranks[relations.program],
             relations.write,
             ranked(relations.run, text_ranks(relations.run_ids)),
             ranked(component, text_ranks(relations.components)),

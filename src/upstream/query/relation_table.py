@@ -10,8 +10,10 @@ notification's as id texts that the index may no longer hold (`of_shown`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -23,12 +25,41 @@ from upstream.query.graph_index.numbering import NONE, Numbering
 Ints = npt.NDArray[np.int64]
 
 
+class NamedTexts(Sequence[str]):
+    """The texts of some numbers of a numbering, made into a list when first read: an
+    answer collapsed by run writes its thousands of runs' ids by number (`query.id_parts`)
+    and never reads them."""
+
+    def __init__(self, texts: list[str], numbers: Ints) -> None:
+        self._texts, self._numbers = texts, numbers
+
+    @cached_property
+    def _named(self) -> list[str]:
+        return list(map(self._texts.__getitem__, self._numbers.tolist()))
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._named[index]
+
+    def __len__(self) -> int:
+        return len(self._numbers)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._named)
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._named
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """The distinct ids (or components) of one column: each code's text, and its number in
     the index (NONE for one the index does not hold)."""
 
-    texts: list[str]
+    texts: Sequence[str]
     numbers: Ints
 
     @classmethod
@@ -37,8 +68,7 @@ class Vocabulary:
         the order of the numbers."""
         texts = numbering.texts
         distinct, coded = distinct_numbers(numbers, len(texts))
-        named = list(map(texts.__getitem__, distinct.tolist()))
-        return cls(named, distinct), coded
+        return cls(NamedTexts(texts, distinct), distinct), coded
 
     @classmethod
     def of_texts(cls, numbering: Numbering, texts: Sequence[str | None]) -> tuple[Vocabulary, Ints]:
@@ -106,8 +136,9 @@ class RelationTable:
 def text_ranks(texts: Sequence[str]) -> Ints:
     """The place of each of `texts` (distinct) in their sorted order: codes ordered by
     their ranks are ordered as their texts."""
-    ranks = np.empty(len(texts), dtype=np.int64)
-    ranks[sorted(range(len(texts)), key=texts.__getitem__)] = np.arange(len(texts))
+    listed = list(texts)  # a list's own look-up, not a sequence's method per comparison
+    ranks = np.empty(len(listed), dtype=np.int64)
+    ranks[sorted(range(len(listed)), key=listed.__getitem__)] = np.arange(len(listed))
     return ranks
 
 

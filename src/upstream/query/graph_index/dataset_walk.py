@@ -33,6 +33,7 @@ in force then (design §4.1, §4.5).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -232,7 +233,8 @@ def relation_rows(graph: Graph, seed: int, mode: Direction, levels: int, window:
 def _relation_rows(walk: WalkView, seed: int, mode: Direction, levels: int) -> tuple[Ints, Ints]:
     """The distinct relation rows a walk shows, each with its least level."""
     if mode == "both":
-        return _least(*_both(walk, seed, levels))
+        keys, found_levels = _both(walk, seed, levels)
+        return _least(list(keys.T), found_levels)
     return _directed(walk, seed, mode, levels)
 
 
@@ -264,7 +266,7 @@ def walk_rolled_up(
     datasets, jobs = graph.ids.datasets.texts, graph.ids.jobs.texts
     temporary, workflows = rollup.temporary_level, rollup.workflow_level
     return RolledUpRelations(
-        found=FoundRelations(*_least(keys, found_levels)),
+        found=FoundRelations(*_least(list(keys.T), found_levels)),
         workflows={jobs[j]: int(workflows[j]) for j in rollup.met(workflows, levels).tolist()},
         temporary={datasets[d]: int(temporary[d]) for d in rollup.met(temporary, levels).tolist()},
     )
@@ -477,8 +479,7 @@ def _directed(
         add(f["source"][rows], f["job"][rows], f["run"][rows], False, level[owner])
         add(f["target"][rows], f["job"][rows], f["run"][rows], True, level[owner])
     columns = [np.concatenate([part[i] for part in parts]) for i in range(5)]
-    keys, levels_of = np.stack(columns[:4], axis=1), columns[4]
-    return _with_components(walk, keys, levels_of)
+    return _with_components(walk, columns[:4], columns[4])
 
 
 class _Passes:
@@ -589,34 +590,46 @@ def _packed(keys: Ints) -> Ints | None:
     return packed
 
 
-def _least(keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
-    """Each distinct row of `keys` with the least of its `levels`, in the order of their
-    columns (as `distinct_rows` gives them)."""
-    if not len(keys):
-        return keys, levels
-    packed = _packed(np.concatenate([keys, levels.reshape(-1, 1)], axis=1))
-    if packed is not None:
-        # The level packed last: sorted, each key's first row holds its least level. One
-        # sort, where numbering the keys and a minimum per key (`np.minimum.at`) cost
-        # four times as much.
-        order = np.argsort(packed)
-        span = int(levels.max()) - int(levels.min()) + 1
-        key_of = packed[order] // span
-        first = np.ones(len(order), dtype=np.bool_)
+def _least(columns: Sequence[Ints], levels: Ints) -> tuple[Ints, Ints]:
+    """Each distinct row of the key `columns` with the least of its `levels`, as rows in
+    the order of their columns (as `distinct_rows` gives them)."""
+    if not len(levels):
+        return np.zeros((0, len(columns)), dtype=np.int64), levels
+    every = (*columns, levels)
+    low = [int(column.min()) for column in every]
+    widths = [int(column.max()) - lowest + 1 for column, lowest in zip(every, low, strict=True)]
+    if math.prod(widths) < 2**62:
+        # Each row and its level packed into one integer, the level last: sorted, each
+        # key's first value holds its least level, and the kept values are the rows. One
+        # sort of the values, where numbering the keys and a minimum per key
+        # (`np.minimum.at`) cost four times as much, and sorting positions twice.
+        packed = np.zeros(len(levels), dtype=np.int64)
+        for column, lowest, width in zip(every, low, widths, strict=True):
+            packed *= width
+            packed += column - lowest
+        packed.sort()
+        key_of = packed // widths[-1]
+        first = np.ones(len(packed), dtype=np.bool_)
         np.not_equal(key_of[1:], key_of[:-1], out=first[1:])
-        kept = order[first]
-        return keys[kept], levels[kept]
-    distinct, inverse = distinct_rows(keys)
+        kept = packed[first]
+        found = np.empty((len(kept), len(widths)), dtype=np.int64)
+        for place in range(len(widths) - 1, -1, -1):
+            # A floor division by a number numpy divides fast; `np.divmod` does not.
+            rest = kept // widths[place]
+            found[:, place] = kept - rest * widths[place] + low[place]
+            kept = rest
+        return found[:, :-1], found[:, -1].copy()
+    distinct, inverse = distinct_rows(np.stack(columns, axis=1))
     least = np.full(len(distinct), _UNREACHED, dtype=np.int64)
     np.minimum.at(least, inverse, levels)
     return distinct, least
 
 
-def _with_components(walk: WalkView, keys: Ints, levels: Ints) -> tuple[Ints, Ints]:
+def _with_components(walk: WalkView, columns: list[Ints], levels: Ints) -> tuple[Ints, Ints]:
     """Each (dataset, job, run, write) key with every component stored on it in force (in
     any window), or "" when none is: rows (dataset, job, run, write, component)."""
     graph, r = walk.graph, walk.graph.relations
-    keys, levels = _least(keys, levels)
+    keys, levels = _least(columns, levels)
     if not len(keys):
         return np.zeros((0, 5), dtype=np.int64), levels
     rows = np.zeros(0, dtype=np.int64)
