@@ -24,6 +24,7 @@ from tests.builders import (
     schema_facet,
 )
 from tests.conftest import post
+from tests.field_scenarios import seed_operations
 from tests.ingest.test_sql_ingest import PG, load_event
 from tests.readback import edges
 from upstream.ingest import sql_lineage, translate
@@ -36,11 +37,15 @@ from upstream.ingest.parts import (
     SCHEMA_PARTS,
     PartCache,
 )
-from upstream.model import lineage_sets
+from upstream.model import lineage_sets, merge_rules
+from upstream.model.facets import FIELD_OPERATIONS_FACET
 from upstream.model.facts import DatasetNode, JobNode
+from upstream.model.field_operations import resolve
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.lineage_sets import EdgePart, LineageSet
+from upstream.model.merge_rules import DATASET_CONTENT, JOB_CONTENT
 from upstream.store import schema as t
+from upstream.store import writer
 from upstream.store.engine import Store
 
 NS = "parts"
@@ -229,6 +234,60 @@ def test_a_dataset_or_job_seen_before_is_not_read_again(facets_parsed: list[str]
     # Each event keeps its own output statistics, outside the part.
     write = next(r for r in again.relations if r.access == "write")
     assert write.facets["outputStatistics"]["rowCount"] == 99
+
+
+@pytest.fixture
+def rows_hashed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The content columns of every job or dataset row content hashed from here on, by the
+    translation (once per part) or by the writer (per row)."""
+    hashed: list[tuple[str, ...]] = []
+    digest = merge_rules.content_digest
+
+    def counted(row: Any, content: tuple[str, ...]) -> str:
+        hashed.append(content)
+        return digest(row, content)
+
+    monkeypatch.setattr(translate, "content_digest", counted)
+    monkeypatch.setattr(writer, "content_digest", counted)
+    return hashed
+
+
+def test_a_dataset_or_job_seen_before_is_not_hashed_again(
+    client: TestClient, store: Store, rows_hashed: list[tuple[str, ...]]
+) -> None:
+    """The hash by which a stored job or dataset row is left alone is made once per part
+    (one job, two datasets), not once per event that names it."""
+    batch = [_described(str(uuid.uuid4()), rows=rows) for rows in (1, 2)]
+    assert client.post("/api/v1/lineage", json=batch).status_code == 201
+    post(client, _described(str(uuid.uuid4()), rows=3))
+    assert sorted(rows_hashed) == sorted([JOB_CONTENT, DATASET_CONTENT, DATASET_CONTENT])
+    _assert_rows_hold_their_hash(store)
+
+
+def test_rows_hold_the_hash_of_their_content(
+    client: TestClient, store: Store, rows_hashed: list[tuple[str, ...]]
+) -> None:
+    """An output whose fields its field operations state, and rows folded from different
+    parts in one batch, are hashed by the writer: each row holds its content's hash, and
+    content that differs from a part's is stored."""
+    post(client, _described(str(uuid.uuid4())))
+    operated = _described(str(uuid.uuid4()))
+    operations = {"operations": resolve(seed_operations()).to_json(), "fields": ["uniqueId"]}
+    operated["outputs"][0]["outputFacets"][FIELD_OPERATIONS_FACET] = operations
+    post(client, operated)
+    sales = client.get(f"/api/v1/namespaces/{NS}/datasets/sales").json()
+    assert [f["name"] for f in sales["fields"]] == ["uniqueId"]
+    batch = [_described(str(uuid.uuid4()), dataset_text=t) for t in ("A.", "B.", "A.")]
+    assert client.post("/api/v1/lineage", json=batch).status_code == 201
+    _assert_rows_hold_their_hash(store)
+    assert DATASET_CONTENT in rows_hashed[3:]  # the writer's: no part gave these rows
+
+
+def _assert_rows_hold_their_hash(store: Store) -> None:
+    with store.engine.connect() as conn:
+        for table, content in ((t.jobs, JOB_CONTENT), (t.datasets, DATASET_CONTENT)):
+            for row in conn.execute(sa.select(table)).mappings():
+                assert row["content_digest"] == merge_rules.content_digest(row, content)
 
 
 def test_an_outputs_own_facets_are_read_with_each_event() -> None:

@@ -110,3 +110,38 @@ def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch)
     events = decode_events(body, gzipped=False, limits=limits, source=REQUEST_BODY)
     assert events.texts == [kept] * 3
     assert len(written) == 3
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_every_event_is_written_once(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """A single event, and a batch small enough to be measured before it is parsed, keep
+    their events' texts too: the text the strict checks count keys on is the payload, not
+    written again."""
+    written: list[Any] = []
+    dumps = orjson.dumps
+
+    def counted(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        written.append(value)
+        return dumps(value, *args, **kwargs)
+
+    event = run_event(("once", "job"), inputs=[ds("once", "in")], outputs=[ds("once", "out")])
+    kept = json_text.dumps(event)
+    one = json.dumps(event)
+    body = (one if size == 1 else "[" + ",".join([one] * size) + "]").encode()
+    limits = Limits(max_bytes=100_000, max_events=10, max_values=100_000)
+    monkeypatch.setattr(orjson, "dumps", counted)
+    events = decode_events(body, gzipped=False, limits=limits, source=REQUEST_BODY)
+    assert events.texts == [kept] * size
+    assert events.batch is (size > 1)
+    assert len(written) == size
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1, "b": [1.5, "é"]}', '{"s": "\\":", "a": 1}', '{"big": 123456789012345678901}', "7"],
+)
+def test_a_single_document_keeps_its_text_as_dumps_writes_it(text: str) -> None:
+    document, texts = parse_batch(text.encode())
+    assert document == json.loads(text)
+    assert texts in ([json_text.dumps(document)], None)
+    assert texts is not None or "big" in text  # beyond orjson: written later, by `json`

@@ -53,9 +53,10 @@ class Limits:
 
 @dataclass(frozen=True)
 class Body:
-    """A parsed document. `texts`: each event's compact JSON text, when the batch was measured
-    on them after parsing (`json_shape.check_events`); they are the events' payloads, so no
-    event is written twice."""
+    """A parsed document. `texts`: the compact JSON text of each event (of each item of an
+    array, or of the one document), written once by the strict parse (`parse_batch`) and
+    kept as the events' payloads, so no event is written twice; a batch too large to be
+    measured before parsing is measured on them (`json_shape.check_events`)."""
 
     document: Any
     texts: list[str] | None = None
@@ -79,7 +80,7 @@ def decode_events(raw: bytes, *, gzipped: bool, limits: Limits, source: Source) 
     """The OpenLineage events of `raw`: one event, or a non-empty JSON array of them."""
     body = decode(raw, gzipped=gzipped, limits=limits, source=source)
     if not isinstance(body.document, list):
-        return Events([body.document], batch=False)
+        return Events([body.document], batch=False, texts=body.texts)
     if not body.document:
         raise MalformedDocument.at(source.label, "an empty array holds no events")
     return Events(body.document, batch=True, texts=body.texts)
@@ -92,15 +93,16 @@ def decode(raw: bytes, *, gzipped: bool, limits: Limits, source: Source) -> Body
         raise too_large(source, limits.max_bytes)
     if gzipped:
         raw = inflate(raw, limits.max_bytes, source)
-    if not check_shape(raw, limits.shape):
+    measured_after = check_shape(raw, limits.shape)
+    if limits.max_events is None:  # one whole document, not events: no text is kept
         document = parse_json(raw, source.label)
-        check_batch_size(document, limits.shape)
         return Body(document)
     document, texts = parse_batch(raw, source.label)
     check_batch_size(document, limits.shape)
     if texts is None:
         return Body(document)
-    check_events(texts, limits.max_values)
+    if measured_after:
+        check_events(texts, limits.max_values)
     return Body(document, texts)
 
 

@@ -54,6 +54,7 @@ def record_field_operations(
     facts.edges.extend(field_operation_edges(destination, operations, fields, owner))
     if stated_fields is not None or "schema" not in output.facets:
         fact.fields = [{"name": name} for name in fields]
+        fact.content_digest = None  # the event's own fields now: the writer hashes them
     if owner.run_id is not None and owner.job is not None:
         component_path = f"{path}.outputFacets.{COMPONENT_FACET}"
         component = output.outputFacets.get(COMPONENT_FACET)

@@ -17,7 +17,9 @@ facets is validated again, and the keys of the parts within it are kept with it.
 
 What the translation reads from a part that does not depend on the event it came in is kept
 in a bounded least-recently-used cache of the process, and a part seen before is not read
-again. Only a part read without a problem is kept: a malformed part is read, and refused with
+again: nor is the row content a job's or dataset's part makes hashed again (the writer
+leaves a stored row that holds the hash alone, `store.writer._merge`). Only a part read
+without a problem is kept: a malformed part is read, and refused with
 its own path, every time it is sent; the envelope, the run's facets and the inputs' and
 outputs' own facets (`inputFacets`, `outputFacets`) are checked per event.
 
@@ -76,6 +78,8 @@ class DatasetReading:
     source_name: str | None
     temporary: bool | None
     column_lineage_key: bytes | None
+    #: The hash of the row content its facts make (`merge_rules.content_digest`).
+    content_digest: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class JobReading:
     processing_type: str | None
     content_mode: str | None
     lineage_key: bytes | None
+    #: The hash of the row content its facts make (`merge_rules.content_digest`).
+    content_digest: str
 
 
 @dataclass(frozen=True)

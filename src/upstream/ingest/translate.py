@@ -77,6 +77,7 @@ from upstream.model.facts import (
 from upstream.model.hierarchy import HIERARCHY_FACET
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.job_dependencies import JOB_DEPENDENCIES_FACET, dependencies_stated
+from upstream.model.merge_rules import DATASET_CONTENT, JOB_CONTENT, content_digest
 from upstream.model.ownership import OWNERSHIP_FACET, TAGS_FACET
 from upstream.model.workflow import temporary_by_type
 
@@ -451,14 +452,25 @@ def _read_job(facets: dict[str, Any]) -> JobReading:
         job_type = parse_facet(JobTypeFacet, facets["jobType"], "job.facets.jobType")
     _check_owners_and_tags(facets, "job.facets")
     pattern = job_type.emissionPattern if job_type is not None else None
-    return JobReading(
+    reading = JobReading(
         description=description_of(facets),
         job_type=job_type.jobType if job_type is not None else None,
         integration=job_type.integration if job_type is not None else None,
         processing_type=job_type.processingType if job_type is not None else None,
         content_mode=pattern.content_mode if pattern is not None else None,
         lineage_key=part_key(facets["lineage"]) if "lineage" in facets else None,
+        content_digest="",
     )
+    # The row content `_job_fact` gives the writer.
+    row = {
+        "facets": facets,
+        "description": reading.description,
+        "job_type": reading.job_type,
+        "integration": reading.integration,
+        "processing_type": reading.processing_type,
+        "seen_as_parent": False,
+    }
+    return replace(reading, content_digest=content_digest(row, JOB_CONTENT))
 
 
 def _job_fact(job: JobRef, facets: dict[str, Any], reading: JobReading) -> JobFact:
@@ -469,6 +481,7 @@ def _job_fact(job: JobRef, facets: dict[str, Any], reading: JobReading) -> JobFa
         job_type=reading.job_type,
         integration=reading.integration,
         processing_type=reading.processing_type,
+        content_digest=reading.content_digest,
     )
 
 
@@ -506,21 +519,29 @@ def _read_dataset(dataset: DatasetInfo, path: str) -> DatasetReading:
         parse_facet(HierarchyFacet, facets[HIERARCHY_FACET], f"{path}.facets.{HIERARCHY_FACET}")
     source = facets.get("dataSource")
     column_lineage = facets.get("columnLineage")
+    description = description_of(facets)
+    source_name = (
+        source["name"] if isinstance(source, dict) and isinstance(source.get("name"), str) else None
+    )
+    # The row content `_dataset_fact` gives the writer.
+    row = {
+        "facets": facets,
+        "fields": [] if fields is None else list(fields),
+        "description": description,
+        "source_name": source_name,
+    }
     return DatasetReading(
-        description=description_of(facets),
+        description=description,
         fields=fields,
         symlinks=symlinks,
-        source_name=(
-            source["name"]
-            if isinstance(source, dict) and isinstance(source.get("name"), str)
-            else None
-        ),
+        source_name=source_name,
         temporary=temporary,
         column_lineage_key=(
             None
             if column_lineage is None
             else part_key(dataset.namespace, dataset.name, column_lineage)
         ),
+        content_digest=content_digest(row, DATASET_CONTENT),
     )
 
 
@@ -533,6 +554,7 @@ def _dataset_fact(
         fields=None if reading.fields is None else list(reading.fields),
         description=reading.description,
         source_name=reading.source_name,
+        content_digest=reading.content_digest,
     )
     facts.symlinks.extend(SymlinkFact(ref, *symlink) for symlink in reading.symlinks)
     return fact

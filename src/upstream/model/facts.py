@@ -73,6 +73,10 @@ class DatasetFact:
     fields: list[dict[str, Any]] | None = None
     description: str | None = None
     source_name: str | None = None
+    #: `merge_rules.content_digest` of the row it makes (its DATASET_CONTENT), when its
+    #: part gave it; None: the writer hashes the row. Whoever changes those columns of a
+    #: fact made from a part sets it to None.
+    content_digest: str | None = None
 
 
 @dataclass
@@ -84,6 +88,8 @@ class JobFact:
     integration: str | None = None
     processing_type: str | None = None
     seen_as_parent: bool = False
+    #: As `DatasetFact.content_digest`, of its JOB_CONTENT.
+    content_digest: str | None = None
 
 
 @dataclass

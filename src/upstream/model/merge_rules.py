@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, NotRequired, TypedDict, TypeVar
 
 from upstream.model.errors import Conflict
+from upstream.model.json_text import content_key
 
 #: The states after which a run has ended.
 TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -133,6 +134,14 @@ JOB_CONTENT = (
 
 #: What an event may change in a dataset's row (`merge_dataset`).
 DATASET_CONTENT = ("facets", "fields", "description", "source_name")
+
+
+def content_digest(row: Mapping[str, Any], content: tuple[str, ...]) -> str:
+    """The hash of `row`'s `content` columns (`JOB_CONTENT`, `DATASET_CONTENT`): equal for
+    rows whose merge changes nothing. A part of an event (a job's or a dataset's facets)
+    gives the same columns whichever event sends it, so translation hashes each distinct
+    part once (`ingest.parts`) and its facts carry the hash to the writer."""
+    return content_key([row[column] for column in content])
 
 
 def merge_job(stored: JobRecord, new: JobRecord) -> JobRecord:

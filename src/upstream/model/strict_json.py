@@ -65,17 +65,16 @@ def parse_json(raw: bytes, label: str = "") -> Any:
 
 
 def parse_batch(raw: bytes, label: str = "") -> tuple[Any, list[str] | None]:
-    """`parse_json`, and when the document is an array, each item's compact JSON text (as
-    `json_text.dumps` writes it): the texts the checks count keys on are the ones the caller
-    keeps, so each item is written once (a batch's events, kept as their payloads)."""
+    """`parse_json`, and the compact JSON text (as `json_text.dumps` writes it) of each item
+    when the document is an array, else of the document itself (one event): the texts the
+    checks count keys on are the ones the caller keeps, so each event is written once (kept
+    as its payload). None for a document that is no array and that orjson cannot write."""
     document = _parse(raw, label)
-    if not isinstance(document, list):
-        check_document(document, raw)
-        return document, None
-    texts = _item_texts(document)
+    is_array = isinstance(document, list)
+    texts = _item_texts(document) if is_array else _document_text(document)
     if texts is None:
         check_document(document, raw)
-        return document, [json_text.dumps(item) for item in document]
+        return document, [json_text.dumps(item) for item in document] if is_array else None
     escaped = any(_ESCAPED_KEY_END_TEXT in text for text in texts)
     _check(document, raw, None if escaped else sum(text.count(_KEY_END_TEXT) for text in texts))
     return document, texts
@@ -156,6 +155,20 @@ def _written_keys(document: Any) -> int | None:
     if _ESCAPED_KEY_END in text:
         return None
     return text.count(_KEY_END)
+
+
+def _document_text(document: Any) -> list[str] | None:
+    """The document's own compact JSON text (as a list of one), written as `_written_keys`
+    writes it (so only when it nests no deeper than MAX_JSON_DEPTH); None when it is not."""
+    wrapped = document
+    for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
+        wrapped = [wrapped]
+    try:
+        text = orjson.dumps(wrapped)
+    except orjson.JSONEncodeError:
+        return None
+    around = ORJSON_DEPTH - MAX_JSON_DEPTH  # the brackets of the wrapping on each side
+    return [text[around:-around].decode()]
 
 
 def _item_texts(document: list[Any]) -> list[str] | None:

@@ -28,7 +28,6 @@ from upstream.model.facts import (
     RunFact,
 )
 from upstream.model.identity import DatasetRef, namespace_id
-from upstream.model.json_text import content_key
 from upstream.model.merge_rules import (
     DATASET_CONTENT,
     JOB_CONTENT,
@@ -38,6 +37,7 @@ from upstream.model.merge_rules import (
     RelationRecord,
     RunRecord,
     VersionRecord,
+    content_digest,
     declaration_replaces,
     merge_dataset,
     merge_job,
@@ -292,7 +292,9 @@ def _merge(
         return set()
     if content is not None:
         for row in rows.values():
-            cast(Row, row)["content_digest"] = _digest(row, content)
+            held = cast(Row, row)
+            if held.get("content_digest") is None:  # else hashed once, with its part
+                held["content_digest"] = content_digest(row, content)
         merge = _hashing(merge, content)
         digests = _stored_digests(conn, table, in_id_order(rows))
         missing = {key: row for key, row in rows.items() if key not in digests}
@@ -328,15 +330,10 @@ def _hashing(merge: Callable[[R, R], R], content: tuple[str, ...]) -> Callable[[
 
     def merged(stored: R, new: R) -> R:
         row = merge(stored, new)
-        cast(Row, row)["content_digest"] = _digest(row, content)
+        cast(Row, row)["content_digest"] = content_digest(row, content)
         return row
 
     return merged
-
-
-def _digest(row: Mapping[str, Any], columns: tuple[str, ...]) -> str:
-    """The hash of `row`'s `columns`: equal for rows whose merge changes nothing."""
-    return content_key([row[column] for column in columns])
 
 
 def _stored_digests(
@@ -392,10 +389,19 @@ def _insert_ignoring(
 
 
 def _fold(rows: dict[uuid.UUID, R], row: R, merge: Callable[[R, R], R]) -> None:
-    """Combine facts about one entity from several events of the batch, in batch order."""
+    """Combine facts about one entity from several events of the batch, in batch order.
+    Rows of the same content (their parts' `content_digest`) merge into that content (the
+    merge rules take each column from one of them); other merges are hashed by `_merge`."""
     key: uuid.UUID = row["id"]
     previous = rows.get(key)
-    rows[key] = row if previous is None else merge(previous, row)
+    if previous is None:
+        rows[key] = row
+        return
+    merged = merge(previous, row)
+    digest = cast(Row, previous).get("content_digest")
+    if digest is not None and digest != cast(Row, row).get("content_digest"):
+        del cast(Row, merged)["content_digest"]
+    rows[key] = merged
 
 
 # -- namespaces, jobs, datasets -------------------------------------------------------------
@@ -432,6 +438,7 @@ def _job_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, JobRec
                     processing_type=job.processing_type,
                     seen_as_parent=job.seen_as_parent,
                     facets=job.facets,
+                    content_digest=job.content_digest,
                     declared_at=None,
                     declared_lineage_facet=False,
                     created_at=now,
@@ -458,6 +465,7 @@ def _dataset_rows(batch: list[EventFacts], at: ReceivedAt) -> dict[uuid.UUID, Da
                     source_name=dataset.source_name,
                     fields=dataset.fields if dataset.fields is not None else [],
                     facets=dataset.facets,
+                    content_digest=dataset.content_digest,
                     declared_at=None,
                     created_at=now,
                     updated_at=now,
