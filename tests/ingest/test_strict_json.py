@@ -89,9 +89,8 @@ def test_a_batch_keeps_each_item_as_dumps_writes_it(text: str) -> None:
     assert texts == [json_text.dumps(item) for item in document]
 
 
-def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The strict checks count keys on the texts kept as the events' payloads: no write of
-    the whole batch besides."""
+def _counting_writes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """What orjson is asked to write from now on."""
     written: list[Any] = []
     dumps = orjson.dumps
 
@@ -99,6 +98,13 @@ def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch)
         written.append(value)
         return dumps(value, *args, **kwargs)
 
+    monkeypatch.setattr(orjson, "dumps", counted)
+    return written
+
+
+def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strict checks count keys on the texts kept as the events' payloads: no write of
+    the whole batch besides."""
     event = run_event(("once", "job"), inputs=[ds("once", "in")], outputs=[ds("once", "out")])
     kept = json_text.dumps(event)
     one = json.dumps(event)
@@ -106,7 +112,7 @@ def test_a_batch_s_events_are_written_once_each(monkeypatch: pytest.MonkeyPatch)
     values = 1 + one.count(",") + one.count("{") + one.count("[")
     limits = Limits(max_bytes=100_000, max_events=10, max_values=values)
     body = f"[{one},{one},{one}]".encode()
-    monkeypatch.setattr(orjson, "dumps", counted)
+    written = _counting_writes(monkeypatch)
     events = decode_events(body, gzipped=False, limits=limits, source=REQUEST_BODY)
     assert events.texts == [kept] * 3
     assert len(written) == 3
@@ -117,19 +123,12 @@ def test_every_event_is_written_once(monkeypatch: pytest.MonkeyPatch, size: int)
     """A single event, and a batch small enough to be measured before it is parsed, keep
     their events' texts too: the text the strict checks count keys on is the payload, not
     written again."""
-    written: list[Any] = []
-    dumps = orjson.dumps
-
-    def counted(value: Any, *args: Any, **kwargs: Any) -> bytes:
-        written.append(value)
-        return dumps(value, *args, **kwargs)
-
     event = run_event(("once", "job"), inputs=[ds("once", "in")], outputs=[ds("once", "out")])
     kept = json_text.dumps(event)
     one = json.dumps(event)
     body = (one if size == 1 else "[" + ",".join([one] * size) + "]").encode()
     limits = Limits(max_bytes=100_000, max_events=10, max_values=100_000)
-    monkeypatch.setattr(orjson, "dumps", counted)
+    written = _counting_writes(monkeypatch)
     events = decode_events(body, gzipped=False, limits=limits, source=REQUEST_BODY)
     assert events.texts == [kept] * size
     assert events.batch is (size > 1)

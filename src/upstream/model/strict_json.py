@@ -145,14 +145,8 @@ def _written_keys(document: Any) -> int | None:
     """The number of keys in the objects of `document`, counted on orjson's text of it (see
     the module); None when it is nested deeper than MAX_JSON_DEPTH, orjson cannot write it,
     or a string holds `\\":`."""
-    wrapped = document
-    for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
-        wrapped = [wrapped]
-    try:
-        text = orjson.dumps(wrapped)
-    except orjson.JSONEncodeError:
-        return None
-    if _ESCAPED_KEY_END in text:
+    text = _wrapped_text(document)
+    if text is None or _ESCAPED_KEY_END in text:
         return None
     return text.count(_KEY_END)
 
@@ -160,15 +154,23 @@ def _written_keys(document: Any) -> int | None:
 def _document_text(document: Any) -> list[str] | None:
     """The document's own compact JSON text (as a list of one), written as `_written_keys`
     writes it (so only when it nests no deeper than MAX_JSON_DEPTH); None when it is not."""
+    text = _wrapped_text(document)
+    if text is None:
+        return None
+    around = ORJSON_DEPTH - MAX_JSON_DEPTH  # the brackets of the wrapping on each side
+    return [text[around:-around].decode()]
+
+
+def _wrapped_text(document: Any) -> bytes | None:
+    """orjson's text of `document` inside as many lists as leave it MAX_JSON_DEPTH levels of
+    orjson's own limit (so orjson refuses what nests deeper); None when it cannot write it."""
     wrapped = document
     for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
         wrapped = [wrapped]
     try:
-        text = orjson.dumps(wrapped)
+        return orjson.dumps(wrapped)
     except orjson.JSONEncodeError:
         return None
-    around = ORJSON_DEPTH - MAX_JSON_DEPTH  # the brackets of the wrapping on each side
-    return [text[around:-around].decode()]
 
 
 def _item_texts(document: list[Any]) -> list[str] | None:
