@@ -215,7 +215,10 @@ def flow_rows(
         ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, c.run_id)
         return [*ids, c.inferred, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
 
-    for condition in _owned(conn, f.run_id, f.owner_id, runs, owners):
+    # A run's flows are its own (owner_id = run_id, `flow_writer`): found by the owners'
+    # index, where `run_id` has none and a change's read scanned every flow (0.44 s of a
+    # large store's change).
+    for condition in _owned(conn, f.run_id, f.owner_id, runs, owners, run_owned=True):
         query = sa.select(*columns(f.owner_id, f), *_no_interval()).where(condition)
         yield from _in_chunks(conn, query)
     for matches in _history_of(conn, runs, owners):
@@ -293,13 +296,20 @@ def _owned(
     owner: Any,
     runs: Collection[uuid.UUID] | None,
     owners: Collection[uuid.UUID] | None,
+    *,
+    run_owned: bool = False,
 ) -> Iterator[sa.ColumnElement[bool]]:
     """Conditions for the current rows of `runs` and of the declarations of `owners`
-    (every row when both are None)."""
+    (every row when both are None); with `run_owned`, a run's rows are found by `owner`,
+    which holds the run's id on each of them."""
     if runs is None and owners is None:
         yield sa.true()
         return
-    yield from id_filters(conn, run, runs or ())
+    if run_owned:
+        for matches in id_filters(conn, owner, runs or ()):
+            yield sa.and_(run.is_not(None), matches)
+    else:
+        yield from id_filters(conn, run, runs or ())
     for matches in id_filters(conn, owner, owners or ()):
         yield sa.and_(run.is_(None), matches)
 
