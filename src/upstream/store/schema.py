@@ -332,8 +332,9 @@ flows = sa.Table(
     # Copies of the run's span, so the window is tested on the flow row itself.
     sa.Column("started_at", Timestamp),
     sa.Column("ended_at", Timestamp),
-    sa.Index("ix_flows_source", "source_dataset_id", "started_at"),
-    sa.Index("ix_flows_target", "target_dataset_id", "started_at"),
+    # No index by source or target (migration 0027): walks run on the graph index, which
+    # loads flows by run or owner (`upstream.store.graph_rows`); only `store.walks`' check
+    # reads of the stored rows ask by dataset, and they read nearly every flow.
 )
 
 job_dependencies = sa.Table(
