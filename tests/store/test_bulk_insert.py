@@ -163,3 +163,23 @@ def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
     with store.read() as conn:
         count = conn.execute(sa.select(sa.func.count()).select_from(t.lineage_set_edges))
         assert count.scalar_one() == 1203
+
+
+def test_sqlite_makes_a_tables_conversions_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each column's conversion to what SQLite stores is made once per table and columns,
+    not again by every insert (a one-event write inserts into a dozen tables)."""
+    if store.dialect != "sqlite":
+        pytest.skip("PostgreSQL's inserts send arrays, converted by the driver")
+    store.write(lambda conn: insert_rows_ignoring(conn, t.namespaces, [namespace_row("a")], "id"))
+    made: list[Any] = []
+    real = sa.types.TypeEngine.dialect_impl
+
+    def counting(self: Any, dialect: Any) -> Any:
+        made.append(self)
+        return real(self, dialect)
+
+    monkeypatch.setattr(sa.types.TypeEngine, "dialect_impl", counting)
+    store.write(lambda conn: insert_rows_ignoring(conn, t.namespaces, [namespace_row("b")], "id"))
+    assert made == []

@@ -12,6 +12,7 @@ from upstream.model.identity import namespace_id
 from upstream.store import schema as t
 from upstream.store.dialect import (
     CHUNK,
+    ByIds,
     id_filters,
     id_groups,
     id_text,
@@ -94,3 +95,18 @@ def test_ids_are_put_in_the_order_sorted_gives(monkeypatch: pytest.MonkeyPatch) 
     assert in_id_order(set(ids)) == expected
     assert in_id_order(["b", "a", "c"]) == ["a", "b", "c"]
     assert in_id_order([]) == []
+
+
+def test_a_lookup_by_ids_is_made_once_and_finds_past_one_in_list(store: Store) -> None:
+    """`ByIds`: the statement is the same object on every use (made once per dialect), it
+    takes the ids and its other parameters when run, and splits the ids as `id_filters`."""
+    stored = add_namespaces(store, [f"ns{i}" for i in range(CHUNK + 10)])
+    c = t.namespaces.c
+    lookup = ByIds(c.id, lambda ids: sa.select(c.id).where(ids, c.name != sa.bindparam("not")))
+    with store.read() as conn:
+        assert lookup.statement(conn) is lookup.statement(conn)
+        found = [
+            i for result in lookup.run(conn, stored, **{"not": "ns0"}) for i in result.scalars()
+        ]
+        assert list(lookup.run(conn, [])) == []
+    assert sorted(found) == sorted(stored[1:])

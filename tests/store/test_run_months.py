@@ -29,8 +29,18 @@ def test_a_run_keeps_the_month_of_the_first_write_that_named_it(
 
     assert store.write(both) == {A: 202601, B: 202602}
     filing = [s for s in sent if "run_months" in s]
-    # PostgreSQL files B and reads A's month in one statement; SQLite inserts, then reads.
+    # PostgreSQL files B and reads A's month in one statement; SQLite reads, then inserts.
     assert len(filing) == (1 if store.dialect == "postgresql" else 2)
+
+
+def test_a_run_filed_before_costs_one_statement(statements: tuple[Store, list[str]]) -> None:
+    """A run's later events (its COMPLETE after its START) find it filed: one read, and no
+    insert that would skip it."""
+    store, sent = statements
+    store.write(lambda conn: run_months(conn, {A: 202601}))
+    sent.clear()
+    assert store.write(lambda conn: run_months(conn, {A: 202602})) == {A: 202601}
+    assert len([s for s in sent if "run_months" in s]) == 1
 
 
 def test_a_run_a_concurrent_writer_files_first_gets_that_writers_month(store: Store) -> None:

@@ -31,7 +31,7 @@ from upstream.model.facts import DatasetNode, EdgeFact, EventFacts, Node
 from upstream.model.identity import DatasetRef, stable_id
 from upstream.store import schema as t
 from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
-from upstream.store.dialect import advisory_xact_locks, id_filters
+from upstream.store.dialect import ByIds, advisory_xact_locks, id_filters
 from upstream.store.edge_rows import EDGES
 from upstream.store.lineage_writer import delete_links
 from upstream.store.payloads import StoredEvent, stored_events
@@ -75,16 +75,22 @@ def _buckets(ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
 
 def canonical_refs(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
     """The canonical identity of each of `ids` that is an alias (canonical ones are left out)."""
-    canon = t.dataset_aliases.alias("canon")
     found: dict[uuid.UUID, DatasetRef] = {}
-    for matches in id_filters(conn, a.id, ids):
-        query = (
-            sa.select(a.id, canon.c.namespace, canon.c.name)
-            .join(canon, canon.c.id == a.canonical_id)
-            .where(matches, a.canonical_id != a.id)
-        )
-        found.update({row.id: DatasetRef(row.namespace, row.name) for row in conn.execute(query)})
+    for rows in _CANONICAL.run(conn, ids):
+        found.update({row.id: DatasetRef(row.namespace, row.name) for row in rows})
     return found
+
+
+def _canonical_of(ids: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    canon = t.dataset_aliases.alias("canon")
+    return (
+        sa.select(a.id, canon.c.namespace, canon.c.name)
+        .join(canon, canon.c.id == a.canonical_id)
+        .where(ids, a.canonical_id != a.id)
+    )
+
+
+_CANONICAL = ByIds(a.id, _canonical_of)
 
 
 def canonical_ref(conn: Connection, ref: DatasetRef) -> DatasetRef:

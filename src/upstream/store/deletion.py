@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from upstream.store import schema as t
 from upstream.store.aliases import not_alias
 from upstream.store.change_log import ENTITIES, record
-from upstream.store.dialect import id_filters, insert_ignoring_conflicts
+from upstream.store.dialect import ByIds, id_filters, insert_ignoring_conflicts
 
 Kind = Literal["namespace", "dataset", "job"]
 _D = t.deletions.c
@@ -73,9 +73,18 @@ def delete_namespace_contents(conn: Connection, namespace: uuid.UUID, now: datet
 def revive(conn: Connection, named: Collection[uuid.UUID], received_at: datetime) -> None:
     """End the deletion of every entity in `named` deleted before `received_at`: the entities
     that events received then name. Deletions are few, so each statement reads a small table."""
-    for matches in id_filters(conn, _D.entity_id, named):
-        ended = sa.delete(t.deletions).where(matches, _D.deleted_at < received_at)
-        record(conn, ENTITIES, conn.execute(ended.returning(_D.entity_id)).scalars())
+    for ended in _REVIVE.run(conn, named, received_at=received_at):
+        record(conn, ENTITIES, ended.scalars())
+
+
+_REVIVE = ByIds(
+    _D.entity_id,
+    lambda ids: (
+        sa.delete(t.deletions)
+        .where(ids, _D.deleted_at < sa.bindparam("received_at", type_=_D.deleted_at.type))
+        .returning(_D.entity_id)
+    ),
+)
 
 
 def not_deleted(*ids: sa.ColumnElement[uuid.UUID] | sa.Column[uuid.UUID]) -> sa.ColumnElement[bool]:

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.flow_rules import Access, DatasetEdge, Flow, OwnerLineage, derive_flows
 from upstream.store import schema as t
-from upstream.store.dialect import advisory_xact_locks, id_filters, in_id_order, insert_rows
+from upstream.store.dialect import ByIds, advisory_xact_locks, id_filters, in_id_order, insert_rows
 from upstream.store.lineage_writer import unwritten_sets
 from upstream.store.months import with_months
 
@@ -99,14 +99,20 @@ class _Run(NamedTuple):
 _NO_SPAN: tuple[Any, Any] = (None, None)
 
 
+_SPANS = ByIds(
+    t.runs.c.id,
+    lambda ids: sa.select(
+        t.runs.c.id, t.runs.c.started_at, t.runs.c.ended_at, t.runs.c.has_lineage_facet
+    ).where(ids),
+)
+
+
 def _runs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, _Run]:
     """What the flows of each of `run_ids` take from its row (one without a stored row has
     no span and no lineage facet), in one statement."""
-    r = t.runs.c
     runs = dict.fromkeys(run_ids, _Run(_NO_SPAN, False))
-    for matches in id_filters(conn, r.id, run_ids):
-        query = sa.select(r.id, r.started_at, r.ended_at, r.has_lineage_facet).where(matches)
-        for row in conn.execute(query):
+    for rows in _SPANS.run(conn, run_ids):
+        for row in rows:
             runs[row.id] = _Run((row.started_at, row.ended_at), bool(row.has_lineage_facet))
     return runs
 

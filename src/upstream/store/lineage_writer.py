@@ -40,7 +40,7 @@ from upstream.model.lineage_sets import (
     merged,
 )
 from upstream.store import schema as t
-from upstream.store.dialect import for_update, id_filters, insert_rows, insert_rows_ignoring
+from upstream.store.dialect import ByIds, for_update, id_filters, insert_rows, insert_rows_ignoring
 from upstream.store.months import insert_by_month
 from upstream.store.transaction_state import kept, kept_if_any, taken
 
@@ -120,12 +120,18 @@ def write_pending_sets(conn: Connection) -> None:
 
 
 def _links(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[uuid.UUID, int]]:
-    link = t.lineage_links.c
     found: dict[uuid.UUID, tuple[uuid.UUID, int]] = {}
-    for matches in id_filters(conn, link.id, sorted(ids)):
-        query = sa.select(link.id, link.set_id, link.rank).where(matches)
-        found.update({row.id: (row.set_id, row.rank) for row in conn.execute(query)})
+    for rows in _LINKS.run(conn, ids):
+        found.update({row.id: (row.set_id, row.rank) for row in rows})
     return found
+
+
+_LINKS = ByIds(
+    t.lineage_links.c.id,
+    lambda ids: sa.select(
+        t.lineage_links.c.id, t.lineage_links.c.set_id, t.lineage_links.c.rank
+    ).where(ids),
+)
 
 
 def set_edges(conn: Connection, set_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[SetEdge]]:

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters, in_id_order, insert_rows_ignoring
+from upstream.store.dialect import ByIds, in_id_order, insert_rows_ignoring
 from upstream.store.transaction_state import kept
 
 #: The month of rows that belong to no run: declared lineage and its events, never pruned.
@@ -81,6 +81,12 @@ def insert_by_month(
     return insert_rows_ignoring(conn, table, with_months(conn, table, rows), key, (key, "month"))
 
 
+_MONTHS = ByIds(
+    t.run_months.c.run_id,
+    lambda ids: sa.select(t.run_months.c.run_id, t.run_months.c.month).where(ids),
+)
+
+
 def run_months(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uuid.UUID, int]:
     """The month of each run in `first_seen`; a run not seen before is given the month
     `first_seen` names. Remembered for the transaction: a batch asks for the same runs once
@@ -91,12 +97,15 @@ def run_months(conn: Connection, first_seen: Mapping[uuid.UUID, int]) -> dict[uu
         if conn.dialect.name == "postgresql":
             memo.update(_claim_or_read(conn, {run: first_seen[run] for run in missing}))
         else:
-            rows = [{"run_id": run, "month": first_seen[run]} for run in missing]
+            # Read first: most runs a write names were filed by their earlier events, and
+            # then the insert is not needed (one statement, not two, for a run's COMPLETE).
+            for filed in _MONTHS.run(conn, missing):
+                memo.update((row.run_id, row.month) for row in filed)
+            rows = [{"run_id": run, "month": first_seen[run]} for run in missing if run not in memo]
             new = insert_rows_ignoring(conn, t.run_months, rows, "run_id")
             memo.update((run, first_seen[run]) for run in new)
-        known = t.run_months.c
-        for matches in id_filters(conn, known.run_id, set(missing) - memo.keys()):
-            memo.update(conn.execute(sa.select(known.run_id, known.month).where(matches)).all())
+        for late in _MONTHS.run(conn, set(missing) - memo.keys()):
+            memo.update((row.run_id, row.month) for row in late)
     return {run: memo[run] for run in first_seen}
 
 

@@ -13,11 +13,32 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.identity import DatasetRef
 from upstream.store import schema as t
-from upstream.store.dialect import id_filters
+from upstream.store.dialect import ByIds
 from upstream.store.edge_rows import EDGES
 
 #: A run's datasets, each with its field names (None when no schema is known).
 RunDatasets = dict[DatasetRef, list[str] | None]
+
+
+_RUN_DATASETS = ByIds(
+    t.relations.c.run_id,
+    lambda ids: (
+        sa.select(
+            t.relations.c.run_id, t.datasets.c.namespace, t.datasets.c.name, t.datasets.c.fields
+        )
+        .join_from(t.relations, t.datasets, t.datasets.c.id == t.relations.c.dataset_id)
+        .where(ids, t.relations.c.origin == "io")
+        .distinct()
+    ),
+)
+_WITH_SQL_EDGES = ByIds(
+    EDGES.c.run_id,
+    lambda ids: (
+        sa.select(EDGES.c.run_id)
+        .where(ids, EDGES.c.scope == "run", EDGES.c.origin == "sql")
+        .distinct()
+    ),
+)
 
 
 def datasets_of_runs(
@@ -25,15 +46,8 @@ def datasets_of_runs(
 ) -> dict[uuid.UUID, RunDatasets]:
     """Per run, every dataset it read or wrote (as listed by its events) and its fields."""
     found: dict[uuid.UUID, RunDatasets] = {}
-    r, d = t.relations, t.datasets
-    for matches in id_filters(conn, r.c.run_id, run_ids):
-        query = (
-            sa.select(r.c.run_id, d.c.namespace, d.c.name, d.c.fields)
-            .join_from(r, d, d.c.id == r.c.dataset_id)
-            .where(matches, r.c.origin == "io")
-            .distinct()
-        )
-        for row in conn.execute(query):
+    for rows in _RUN_DATASETS.run(conn, run_ids):
+        for row in rows:
             ref = DatasetRef(row.namespace, row.name)
             found.setdefault(row.run_id, {})[ref] = _names(row.fields)
     return found
@@ -41,11 +55,9 @@ def datasets_of_runs(
 
 def runs_with_sql_edges(conn: Connection, run_ids: Collection[uuid.UUID]) -> set[uuid.UUID]:
     """The runs among `run_ids` that have edges of origin `sql` stored."""
-    e = EDGES.c
     found: set[uuid.UUID] = set()
-    for matches in id_filters(conn, e.run_id, run_ids):
-        query = sa.select(e.run_id).where(matches, e.scope == "run", e.origin == "sql").distinct()
-        found.update(conn.execute(query).scalars())
+    for rows in _WITH_SQL_EDGES.run(conn, run_ids):
+        found.update(rows.scalars())
     return found
 
 

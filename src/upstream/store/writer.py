@@ -52,11 +52,11 @@ from upstream.store.change_log import DECLARATIONS, ENTITIES, RUNS, record
 from upstream.store.declaration_history import record_declaration
 from upstream.store.deletion import revive
 from upstream.store.dialect import (
+    ByIds,
     advisory_xact_locks,
     check_deferred_keys,
     defer_key_checks,
     for_update,
-    id_filters,
     in_id_order,
     insert_rows_ignoring,
 )
@@ -341,9 +341,8 @@ def _stored_digests(
 ) -> dict[uuid.UUID, str | None]:
     """The content hash of each stored row among `ids` (None: written before hashes were)."""
     found: dict[uuid.UUID, str | None] = {}
-    for matches in id_filters(conn, table.c.id, ids):
-        query = sa.select(table.c.id, table.c.content_digest).where(matches)
-        found.update({row.id: row.content_digest for row in conn.execute(query)})
+    for rows in _lookup(table, "digests").run(conn, ids):
+        found.update({row.id: row.content_digest for row in rows})
     return found
 
 
@@ -353,15 +352,41 @@ def _stored(
     """The stored rows among `ids` (locked, in id order, when `lock`), as the records of
     `upstream.model.merge_rules` (the same keys as the table)."""
     found: dict[uuid.UUID, Any] = {}
-    for matches in id_filters(conn, table.c.id, ids):
-        query = sa.select(table).where(matches).order_by(table.c.id)
-        if lock and conn.dialect.name == "postgresql":
-            # FOR NO KEY UPDATE: the key checks of writers whose rows name it do not wait.
-            query = query.with_for_update(key_share=True)
-        rows = [dict(row) for row in conn.execute(query).mappings()]
+    locking = lock and conn.dialect.name == "postgresql"
+    for result in _lookup(table, "locked" if locking else "rows").run(conn, ids):
+        rows = [dict(row) for row in result.mappings()]
         unpacked_rows(conn, table, rows)
         found.update((row["id"], row) for row in rows)
     return found
+
+
+#: The lookups of `_stored_digests` and `_stored`, by table and kind (`_lookup`).
+_LOOKUPS: dict[tuple[str, str], ByIds] = {}
+
+
+def _lookup(table: sa.Table, kind: str) -> ByIds:
+    """The statement, made once, that reads `table`'s rows by id: their content hashes
+    (`digests`), the whole rows in id order (`rows`), or those rows locked (`locked`,
+    PostgreSQL's FOR NO KEY UPDATE: the key checks of writers whose rows name them do not
+    wait)."""
+    made = _LOOKUPS.get((table.name, kind))
+    if made is None:
+        if kind == "digests":
+            made = ByIds(
+                table.c.id, lambda ids: sa.select(table.c.id, table.c.content_digest).where(ids)
+            )
+        else:
+            locked = kind == "locked"
+            made = ByIds(
+                table.c.id,
+                lambda ids: (
+                    sa.select(table).where(ids).order_by(table.c.id).with_for_update(key_share=True)
+                    if locked
+                    else sa.select(table).where(ids).order_by(table.c.id)
+                ),
+            )
+        _LOOKUPS[(table.name, kind)] = made
+    return made
 
 
 def _changed(
@@ -507,6 +532,9 @@ def _run_row(run: RunFact, now: datetime) -> RunRecord:
     }
 
 
+_PARENTS = ByIds(t.runs.c.id, lambda ids: sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(ids))
+
+
 def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
     """Parent chains never loop (design §3.4): a link that would close a cycle is dropped.
 
@@ -517,9 +545,8 @@ def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
     frontier: dict[uuid.UUID, uuid.UUID] = {c: p for c, p in climbing.items() if p is not None}
     while frontier:
         parents: dict[uuid.UUID, uuid.UUID | None] = {}
-        for matches in id_filters(conn, t.runs.c.id, frontier.values()):
-            query = sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(matches)
-            parents.update({row.id: row.parent_run_id for row in conn.execute(query)})
+        for rows in _PARENTS.run(conn, frontier.values()):
+            parents.update({row.id: row.parent_run_id for row in rows})
         next_frontier: dict[uuid.UUID, uuid.UUID] = {}
         for child, ancestor in frontier.items():
             if ancestor in seen[child]:
@@ -742,20 +769,26 @@ def _with_contents(
     return rows
 
 
+_VERSION_STATES = ByIds(
+    t.dataset_versions.c.id,
+    lambda ids: sa.select(
+        t.dataset_versions.c.id, t.dataset_versions.c.content_id, t.dataset_versions.c.lifecycle
+    ).where(ids),
+)
+
+
 def _differing_versions(
     conn: Connection, ids: list[uuid.UUID], rows: Mapping[uuid.UUID, Row]
 ) -> list[uuid.UUID]:
     """The stored versions among `ids` that `rows` may change: a version whose content and
     lifecycle the row restates (a COMPLETE repeating its START's output) merges into
     itself, so its content is not read back."""
-    v = t.dataset_versions.c
     differing: list[uuid.UUID] = []
-    for matches in id_filters(conn, v.id, ids):
-        query = sa.select(v.id, v.content_id, v.lifecycle).where(matches)
-        for key, content, lifecycle in conn.execute(query):
-            new = rows[key]
-            if content != new["content_id"] or new["lifecycle"] not in (None, lifecycle):
-                differing.append(key)
+    for result in _VERSION_STATES.run(conn, ids):
+        for row in result:
+            new = rows[row.id]
+            if row.content_id != new["content_id"] or new["lifecycle"] not in (None, row.lifecycle):
+                differing.append(row.id)
     return sorted(differing)
 
 
