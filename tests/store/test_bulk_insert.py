@@ -5,8 +5,10 @@ PostgreSQL one `unnest` of arrays."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -166,12 +168,14 @@ def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
 
 
 def test_sqlite_makes_a_tables_conversions_once(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    sqlite_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each column's conversion to what SQLite stores is made once per table and columns,
-    not again by every insert (a one-event write inserts into a dozen tables)."""
-    if store.dialect != "sqlite":
-        pytest.skip("PostgreSQL's inserts send arrays, converted by the driver")
+    not again by every insert (a one-event write inserts into a dozen tables). SQLite only:
+    PostgreSQL's inserts send arrays, which the driver converts."""
+    path = tmp_path / "upstream.db"
+    shutil.copy(sqlite_template, path)
+    store = Store(f"sqlite:///{path}")
     store.write(lambda conn: insert_rows_ignoring(conn, t.namespaces, [namespace_row("a")], "id"))
     made: list[Any] = []
     real = sa.types.TypeEngine.dialect_impl
@@ -181,5 +185,10 @@ def test_sqlite_makes_a_tables_conversions_once(
         return real(self, dialect)
 
     monkeypatch.setattr(sa.types.TypeEngine, "dialect_impl", counting)
-    store.write(lambda conn: insert_rows_ignoring(conn, t.namespaces, [namespace_row("b")], "id"))
+    try:
+        store.write(
+            lambda conn: insert_rows_ignoring(conn, t.namespaces, [namespace_row("b")], "id")
+        )
+    finally:
+        store.dispose()
     assert made == []
