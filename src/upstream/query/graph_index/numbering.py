@@ -241,6 +241,7 @@ class Numbering:
             key = _key(text)
             found = self._count
             if key is None:
+                self._grow(found + 1)
                 self._others[text] = found
                 self._other_texts[found] = text
                 self._count += 1
@@ -304,13 +305,17 @@ class Numbering:
             found[place] = known[text] if text in known else number(text)
         return found
 
-    def _add(self, keys: Halves) -> None:
-        """Number `keys` (distinct uuids, none held) from the next number on."""
-        count = self._count + len(keys)
+    def _grow(self, count: int) -> None:
+        """Room for `count` numbers' keys (a quarter more than asked, to grow in steps)."""
         if count > len(self._keys):
             grown = np.zeros((max(count, len(self._keys) * 5 // 4 + 1024), 2), dtype=_HALVES)
             grown[: self._count] = self._keys[: self._count]
             self._keys = grown
+
+    def _add(self, keys: Halves) -> None:
+        """Number `keys` (distinct uuids, none held) from the next number on."""
+        count = self._count + len(keys)
+        self._grow(count)
         self._keys[self._count : count] = keys
         numbers = np.arange(self._count, count, dtype=np.int64)
         self._count = count
