@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from upstream.query.graph_index.numbering import NONE, Numbering
 
-UUIDS = [str(uuid.UUID(int=i * 0x9E3779B97F4A7C15_0123456789ABCDEF % (1 << 128))) for i in range(40)]
+UUIDS = [str(uuid.UUID(int=i * 0x9E3779B97F4A7C15_0123456789ABCDEF % 2**128)) for i in range(40)]
 
 #: Uuids' texts, the forms that are not one (upper case, no hyphens, longer, another letter),
 #: names and None, to be numbered as they come.
@@ -66,7 +66,8 @@ def test_a_numbering_answers_as_a_dictionary_and_a_list(
         for text in [*model.texts, *UUIDS[:3], "absent"]:
             assert numbering.known(text) == model.numbers.get(text)
         order = numbering.text_order()
-        assert len(order) == len(model.texts) + 1 and order[-1] == len(model.texts)
+        assert len(order) == len(model.texts) + 1
+        assert order[-1] == len(model.texts)
         by_text = sorted(range(len(model.texts)), key=lambda n: model.texts[n][:36])
         assert np.argsort(order[:-1], kind="stable").tolist() == by_text
 
