@@ -38,7 +38,8 @@ _HYPHEN_PLACES = np.array([8, 13, 18, 23])
 _NIBBLE = np.full(256, 255, dtype=np.uint8)
 _NIBBLE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
 _DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
+_MIX_INTS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F)
+_MIX = (np.uint64(_MIX_INTS[0]), np.uint64(_MIX_INTS[1]))
 _MASK64 = (1 << 64) - 1
 _HALVES = np.dtype("<u8")
 
@@ -145,8 +146,8 @@ class _Table:
 
     def get(self, key: bytes, held: Halves) -> int | None:
         """The number of one key, probed in Python (for a single look-up)."""
-        first = int.from_bytes(key[:8], "little") * int(_MIX[0])
-        second = int.from_bytes(key[8:], "little") * int(_MIX[1])
+        first = int.from_bytes(key[:8], "little") * _MIX_INTS[0]
+        second = int.from_bytes(key[8:], "little") * _MIX_INTS[1]
         at = ((first ^ second) & _MASK64) >> (64 - self.bits)
         mask = len(self.slots) - 1
         while True:
@@ -321,7 +322,7 @@ class Numbering:
         self._count = count
         self._uuids += len(keys)
         if self._uuids * 2 > len(self._table.slots):
-            table = _Table(max(5, (self._uuids * 4).bit_length()))
+            table = _Table(max(5, (self._uuids * 2).bit_length()))
             held = np.ones(count, dtype=np.bool_)
             held[list(self._other_texts)] = False
             every = np.flatnonzero(held)
