@@ -177,7 +177,8 @@ class IdTexts(Sequence[str]):
 
     def __getitem__(self, number: int | slice) -> str | list[str]:
         if isinstance(number, slice):
-            return self.take(np.arange(len(self))[number])
+            places = range(len(self))[number]
+            return self.take(np.arange(places.start, places.stop, places.step))
         return self._numbering.text(int(number))
 
     def __iter__(self) -> Iterator[str]:
