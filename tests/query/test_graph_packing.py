@@ -1,5 +1,6 @@
 """Packing an index's rows into columns (`graph_index.graph._packed`): chunk by chunk, and
-without holding a table's columns twice while the chunks' columns are joined."""
+without holding a table's columns twice while the chunks' columns are joined; after a load,
+the allocator's free memory is handed back."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
+from upstream.query.graph_index import graph as graph_module
 from upstream.query.graph_index.graph import Numberings, Table, _packed
 from upstream.query.graph_index.numbering import Numbering
+from upstream.store.engine import Store
 
 COLUMNS = 8
 
@@ -43,3 +47,13 @@ def test_a_table_is_not_held_twice_while_its_chunks_are_joined() -> None:
         tracemalloc.stop()
     # The whole table, one column more, and the rows' small change (tuples are shared).
     assert peak - start < table.nbytes * (1 + 2 / COLUMNS)
+
+
+def test_a_load_hands_free_memory_back(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a load the C allocator's free memory goes back to the system, once."""
+    calls: list[None] = []
+    monkeypatch.setattr(graph_module, "return_free_memory", lambda: calls.append(None))
+    with store.read() as conn:
+        graph_module.load(conn, 0)
+    assert calls == [None]
+    graph_module.return_free_memory()  # runs here whatever the C library
