@@ -13,6 +13,7 @@ from tests.builders import BASE_TIME, ds, run_event
 from tests.query.test_dataset_lineage import DAY, NS, post, rid, run
 from upstream.query.dataset_lineage import dataset_lineage
 from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.numbering import IdTexts
 from upstream.query.lineage_params import LineageParams
 from upstream.store.engine import Store
 
@@ -216,14 +217,19 @@ def test_an_answer_names_what_an_earlier_answer_named_without_a_statement(
     assert "job.ns.chainJ4" in body["programs"]
 
 
-class _CountedTexts(list[str]):
-    """A numbering's id texts, counting how often an answer reads one."""
+class _CountedTexts(IdTexts):
+    """A numbering's id texts, counting how many an answer makes."""
 
     reads = 0
 
     def __getitem__(self, index: Any) -> Any:
-        _CountedTexts.reads += 1
+        if not isinstance(index, slice):
+            _CountedTexts.reads += 1
         return super().__getitem__(index)
+
+    def take(self, numbers: Any) -> list[str]:
+        _CountedTexts.reads += len(numbers)
+        return super().take(numbers)
 
 
 @pytest.mark.parametrize("collapse", [frozenset(), frozenset({"run"})])
@@ -248,7 +254,7 @@ def test_an_answer_names_each_run_once_however_many_relations_it_has(
         # its runs (`Graph.newest_first`), not per answer.
         _ = graph.newest_first
         runs = graph.ids.runs
-        runs.texts = _CountedTexts(runs.texts)
+        runs.texts = _CountedTexts(runs)
         _CountedTexts.reads = 0
         body = dataset_lineage(
             conn, NS, "wideOut", replace(params, collapse=collapse), max_nodes=50, max_relations=50

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from upstream.query.graph_index.dataset_walk import ShownRelation, distinct_numbers
 from upstream.query.graph_index.graph import Graph
-from upstream.query.graph_index.numbering import NONE, Numbering
+from upstream.query.graph_index.numbering import NONE, IdTexts, Numbering
 
 Ints = npt.NDArray[np.int64]
 
@@ -30,12 +30,12 @@ class NamedTexts(Sequence[str]):
     answer collapsed by run writes its thousands of runs' ids by number (`query.id_parts`)
     and never reads them."""
 
-    def __init__(self, texts: list[str], numbers: Ints) -> None:
+    def __init__(self, texts: IdTexts, numbers: Ints) -> None:
         self._texts, self._numbers = texts, numbers
 
     @cached_property
     def _named(self) -> list[str]:
-        return list(map(self._texts.__getitem__, self._numbers.tolist()))
+        return self._texts.take(self._numbers)
 
     @overload
     def __getitem__(self, index: int) -> str: ...

@@ -104,7 +104,8 @@ def deleted_ids(conn: Connection) -> list[str]:
     return list(conn.execute(sa.select(id_text(d.entity_id, conn.dialect.name))).scalars())
 
 
-def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> list[RunRow]:
+def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> Iterator[list[RunRow]]:
+    """Every run's row (or those of `runs`), in chunks as the relations come."""
     dialect = conn.dialect.name
     r = t.runs.c
     columns = (
@@ -115,11 +116,8 @@ def run_rows(conn: Connection, runs: Collection[uuid.UUID] | None = None) -> lis
         id_text(r.parent_run_id, dialect),
         r.has_events,
     )
-    found: list[RunRow] = []
     for matches in _matching(conn, r.id, runs):
-        query = sa.select(*columns).where(matches)
-        found.extend(conn.execute(query).all())
-    return found
+        yield from _in_chunks(conn, sa.select(*columns).where(matches))
 
 
 def job_kind_rows(conn: Connection, jobs: Collection[uuid.UUID] | None = None) -> list[JobKindRow]:
@@ -354,8 +352,9 @@ def field_link_rows(
     conn: Connection,
     runs: Collection[uuid.UUID] | None = None,
     owners: Collection[uuid.UUID] | None = None,
-) -> list[LinkRow]:
-    """The current links (all, or those of `runs` and of the declarations of `owners`)."""
+) -> Iterator[list[LinkRow]]:
+    """The current links (all, or those of `runs` and of the declarations of `owners`), in
+    chunks: a run of a large store's has one or more."""
     dialect = conn.dialect.name
     link = t.lineage_links.c
     columns = [
@@ -365,10 +364,8 @@ def field_link_rows(
         link.scope == "run",
         *_no_interval(),
     ]
-    found: list[LinkRow] = []
     for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
-        found.extend(conn.execute(sa.select(*columns).where(condition)).all())
-    return found
+        yield from _in_chunks(conn, sa.select(*columns).where(condition))
 
 
 def field_set_edge_rows(

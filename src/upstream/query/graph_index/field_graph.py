@@ -116,7 +116,8 @@ def load(conn: Connection, ids: Numberings) -> FieldGraph:
     """Every field edge and link as `conn`'s snapshot holds them."""
     names = FieldNumberings(Numbering(), Numbering(), Numbering())
     history_links, history_edges = graph_rows.field_history_rows(conn)
-    links = _links([*graph_rows.field_link_rows(conn), *history_links], ids, names)
+    link_chunks = chain(graph_rows.field_link_rows(conn), [history_links])
+    links = _packed(lambda rows, ids: _links(rows, ids, names), link_chunks, ids)
     chunks = chain(graph_rows.field_set_edge_rows(conn), [history_edges])
     edges = _packed(lambda rows, ids: _edges(rows, ids, names), chunks, ids)
     return _made(names, links, edges)
@@ -137,7 +138,7 @@ def applied(
     changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
     gone = np.array([n for n in changed if n is not None], dtype=np.int32)
     history_links, history_edges = graph_rows.field_history_rows(conn, runs, owners)
-    current = graph_rows.field_link_rows(conn, runs, owners)
+    current = [row for rows in graph_rows.field_link_rows(conn, runs, owners) for row in rows]
     fresh = _links([*current, *history_links], ids, names)
     links_kept = ~np.isin(fields.links["owner"], gone)
     links = fields.links.where(links_kept).plus(fresh)

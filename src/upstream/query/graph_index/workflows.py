@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,9 @@ from upstream.model.workflow import is_workflow
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.store import graph_rows
+
+if TYPE_CHECKING:
+    from upstream.query.graph_index.graph import Table
 
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
@@ -198,13 +201,10 @@ def job_kinds(conn: Connection, jobs: Collection[uuid.UUID] | None = None) -> di
 
 
 def load(
-    conn: Connection,
-    runs: Sequence[graph_rows.RunRow],
-    jobs: Numbering,
-    datasets: Numbering,
-    run_ids: Numbering,
+    conn: Connection, runs: Table, jobs: Numbering, datasets: Numbering, run_ids: Numbering
 ) -> Workflows:
-    """The workflow columns as `conn`'s snapshot holds them; `runs` are every run's rows."""
+    """The workflow columns as `conn`'s snapshot holds them; `runs` are every run's
+    columns (`graph._runs`)."""
     return _made(
         None,
         runs,
@@ -218,7 +218,7 @@ def load(
 def applied(
     conn: Connection,
     held: Workflows,
-    runs: Sequence[graph_rows.RunRow],
+    runs: Table,
     changed: Collection[uuid.UUID],
     named: Collection[uuid.UUID],
     numberings: tuple[Numbering, Numbering, Numbering],
@@ -227,15 +227,13 @@ def applied(
     the workflow flag of every job `named` by the change, of the changed runs' jobs, of the
     jobs of the parents they name, and of jobs numbered since: a new child run can make its
     parent's job a workflow without any run of that job changing."""
-    jobs, datasets, run_ids = numberings
-    parents = [run_ids.known(row[5]) for row in runs if row[5] is not None]
+    jobs, datasets, _ = numberings
+    parents = runs["parent"]
     held_jobs = held.run_job
-    wanted = {row[1] for row in runs}
-    wanted |= {
-        jobs.texts[held_jobs[p]]
-        for p in parents
-        if p is not None and p < len(held_jobs) - 1 and held_jobs[p] >= 0
-    }
+    parents = parents[(parents >= 0) & (parents < len(held_jobs) - 1)]
+    parent_jobs = held_jobs[parents]
+    wanted = set(jobs.texts.take(runs["job"][runs["job"] >= 0]))
+    wanted |= set(jobs.texts.take(parent_jobs[parent_jobs >= 0]))
     wanted |= {text for i in named if jobs.known(text := str(i)) is not None}
     wanted |= set(jobs.texts[len(held.job_workflow) - 1 :])
     new_datasets = [uuid.UUID(text) for text in datasets.texts[len(held.name_run) - 1 :]]
@@ -247,7 +245,7 @@ def applied(
 
 def _made(
     held: Workflows | None,
-    runs: Sequence[graph_rows.RunRow],
+    runs: Table,
     kinds: dict[str, bool],
     marks: Sequence[graph_rows.MarkRow],
     suffixes: Sequence[tuple[str, str]],
@@ -255,15 +253,9 @@ def _made(
     changed: Collection[uuid.UUID] = (),
 ) -> Workflows:
     jobs, datasets, run_ids = numberings
-    for run, job, _, _, _, parent, _ in runs:
-        run_ids.number(run)
-        run_ids.number(parent)
-        jobs.number(job)
-    for job in kinds:
-        jobs.number(job)
-    for run, dataset, _, _ in marks:
-        run_ids.number(run)
-        datasets.number(dataset)
+    kind_jobs = jobs.numbers(list(kinds))
+    mark_runs = run_ids.numbers(m[0] for m in marks)
+    mark_datasets = datasets.numbers(m[1] for m in marks)
     # CDAP's rule compares the name's end with a run's id: the run is numbered here if new.
     named_runs = [
         (datasets.number(dataset), run_ids.number(name[-36:].lower()))
@@ -290,13 +282,10 @@ def _made(
         kept = ~np.isin(held.mark_run, gone)
         mark_columns = [held.mark_run[kept], held.mark_dataset[kept]]
         bits = held.mark_bits[kept]
-    for run, job, _, _, _, parent, events in runs:
-        number = run_ids.number(run)
-        run_job[number] = jobs.number(job)
-        run_parent[number] = run_ids.number(parent)
-        run_events[number] = bool(events)
-    for job, workflow in kinds.items():
-        job_workflow[jobs.number(job)] = workflow
+    run_job[runs["run"]] = runs["job"]
+    run_parent[runs["run"]] = runs["parent"]
+    run_events[runs["run"]] = runs["events"]
+    job_workflow[kind_jobs] = np.fromiter(kinds.values(), dtype=np.bool_, count=len(kinds))
     for dataset, run in named_runs:
         name_run[dataset] = run
     return Workflows(
@@ -304,8 +293,8 @@ def _made(
         run_parent=run_parent,
         run_events=run_events,
         job_workflow=job_workflow,
-        mark_run=np.concatenate([mark_columns[0], run_ids.numbers(m[0] for m in marks)]),
-        mark_dataset=np.concatenate([mark_columns[1], datasets.numbers(m[1] for m in marks)]),
+        mark_run=np.concatenate([mark_columns[0], mark_runs]),
+        mark_dataset=np.concatenate([mark_columns[1], mark_datasets]),
         mark_bits=np.concatenate(
             [bits, np.fromiter((_mark_bits(m[2], m[3]) for m in marks), dtype=np.int8)]
         ),

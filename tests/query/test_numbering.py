@@ -1,0 +1,107 @@
+"""The index's numbering of ids (`graph_index.numbering`): it answers as a dictionary and a
+list of texts would — numbers given in the order ids come, `texts[n]`, `known`, the ids'
+order — while a uuid's id is kept as 16 bytes, not a Python string and a dictionary entry."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+import uuid
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from upstream.query.graph_index.numbering import NONE, Numbering
+
+UUIDS = [str(uuid.UUID(int=i * 0x9E3779B97F4A7C15_0123456789ABCDEF % 2**128)) for i in range(40)]
+
+#: Uuids' texts, the forms that are not one (upper case, no hyphens, longer, another letter),
+#: names and None, to be numbered as they come.
+texts = st.one_of(
+    st.sampled_from(UUIDS),
+    st.sampled_from(UUIDS).map(str.upper),
+    st.sampled_from(UUIDS).map(lambda text: text.replace("-", "")),
+    st.sampled_from(UUIDS).map(lambda text: text + "\n"),
+    st.sampled_from(UUIDS).map(lambda text: "g" + text[1:]),
+    st.sampled_from(UUIDS).map(lambda text: "é" + text[1:]),
+    st.sampled_from(["", "a", "component", "x" * 36]),
+    st.none(),
+)
+
+
+class Model:
+    """What a numbering answers: a dictionary and a list."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def number(self, text: str | None) -> int:
+        if text is None:
+            return NONE
+        if text not in self.numbers:
+            self.numbers[text] = len(self.texts)
+            self.texts.append(text)
+        return self.numbers[text]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(texts, max_size=12)), max_size=8))
+def test_a_numbering_answers_as_a_dictionary_and_a_list(
+    steps: list[tuple[bool, list[str | None]]],
+) -> None:
+    numbering, model = Numbering(), Model()
+    for together, batch in steps:
+        expected = [model.number(text) for text in batch]
+        if together:
+            assert numbering.numbers(iter(batch)).tolist() == expected
+        else:
+            assert [numbering.number(text) for text in batch] == expected
+        assert len(numbering) == len(numbering.texts) == len(model.texts)
+        assert list(numbering.texts) == model.texts
+        assert [numbering.texts[n] for n in range(len(model.texts))] == model.texts
+        assert numbering.texts[1:] == model.texts[1:]
+        assert numbering.texts.take(np.arange(len(model.texts))[::-1]) == model.texts[::-1]
+        for text in [*model.texts, *UUIDS[:3], "absent"]:
+            assert numbering.known(text) == model.numbers.get(text)
+        order = numbering.text_order()
+        assert len(order) == len(model.texts) + 1
+        assert order[-1] == len(model.texts)
+        by_text = sorted(range(len(model.texts)), key=lambda n: model.texts[n][:36])
+        assert np.argsort(order[:-1], kind="stable").tolist() == by_text
+
+
+def test_many_ids_numbered_in_chunks_keep_their_numbers() -> None:
+    ids = [str(uuid.uuid4()) for _ in range(30_000)]
+    numbering = Numbering()
+    for start in range(0, len(ids), 7_000):
+        chunk = ids[start : start + 7_000]
+        assert numbering.numbers(chunk + chunk[:10]).tolist() == [
+            *range(start, start + len(chunk)),
+            *range(start, start + 10),
+        ]
+    assert numbering.numbers(ids[::-1]).tolist() == list(range(len(ids)))[::-1]
+    assert numbering.texts[:] == ids
+    order = numbering.text_order()
+    assert np.argsort(order[:-1]).tolist() == sorted(range(len(ids)), key=ids.__getitem__)
+    assert numbering.known(str(uuid.uuid4())) is None
+
+
+def test_a_uuid_costs_its_bytes_not_a_string_and_a_dictionary_entry() -> None:
+    ids = [str(uuid.uuid4()) for _ in range(100_000)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        numbering = Numbering()
+        for start in range(0, len(ids), 10_000):
+            # Fresh strings, as rows read from the store are.
+            numbering.numbers([text.upper().lower() for text in ids[start : start + 10_000]])
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # 16 bytes of key, 8 to 16 of hash table, room to grow: a string and a dictionary
+    # entry were 130.
+    assert held / len(ids) < 48
+    assert numbering.texts[12_345] == ids[12_345]
