@@ -16,7 +16,7 @@ from tests.query import test_graph_index as random_graphs
 from upstream.ingest.service import ingest_documents
 from upstream.query.graph_index.adjacency import Adjacency
 from upstream.query.graph_index.field_graph import FieldGraph
-from upstream.query.graph_index.graph import DATASET, JOB, Graph
+from upstream.query.graph_index.graph import DATASET, JOB, Graph, Table
 from upstream.query.graph_index.index import index_of
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.store.engine import Store
@@ -49,18 +49,31 @@ def test_an_updated_adjacency_is_the_one_built_afresh(
     _same(updated, np.concatenate([old_keys[keep], new_keys]), nodes)
 
 
+def _holds(found: Adjacency, table: Table, keys: np.ndarray, nodes: int) -> None:
+    """`found` gives, for every node, the rows of `table`'s version a fresh build of its
+    rows gives, as positions of the shared columns."""
+    held = table.held
+    built = Adjacency(keys[held].astype(np.int32), nodes)
+    every = np.arange(nodes + 2, dtype=np.int64)  # and nodes numbered later
+    rows, owner = found.rows_of(every)
+    fresh_rows, fresh_owner = built.rows_of(every)
+    assert rows.tolist() == held[fresh_rows].tolist()
+    assert owner.tolist() == fresh_owner.tolist()
+
+
 def _check(graph: Graph) -> None:
     datasets, jobs = len(graph.ids.datasets), len(graph.ids.jobs)
     relations, flows, edges = graph.relations, graph.flows, graph.edges
-    _same(graph.by_dataset, relations["dataset"], datasets)
-    _same(graph.by_job, relations["job"], jobs)
-    _same(graph.by_run, relations["run"], len(graph.ids.runs))
-    _same(graph.by_source, flows["source"], datasets)
-    _same(graph.by_target, flows["target"], datasets)
+    _holds(graph.by_dataset, relations, relations["dataset"], datasets)
+    _holds(graph.by_job, relations, relations["job"], jobs)
+    _holds(graph.by_run, relations, relations["run"], len(graph.ids.runs))
+    _holds(graph.by_source, flows, flows["source"], datasets)
+    _holds(graph.by_target, flows, flows["target"], datasets)
     for side in ("source", "target"):
         for kind, code in (("dataset", DATASET), ("job", JOB)):
             keys = np.where(edges[f"{side}_type"] == code, edges[f"{side}_{kind}"], NONE)
-            _same(graph.edges_by[f"{side}_{kind}"], keys, datasets if kind == "dataset" else jobs)
+            nodes = datasets if kind == "dataset" else jobs
+            _holds(graph.edges_by[f"{side}_{kind}"], edges, keys, nodes)
     fields: FieldGraph = graph.fields
     _same(fields.links_by_set, fields.links["set"], len(fields.names.sets))
     _same(fields.by_source, fields.source_node, len(fields.node_keys))

@@ -109,7 +109,7 @@ class FieldGraph:
         adjacency = (self.links_by_set, self.by_source, self.by_target)
         held = self.links.nbytes + self.edges.nbytes + self.node_keys.nbytes
         held += self.source_node.nbytes + self.target_node.nbytes
-        return held + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        return held + sum(a.nbytes for a in adjacency)
 
 
 def load(conn: Connection, ids: Numberings) -> FieldGraph:
