@@ -108,7 +108,7 @@ def _check(graph: Graph) -> None:
             nodes = datasets if kind == "dataset" else jobs
             _same(graph.edges_by[f"{side}_{kind}"], keys, nodes, edges.held)
     fields: FieldGraph = graph.fields
-    _same(fields.links_by_set, fields.links["set"], len(fields.names.sets))
+    _same(fields.links_by_set, fields.links["set"], len(fields.names.sets), fields.links.held)
     _same(fields.by_source, fields.source_node, len(fields.node_keys))
     _same(fields.by_target, fields.target_node, len(fields.node_keys))
 

@@ -2,8 +2,9 @@
 position of the change log, never changed once made.
 
 A change makes a new version: the rows the changed runs and owners own are dropped and read
-again, and the adjacency is updated (the kept rows' order copied, the new rows placed by
-search, nothing sorted again); a reader holding the old version keeps a consistent one.
+again, appended in place to the columns the old version views (`Table`), and the adjacency
+shares the old arrays (`Adjacency.changed`); a reader holding the old version keeps a
+consistent one, as it never looks past its own rows.
 Ids are numbered densely (`numbering`); a missing instant is a sentinel that compares as SQL's
 NULL does in the window's tests (`upstream.store.window`).
 """
@@ -105,8 +106,9 @@ class Table:
     columns: dict[str, Column]
     #: Positions of rows this version does not hold (sorted): a change replaced them.
     dropped: Ints = field(default_factory=lambda: _NO_ROWS)
-    #: Positions before `base` are those the adjacency's arrays were built from.
-    base: int = 0
+    #: Positions before `base` are those the adjacency's arrays were built from (None:
+    #: every position).
+    base: int | None = None
     #: The arrays the columns view, which the next version appends to (None: none).
     shared: _Shared | None = None
 
@@ -554,20 +556,21 @@ def _grown(
     if before is None:
         return added, {name: Adjacency(keys(added), nodes) for name, (keys, nodes) in keyed.items()}
     dropped = np.union1d(old.dropped, change.dropped)
-    since = len(old) + len(added) - old.base + len(dropped)
+    base = len(old) if old.base is None else old.base
+    since = len(old) + len(added) - base + len(dropped)
     columns = None
-    if old.shared is not None and since <= COMPACT_AT * old.base:
+    if old.shared is not None and since <= COMPACT_AT * base:
         columns = old.shared.appended(len(old), added)
     if columns is not None:
-        table = Table(columns, dropped, old.base, old.shared)
+        table = Table(columns, dropped, base, old.shared)
         return table, {
             name: before[name].changed(dropped, len(old), keys(added))
             for name, (keys, _) in keyed.items()
         }
     held = np.delete(np.arange(len(old), dtype=np.int64), dropped)
-    kept = np.ones(old.base, dtype=np.bool_)
-    kept[dropped[dropped < old.base]] = False
-    later = old.where(held[held >= old.base])
+    kept = np.ones(base, dtype=np.bool_)
+    kept[dropped[dropped < base]] = False
+    later = old.where(held[held >= base])
     return _with_room([old.where(held), added]), {
         # The old arrays' rows kept, then the rows appended since they were built, then
         # the new rows: the table's order.
