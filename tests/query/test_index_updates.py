@@ -84,7 +84,9 @@ def test_a_changed_adjacency_gives_the_rows_a_fresh_build_gives(
     for drop, added in steps:
         dropped = np.union1d(dropped, [d for d in drop if d < len(column)]).astype(np.int64)
         new_keys = np.array(added, dtype=np.int32)
-        adjacency = adjacency.changed(dropped, len(column), new_keys)
+        gone = np.zeros(len(column) + len(added), dtype=np.bool_)
+        gone[dropped] = True
+        adjacency = adjacency.changed(gone, len(column), new_keys)
         column = np.concatenate([column, new_keys])
     held = np.delete(np.arange(len(column), dtype=np.int64), dropped)
     nodes = np.array(asked, dtype=np.int64)

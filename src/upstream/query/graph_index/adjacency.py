@@ -7,7 +7,7 @@ only the neighbours, and its steps carry weights 0 and 1 with a level limit, whi
 their breadth-first searches offers.
 
 A version made by a change shares the arrays of the version it came from (design §6): the
-rows it no longer holds are left out as they are read (`dropped`), and the rows appended since
+rows it no longer holds are left out as they are read (`gone`), and the rows appended since
 the shared part was built are kept apart, sorted by key (`extra_keys`, `extra_rows`), so a
 change costs the rows appended since, not every row of the table.
 """
@@ -18,16 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
 _NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
-
-
-def among(values: Ints, held: Ints) -> npt.NDArray[np.bool_]:
-    """Whether each of `values` is one of `held` (sorted)."""
-    if not len(held):
-        return np.zeros(len(values), dtype=np.bool_)
-    at = np.minimum(np.searchsorted(held, values), len(held) - 1)
-    found: npt.NDArray[np.bool_] = held[at] == values
-    return found
+_NONE_GONE: Flags = np.zeros(0, dtype=np.bool_)
 
 
 def _spans(first: Ints, counts: Ints) -> tuple[Ints, Ints]:
@@ -42,8 +35,9 @@ def _spans(first: Ints, counts: Ints) -> tuple[Ints, Ints]:
 class Adjacency:
     """The rows of a table by the value of one key column (negative values: no key)."""
 
-    #: Rows the arrays hold that this version does not (sorted; a change replaced them).
-    dropped: Ints = _NO_ROWS
+    #: By row, whether this version does not hold it (a change replaced it); empty: none.
+    #: A mask rather than the rows' list: a read tests each row it meets.
+    gone: Flags = _NONE_GONE
     #: The key and row of each row appended after the arrays were built, by key, then row.
     extra_keys: Ints = _NO_ROWS
     extra_rows: Ints = _NO_ROWS
@@ -85,12 +79,15 @@ class Adjacency:
         made.starts[-1] = made.starts[-2]
         return made
 
-    def changed(self, dropped: Ints, first: int, added: npt.NDArray[np.int32]) -> Adjacency:
-        """This adjacency's arrays, shared, without the rows `dropped` (sorted: every row the
-        new version does not hold) and with the rows numbered from `first` on keyed `added`.
-        Costs the rows appended since the arrays were built, not the table's."""
-        still = ~among(self.extra_rows, dropped)
-        keys, rows = self.extra_keys[still], self.extra_rows[still]
+    def changed(self, gone: Flags, first: int, added: npt.NDArray[np.int32]) -> Adjacency:
+        """This adjacency's arrays, shared, without the rows `gone` (by row: whether the new
+        version does not hold it; empty: none) and with the rows numbered from `first` on
+        keyed `added`. Costs the rows appended since the arrays were built, not the
+        table's."""
+        keys, rows = self.extra_keys, self.extra_rows
+        if len(gone):
+            still = ~gone[rows]
+            keys, rows = keys[still], rows[still]
         present = np.flatnonzero(added >= 0)
         order = np.argsort(added[present], kind="stable")
         new_keys = added[present][order].astype(np.int64)
@@ -98,14 +95,14 @@ class Adjacency:
         # after them all); np.insert keeps rows given the same place in the order given.
         places = np.searchsorted(keys, new_keys, side="right")
         made = Adjacency.__new__(Adjacency)
-        made.rows, made.starts, made.dropped = self.rows, self.starts, dropped
+        made.rows, made.starts, made.gone = self.rows, self.starts, gone
         made.extra_keys = np.insert(keys, places, new_keys)
         made.extra_rows = np.insert(rows, places, first + present[order])
         return made
 
     @property
     def nbytes(self) -> int:
-        held = (self.rows, self.starts, self.dropped, self.extra_keys, self.extra_rows)
+        held = (self.rows, self.starts, self.gone, self.extra_keys, self.extra_rows)
         return sum(array.nbytes for array in held)
 
     def rows_of(self, nodes: npt.NDArray[np.integer]) -> tuple[Ints, Ints]:
@@ -116,9 +113,10 @@ class Adjacency:
         first = self.starts[clamped]
         at, owner = _spans(first, self.starts[clamped + 1] - first)
         rows = self.rows[at]
-        if len(self.dropped):
-            kept = ~among(rows, self.dropped)
-            rows, owner = rows[kept], owner[kept]
+        if len(self.gone):
+            gone = self.gone[rows]
+            if gone.any():  # most reads meet none of the rows a change replaced
+                rows, owner = rows[~gone], owner[~gone]
         if not len(self.extra_keys):
             return rows, owner
         start = np.searchsorted(self.extra_keys, nodes, side="left")
@@ -128,7 +126,13 @@ class Adjacency:
         if not len(at):
             return rows, owner
         # Both parts are in the order of `nodes`, and every appended row follows the rows
-        # the arrays hold: a stable sort by node merges them (two sorted runs: linear).
-        owners = np.concatenate([owner, extra_owner])
-        order = np.argsort(owners, kind="stable")
-        return np.concatenate([rows, self.extra_rows[at]])[order], owners[order]
+        # the arrays hold: each appended row goes after the held rows of its node and those
+        # before it.
+        places = np.searchsorted(owner, extra_owner, side="right")
+        places += np.arange(len(places))
+        held = np.ones(len(rows) + len(places), dtype=np.bool_)
+        held[places] = False
+        merged, owners = np.empty(len(held), dtype=np.int64), np.empty(len(held), dtype=np.int64)
+        merged[held], owners[held] = rows, owner
+        merged[places], owners[places] = self.extra_rows[at], extra_owner
+        return merged, owners

@@ -563,8 +563,10 @@ def _grown(
         columns = old.shared.appended(len(old), added)
     if columns is not None:
         table = Table(columns, dropped, base, old.shared)
+        gone = np.zeros(len(table) if len(dropped) else 0, dtype=np.bool_)
+        gone[dropped] = True
         return table, {
-            name: before[name].changed(dropped, len(old), keys(added))
+            name: before[name].changed(gone, len(old), keys(added))
             for name, (keys, _) in keyed.items()
         }
     held = np.delete(np.arange(len(old), dtype=np.int64), dropped)
