@@ -424,7 +424,7 @@ def index_figures(url: str) -> dict[str, float]:
 
 
 def _adjacency_bytes(*found: Adjacency) -> int:
-    return sum(a.rows.nbytes + a.starts.nbytes for a in found)
+    return sum(a.nbytes for a in found)
 
 
 def command_line_lineage(

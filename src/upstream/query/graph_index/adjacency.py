@@ -5,6 +5,11 @@ Written with numpy rather than taken from scipy.sparse or a graph library: a wal
 rows themselves (each carries a run, an access, a time interval tested per question), not
 only the neighbours, and its steps carry weights 0 and 1 with a level limit, which none of
 their breadth-first searches offers.
+
+A version made by a change shares the arrays of the version it came from (design §6): the
+rows it no longer holds are left out as they are read (`gone`), and the rows appended since
+the shared part was built are kept apart, sorted by key (`extra_keys`, `extra_rows`), so a
+change costs the rows appended since, not every row of the table.
 """
 
 from __future__ import annotations
@@ -13,10 +18,29 @@ import numpy as np
 import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+_NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
+_NONE_GONE: Flags = np.zeros(0, dtype=np.bool_)
+
+
+def _spans(first: Ints, counts: Ints) -> tuple[Ints, Ints]:
+    """The positions of the spans of `counts` places from `first`, one after another, and
+    for each the number of its span."""
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(first), dtype=np.int64), counts)
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(first, counts) + offsets, owner
 
 
 class Adjacency:
     """The rows of a table by the value of one key column (negative values: no key)."""
+
+    #: By row, whether this version does not hold it (a change replaced it); empty: none.
+    #: A mask rather than the rows' list: a read tests each row it meets.
+    gone: Flags = _NONE_GONE
+    #: The key and row of each row appended after the arrays were built, by key, then row.
+    extra_keys: Ints = _NO_ROWS
+    extra_rows: Ints = _NO_ROWS
 
     def __init__(self, keys: npt.NDArray[np.int32], nodes: int) -> None:
         present = keys >= 0
@@ -55,16 +79,60 @@ class Adjacency:
         made.starts[-1] = made.starts[-2]
         return made
 
+    def changed(self, gone: Flags, first: int, added: npt.NDArray[np.int32]) -> Adjacency:
+        """This adjacency's arrays, shared, without the rows `gone` (by row: whether the new
+        version does not hold it; empty: none) and with the rows numbered from `first` on
+        keyed `added`. Costs the rows appended since the arrays were built, not the
+        table's."""
+        keys, rows = self.extra_keys, self.extra_rows
+        if len(gone):
+            still = ~gone[rows]
+            keys, rows = keys[still], rows[still]
+        present = np.flatnonzero(added >= 0)
+        order = np.argsort(added[present], kind="stable")
+        new_keys = added[present][order].astype(np.int64)
+        # A new row follows every row of its key, as a fresh build puts it (it is numbered
+        # after them all); np.insert keeps rows given the same place in the order given.
+        places = np.searchsorted(keys, new_keys, side="right")
+        made = Adjacency.__new__(Adjacency)
+        made.rows, made.starts, made.gone = self.rows, self.starts, gone
+        made.extra_keys = np.insert(keys, places, new_keys)
+        made.extra_rows = np.insert(rows, places, first + present[order])
+        return made
+
+    @property
+    def nbytes(self) -> int:
+        held = (self.rows, self.starts, self.gone, self.extra_keys, self.extra_rows)
+        return sum(array.nbytes for array in held)
+
     def rows_of(self, nodes: npt.NDArray[np.integer]) -> tuple[Ints, Ints]:
         """The rows keyed by any of `nodes`, and for each the position in `nodes` of the node
-        that keys it."""
-        nodes = np.minimum(nodes, len(self.starts) - 2)
-        first = self.starts[nodes]
-        counts = self.starts[nodes + 1] - first
-        total = int(counts.sum())
-        if total == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        owner = np.repeat(np.arange(len(nodes), dtype=np.int64), counts)
-        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        return self.rows[np.repeat(first, counts) + offsets], owner
+        that keys it: for each node its rows in the order of the table, as a fresh build of
+        this version's rows gives them."""
+        clamped = np.minimum(nodes, len(self.starts) - 2)
+        first = self.starts[clamped]
+        at, owner = _spans(first, self.starts[clamped + 1] - first)
+        rows = self.rows[at]
+        if len(self.gone):
+            gone = self.gone[rows]
+            if gone.any():  # most reads meet none of the rows a change replaced
+                rows, owner = rows[~gone], owner[~gone]
+        if not len(self.extra_keys):
+            return rows, owner
+        start = np.searchsorted(self.extra_keys, nodes, side="left")
+        at, extra_owner = _spans(
+            start, np.searchsorted(self.extra_keys, nodes, side="right") - start
+        )
+        if not len(at):
+            return rows, owner
+        # Both parts are in the order of `nodes`, and every appended row follows the rows
+        # the arrays hold: each appended row goes after the held rows of its node and those
+        # before it.
+        places = np.searchsorted(owner, extra_owner, side="right")
+        places += np.arange(len(places))
+        held = np.ones(len(rows) + len(places), dtype=np.bool_)
+        held[places] = False
+        merged, owners = np.empty(len(held), dtype=np.int64), np.empty(len(held), dtype=np.int64)
+        merged[held], owners[held] = rows, owner
+        merged[places], owners[places] = self.extra_rows[at], extra_owner
+        return merged, owners

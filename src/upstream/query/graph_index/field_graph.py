@@ -36,7 +36,15 @@ from sqlalchemy.engine import Connection
 
 from upstream.model.facts import ORIGIN_RANK
 from upstream.query.graph_index.adjacency import Adjacency
-from upstream.query.graph_index.graph import Numberings, Table, _interval, _packed
+from upstream.query.graph_index.graph import (
+    Keyed,
+    Numberings,
+    Replaced,
+    Table,
+    _grown,
+    _interval,
+    _packed,
+)
 from upstream.query.graph_index.numbering import NONE, Numbering
 from upstream.store import graph_rows
 
@@ -109,7 +117,7 @@ class FieldGraph:
         adjacency = (self.links_by_set, self.by_source, self.by_target)
         held = self.links.nbytes + self.edges.nbytes + self.node_keys.nbytes
         held += self.source_node.nbytes + self.target_node.nbytes
-        return held + sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        return held + sum(a.nbytes for a in adjacency)
 
 
 def load(conn: Connection, ids: Numberings) -> FieldGraph:
@@ -140,22 +148,27 @@ def applied(
     history_links, history_edges = graph_rows.field_history_rows(conn, runs, owners)
     current = [row for rows in graph_rows.field_link_rows(conn, runs, owners) for row in rows]
     fresh = _links([*current, *history_links], ids, names)
-    links_kept = ~np.isin(fields.links["owner"], gone)
-    links = fields.links.where(links_kept).plus(fresh)
+    # The links are appended in place and their adjacency shares the old one's arrays, as
+    # the graph's tables are (design §6).
+    dropped = np.flatnonzero(np.isin(fields.links["owner"], gone))
+    keyed: Keyed = {"links_by_set": (lambda table: table["set"], len(names.sets))}
+    links, by = _grown(
+        Replaced(fields.links, dropped, fresh), keyed, {"links_by_set": fields.links_by_set}
+    )
+    linked = links["set"][links.held]
     # A declaration read again may keep its key with other edges: its edges are read again.
     redeclared = np.array([names.sets.number(row[1]) for row in history_links], dtype=np.int32)
-    kept = np.isin(fields.edges["set"], links["set"]) & ~np.isin(fields.edges["set"], redeclared)
+    kept = np.isin(fields.edges["set"], linked) & ~np.isin(fields.edges["set"], redeclared)
     edges = fields.edges.where(kept)
     named = np.unique(names.sets.numbers(row[1] for row in current))
     missing = {names.sets.texts[n] for n in named[~np.isin(named, edges["set"])].tolist()}
     read = [row for rows in graph_rows.field_set_edge_rows(conn, missing) for row in rows]
     added = _edges([*read, *history_edges], ids, names)
     if len(added) or not kept.all():
-        return _made(names, links, edges.plus(added))
+        return _made(names, links.where(links.held), edges.plus(added))
     # Most changes link runs to sets the graph holds: the edges, their nodes and their
-    # adjacency stay as they are, and only the links' adjacency is updated.
-    by_set = fields.links_by_set.updated(links_kept, fresh["set"], len(names.sets))
-    return replace(fields, links=links, links_by_set=by_set)
+    # adjacency stay as they are, and only the links change.
+    return replace(fields, links=links, links_by_set=by["links_by_set"])
 
 
 def _links(rows: Sequence[Sequence[Any]], ids: Numberings, names: FieldNumberings) -> Table:

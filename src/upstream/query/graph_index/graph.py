@@ -2,8 +2,9 @@
 position of the change log, never changed once made.
 
 A change makes a new version: the rows the changed runs and owners own are dropped and read
-again, and the adjacency is updated (the kept rows' order copied, the new rows placed by
-search, nothing sorted again); a reader holding the old version keeps a consistent one.
+again, appended in place to the columns the old version views (`Table`), and the adjacency
+shares the old arrays (`Adjacency.changed`); a reader holding the old version keeps a
+consistent one, as it never looks past its own rows.
 Ids are numbered densely (`numbering`); a missing instant is a sentinel that compares as SQL's
 NULL does in the window's tests (`upstream.store.window`).
 """
@@ -11,9 +12,10 @@ NULL does in the window's tests (`upstream.store.window`).
 from __future__ import annotations
 
 import ctypes
+import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from upstream.query.graph_index.field_graph import FieldGraph
 
 Column = npt.NDArray[Any]
+Ints = npt.NDArray[np.int64]
 #: An unknown start: no window contains the run (`started_at < end` is not true of NULL).
 NO_START = np.iinfo(np.int64).max
 #: An unknown end (still running), or a declaration still in force: later than any instant.
@@ -51,19 +54,79 @@ class Numberings:
     versions: Numbering
 
 
+#: The rows a version appended past its base and the base rows it dropped, together, at
+#: most this share of the base; the change that would pass it makes a fresh base (design §6).
+COMPACT_AT = 1 / 8
+#: Room left past a table's rows for the rows changes append; pages never written cost no
+#: memory.
+_ROOM = 1 / 8
+_NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
+
+
+class _Shared:
+    """Columns with room past their rows that versions share: a version's columns are views
+    of the first rows; the next version appends past the last row filled, where no older
+    version looks."""
+
+    def __init__(self, columns: dict[str, Column], filled: int) -> None:
+        self.columns = columns
+        self.filled = filled
+        # Two readers may bring one version forward at once (`GraphIndex`, an older
+        # snapshot's): only one of them appends in place.
+        self.lock = threading.Lock()
+
+    def appended(self, length: int, added: Table) -> dict[str, Column] | None:
+        """The first `length` rows followed by `added`, in place; None when a version was
+        made past `length` already (its rows are there)."""
+        with self.lock:
+            if self.filled != length:
+                return None
+            end = length + len(added)
+            if end > len(next(iter(self.columns.values()))):
+                # Older versions keep the arrays they view; only this one and later move.
+                self.columns = {n: _room([c[:length]], end) for n, c in self.columns.items()}
+            for name, column in self.columns.items():
+                column[length:end] = added[name]
+            self.filled = end
+            return {name: column[:end] for name, column in self.columns.items()}
+
+
+def _room(parts: Sequence[Column], rows: int) -> Column:
+    """`parts` one after another in an array with room for `rows` rows and `_ROOM` more."""
+    made = np.empty(rows + int(rows * _ROOM) + 16, dtype=parts[0].dtype)
+    np.concatenate(parts, out=made[: sum(len(part) for part in parts)])
+    return made
+
+
 @dataclass(frozen=True)
 class Table:
-    """Rows as named columns of equal length."""
+    """Rows as named columns of equal length. A version made by a change views the columns
+    of the version before it, with its new rows appended (design §6): its rows are the
+    positions but `dropped`, and `held` lists them."""
 
     columns: dict[str, Column]
+    #: Positions of rows this version does not hold (sorted): a change replaced them.
+    dropped: Ints = field(default_factory=lambda: _NO_ROWS)
+    #: Positions before `base` are those the adjacency's arrays were built from (None:
+    #: every position).
+    base: int | None = None
+    #: The arrays the columns view, which the next version appends to (None: none).
+    shared: _Shared | None = None
 
     def __getitem__(self, name: str) -> Column:
         return self.columns[name]
 
     def __len__(self) -> int:
+        """The positions, held or not (`held`)."""
         return len(next(iter(self.columns.values())))
 
-    def where(self, keep: npt.NDArray[np.bool_]) -> Table:
+    @cached_property
+    def held(self) -> Ints:
+        """The positions of the rows this version holds, in order."""
+        every = np.arange(len(self), dtype=np.int64)
+        return np.delete(every, self.dropped) if len(self.dropped) else every
+
+    def where(self, keep: npt.NDArray[np.bool_] | Ints) -> Table:
         return Table({name: column[keep] for name, column in self.columns.items()})
 
     def plus(self, other: Table) -> Table:
@@ -74,26 +137,36 @@ class Table:
         return sum(column.nbytes for column in self.columns.values())
 
 
+def _with_room(tables: Sequence[Table], *, let_go: bool = False) -> Table:
+    """`tables` one after another, in arrays with room for the rows changes append; with
+    `let_go`, each of their columns is taken out of them as it is joined."""
+    rows = sum(len(table) for table in tables)
+    names = list(tables[0].columns)
+
+    def parts(name: str) -> list[Column]:
+        return [table.columns.pop(name) if let_go else table[name] for table in tables]
+
+    columns = {name: _room(parts(name), rows) for name in names}
+    return Table(
+        {n: c[:rows] for n, c in columns.items()}, base=rows, shared=_Shared(columns, rows)
+    )
+
+
 @dataclass(frozen=True)
 class Replaced:
-    """One table of a new version as the old version's rows `kept` followed by `added`, so
-    its adjacency is updated rather than sorted again (`Adjacency.updated`)."""
+    """One table of a new version as the old version's rows but `dropped` (positions),
+    followed by `added`."""
 
     old: Table
-    kept: npt.NDArray[np.bool_]
+    dropped: Ints
     added: Table
 
     @classmethod
     def whole(cls, table: Table) -> Replaced:
         """A table read whole: nothing of an old version kept."""
-        empty = Table({name: column[:0] for name, column in table.columns.items()})
-        return cls(empty, np.zeros(0, dtype=np.bool_), table)
-
-    @cached_property
-    def made(self) -> Table:
-        if not len(self.kept):  # read whole: no copy
-            return self.added
-        return self.old.where(self.kept).plus(self.added)
+        return cls(
+            Table({name: column[:0] for name, column in table.columns.items()}), _NO_ROWS, table
+        )
 
 
 class Changes(NamedTuple):
@@ -110,12 +183,11 @@ def _packed(
     ids: Numberings,
 ) -> Table:
     """The rows of `chunks` as one table, each chunk packed into columns before the next is
-    read (at most one chunk's rows are Python objects at a time). The chunks' columns are
-    let go one column at a time as the whole ones are made: a large store's relations are
-    about 90 MB of columns, not to be held twice over while they are joined."""
-    tables = [made(chunk, ids) for chunk in chunks] or [made([], ids)]
-    names = list(tables[0].columns)
-    return Table({n: np.concatenate([table.columns.pop(n) for table in tables]) for n in names})
+    read (at most one chunk's rows are Python objects at a time), with room for the rows
+    changes append. The chunks' columns are let go one column at a time as the whole ones
+    are made: a large store's relations are about 90 MB of columns, not to be held twice
+    over while they are joined."""
+    return _with_room([made(chunk, ids) for chunk in chunks] or [made([], ids)], let_go=True)
 
 
 def _instants(values: Sequence[int | None], missing: int) -> Column:
@@ -260,7 +332,8 @@ class Graph:
     def names_components(self) -> bool:
         """Whether a relation of this version names a component (the unnamed one, "", is
         numbered first): most stores name none, and a walk then looks none up."""
-        return bool(np.any(self.relations["component"] != 0))
+        r = self.relations
+        return bool(np.any(r["component"][r.held] != 0))
 
     @cached_property
     def newest_first(self) -> Column:
@@ -284,7 +357,7 @@ class Graph:
         adjacency = [self.by_dataset, self.by_job, self.by_run, self.by_source, self.by_target]
         adjacency += list(self.edges_by.values())
         runs = self.run_started.nbytes + self.run_ended.nbytes + self.run_completed.nbytes
-        adjacent = sum(a.rows.nbytes + a.starts.nbytes for a in adjacency)
+        adjacent = sum(a.nbytes for a in adjacency)
         fields = 0 if self.field_part is None else self.field_part.nbytes
         return tables + runs + adjacent + fields + self.workflows.nbytes
 
@@ -349,11 +422,13 @@ def applied(
 
     ids = graph.ids
     changed = [ids.owners.known(str(i)) for i in (*runs, *owners)]
-    gone = np.array([n for n in changed if n is not None], dtype=np.int32)
+    # One place more: the owners numbered after `graph` was made, which none of its rows has.
+    gone = np.zeros(len(ids.owners) + 1, dtype=np.bool_)
+    gone[[n for n in changed if n is not None]] = True
 
     def replaced(table: Table, read: Callable[..., Any], make: Callable[..., Table]) -> Replaced:
-        kept = ~np.isin(table["owner"], gone)
-        return Replaced(table, kept, _packed(make, read(conn, runs, owners), ids))
+        dropped = np.flatnonzero(gone[table["owner"]])
+        return Replaced(table, dropped, _packed(make, read(conn, runs, owners), ids))
 
     changes = None
     if runs or owners:
@@ -444,12 +519,6 @@ def _made(
     completed = np.concatenate([completed, np.zeros(missing, dtype=np.bool_)])
     relations, flows, edges = changes
 
-    def by(change: Replaced, keys: Callable[[Table], Column], nodes: int, name: str) -> Adjacency:
-        if previous is None:
-            return Adjacency(keys(change.made), nodes)
-        old: Adjacency = getattr(previous, name)
-        return old.updated(change.kept, keys(change.added), nodes)
-
     def ends(side: str, kind: str, code: int) -> Callable[[Table], Column]:
         def keys(table: Table) -> Column:
             of_kind = table[f"{side}_type"] == code
@@ -457,13 +526,27 @@ def _made(
 
         return keys
 
-    def edges_by(side: str, kind: str, code: int) -> Adjacency:
-        nodes = datasets if kind == "dataset" else jobs
-        if previous is None:
-            return Adjacency(ends(side, kind, code)(edges.made), nodes)
-        old = previous.edges_by[f"{side}_{kind}"]
-        return old.updated(edges.kept, ends(side, kind, code)(edges.added), nodes)
+    ends_by: Keyed = {
+        f"{side}_{kind}": (ends(side, kind, code), datasets if kind == "dataset" else jobs)
+        for side in ("source", "target")
+        for kind, code in (("dataset", DATASET), ("job", JOB))
+    }
+    by_relations: Keyed = {
+        "by_dataset": (lambda t: t["dataset"], datasets),
+        "by_job": (lambda t: t["job"], jobs),
+        "by_run": (lambda t: t["run"], len(ids.runs)),
+    }
+    by_flows: Keyed = {
+        "by_source": (lambda t: t["source"], datasets),
+        "by_target": (lambda t: t["target"], datasets),
+    }
 
+    def before(keyed: Keyed) -> dict[str, Adjacency] | None:
+        return None if previous is None else {name: getattr(previous, name) for name in keyed}
+
+    r, by_r = _grown(relations, by_relations, before(by_relations))
+    f, by_f = _grown(flows, by_flows, before(by_flows))
+    e, by_e = _grown(edges, ends_by, None if previous is None else previous.edges_by)
     return Graph(
         position=position,
         ids=ids,
@@ -472,19 +555,56 @@ def _made(
         run_completed=completed,
         deleted_datasets=_flags(ids.datasets, deleted),
         deleted_jobs=_flags(ids.jobs, deleted),
-        relations=relations.made,
-        flows=flows.made,
-        edges=edges.made,
-        by_dataset=by(relations, lambda t: t["dataset"], datasets, "by_dataset"),
-        by_job=by(relations, lambda t: t["job"], jobs, "by_job"),
-        by_run=by(relations, lambda t: t["run"], len(ids.runs), "by_run"),
-        by_source=by(flows, lambda t: t["source"], datasets, "by_source"),
-        by_target=by(flows, lambda t: t["target"], datasets, "by_target"),
-        edges_by={
-            f"{side}_{kind}": edges_by(side, kind, code)
-            for side in ("source", "target")
-            for kind, code in (("dataset", DATASET), ("job", JOB))
-        },
+        relations=r,
+        flows=f,
+        edges=e,
+        by_dataset=by_r["by_dataset"],
+        by_job=by_r["by_job"],
+        by_run=by_r["by_run"],
+        by_source=by_f["by_source"],
+        by_target=by_f["by_target"],
+        edges_by=by_e,
         field_part=fields,
         workflows=workflows,
     )
+
+
+#: The adjacencies over one table: each one's key column and the number of nodes it keys.
+Keyed = dict[str, tuple[Callable[[Table], Column], int]]
+
+
+def _grown(
+    change: Replaced, keyed: Keyed, before: dict[str, Adjacency] | None
+) -> tuple[Table, dict[str, Adjacency]]:
+    """The table `change` makes and its adjacencies `keyed`, given those of the version
+    before (None: none, the table is read whole). The new rows are appended to the arrays
+    the old version views and the adjacencies share theirs (design §6), unless another
+    version appended there already or the rows appended and dropped since the base would
+    pass `COMPACT_AT` of it: then the rows held are copied into a fresh base."""
+    old, added = change.old, change.added
+    if before is None:
+        return added, {name: Adjacency(keys(added), nodes) for name, (keys, nodes) in keyed.items()}
+    dropped = np.union1d(old.dropped, change.dropped)
+    base = len(old) if old.base is None else old.base
+    since = len(old) + len(added) - base + len(dropped)
+    columns = None
+    if old.shared is not None and since <= COMPACT_AT * base:
+        columns = old.shared.appended(len(old), added)
+    if columns is not None:
+        table = Table(columns, dropped, base, old.shared)
+        gone = np.zeros(len(table) if len(dropped) else 0, dtype=np.bool_)
+        gone[dropped] = True
+        return table, {
+            name: before[name].changed(gone, len(old), keys(added))
+            for name, (keys, _) in keyed.items()
+        }
+    held = np.delete(np.arange(len(old), dtype=np.int64), dropped)
+    kept = np.ones(base, dtype=np.bool_)
+    kept[dropped[dropped < base]] = False
+    later = old.where(held[held >= base])
+    return _with_room([old.where(held), added]), {
+        # The old arrays' rows kept, then the rows appended since they were built, then
+        # the new rows: the table's order.
+        name: before[name].updated(kept, np.concatenate([keys(later), keys(added)]), nodes)
+        for name, (keys, nodes) in keyed.items()
+    }

@@ -68,7 +68,7 @@ def job_edges(graph: Graph, window: Window | None) -> set[tuple[EdgeEnd, EdgeEnd
     (deleted entities included: the caller shows only what it lists)."""
     view = WalkView(graph, window)
     e = graph.edges
-    rows = np.arange(len(e), dtype=np.int64)
+    rows = e.held
     keep = view.in_force(e, rows, e["of_run"]) & view.run_in_window(e["run"].astype(np.int64))
     rows = rows[keep & ~e["fields"]]
     dataset_texts, job_texts = graph.ids.datasets.texts, graph.ids.jobs.texts
