@@ -9,9 +9,11 @@ import tracemalloc
 import uuid
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from upstream.query.graph_index import numbering as numbering_module
 from upstream.query.graph_index.numbering import NONE, Numbering
 
 UUIDS = [str(uuid.UUID(int=i * 0x9E3779B97F4A7C15_0123456789ABCDEF % 2**128)) for i in range(40)]
@@ -63,8 +65,13 @@ def test_a_numbering_answers_as_a_dictionary_and_a_list(
         assert [numbering.texts[n] for n in range(len(model.texts))] == model.texts
         assert numbering.texts[1:] == model.texts[1:]
         assert numbering.texts.take(np.arange(len(model.texts))[::-1]) == model.texts[::-1]
-        for text in [*model.texts, *UUIDS[:3], "absent"]:
+        asked = [*model.texts, *UUIDS[:3], "absent"]
+        for text in asked:
             assert numbering.known(text) == model.numbers.get(text)
+        assert numbering.known_numbers(asked).tolist() == [
+            model.numbers.get(text, NONE) for text in asked
+        ]
+        assert len(numbering) == len(model.texts)  # looking up numbers none
         order = numbering.text_order()
         assert len(order) == len(model.texts) + 1
         assert order[-1] == len(model.texts)
@@ -105,3 +112,18 @@ def test_a_uuid_costs_its_bytes_not_a_string_and_a_dictionary_entry() -> None:
     # entry were 130.
     assert held / len(ids) < 48
     assert numbering.texts[12_345] == ids[12_345]
+
+
+def test_a_text_asked_again_is_not_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer names one id once per row it shows: the text made for the first is kept
+    (the same object comes back), and at most `MADE_KEPT` texts are kept."""
+    monkeypatch.setattr(numbering_module, "MADE_KEPT", 4)
+    numbering = Numbering()
+    ids = [str(uuid.UUID(int=n + 1)) for n in range(10)]
+    numbering.numbers(ids)
+    first = numbering.texts[3]
+    assert first == ids[3]
+    assert numbering.texts[3] is first
+    for number in range(10):
+        assert numbering.texts[number] == ids[number]
+    assert len(numbering._made) <= 4

@@ -78,8 +78,9 @@ def _named(graph: Graph, pairs: Ints) -> list[FieldEdge]:
     f = graph.fields
     source, target = np.divmod(pairs, len(f.node_keys))
     datasets, fields = graph.ids.datasets.texts, f.names.fields.texts
-    columns = (f.dataset_of(source), f.field_of(source), f.dataset_of(target), f.field_of(target))
+    sources, targets = (datasets.take(f.dataset_of(nodes)) for nodes in (source, target))
+    field_pairs = zip(f.field_of(source).tolist(), f.field_of(target).tolist(), strict=True)
     return [
-        FieldEdge(datasets[s], fields[sf], datasets[t], fields[tf])
-        for s, sf, t, tf in zip(*(c.tolist() for c in columns), strict=True)
+        FieldEdge(s, fields[sf], t, fields[tf])
+        for s, t, (sf, tf) in zip(sources, targets, field_pairs, strict=True)
     ]

@@ -268,8 +268,8 @@ class FieldEdges:
 
     def datasets(self, ids: Iterable[uuid.UUID | str]) -> Ints:
         """The dataset numbers of `ids` that the graph holds."""
-        known = (self.graph.ids.datasets.known(str(i)) for i in ids)
-        return np.array(sorted({n for n in known if n is not None}), dtype=np.int64)
+        found = self.graph.ids.datasets.known_numbers([str(i) for i in ids])
+        return np.unique(found[found != NONE])
 
     def dataset_id(self, number: int) -> uuid.UUID:
         found = self._uuids.get(number)

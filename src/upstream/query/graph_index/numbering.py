@@ -159,6 +159,11 @@ class _Table:
             at = (at + 1) & mask
 
 
+#: At most this many texts made by `Numbering.text` are kept (a few MB); past it, they are
+#: made again.
+MADE_KEPT = 65_536
+
+
 class IdTexts(Sequence[str]):
     """The texts of a numbering's ids, by number, made when asked for; it grows with the
     numbering."""
@@ -204,6 +209,9 @@ class Numbering:
         self._others: dict[str, int] = {}
         self._other_texts: dict[int, str] = {}
         self._order: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        #: Texts made lately, by number: an answer names the same few ids once for every
+        #: row it shows, and making one from its bytes each time slowed answers by a third.
+        self._made: dict[int, str] = {}
         self.texts = IdTexts(self)
 
     def __len__(self) -> int:
@@ -219,8 +227,14 @@ class Numbering:
             other = self._other_texts.get(number)
             if other is not None:
                 return other
-        hexed = self._keys[number].tobytes().hex()
-        return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+        made = self._made.get(number)
+        if made is None:
+            hexed = self._keys[number].tobytes().hex()
+            made = f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+            if len(self._made) >= MADE_KEPT:
+                self._made.clear()
+            self._made[number] = made
+        return made
 
     def take(self, numbers: npt.NDArray[np.int64]) -> list[str]:
         """The texts of `numbers` (each one held)."""
@@ -342,6 +356,22 @@ class Numbering:
             return None
         key = _key(text)
         return None if key is None else self._table.get(key, self._keys)
+
+    def known_numbers(self, texts: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The number of each of `texts` that has one, NONE for the others: `known` for
+        many ids at once (the uuids by one look-up of their keys), numbering none."""
+        found = np.full(len(texts), NONE, dtype=np.int64)
+        places = np.array([p for p, text in enumerate(texts) if len(text) == 36], dtype=np.int64)
+        if len(places) and self._uuids:
+            canonical, keys = _uuid_keys([texts[place] for place in places.tolist()])
+            if len(keys):
+                found[places[canonical]] = self._table.find(_halves(keys), self._keys)
+        if self._others:
+            for place, text in enumerate(texts):
+                other = self._others.get(text)
+                if other is not None:
+                    found[place] = other
+        return found
 
     def text_order(self) -> npt.NDArray[np.int64]:
         """The place of each number's id in the sorted ids, with one place more (the last)
