@@ -77,10 +77,17 @@ def _named(graph: Graph, pairs: Ints) -> list[FieldEdge]:
     and their fields' names."""
     f = graph.fields
     source, target = np.divmod(pairs, len(f.node_keys))
-    datasets, fields = graph.ids.datasets.texts, f.names.fields.texts
-    sources, targets = (datasets.take(f.dataset_of(nodes)) for nodes in (source, target))
+    fields = f.names.fields.texts
+    # Each dataset's text made once: an answer's edges name a few datasets many times.
+    numbers, places = np.unique(
+        np.concatenate([f.dataset_of(source), f.dataset_of(target)]), return_inverse=True
+    )
+    texts = graph.ids.datasets.texts.take(numbers)
+    named = [texts[place] for place in places.ravel().tolist()]
     field_pairs = zip(f.field_of(source).tolist(), f.field_of(target).tolist(), strict=True)
     return [
         FieldEdge(s, fields[sf], t, fields[tf])
-        for s, t, (sf, tf) in zip(sources, targets, field_pairs, strict=True)
+        for s, t, (sf, tf) in zip(
+            named[: len(source)], named[len(source) :], field_pairs, strict=True
+        )
     ]
