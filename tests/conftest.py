@@ -23,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+import upstream
 from upstream.api.app import create_app
 from upstream.settings import Settings
 from upstream.store import schema
@@ -38,6 +39,18 @@ PG_ADMIN_URL = os.environ.get(
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 FIXTURES = SHARED / "fixtures" / "openlineage"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to test another checkout's code: with several clones on one machine, a Python
+    whose editable install points at another clone would run these tests against its code."""
+    checkout = Path(__file__).resolve().parents[1]
+    imported = Path(upstream.__file__).resolve()
+    if not imported.is_relative_to(checkout):
+        raise pytest.UsageError(
+            f"these tests are in {checkout}, but `import upstream` finds {imported}: "
+            f"install this checkout (pip install -e {checkout}) or use its environment"
+        )
 
 
 SYSTEM_PACKAGES = Path(__file__).resolve().parents[1] / "scripts" / "system-packages"
