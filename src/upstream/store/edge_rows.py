@@ -3,7 +3,8 @@
 Edges are stored once per distinct lineage set and linked to each owner that stated them
 (`upstream.model.lineage_sets`); every reader reads them through the links, so a set no link
 uses any more is never part of an answer. The rows have the columns `schema.EDGE_COLUMNS`
-names, with the owner's scope, run and job beside each edge.
+names, with the owner's scope, run and job beside each edge, and the owner's id: a run's
+edges are found by it (the owner of a run's link is the run; its `run_id` has no index).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ def _edges() -> sa.Subquery:
         link.c.run_id,
         link.c.job_id,
         *(edge.c[name] for name in t.EDGE_COLUMNS[3:]),
+        link.c.owner_id,
     ]
     joined = sa.select(*columns).join_from(edge, link, link.c.set_id == edge.c.set_id)
     return joined.subquery("edges")

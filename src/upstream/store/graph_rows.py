@@ -258,7 +258,9 @@ def job_edge_rows(
     def job_end(c: Any) -> sa.ColumnElement[bool]:
         return sa.or_(c.source_type == "job", c.target_type == "job")
 
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+    # A run's links are its own (owner_id = run_id): found by the owners' index, as flows
+    # are; `run_id` has none (migration 0028).
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
         query = (
             sa.select(*columns(link.owner_id, link, edge), *_no_interval())
             .join_from(t.lineage_set_edges, t.lineage_links, link.set_id == edge.set_id)
@@ -354,7 +356,8 @@ def field_link_rows(
     owners: Collection[uuid.UUID] | None = None,
 ) -> Iterator[list[LinkRow]]:
     """The current links (all, or those of `runs` and of the declarations of `owners`), in
-    chunks: a run of a large store's has one or more."""
+    chunks: a run of a large store's has one or more. A run's are found by their owner, the
+    run (`job_edge_rows`)."""
     dialect = conn.dialect.name
     link = t.lineage_links.c
     columns = [
@@ -364,7 +367,7 @@ def field_link_rows(
         link.scope == "run",
         *_no_interval(),
     ]
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
         yield from _in_chunks(conn, sa.select(*columns).where(condition))
 
 

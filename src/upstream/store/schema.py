@@ -287,7 +287,9 @@ lineage_links = sa.Table(
     sa.Column("scope", sa.Text, nullable=False),
     # The run, the job or the dataset: what a declaration replaces as a whole.
     sa.Column("owner_id", sa.Uuid, index=True),
-    sa.Column("run_id", sa.Uuid, index=True),
+    # The run of a "run" link, its owner too: a run's links are found by owner, so this has
+    # no index of its own (migration 0028).
+    sa.Column("run_id", sa.Uuid),
     sa.Column("job_id", sa.Uuid, index=True),
     sa.Column("target_dataset_id", sa.Uuid),
     sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
