@@ -129,8 +129,10 @@ runs = sa.Table(
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
-    # Parent run (the workflow run, or an intermediate task) and the root of the chain.
-    sa.Column("parent_run_id", sa.Uuid, index=True),
+    # Parent run (the workflow run, or an intermediate task) and the root of the chain. No
+    # index: a run's children are found in the graph index, which reads every run's parent
+    # (`upstream.store.graph_rows`), never by a query (migration 0028).
+    sa.Column("parent_run_id", sa.Uuid),
     sa.Column("root_run_id", sa.Uuid),
     # Latest eventType by eventTime: START, RUNNING, COMPLETE, FAIL, ABORT, OTHER.
     sa.Column("state", sa.Text),
@@ -287,10 +289,11 @@ lineage_links = sa.Table(
     sa.Column("scope", sa.Text, nullable=False),
     # The run, the job or the dataset: what a declaration replaces as a whole.
     sa.Column("owner_id", sa.Uuid, index=True),
-    # The run of a "run" link, its owner too: a run's links are found by owner, so this has
-    # no index of its own (migration 0028).
+    # The run of a "run" link, its owner too, and the job that stated the set: a run's links
+    # are found by owner, and no read asks for a job's, so neither has an index (migration
+    # 0028).
     sa.Column("run_id", sa.Uuid),
-    sa.Column("job_id", sa.Uuid, index=True),
+    sa.Column("job_id", sa.Uuid),
     sa.Column("target_dataset_id", sa.Uuid),
     sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
     sa.Column("rank", sa.SmallInteger, nullable=False),
