@@ -4,8 +4,9 @@ Every lineage set edge held its transformations as a JSON document (`jsonb` on P
 text on SQLite): 59 bytes a row on PostgreSQL, 1.5 rows an event, for ten distinct values in
 all of the medium benchmark's 65,000 edges. They are now kept once per distinct value in
 `edge_transformations`, named by the hash of their JSON text
-(`upstream.store.lineage_writer.transformations_id`), and each edge holds the id. The
-declarations' edges (`declared_edges`, few) keep theirs in place.
+(`upstream.store.lineage_writer.transformations_id`), and each edge holds the id: 64 bytes
+less of each medium event's derived rows on PostgreSQL, 23 on SQLite (where an id is 32
+characters of text). The declarations' edges (`declared_edges`, few) keep theirs in place.
 
 Each stored value is kept as it reads back: on PostgreSQL the `jsonb` document, on SQLite its
 text exactly as stored, so every edge reads back what it did. The space given up is reused by
