@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ SET_ID = uuid.uuid5(uuid.NAMESPACE_URL, "set")
 
 
 def edge_rows(count: int) -> list[dict[str, Any]]:
-    """`count` edges of the set `SET_ID`: JSON beyond 64 bits, NULLs, booleans, ids, text."""
+    """`count` edges of the set `SET_ID`: NULLs, booleans, ids, text."""
     source, target = (uuid.uuid5(uuid.NAMESPACE_URL, name) for name in ("in", "out"))
     return [
         {
@@ -135,16 +136,38 @@ def edge_rows(count: int) -> list[dict[str, Any]]:
             "target_field": None if position == 0 else f"g{position}",
             "target_job_id": None,
             "target_run_id": None,
-            "transformations": [
-                {"type": "DIRECT", "masking": position % 2 == 1, "rows": 2**70, "ratio": 1e-07}
-            ],
+            "transformations_id": uuid.uuid5(uuid.NAMESPACE_URL, f"t{position % 2}"),
         }
         for position in range(count)
     ]
 
 
+def transformation_rows(count: int) -> list[dict[str, Any]]:
+    """`count` edges' transformations: JSON beyond 64 bits, floats orjson writes apart."""
+    return [
+        {
+            "id": uuid.uuid5(uuid.NAMESPACE_URL, f"t{number}"),
+            "transformations": [
+                {"type": "DIRECT", "masking": number % 2 == 1, "rows": 2**70 + number, "r": 1e-07}
+            ],
+        }
+        for number in range(count)
+    ]
+
+
+def test_json_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
+    """JSON documents, integers beyond 64 bits included, read back as given, in more rows
+    than one SQLite statement takes (and than a PostgreSQL COPY is made for)."""
+    rows = transformation_rows(1203)
+    store.write(lambda c: insert_rows(c, t.edge_transformations, rows))
+    with store.read() as conn:
+        stored = [r._asdict() for r in conn.execute(sa.select(t.edge_transformations))]
+    key = itemgetter("id")
+    assert sorted(stored, key=key) == sorted(rows, key=key)
+
+
 def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
-    """A set's edges: JSON, NULLs, booleans and ids stored as their columns store them, in
+    """A set's edges: NULLs, booleans and ids stored as their columns store them, in
     more rows than one SQLite statement takes; the same row twice is refused, not ignored."""
     rows = edge_rows(1203)
     set_id, target = SET_ID, rows[0]["target_dataset_id"]

@@ -64,8 +64,9 @@ def inserts_into(sent: list[str], table: str) -> list[str]:
 
 
 def test_many_rows_without_a_key_go_by_copy(store: Store, statements: list[str]) -> None:
-    """(That they are stored as given, JSON beyond 64 bits included, is
-    `test_bulk_insert.py::test_rows_without_a_key_are_all_inserted_as_given`, 1,203 rows.)"""
+    """(That they are stored as given is
+    `test_bulk_insert.py::test_rows_without_a_key_are_all_inserted_as_given`, 1,203 rows, and
+    JSON beyond 64 bits `::test_json_rows_without_a_key_are_all_inserted_as_given`.)"""
     store_set(store)
     rows = edge_rows(COPY_ROWS + 17)
     store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows))

@@ -18,7 +18,7 @@ them: once per lineage set, apart from the links that say who stated each set. A
 the hash of its content, so a set read once never needs reading again. A declaration's history
 (`declared_edges`) has no set: each declaration's field edges are read with it, as a set of
 its own (keyed `<declaration>/<run>`) linked once, for the interval it was in force.
-Transformations come as their JSON text.
+Transformations come as their JSON text (a set edge's from `edge_transformations`).
 """
 
 from __future__ import annotations
@@ -258,7 +258,9 @@ def job_edge_rows(
     def job_end(c: Any) -> sa.ColumnElement[bool]:
         return sa.or_(c.source_type == "job", c.target_type == "job")
 
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+    # A run's links are its own (owner_id = run_id): found by the owners' index, as flows
+    # are; `run_id` has none (migration 0028).
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
         query = (
             sa.select(*columns(link.owner_id, link, edge), *_no_interval())
             .join_from(t.lineage_set_edges, t.lineage_links, link.set_id == edge.set_id)
@@ -337,14 +339,14 @@ def _field_end(edges: Any) -> sa.ColumnElement[bool]:
     return sa.or_(edges.source_field.is_not(None), edges.target_field.is_not(None))
 
 
-def _field_edge_columns(edges: Any, dialect: str) -> list[Any]:
+def _field_edge_columns(edges: Any, transformations: Any, dialect: str) -> list[Any]:
     return [
         edges.origin,
         id_text(edges.source_dataset_id, dialect),
         edges.source_field,
         id_text(edges.target_dataset_id, dialect),
         edges.target_field,
-        sa.cast(edges.transformations, sa.Text),
+        sa.cast(transformations, sa.Text),
     ]
 
 
@@ -354,7 +356,8 @@ def field_link_rows(
     owners: Collection[uuid.UUID] | None = None,
 ) -> Iterator[list[LinkRow]]:
     """The current links (all, or those of `runs` and of the declarations of `owners`), in
-    chunks: a run of a large store's has one or more."""
+    chunks: a run of a large store's has one or more. A run's are found by their owner, the
+    run (`job_edge_rows`)."""
     dialect = conn.dialect.name
     link = t.lineage_links.c
     columns = [
@@ -364,7 +367,7 @@ def field_link_rows(
         link.scope == "run",
         *_no_interval(),
     ]
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners):
+    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
         yield from _in_chunks(conn, sa.select(*columns).where(condition))
 
 
@@ -374,9 +377,12 @@ def field_set_edge_rows(
     """The field edges of the lineage sets `sets` (ids as text; every set when None), in
     chunks as the dataset graph's rows come."""
     dialect = conn.dialect.name
-    e = t.lineage_set_edges.c
-    query = sa.select(id_text(e.set_id, dialect), *_field_edge_columns(e, dialect)).where(
-        _field_end(e)
+    e, kept = t.lineage_set_edges.c, t.edge_transformations
+    columns = _field_edge_columns(e, kept.c.transformations, dialect)
+    query = (
+        sa.select(id_text(e.set_id, dialect), *columns)
+        .join(kept, kept.c.id == e.transformations_id)
+        .where(_field_end(e))
     )
     if sets is None:
         yield from _in_chunks(conn, query)
@@ -404,7 +410,7 @@ def field_history_rows(
                 declaration,
                 run,
                 *_in_force(dialect),
-                *_field_edge_columns(h, dialect),
+                *_field_edge_columns(h, h.transformations, dialect),
             )
             .join_from(t.declared_edges, t.declarations, d.id == h.declaration_id)
             .where(_field_end(h), matches)

@@ -34,7 +34,7 @@ RUN_SCOPED: tuple[tuple[sa.Table, str], ...] = (
     (t.flows, "owner_id"),
     (t.job_dependencies, "run_id"),
     (t.run_operation_sets, "run_id"),
-    (t.lineage_links, "run_id"),
+    (t.lineage_links, "owner_id"),
     (t.relations, "run_id"),
     (t.dataset_versions, "run_id"),
     (t.runs, "id"),

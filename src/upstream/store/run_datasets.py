@@ -31,10 +31,11 @@ _RUN_DATASETS = ByIds(
         .distinct()
     ),
 )
+#: A run's edges found by their link's owner, the run (the links' `run_id` has no index).
 _WITH_SQL_EDGES = ByIds(
-    EDGES.c.run_id,
+    EDGES.c.owner_id,
     lambda ids: (
-        sa.select(EDGES.c.run_id)
+        sa.select(EDGES.c.owner_id)
         .where(ids, EDGES.c.scope == "run", EDGES.c.origin == "sql")
         .distinct()
     ),
