@@ -287,8 +287,10 @@ def _shown_rows(walk: WalkView, rows: Ints) -> Flags:
 
 def _new(depths: Ints, reached: Ints, depth: int) -> Ints:
     """The nodes of `reached` not reached before, now marked at `depth`."""
-    fresh = distinct(reached[reached != NONE])
-    fresh = fresh[depths[fresh] == _UNREACHED]
+    # Those reached before left out first: most of a deep level's were, and only the
+    # others are sorted.
+    fresh = reached[reached != NONE]
+    fresh = distinct(fresh[depths[fresh] == _UNREACHED])
     depths[fresh] = depth
     new: Ints = fresh
     return new
