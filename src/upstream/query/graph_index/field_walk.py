@@ -255,16 +255,13 @@ class FieldEdges:
     # -- numbers and names -------------------------------------------------------------------
 
     def nodes(self, keys: Iterable[FieldNode]) -> Ints:
-        """The node numbers of `keys` that the graph holds."""
-        ids, names = self.graph.ids, self.fields.names
-        found = set()
-        for dataset, name in keys:
-            d, field = ids.datasets.known(str(dataset)), names.fields.known(name)
-            if d is not None and field is not None:
-                node = self.fields.node(d, field)
-                if node is not None:
-                    found.add(node)
-        return np.array(sorted(found), dtype=np.int64)
+        """The node numbers of `keys` that the graph holds, sorted: their datasets and
+        fields looked up together (a field walk asks once per level)."""
+        pairs = list(keys)
+        datasets = self.graph.ids.datasets.known_numbers([str(d) for d, _ in pairs])
+        fields = self.fields.names.fields.known_numbers([name for _, name in pairs])
+        held = (datasets != NONE) & (fields != NONE)
+        return np.unique(self.fields.held_nodes(datasets[held], fields[held]))
 
     def datasets(self, ids: Iterable[uuid.UUID | str]) -> Ints:
         """The dataset numbers of `ids` that the graph holds."""
