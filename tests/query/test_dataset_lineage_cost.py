@@ -360,3 +360,33 @@ def test_components_are_matched_only_on_datasets_that_name_one(
     bring_index_up_to_date(store)
     assert components() == {"mapper"}
     assert built
+
+
+@pytest.mark.parametrize("direction", ["upstream", "downstream"])
+def test_a_walk_asks_no_job_end_edges_of_a_store_without_them(
+    client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch, direction: str
+) -> None:
+    """Most stores have no job-end edge: a directed walk looks none up (three look-ups a
+    level, a third of a deep walk's), and answers as before."""
+    from upstream.query.graph_index.adjacency import Adjacency
+
+    chain(client, 6)
+    bring_index_up_to_date(store)
+    with store.read() as conn:
+        edges = {id(by) for by in graph_of(conn).edges_by.values()}
+    asked: list[int] = []
+    rows_of = Adjacency.rows_of
+
+    def counted(self: Adjacency, nodes: Any) -> Any:
+        asked.append(id(self))
+        return rows_of(self, nodes)
+
+    monkeypatch.setattr(Adjacency, "rows_of", counted)
+    seed = "chainS6" if direction == "upstream" else "chainS0"
+    params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=10)
+    params = replace(params, direction=direction)
+    with store.read() as conn:
+        body = dataset_lineage(conn, NS, seed, params, max_nodes=5000, max_relations=50_000)
+    assert len(body["data"]) == 7
+    assert asked
+    assert not edges & set(asked)

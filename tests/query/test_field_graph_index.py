@@ -395,3 +395,40 @@ def test_a_set_s_links_are_read_once_however_many_edges_it_holds(
     monkeypatch.setattr(by_set, "rows_of", counting)
     assert edges.counted(rows).tolist() == [True] * 9
     assert asked == [1]
+
+
+def test_a_walks_fields_are_numbered_together(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A field walk's frontier (a thousand fields at a deep level of the Marquez column
+    graph) is turned into node numbers by one look-up of its datasets and one of its
+    fields, not a numbering's look-up per field; unknown datasets and fields hold none."""
+    from upstream.query.graph_index.numbering import Numbering
+
+    facet = column_lineage({"a": [(NS, "d0", "b"), (NS, "d0", "c")]})
+    run = run_event(
+        (NS, "j0"),
+        time=_when(5),
+        inputs=[ds(NS, "d0")],
+        outputs=[ds(NS, "d1", columnLineage=facet)],
+    )
+    ingest_documents(store, [run], batch=False)
+    with store.read() as conn:
+        edges = FieldEdges(graph_of(conn), None)
+
+    def one_by_one(self: Numbering, text: str) -> int | None:
+        raise AssertionError(f"{text!r} looked up alone")
+
+    monkeypatch.setattr(Numbering, "known", one_by_one)
+    keys = [
+        (DATASET_IDS[1], "a"),
+        (DATASET_IDS[0], "c"),
+        (DATASET_IDS[0], "b"),
+        (DATASET_IDS[0], "c"),
+        (DATASET_IDS[0], "absent"),
+        (DATASET_IDS[3], "a"),
+    ]
+    nodes = edges.nodes(keys)
+    assert nodes.tolist() == sorted(set(nodes.tolist()))
+    assert len(nodes) == 3
+    assert set(edges.keys(nodes)) == set(keys[:3])

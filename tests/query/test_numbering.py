@@ -65,6 +65,8 @@ def test_a_numbering_answers_as_a_dictionary_and_a_list(
         assert [numbering.texts[n] for n in range(len(model.texts))] == model.texts
         assert numbering.texts[1:] == model.texts[1:]
         assert numbering.texts.take(np.arange(len(model.texts))[::-1]) == model.texts[::-1]
+        repeated = np.arange(len(model.texts)).repeat(2)[::-1]
+        assert numbering.texts.take_repeated(repeated) == [model.texts[n] for n in repeated]
         asked = [*model.texts, *UUIDS[:3], "absent"]
         for text in asked:
             assert numbering.known(text) == model.numbers.get(text)
@@ -127,3 +129,21 @@ def test_a_text_asked_again_is_not_made_again(monkeypatch: pytest.MonkeyPatch) -
     for number in range(10):
         assert numbering.texts[number] == ids[number]
     assert len(numbering._made) <= 4
+
+
+def test_names_are_taken_as_held_none_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A numbering of names (fields, components) gives back the strings it was given: an
+    answer names thousands of fields together, and making texts from keys for them (then
+    putting each name in its place) cost a diff more than its walk."""
+    numbering = Numbering()
+    names = [f"field_{n}".upper().lower() for n in range(5)]
+    numbering.numbers(names)
+
+    def made(keys: object) -> list[str]:
+        raise AssertionError("a name's text made from a key")
+
+    monkeypatch.setattr(numbering_module, "_texts_of", made)
+    taken = numbering.texts.take(np.array([4, 0, 4], dtype=np.int64))
+    assert taken == [names[4], names[0], names[4]]
+    assert all(text is names[n] for text, n in zip(taken, [4, 0, 4], strict=True))
+    assert numbering.texts.take_repeated(np.array([1, 1, 3])) == [names[1], names[1], names[3]]

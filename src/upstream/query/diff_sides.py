@@ -85,13 +85,12 @@ def walked_sides(
 
 @dataclass(frozen=True)
 class _Names:
-    """The keys and entries of the datasets and jobs of both sides, by index number; the
-    queried dataset by its id text (a side shows it even when the index does not hold it)."""
+    """The id texts, keys and entries of the datasets and jobs of both sides, by index
+    number; the queried dataset's by NONE (a side shows it even when the index does not hold
+    it)."""
 
     graph: Graph
-    seed: str
-    dataset_keys: dict[int, str]
-    dataset_entries: dict[str, tuple[str, DataEntry]]
+    datasets: dict[int, tuple[str, str, DataEntry]]
     programs: dict[int, tuple[str, ProgramEntry]]
 
     @classmethod
@@ -107,16 +106,14 @@ class _Names:
             )
             for dataset_id, (namespace, name) in named.items()
         }
-        keys = {
-            n: entries[text][0]
-            for n, text in zip(datasets.numbers.tolist(), datasets.texts, strict=True)
-        }
+        numbers, texts = [NONE, *datasets.numbers.tolist()], [seed, *datasets.texts]
+        by_number = {n: (text, *entries[text]) for n, text in zip(numbers, texts, strict=True)}
         program_entries = indexed_program_entries(conn, graph, jobs)
         programs = {
             n: program_entries[text]
             for n, text in zip(jobs.numbers.tolist(), jobs.texts, strict=True)
         }
-        return cls(graph, seed, keys, entries, programs)
+        return cls(graph, by_number, programs)
 
     def side(
         self,
@@ -127,13 +124,11 @@ class _Names:
     ) -> DiffSide:
         """The side whose walk shows `rows`, its relations collapsed as `collapse` asks
         (and by run); datasets temporary on this side are marked so."""
-        texts = self.graph.ids.datasets.texts
         temporary = set(rows[temporary_datasets(self.graph, rows[:, 0], rows[:, 2]), 0].tolist())
         data: dict[str, DataEntry] = {}
         ids: dict[str, str] = {}
         for number in [NONE, *distinct(rows[:, 0]).tolist()]:
-            dataset_id = self.seed if number == NONE else texts[number]
-            key, entry = self.dataset_entries[dataset_id]
+            dataset_id, key, entry = self.datasets[number]
             data[key] = {**entry, "temporary": True} if number in temporary else entry
             ids[key] = dataset_id
         programs = dict(self.programs[n] for n in distinct(rows[:, 1]).tolist())
@@ -182,9 +177,9 @@ class _Names:
             components = [tuple(sorted(found)) for found in listed]
         else:
             components = [(names[c],) if c != NONE else () for c in groups[:, 3].tolist()]
-        data, programs = self.dataset_keys, self.programs
+        data, programs = self.datasets, self.programs
         return {
-            (data[d], programs[j][0], a, c): n
+            (data[d][1], programs[j][0], a, c): n
             for d, j, a, c, n in zip(
                 groups[:, 0].tolist(),
                 groups[:, 1].tolist(),

@@ -20,16 +20,21 @@ import numpy.typing as npt
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 _NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
+_NO_ROWS.setflags(write=False)
 _NONE_GONE: Flags = np.zeros(0, dtype=np.bool_)
 
 
 def _spans(first: Ints, counts: Ints) -> tuple[Ints, Ints]:
     """The positions of the spans of `counts` places from `first`, one after another, and
-    for each the number of its span."""
-    total = int(counts.sum())
+    for each the number of its span. Most of a walk's look-ups find no row (two in three
+    of a diff's): those make no array."""
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    if not total:
+        return _NO_ROWS, _NO_ROWS
     owner = np.repeat(np.arange(len(first), dtype=np.int64), counts)
-    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(first, counts) + offsets, owner
+    # Each place is its span's first position plus how far it is into its span.
+    return np.arange(total, dtype=np.int64) + (first - ends + counts)[owner], owner
 
 
 class Adjacency:
@@ -99,6 +104,12 @@ class Adjacency:
         made.extra_keys = np.insert(keys, places, new_keys)
         made.extra_rows = np.insert(rows, places, first + present[order])
         return made
+
+    @property
+    def empty(self) -> bool:
+        """Whether no row is keyed at all (the job-end edges of most stores): a walk asks
+        such an adjacency nothing."""
+        return not len(self.rows) and not len(self.extra_rows)
 
     @property
     def nbytes(self) -> int:

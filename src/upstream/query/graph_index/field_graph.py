@@ -96,13 +96,14 @@ class FieldGraph:
         nodes: Ints = np.repeat(first, counts) + offsets
         return nodes
 
-    def node(self, dataset: int, field: int) -> int | None:
-        """The node of field number `field` of dataset number `dataset`, if it has one."""
-        key = (dataset << _FIELD_BITS) | field
-        at = int(np.searchsorted(self.node_keys, key))
-        if at < len(self.node_keys) and int(self.node_keys[at]) == key:
-            return at
-        return None
+    def held_nodes(self, datasets: Ints, fields: Ints) -> Ints:
+        """The nodes of the (dataset number, field number) pairs the graph has one for."""
+        if not len(self.node_keys):
+            return np.zeros(0, dtype=np.int64)
+        keys = (datasets << _FIELD_BITS) | fields
+        at = np.minimum(np.searchsorted(self.node_keys, keys), len(self.node_keys) - 1)
+        found: Ints = at[self.node_keys[at] == keys]
+        return found
 
     def dataset_of(self, nodes: Ints) -> Ints:
         found: Ints = self.node_keys[nodes] >> _FIELD_BITS

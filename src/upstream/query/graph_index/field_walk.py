@@ -255,16 +255,13 @@ class FieldEdges:
     # -- numbers and names -------------------------------------------------------------------
 
     def nodes(self, keys: Iterable[FieldNode]) -> Ints:
-        """The node numbers of `keys` that the graph holds."""
-        ids, names = self.graph.ids, self.fields.names
-        found = set()
-        for dataset, name in keys:
-            d, field = ids.datasets.known(str(dataset)), names.fields.known(name)
-            if d is not None and field is not None:
-                node = self.fields.node(d, field)
-                if node is not None:
-                    found.add(node)
-        return np.array(sorted(found), dtype=np.int64)
+        """The node numbers of `keys` that the graph holds, sorted: their datasets and
+        fields looked up together (a field walk asks once per level)."""
+        pairs = list(keys)
+        datasets = self.graph.ids.datasets.known_numbers([str(d) for d, _ in pairs])
+        fields = self.fields.names.fields.known_numbers([name for _, name in pairs])
+        held = (datasets != NONE) & (fields != NONE)
+        return np.unique(self.fields.held_nodes(datasets[held], fields[held]))
 
     def datasets(self, ids: Iterable[uuid.UUID | str]) -> Ints:
         """The dataset numbers of `ids` that the graph holds."""
@@ -279,28 +276,17 @@ class FieldEdges:
 
     def keys(self, nodes: Ints) -> list[FieldNode]:
         """The (dataset id, field name) of each of `nodes`."""
-        names = self.fields.names.fields.texts
-        return [
-            (self.dataset_id(d), names[n])
-            for d, n in zip(
-                self.fields.dataset_of(nodes).tolist(),
-                self.fields.field_of(nodes).tolist(),
-                strict=True,
-            )
-        ]
+        names = self.fields.names.fields.texts.take(self.fields.field_of(nodes))
+        datasets = map(self.dataset_id, self.fields.dataset_of(nodes).tolist())
+        return list(zip(datasets, names, strict=True))
 
     def named(self, nodes: Ints) -> list[tuple[str, str]]:
         """The (dataset id as text, field name) of each of `nodes`: `keys` without making
         uuids, for callers that keep ids as text."""
-        datasets, names = self.graph.ids.datasets.texts, self.fields.names.fields.texts
-        return [
-            (datasets[d], names[n])
-            for d, n in zip(
-                self.fields.dataset_of(nodes).tolist(),
-                self.fields.field_of(nodes).tolist(),
-                strict=True,
-            )
-        ]
+        # Texts taken together: a look-up of a numbering per node cost more than the walk.
+        datasets = self.graph.ids.datasets.texts.take_repeated(self.fields.dataset_of(nodes))
+        names = self.fields.names.fields.texts.take(self.fields.field_of(nodes))
+        return list(zip(datasets, names, strict=True))
 
     def named_edges(self, rows: Ints) -> list[tuple[str, str, str, str, str]]:
         """Each of the edge rows `rows` as (source dataset, source field, target dataset,

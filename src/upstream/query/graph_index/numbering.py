@@ -195,6 +195,13 @@ class IdTexts(Sequence[str]):
         """The texts of `numbers`, made together."""
         return self._numbering.take(np.asarray(numbers, dtype=np.int64))
 
+    def take_repeated(self, numbers: npt.NDArray[np.integer]) -> list[str]:
+        """`take` of numbers that repeat (the few datasets of many field edges): each
+        distinct one's text made once."""
+        distinct, places = np.unique(numbers, return_inverse=True)
+        texts = self.take(distinct)
+        return list(map(texts.__getitem__, places.ravel().tolist()))
+
 
 class Numbering:
     """Ids of one kind and their numbers."""
@@ -240,6 +247,9 @@ class Numbering:
         """The texts of `numbers` (each one held)."""
         if len(numbers) and (numbers.min() < 0 or numbers.max() >= self._count):
             raise IndexError("a number the numbering does not hold")
+        if not self._uuids:
+            # Names only (fields, components): every text is held as given, none is made.
+            return list(map(self._other_texts.__getitem__, numbers.tolist()))
         found = _texts_of(self._keys[numbers].view(np.uint8).reshape(-1, 16))
         if self._other_texts:
             for place, number in enumerate(numbers.tolist()):
