@@ -154,28 +154,36 @@ def field_impact(
 
 def csv_text(answer: Mapping[str, Any]) -> str:
     """The report as CSV (RFC 4180 quoting, CRLF): a header, then one line per row; lists
-    are joined with `; `, jobs and owners written `namespace/name`."""
+    are joined with `; `, jobs and owners written `namespace/name`. What a line says of its
+    dataset (its jobs, owners and latest run) is written once per dataset: a report says
+    the same of it on the line of each of its fields."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(CSV_COLUMNS)
+    said: dict[tuple[str, str], tuple[str, ...]] = {}
     for row in answer["rows"]:
-        run = row["latestRun"]
+        dataset = row["namespace"], row["name"]
+        of = said.get(dataset)
+        if of is None:
+            of = said[dataset] = _csv_dataset(row)
+        hops = row["hops"]
         writer.writerow(
-            (
-                row["kind"],
-                row["namespace"],
-                row["name"],
-                row["field"] or "",
-                "" if row["hops"] is None else str(row["hops"]),
-                "; ".join(f"{j['namespace']}/{j['name']}" for j in row["jobs"]),
-                "; ".join(o["name"] for o in row["owners"]),
-                "; ".join(sorted({o["name"] for j in row["jobs"] for o in j["owners"]})),
-                run["runId"] if run else "",
-                (run["state"] or "") if run else "",
-                (run["endedAt"] or "") if run else "",
-            )
+            (row["kind"], *dataset, row["field"] or "", "" if hops is None else str(hops), *of)
         )
     return buffer.getvalue()
+
+
+def _csv_dataset(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The CSV columns of `row` that its dataset decides, from `jobs` on."""
+    run = row["latestRun"]
+    return (
+        "; ".join(f"{j['namespace']}/{j['name']}" for j in row["jobs"]),
+        "; ".join(o["name"] for o in row["owners"]),
+        "; ".join(sorted({o["name"] for j in row["jobs"] for o in j["owners"]})),
+        run["runId"] if run else "",
+        (run["state"] or "") if run else "",
+        (run["endedAt"] or "") if run else "",
+    )
 
 
 def _hops_in_walk(
