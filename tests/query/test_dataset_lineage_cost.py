@@ -316,7 +316,7 @@ def test_a_read_asks_its_start_and_the_change_log_once(
         found.clear()
         with store.read() as conn:
             body = dataset_lineage(conn, NS, "chainS1", params, max_nodes=50, max_relations=50)
-    asked = [s for s in found if s.strip().upper() != "BEGIN"]
+    asked = [s for s in found if not s.strip().upper().startswith("BEGIN")]
     assert len(asked) == 1, asked
     assert "dataset_aliases" in asked[0]
     assert "deletions" in asked[0]

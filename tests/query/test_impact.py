@@ -16,10 +16,13 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import BASE_TIME, PRODUCER, column_lineage, ds, hours, run_event
-from tests.query.test_dataset_lineage import WINDOW
+from tests.query.test_dataset_lineage import DAY, WINDOW
 from upstream.api.app import create_app
 from upstream.cli import app
+from upstream.query.impact import dataset_impact
+from upstream.query.lineage_params import LineageParams
 from upstream.settings import Settings
+from upstream.store.engine import Store
 
 NS = "imp"
 INGEST = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -354,4 +357,23 @@ def test_runs_started_at_the_same_instant_fall_to_the_greater_id(client: TestCli
     assert [(r["hops"], r["name"], r["latestRun"]["runId"]) for r in rows] == [
         (1, "target", greater),
         (2, "copied", copy_run),
+    ]
+
+
+def test_a_report_asked_again_reads_no_names(
+    seeded: TestClient, statements: tuple[Store, list[str]]
+) -> None:
+    """The datasets' and jobs' names are those the process keeps (`graph_index.names`): read
+    by the first report that shows them, by no statement after."""
+    store, found = statements
+    params = LineageParams(start=BASE_TIME - DAY, end=BASE_TIME + DAY, levels=5)
+    for _ in range(2):
+        found.clear()
+        with store.read() as conn:
+            report = dataset_impact(conn, NS, "landing", params, max_nodes=100, max_relations=100)
+    assert [s for s in found if ".namespace" in s] == []
+    assert [(r["name"], [j["name"] for j in r["jobs"]]) for r in report["rows"][:3]] == [
+        ("staged", ["ingest"]),
+        ("staged", ["ingest"]),
+        ("staged", ["ingest"]),
     ]

@@ -40,11 +40,11 @@ from upstream.query.answers import (
     OwnerEntry,
 )
 from upstream.query.dataset_lineage import shown_walk
-from upstream.query.field_operation_sets import dataset_names, known_fields, require_field
+from upstream.query.field_operation_sets import known_fields, require_field
 from upstream.query.graph_index.dataset_walk import FoundRelations
 from upstream.query.graph_index.field_walk import FieldEdges
 from upstream.query.graph_index.graph import NO_START, Graph
-from upstream.query.graph_index.index import graph_of
+from upstream.query.graph_index.index import dataset_names_by_id, graph_of, names_of
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.visibility import VisibleNodes
 from upstream.query.graph_index.walk_reads import WalkReads
@@ -154,28 +154,36 @@ def field_impact(
 
 def csv_text(answer: Mapping[str, Any]) -> str:
     """The report as CSV (RFC 4180 quoting, CRLF): a header, then one line per row; lists
-    are joined with `; `, jobs and owners written `namespace/name`."""
+    are joined with `; `, jobs and owners written `namespace/name`. What a line says of its
+    dataset (its jobs, owners and latest run) is written once per dataset: a report says
+    the same of it on the line of each of its fields."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(CSV_COLUMNS)
+    said: dict[tuple[str, str], tuple[str, ...]] = {}
     for row in answer["rows"]:
-        run = row["latestRun"]
+        dataset = row["namespace"], row["name"]
+        of = said.get(dataset)
+        if of is None:
+            of = said[dataset] = _csv_dataset(row)
+        hops = row["hops"]
         writer.writerow(
-            (
-                row["kind"],
-                row["namespace"],
-                row["name"],
-                row["field"] or "",
-                "" if row["hops"] is None else str(row["hops"]),
-                "; ".join(f"{j['namespace']}/{j['name']}" for j in row["jobs"]),
-                "; ".join(o["name"] for o in row["owners"]),
-                "; ".join(sorted({o["name"] for j in row["jobs"] for o in j["owners"]})),
-                run["runId"] if run else "",
-                (run["state"] or "") if run else "",
-                (run["endedAt"] or "") if run else "",
-            )
+            (row["kind"], *dataset, row["field"] or "", "" if hops is None else str(hops), *of)
         )
     return buffer.getvalue()
+
+
+def _csv_dataset(row: Mapping[str, Any]) -> tuple[str, ...]:
+    """The CSV columns of `row` that its dataset decides, from `jobs` on."""
+    run = row["latestRun"]
+    return (
+        "; ".join(f"{j['namespace']}/{j['name']}" for j in row["jobs"]),
+        "; ".join(o["name"] for o in row["owners"]),
+        "; ".join(sorted({o["name"] for j in row["jobs"] for o in j["owners"]})),
+        run["runId"] if run else "",
+        (run["state"] or "") if run else "",
+        (run["endedAt"] or "") if run else "",
+    )
 
 
 def _hops_in_walk(
@@ -227,7 +235,8 @@ def _answer(
     edges: FieldEdges,
 ) -> ImpactAnswer:
     dataset_ids = set(reach.datasets) | {d for d, _ in reach.fields}
-    names = dataset_names(conn, dataset_ids)
+    # As the process keeps them: a statement only for datasets it has not named yet.
+    names = dataset_names_by_id(conn, dataset_ids)
     nearest = dict(reach.datasets)
     for (dataset_id, _), hops in reach.fields.items():
         if dataset_id != seed.id and nearest.get(dataset_id) is None:
@@ -240,26 +249,46 @@ def _answer(
     runs = _runs(conn, set(carried.latest.values()))
     latest_runs = {d: runs[run] for d, run in carried.latest.items() if run in runs}
     rows: list[ImpactRow] = []
+    # What a row says of its dataset, made once per dataset (its fields' rows say the same):
+    # each look-up by a uuid hashes it in Python, and a report of thousands of rows made
+    # five per row.
+    said: dict[uuid.UUID, _Said] = {}
 
-    def row(dataset_id: uuid.UUID, field_name: str | None, hops: int | None) -> ImpactRow:
+    def row(dataset_id: uuid.UUID, field_name: str | None, hops: int | None) -> None:
+        of = said.get(dataset_id)
+        if of is None:
+            of = said[dataset_id] = said_of(dataset_id)
+        if not of:  # no dataset of that id is stored
+            return
+        namespace, name, carriers, owners, latest = of
+        rows.append(
+            {
+                "kind": "field" if field_name is not None else "dataset",
+                "namespace": namespace,
+                "name": name,
+                "field": field_name,
+                "hops": hops,
+                "jobs": carriers,
+                "owners": owners,
+                "latestRun": latest,
+            }
+        )
+
+    def said_of(dataset_id: uuid.UUID) -> _Said:
+        if dataset_id not in names:
+            return ()
         jobs = sorted(writers.get(dataset_id, ()), key=job_names.__getitem__)
-        return {
-            "kind": "field" if field_name is not None else "dataset",
-            "namespace": names[dataset_id].namespace,
-            "name": names[dataset_id].name,
-            "field": field_name,
-            "hops": hops,
-            "jobs": [_job(job_names[j], job_owners.get(j, [])) for j in jobs],
-            "owners": dataset_owners.get(dataset_id, []),
-            "latestRun": latest_runs.get(dataset_id),
-        }
+        return (
+            *names[dataset_id],
+            [_job(job_names[j], job_owners.get(j, [])) for j in jobs],
+            dataset_owners.get(dataset_id, []),
+            latest_runs.get(dataset_id),
+        )
 
     for dataset_id, dataset_hops in reach.datasets.items():
-        if dataset_id in names:
-            rows.append(row(dataset_id, None, dataset_hops))
+        row(dataset_id, None, dataset_hops)
     for (dataset_id, field_name), field_hops in reach.fields.items():
-        if dataset_id in names:
-            rows.append(row(dataset_id, field_name, field_hops))
+        row(dataset_id, field_name, field_hops)
     rows.sort(
         key=lambda r: (
             r["hops"] is None,
@@ -285,6 +314,10 @@ def _answer(
         answer["hiddenRelations"] = reader.visible.hidden_relations + edges.hidden_relations
     return answer
 
+
+#: What every row of a dataset says of it: its namespace and name, the jobs that carried
+#: the data into it, its owners and its latest run; empty for a dataset not stored.
+_Said = tuple[str, str, list[ImpactJob], list[OwnerEntry], ImpactRun | None] | tuple[()]
 
 #: A dataset's distance when the walk shows it without a path to it (`None` hops): every
 #: carrier's read is nearer; a job that read nothing at a known distance is farther still.
@@ -380,12 +413,9 @@ def _latest(graph: Graph, dataset: Ints, run: Ints) -> dict[uuid.UUID, uuid.UUID
 
 
 def _job_names(conn: Connection, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
-    j = t.jobs.c
-    found: dict[uuid.UUID, tuple[str, str]] = {}
-    for matches in id_filters(conn, j.id, ids):
-        for row in conn.execute(sa.select(j.id, j.namespace, j.name).where(matches)):
-            found[row.id] = (row.namespace, row.name)
-    return found
+    """The (namespace, name) of each job of `ids`, as the process keeps them (`names_of`)."""
+    texts = {str(i): i for i in ids}
+    return {texts[text]: name for text, name in names_of(conn)[1].of(conn, texts).items()}
 
 
 def _job(name: tuple[str, str], owners: list[OwnerEntry]) -> ImpactJob:

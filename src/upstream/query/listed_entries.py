@@ -58,11 +58,13 @@ def listed_entries(relations: KeyedRelations) -> Written:
         runs[relations.run[first]],
         components[component[first]],
     ]
-    entries = np.empty(len(columns) * len(first), dtype=np.object_)
-    for place, column in enumerate(columns):
-        entries[place :: len(columns)] = column
-    text = b"".join(entries.tolist())
-    return Written(b"[" + text[1:] + b"]", len(first))
+    entries = np.empty(len(columns) * len(first) + 2, dtype=np.object_)
+    for place, column in enumerate(columns, start=1):
+        entries[place : -1 : len(columns)] = column
+    # The brackets joined with the entries, the first one's comma left out: one copy of
+    # the text (megabytes), where cutting and wrapping it after made three more.
+    entries[0], entries[1], entries[-1] = b"[", entries[1][1:], b"]"
+    return Written(b"".join(entries.tolist()), len(first))
 
 
 def json_parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = b"") -> Parts:

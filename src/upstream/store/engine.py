@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +49,16 @@ _WRITE = "upstream_write"
 _SNAPSHOT = "upstream_snapshot"
 #: Execution option of a connection whose statements may run as long as they need (migrations).
 UNBOUNDED = "upstream_unbounded"
+#: Execution option of a PostgreSQL read's BEGIN (`Store._snapshot`): the first exchange on a
+#: connection taken from the pool, so it is bounded as the pool's check of a connection is.
+_FIRST = "upstream_first_exchange"
+#: Set while a PostgreSQL read takes a connection from the pool: the read's own BEGIN finds a
+#: connection the server dropped, so the pool does not ask the server first (`_ping`).
+_CHECKED_BY_BEGIN: ContextVar[bool] = ContextVar("upstream_checked_by_begin", default=False)
+#: Connections a PostgreSQL read tries before it gives up, as the pool's checkout does.
+_BEGIN_ATTEMPTS = 3
+#: What a PostgreSQL read sends first (see `Store.read`).
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 #: Seconds the client waits beyond the server's statement timeout before it gives up on one
 #: statement of a long transaction (a rebuild's), so a working server's own timeout (a clear
 #: error) comes first.
@@ -232,14 +243,18 @@ class Store:
 
     @contextmanager
     def _snapshot(self, engine: Engine, long: bool = False) -> Iterator[Connection]:
-        with engine.connect() as conn:
-            if self.dialect == "postgresql":
-                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        if self.dialect != "postgresql":
+            with engine.connect() as conn:
+                conn.execution_options(**{_SNAPSHOT: True, UNBOUNDED: long})
+                with conn.begin():
+                    yield conn
+            return
+        with _begun_read(engine) as conn:
             conn.execution_options(**{_SNAPSHOT: True, UNBOUNDED: long})
-            with conn.begin():
-                if long and self.dialect == "postgresql":
-                    conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
-                yield conn
+            if long:
+                conn.execute(sa.text("SET LOCAL statement_timeout = 0"))
+            yield conn
+            conn.commit()
 
     def write(self, work: Callable[[Connection], T], *, attempts: int = 5, long: bool = False) -> T:
         """Run `work` in one write transaction, retried on deadlocks and lock time-outs,
@@ -319,6 +334,36 @@ class Store:
         self._probe_watchdog.close()
         self.engine.dispose()
         self.watchdog.close()
+
+
+def _begun_read(engine: Engine) -> Connection:
+    """A connection of PostgreSQL `engine` in a read-only REPEATABLE READ transaction, begun
+    by a BEGIN of its own: three round trips a read (BEGIN, its statement, COMMIT) where the
+    pool's check of the connection, then psycopg's BEGIN, made four. That BEGIN is the check:
+    on a connection the server dropped (a restart) it fails as a disconnect, SQLAlchemy
+    discards the pool's connections, and the read begins again on a new one. Nothing was
+    read yet, so starting over is safe, and the snapshot is still taken by the read's first
+    statement. The connection runs in autocommit so that psycopg sends no BEGIN of its own;
+    its COMMIT (or ROLLBACK) still ends the transaction, the server being in one."""
+    for attempt in range(1, _BEGIN_ATTEMPTS + 1):
+        token = _CHECKED_BY_BEGIN.set(True)
+        try:
+            conn = engine.connect()
+        finally:
+            _CHECKED_BY_BEGIN.reset(token)
+        try:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql(_BEGIN_READ, execution_options={_FIRST: True})
+        except DBAPIError as exc:
+            conn.close()
+            if attempt == _BEGIN_ATTEMPTS or not exc.connection_invalidated:
+                raise
+            continue
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+    raise AssertionError("unreachable")
 
 
 def is_snapshot(conn: Connection) -> bool:
@@ -450,7 +495,10 @@ def _postgresql_engine(
 
     def _ping(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         # The pool's own pre-ping could wait forever on a hung server; this one is watched.
-        # A failed ping makes the pool replace the connection (DisconnectionError).
+        # A failed ping makes the pool replace the connection (DisconnectionError). A read
+        # checks its connection with its BEGIN instead (`_begun_read`).
+        if _CHECKED_BY_BEGIN.get():
+            return
         watchdog.arm(dbapi_connection, clock.within(timeouts.connect))
         try:
             engine.dialect.do_ping(dbapi_connection)
@@ -462,7 +510,7 @@ def _postgresql_engine(
     if not probe:
         event.listen(engine, "checkout", _ping)
 
-    def _watch(conn: Connection) -> None:
+    def _watch(conn: Connection, first: bool = False) -> None:
         if conn.invalidated:
             # The connection was lost inside a transaction: the rollback that ends it only
             # forgets it, saying nothing to the server. Asking for the DBAPI connection would
@@ -472,11 +520,17 @@ def _postgresql_engine(
         if conn.get_execution_options().get(UNBOUNDED, False):
             watchdog.disarm(dbapi_connection)
         else:
-            watchdog.arm(dbapi_connection, clock.within(answer_within))
+            # A read's first exchange checks the pooled connection, as the ping does.
+            bound = timeouts.connect if first else answer_within
+            watchdog.arm(dbapi_connection, clock.within(bound))
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _watch_statement(conn: Connection, *args: Any) -> None:
+        context = args[3]
+        _watch(conn, context is not None and context.execution_options.get(_FIRST, False))
 
     # Every exchange with the server is watched: statements, and the commit or rollback that
     # ends a transaction (which stays watched until the connection is back in the pool).
-    event.listen(engine, "before_cursor_execute", lambda conn, *_: _watch(conn))
     event.listen(engine, "commit", _watch)
     event.listen(engine, "rollback", _watch)
 
