@@ -14,17 +14,29 @@ middle generation's scans were half of the collector's 9 % of ingest's CPU. Coll
 every 100 young collections instead, the middle generation is scanned once per million
 allocations, by which time a batch's objects are freed (by reference counting: parsed JSON
 holds no cycles).
+
+While a batch is read and stored (`batch_in_flight`) the youngest generation is collected
+only every 300,000 allocations: the batch's objects then live through no collection at all
+(a batch of 500 medium events holds about 100,000 at its peak) and die by reference counting
+when it is done. Ten young collections a batch, each scanning the batch's live objects, were
+9 % of reading and translating it. The threshold stays raised while any batch is in flight,
+so writers that overlap for ever still collect, every 300,000 allocations.
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 #: Allocations between two collections of the youngest generation (Python's default: 700).
 YOUNG_THRESHOLD = 10_000
 #: Young collections between two collections of the middle generation (Python's default: 10).
 MIDDLE_THRESHOLD = 100
+
+#: Allocations between two collections of the youngest generation while a batch is in flight.
+BATCH_YOUNG_THRESHOLD = 300_000
 
 _app_started = threading.Event()
 
@@ -45,3 +57,37 @@ def tune_collector_for_app() -> None:
     if not _app_started.is_set():
         _app_started.set()
         tune_collector()
+
+
+class _BatchesInFlight:
+    """The batches in flight, and the thresholds to restore when the last is done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._restore: tuple[int, ...] = ()
+
+    @contextmanager
+    def one(self) -> Iterator[None]:
+        with self._lock:
+            if self._count == 0:
+                self._restore = gc.get_threshold()
+                young, *older = self._restore
+                gc.set_threshold(max(young, BATCH_YOUNG_THRESHOLD), *older)
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+                if self._count == 0:
+                    gc.set_threshold(*self._restore)
+
+
+_IN_FLIGHT = _BatchesInFlight()
+
+
+def batch_in_flight() -> AbstractContextManager[None]:
+    """Collect the youngest generation rarely while a batch of events is read and stored
+    (see the module): from the first batch in flight to the end of the last."""
+    return _IN_FLIGHT.one()

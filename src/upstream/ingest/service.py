@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from upstream.collector import batch_in_flight
 from upstream.ingest.documents import translate_document
 from upstream.ingest.recipe import apply_recipe
 from upstream.model.errors import InvalidInput
@@ -28,7 +29,8 @@ def ingest_documents(
     `sql_lineage` whether `sql` job facets are parsed for column lineage (§3.3).
     Raises InvalidInput, and stores nothing, when any event is invalid.
     """
-    return store_facts(store, prepare(documents, batch=batch, sql_lineage=sql_lineage))
+    with batch_in_flight():
+        return store_facts(store, prepare(documents, batch=batch, sql_lineage=sql_lineage))
 
 
 #: More work for the transaction that stores a batch, after the recipe (a consumer's offsets).

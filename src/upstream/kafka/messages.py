@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from upstream.collector import batch_in_flight
 from upstream.ingest.body import MESSAGE_VALUE, Events, Limits, decode_events
 from upstream.ingest.service import Also, prepare, store_parts
 from upstream.model.errors import (
@@ -86,7 +87,8 @@ def ingest_messages(
     message is done with as surely as a stored one."""
     outcomes: list[MessageOutcome | None] = []
     prepared: dict[int, list[EventFacts]] = {}
-    with store.taking_write():  # the watcher's rounds wait for the decoding too
+    # The watcher's rounds wait for the decoding too.
+    with store.taking_write(), batch_in_flight():
         for index, value in enumerate(values):
             try:
                 prepared[index] = prepare_message(value, limits)

@@ -21,6 +21,7 @@ from upstream.api.deps import (
 from upstream.api.errors import status_of
 from upstream.api.event_schema import event_request_body
 from upstream.api.metrics import metrics_of
+from upstream.collector import batch_in_flight
 from upstream.ingest.body import Limits
 from upstream.ingest.outcomes import EventOutcome, store_each
 from upstream.ingest.service import prepare
@@ -81,7 +82,7 @@ async def post_lineage(
     arrived = time.monotonic()  # its time to wait for the database counts from here
     # From here the watcher's rounds wait for it: decoding and preparing the events take
     # more of the process's CPU than storing them.
-    with (await get_store(request)).taking_write():
+    with (await get_store(request)).taking_write(), batch_in_flight():
         limits = Limits(
             settings.max_body_bytes, settings.max_batch_events, settings.max_event_values
         )
