@@ -7,6 +7,7 @@ reason, except under CI=true, where a missing PostgreSQL fails the run.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import socket
@@ -25,6 +26,7 @@ from fastapi.testclient import TestClient
 
 import upstream
 from upstream.api.app import create_app
+from upstream.collector import tune_collector
 from upstream.settings import Settings
 from upstream.store import schema
 from upstream.store.engine import Store
@@ -338,3 +340,36 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBrok
     broker = TansuBroker(tansu_binary(), tmp_path_factory.mktemp("kafka") / "tansu.log")
     yield broker
     broker.stop()
+
+
+def end_other_connections(url: str) -> None:
+    """End every server process of the PostgreSQL database at `url` but the caller's, as a
+    restart of the server does to its clients."""
+    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with admin.connect() as conn:
+        conn.execute(
+            sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    admin.dispose()
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The generation of every collection from here on, under a server's collector
+    (`upstream.collector.tune_collector`)."""
+    threshold = gc.get_threshold()
+    tune_collector()
+    seen: list[int] = []
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(count)
+    yield seen
+    gc.callbacks.remove(count)
+    gc.unfreeze()
+    gc.set_threshold(*threshold)

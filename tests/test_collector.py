@@ -90,23 +90,6 @@ def _batch(events: int) -> list[dict[str, Any]]:
     return batch
 
 
-@pytest.fixture
-def collections() -> Iterator[list[int]]:
-    """The generations collected, as they are, under the collector's tuned thresholds."""
-    threshold = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, threshold[2])
-    found: list[int] = []
-
-    def note(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            found.append(info["generation"])
-
-    gc.callbacks.append(note)
-    yield found
-    gc.callbacks.remove(note)
-    gc.set_threshold(*threshold)
-
-
 def test_a_batch_is_read_and_stored_with_no_collection(
     store: Store, collections: list[int]
 ) -> None:

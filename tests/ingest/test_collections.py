@@ -3,39 +3,16 @@ server's collector is set (`upstream.collector`)."""
 
 from __future__ import annotations
 
-import gc
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from tests.builders import ds, run_event, schema_facet
-from upstream.collector import tune_collector
 from upstream.ingest.body import REQUEST_BODY, Limits, decode
 from upstream.ingest.service import prepare, store_facts
 from upstream.model.json_text import dumps
 from upstream.store.engine import Store
 
 NS = "collections"
-
-
-@pytest.fixture
-def collections() -> Iterator[list[int]]:
-    """The generation of every collection from here on, under a server's collector."""
-    threshold = gc.get_threshold()
-    tune_collector()
-    seen: list[int] = []
-
-    def count(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            seen.append(info["generation"])
-
-    gc.callbacks.append(count)
-    yield seen
-    gc.callbacks.remove(count)
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
 
 
 def _event(job: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import PG_ADMIN_URL, post, truncate_tables
+from tests.conftest import PG_ADMIN_URL, end_other_connections, post, truncate_tables
 from upstream.api.app import create_app
 from upstream.ingest import rebuild as rebuild_module
 from upstream.ingest.documents import event_record
@@ -464,20 +464,6 @@ def test_an_interrupted_rebuild_continues_where_it_stopped(
     assert answers(client) == before
 
 
-def _cut_other_connections(url: str) -> None:
-    """End every server process of the database at `url` but the caller's, as a restart
-    of the server does to its clients."""
-    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(
-            sa.text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        )
-    admin.dispose()
-
-
 @pytest.mark.postgres
 def test_a_rebuild_whose_connections_are_cut_finishes_with_the_same_answers(
     postgres_server: str, monkeypatch: pytest.MonkeyPatch
@@ -497,7 +483,7 @@ def test_a_rebuild_whose_connections_are_cut_finishes_with_the_same_answers(
             def cut_once(done: int, total: int) -> None:
                 if done >= 3 and not cuts:
                     cuts.append(done)
-                    _cut_other_connections(postgres_server)
+                    end_other_connections(postgres_server)
 
             report = rebuild(store, cut_once)
             assert (cuts, report.events) == ([3], len(story()))

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 from psycopg import pq
 
+from tests.conftest import end_other_connections
 from upstream.store.change_log import position
 from upstream.store.engine import Store
 
@@ -101,7 +102,7 @@ def test_reads_after_the_server_dropped_every_pooled_connection_are_answered(
         assert _pooled(store) == 3
         with store.read() as conn:
             pids = {conn.execute(sa.text("SELECT pg_backend_pid()")).scalar()}
-        _end_connections_of(postgres_server)
+        end_other_connections(postgres_server)
         for _ in range(4):
             with store.read() as conn:
                 assert conn.execute(sa.text("SELECT 1")).scalar() == 1
@@ -115,16 +116,3 @@ def _pooled(store: Store) -> int:
     pool = store.engine.pool
     assert isinstance(pool, sa.pool.QueuePool)
     return pool.checkedin()
-
-
-def _end_connections_of(url: str) -> None:
-    """End every server process of the database at `url` but the caller's."""
-    admin = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    with admin.connect() as conn:
-        conn.execute(
-            sa.text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        )
-    admin.dispose()
