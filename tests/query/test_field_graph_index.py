@@ -373,14 +373,7 @@ def test_a_set_s_links_are_read_once_however_many_edges_it_holds(
     """Which edges count is a question about their sets: a run stating nine field edges in
     one set has that set's links read once, not once per edge (a diff counts the field
     edges among a thousand datasets twice)."""
-    facet = column_lineage({out: [(NS, "d0", f) for f in FIELDS] for out in FIELDS})
-    run = run_event(
-        (NS, "j0"),
-        time=_when(5),
-        inputs=[ds(NS, "d0")],
-        outputs=[ds(NS, "d1", columnLineage=facet)],
-    )
-    ingest_documents(store, [run], batch=False)
+    _store_d0_to_d1(store, {out: [(NS, "d0", f) for f in FIELDS] for out in FIELDS})
     with store.read() as conn:
         edges = FieldEdges(graph_of(conn), Window(_when(-1), _when(60)))
     rows = edges.between(edges.datasets(DATASET_IDS[:2]))
@@ -405,14 +398,7 @@ def test_a_walks_fields_are_numbered_together(
     fields, not a numbering's look-up per field; unknown datasets and fields hold none."""
     from upstream.query.graph_index.numbering import Numbering
 
-    facet = column_lineage({"a": [(NS, "d0", "b"), (NS, "d0", "c")]})
-    run = run_event(
-        (NS, "j0"),
-        time=_when(5),
-        inputs=[ds(NS, "d0")],
-        outputs=[ds(NS, "d1", columnLineage=facet)],
-    )
-    ingest_documents(store, [run], batch=False)
+    _store_d0_to_d1(store, {"a": [(NS, "d0", "b"), (NS, "d0", "c")]})
     with store.read() as conn:
         edges = FieldEdges(graph_of(conn), None)
 
@@ -432,3 +418,15 @@ def test_a_walks_fields_are_numbered_together(
     assert nodes.tolist() == sorted(set(nodes.tolist()))
     assert len(nodes) == 3
     assert set(edges.keys(nodes)) == set(keys[:3])
+
+
+def _store_d0_to_d1(store: Store, fields: dict[str, list[tuple[str, str, str]]]) -> None:
+    """One run of j0 reading d0 and writing d1 whose `columnLineage` states `fields` (each
+    output field's input fields)."""
+    run = run_event(
+        (NS, "j0"),
+        time=_when(5),
+        inputs=[ds(NS, "d0")],
+        outputs=[ds(NS, "d1", columnLineage=column_lineage(fields))],
+    )
+    ingest_documents(store, [run], batch=False)
