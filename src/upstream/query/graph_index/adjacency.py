@@ -19,8 +19,9 @@ import numpy.typing as npt
 
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
-_NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
-_NO_ROWS.setflags(write=False)
+#: No rows (read-only): what a look-up that finds none answers, shared.
+NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
+NO_ROWS.setflags(write=False)
 _NONE_GONE: Flags = np.zeros(0, dtype=np.bool_)
 
 
@@ -31,7 +32,7 @@ def _spans(first: Ints, counts: Ints) -> tuple[Ints, Ints]:
     ends = np.cumsum(counts)
     total = int(ends[-1]) if len(ends) else 0
     if not total:
-        return _NO_ROWS, _NO_ROWS
+        return NO_ROWS, NO_ROWS
     owner = np.repeat(np.arange(len(first), dtype=np.int64), counts)
     # Each place is its span's first position plus how far it is into its span.
     return np.arange(total, dtype=np.int64) + (first - ends + counts)[owner], owner
@@ -44,8 +45,8 @@ class Adjacency:
     #: A mask rather than the rows' list: a read tests each row it meets.
     gone: Flags = _NONE_GONE
     #: The key and row of each row appended after the arrays were built, by key, then row.
-    extra_keys: Ints = _NO_ROWS
-    extra_rows: Ints = _NO_ROWS
+    extra_keys: Ints = NO_ROWS
+    extra_rows: Ints = NO_ROWS
 
     def __init__(self, keys: npt.NDArray[np.int32], nodes: int) -> None:
         present = keys >= 0

@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from upstream.model.direction import Direction
 from upstream.model.window import Window
-from upstream.query.graph_index.adjacency import Adjacency
+from upstream.query.graph_index.adjacency import NO_ROWS, Adjacency
 from upstream.query.graph_index.graph import DATASET, JOB, Graph, Table
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.rollup import RollUp
@@ -52,8 +52,6 @@ from upstream.query.graph_index.visibility import VisibleNodes
 Ints = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 _UNREACHED = np.iinfo(np.int64).max
-_NO_ROWS: Ints = np.zeros(0, dtype=np.int64)
-_NO_ROWS.setflags(write=False)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The number of the unnamed component "" (numbered first in every index).
 UNNAMED = 0
@@ -178,7 +176,7 @@ class WalkView:
         and whose far end is of `far_type`, in force and in the window."""
         by = self.graph.edges_by[near]
         if by.empty:  # most stores have no job-end edge: ten levels asked twenty times
-            return _NO_ROWS, _NO_ROWS
+            return NO_ROWS, NO_ROWS
         rows, owner = by.rows_of(nodes)
         e = self.graph.edges
         far = "source" if near.startswith("target") else "target"
