@@ -5,9 +5,10 @@ cluster is made with `initdb` in a temporary directory and started with `pg_ctl`
 port. PostgreSQL refuses to run as root, so when the tests run as root (as CI does) the
 cluster's programs run as the `postgres` OS user (`runuser -u postgres --`).
 
-`primary_and_replica()` makes a second cluster from the first with `pg_basebackup -R` on
-another port: a hot standby streaming from it, whose replay `pause_replay()` holds back (it
-then lags by every write made meanwhile) and `resume_replay()` lets go.
+`primary_and_replica()` makes the store's tables in a cluster, then a second cluster from
+the first with `pg_basebackup -R` on another port: a hot standby streaming from it, whose
+replay `pause_replay()` holds back (it then lags by every write made meanwhile) and
+`resume_replay()` lets go.
 
 `hang()` stops every process of the cluster with SIGSTOP (the postmaster first, so it starts
 no new backend, then each backend): connections stay open and every byte waits, as with a
@@ -33,6 +34,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import IN_CI, free_port
+from upstream.store.engine import Store
+from upstream.store.migrate import upgrade
 
 _OS_USER = "postgres"
 
@@ -183,8 +186,16 @@ def private_cluster() -> Iterator[PrivateCluster]:
 
 @contextlib.contextmanager
 def primary_and_replica() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
-    """A started primary and a hot standby streaming from it, both removed afterwards."""
+    """A started primary holding an empty store and a hot standby streaming from it, both
+    removed afterwards. The store's tables are made before the standby is copied from the
+    primary, so the standby has them from its start: made after, they reached it only once
+    it replayed them, and a test that read it first (or paused its replay) found no store."""
     with private_cluster() as primary:
+        store = Store(primary.url)
+        try:
+            upgrade(store)
+        finally:
+            store.dispose()
         replica = PrivateCluster(primary.bin_dir)
         try:
             replica.copy_of(primary).start()

@@ -118,9 +118,6 @@ class Acknowledged:
 @pytest.fixture
 def deployment(tmp_path: Path, kafka_broker: TansuBroker) -> Iterator[dict[str, Any]]:
     with primary_and_replica() as (primary, replica):
-        store = Store(primary.url)
-        upgrade(store)
-        store.dispose()
         topic = kafka_broker.create_topic(partitions=4)
         kafka = {
             "UPSTREAM_KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap,

@@ -21,8 +21,6 @@ from tests.conftest import truncate_tables
 from tests.private_postgres import PrivateCluster, primary_and_replica
 from upstream.api.app import create_app
 from upstream.settings import Settings
-from upstream.store.engine import Store
-from upstream.store.migrate import upgrade
 
 pytestmark = pytest.mark.postgres
 
@@ -37,9 +35,6 @@ STOPPED_NOTICED = 2.0
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
     with primary_and_replica() as (primary, replica):
-        store = Store(primary.url)
-        upgrade(store)
-        store.dispose()
         yield primary, replica
 
 

@@ -21,7 +21,6 @@ from upstream.store import schema as t
 from upstream.store.change_log import RUNS, position, record
 from upstream.store.deadlines import Watchdog
 from upstream.store.engine import Store, Timeouts, create_engine, probe_engine
-from upstream.store.migrate import upgrade
 from upstream.store.replicas import Replica, ReplicaSet, reads_must_include
 
 pytestmark = pytest.mark.postgres
@@ -30,9 +29,6 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
     with primary_and_replica() as (primary, replica):
-        store = Store(primary.url)
-        upgrade(store)
-        store.dispose()
         yield primary, replica
 
 
