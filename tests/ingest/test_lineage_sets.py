@@ -71,9 +71,7 @@ def stored_rows(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     found: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for table in (t.lineage_sets, t.lineage_set_edges, t.lineage_links, t.flows):
-            # A flow's id is a sequence number: the order rows were written, not what they say.
-            left_out = {"created_at", "id"} if table is t.flows else {"created_at"}
-            columns = [c for c in table.columns if c.name not in left_out]
+            columns = [c for c in table.columns if c.name != "created_at"]
             rows = conn.execute(sa.select(*columns)).all()
             found[table.name] = sorted(tuple(str(v) for v in row) for row in rows)
     return found

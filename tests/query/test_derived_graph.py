@@ -52,7 +52,8 @@ def flow_rows(store: Store) -> set[tuple[Any, ...]]:
     with store.read() as conn:
         names = {r.id: r.name for r in conn.execute(sa.select(t.datasets.c.id, t.datasets.c.name))}
         jobs = {r.id: r.name for r in conn.execute(sa.select(t.jobs.c.id, t.jobs.c.name))}
-        rows = conn.execute(sa.select(t.flows)).mappings().all()
+        run = t.owned_run(t.flows).label("run_id")
+        rows = conn.execute(sa.select(t.flows, run)).mappings().all()
     return {
         (
             r["scope"],

@@ -208,7 +208,10 @@ class _Rows:
             self.deleted = set(conn.execute(sa.select(t.deletions.c.entity_id)).scalars())
             in_force = self._declarations(conn, window)
             self.relations = self._rows(conn, t.relations, t.declared_relations, in_force, window)
-            self.flows = self._rows(conn, t.flows, t.declared_flows, in_force, window)
+            # A run's flow names its run as its owner (`schema.owned_run`); a declaration's none.
+            flows = sa.select(*t.flows.c, t.owned_run(t.flows).label("run_id")).subquery()
+            declared = sa.select(*t.declared_flows.c, sa.null().label("run_id")).subquery()
+            self.flows = self._rows(conn, flows, declared, in_force, window, "scope")
             edges = [
                 e
                 for e in self._rows(conn, EDGES, t.declared_edges, in_force, window, "scope")
@@ -240,7 +243,7 @@ class _Rows:
     def _rows(
         conn: sa.Connection,
         current: Any,
-        history: sa.Table,
+        history: sa.FromClause,
         in_force: set[uuid.UUID] | None,
         window: Window,
         run_marker: str = "run_id",

@@ -80,7 +80,6 @@ def flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[s
         "source_dataset_id": flow.source,
         "target_dataset_id": flow.target,
         "job_id": flow.job_id,
-        "run_id": flow.run_id,
         "inferred": flow.inferred,
         "started_at": span[0],
         "ended_at": span[1],

@@ -181,7 +181,7 @@ def relation_rows(
         r.version,
         _when(r.event_time, dialect),
     ]
-    for condition in _owned(conn, r.run_id, r.job_id, runs, owners):
+    for condition in _owned(conn, r.run_id.is_not(None), r.run_id, r.job_id, runs, owners):
         query = sa.select(*current, *_no_interval()).where(condition)
         yield from _in_chunks(conn, query)
     history = [
@@ -209,19 +209,19 @@ def flow_rows(
     dialect = conn.dialect.name
     f, h, d = t.flows.c, t.declared_flows.c, t.declarations.c
 
-    def columns(owner: Any, c: Any) -> list[Any]:
-        ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, c.run_id)
+    def columns(owner: Any, c: Any, run: Any) -> list[Any]:
+        ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, run)
         return [*ids, c.inferred, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
 
-    # A run's flows are its own (owner_id = run_id, `flow_writer`): found by the owners'
-    # index, where `run_id` has none and a change's read scanned every flow (0.44 s of a
-    # large store's change).
-    for condition in _owned(conn, f.run_id, f.owner_id, runs, owners, run_owned=True):
-        query = sa.select(*columns(f.owner_id, f), *_no_interval()).where(condition)
+    # A run's flows are its own (their owner is the run, `schema.owned_run`): found by the
+    # owners' index.
+    current = columns(f.owner_id, f, t.owned_run(t.flows))
+    for condition in _owned(conn, f.scope == "run", f.owner_id, f.owner_id, runs, owners):
+        query = sa.select(*current, *_no_interval()).where(condition)
         yield from _in_chunks(conn, query)
     for matches in _history_of(conn, runs, owners):
         query = (
-            sa.select(*columns(d.owner_id, h), *_in_force(dialect))
+            sa.select(*columns(d.owner_id, h, sa.null()), *_in_force(dialect))
             .join_from(t.declared_flows, t.declarations, d.id == h.declaration_id)
             .where(matches)
         )
@@ -243,11 +243,11 @@ def job_edge_rows(
         t.declarations.c,
     )
 
-    def columns(owner: Any, scope: Any, ends: Any) -> list[Any]:
+    def columns(owner: Any, scope: Any, run: Any, ends: Any) -> list[Any]:
         return [
             *_ids(dialect, owner),
             scope.scope == "run",
-            *_ids(dialect, scope.run_id),
+            *_ids(dialect, run),
             ends.source_type,
             *_ids(dialect, ends.source_dataset_id, ends.source_job_id, ends.source_run_id),
             ends.target_type,
@@ -258,18 +258,19 @@ def job_edge_rows(
     def job_end(c: Any) -> sa.ColumnElement[bool]:
         return sa.or_(c.source_type == "job", c.target_type == "job")
 
-    # A run's links are its own (owner_id = run_id): found by the owners' index, as flows
-    # are; `run_id` has none (migration 0028).
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
+    # A run's links are its own (their owner is the run): found by the owners' index, as
+    # flows are.
+    current = columns(link.owner_id, link, t.owned_run(t.lineage_links), edge)
+    for condition in _owned(conn, link.scope == "run", link.owner_id, link.owner_id, runs, owners):
         query = (
-            sa.select(*columns(link.owner_id, link, edge), *_no_interval())
+            sa.select(*current, *_no_interval())
             .join_from(t.lineage_set_edges, t.lineage_links, link.set_id == edge.set_id)
             .where(job_end(edge), condition)
         )
         yield from _in_chunks(conn, query)
     for matches in _history_of(conn, runs, owners):
         query = (
-            sa.select(*columns(d.owner_id, h, h), *_in_force(dialect))
+            sa.select(*columns(d.owner_id, h, h.run_id, h), *_in_force(dialect))
             .join_from(t.declared_edges, t.declarations, d.id == h.declaration_id)
             .where(job_end(h), matches)
         )
@@ -292,26 +293,23 @@ def _in_chunks(conn: Connection, query: sa.Select[Any]) -> Iterator[list[Any]]:
 
 def _owned(
     conn: Connection,
+    of_run: sa.ColumnElement[bool],
     run: Any,
     owner: Any,
     runs: Collection[uuid.UUID] | None,
     owners: Collection[uuid.UUID] | None,
-    *,
-    run_owned: bool = False,
 ) -> Iterator[sa.ColumnElement[bool]]:
     """Conditions for the current rows of `runs` and of the declarations of `owners`
-    (every row when both are None); with `run_owned`, a run's rows are found by `owner`,
-    which holds the run's id on each of them."""
+    (every row when both are None): `of_run` tells a run's rows from a declaration's, `run`
+    holds the run's id on each (a flow's or link's owner), `owner` the declaring job's or
+    dataset's."""
     if runs is None and owners is None:
         yield sa.true()
         return
-    if run_owned:
-        for matches in id_filters(conn, owner, runs or ()):
-            yield sa.and_(run.is_not(None), matches)
-    else:
-        yield from id_filters(conn, run, runs or ())
+    for matches in id_filters(conn, run, runs or ()):
+        yield sa.and_(of_run, matches)
     for matches in id_filters(conn, owner, owners or ()):
-        yield sa.and_(run.is_(None), matches)
+        yield sa.and_(sa.not_(of_run), matches)
 
 
 def _history_of(
@@ -363,11 +361,11 @@ def field_link_rows(
     columns = [
         id_text(link.owner_id, dialect),
         id_text(link.set_id, dialect),
-        id_text(link.run_id, dialect),
+        id_text(t.owned_run(t.lineage_links), dialect),
         link.scope == "run",
         *_no_interval(),
     ]
-    for condition in _owned(conn, link.run_id, link.owner_id, runs, owners, run_owned=True):
+    for condition in _owned(conn, link.scope == "run", link.owner_id, link.owner_id, runs, owners):
         yield from _in_chunks(conn, sa.select(*columns).where(condition))
 
 

@@ -249,7 +249,6 @@ def _write_links(
             "id": key.id,
             "scope": key.scope,
             "owner_id": key.owner_id,
-            "run_id": stated.run_id,
             "job_id": stated.job_id,
             "target_dataset_id": key.target_dataset_id,
             "set_id": lset.id,

@@ -29,13 +29,14 @@ from upstream.store.transaction_state import kept
 #: The month of rows that belong to no run: declared lineage and its events, never pruned.
 KEEP = 0
 
-#: The tables kept by month, with the column that names the row's run.
+#: The tables kept by month, with the column that names the row's run (a flow's or a lineage
+#: link's owner is its run when its scope is "run", `schema.owned_run`).
 RUN_COLUMN: dict[str, str] = {
     "events": "run_id",
     "runs": "id",
     "relations": "run_id",
-    "lineage_links": "run_id",
-    "flows": "run_id",
+    "lineage_links": "owner_id",
+    "flows": "owner_id",
     "dataset_versions": "run_id",
     "run_operation_sets": "run_id",
 }
@@ -63,14 +64,23 @@ def with_months(
     """`rows` of a table kept by month, each with its run's month (`KEEP` for no run)."""
     column = RUN_COLUMN[table.name]
     received = _RECEIVED.get(table.name)
+    runs = [_run_of(row, column) for row in rows]
     first_seen: dict[uuid.UUID, int] = {}
-    for row in rows:
-        run = row[column]
+    for row, run in zip(rows, runs, strict=True):
         if run is not None and run not in first_seen:
             stamp = row[received] if received else datetime.now(UTC)
             first_seen[run] = month_of(stamp)
     months = run_months(conn, first_seen)
-    return [{**row, "month": KEEP if row[column] is None else months[row[column]]} for row in rows]
+    return [
+        {**row, "month": KEEP if run is None else months[run]}
+        for row, run in zip(rows, runs, strict=True)
+    ]
+
+
+def _run_of(row: Mapping[str, Any], column: str) -> uuid.UUID | None:
+    """The run a row belongs to: `column`'s value, but a declaration's flow or link (scope
+    "job" or "dataset") has none, whatever its owner."""
+    return row[column] if row.get("scope", "run") == "run" else None
 
 
 def insert_by_month(

@@ -304,18 +304,25 @@ lineage_links = sa.Table(
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
-    # The run, the job or the dataset: what a declaration replaces as a whole.
+    # The run, the job or the dataset: what a declaration replaces as a whole. A "run" link's
+    # run is its owner, not stored again (`owned_run`, migration 0030).
     sa.Column("owner_id", sa.Uuid, index=True),
-    # The run of a "run" link, its owner too, and the job that stated the set: a run's links
-    # are found by owner, and no read asks for a job's, so neither has an index (migration
+    # The job that stated the set: no read asks for a job's links, so no index (migration
     # 0028).
-    sa.Column("run_id", sa.Uuid),
     sa.Column("job_id", sa.Uuid),
     sa.Column("target_dataset_id", sa.Uuid),
     sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
+
+
+def owned_run(table: sa.FromClause) -> sa.ColumnElement[Any]:
+    """The run of a flow's or a lineage link's row (`flows`, `lineage_links`): its owner
+    when that is a run, else NULL. The run is the owner of every row of a run, so it is not
+    stored a second time (migration 0030)."""
+    return sa.case((table.c.scope == "run", table.c.owner_id), else_=sa.null())
+
 
 #: The columns of an edge as every reader sees it: a set's edge with its link's owner
 #: (`upstream.store.edge_rows`), and the rows of `declared_edges`.
@@ -333,23 +340,19 @@ flows = sa.Table(
     # The dataset-level flow graph (design §6), derived when an event is written by
     # `upstream.model.flow_rules`: precedence, implied edges and the inputs x outputs product
     # are resolved here, so walks only read. Re-deriving an owner (a run; a job's or a
-    # dataset's declaration) deletes its rows and inserts the new ones.
-    sa.Column(
-        "id",
-        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
-    # The month of the flow's run (`upstream.store.months`); on PostgreSQL part of the key.
+    # dataset's declaration) deletes its rows and inserts the new ones: rows are found and
+    # replaced by owner, never one by one, so they have no key (migration 0030).
+    # The month of the flow's run (`upstream.store.months`).
     sa.Column("month", sa.Integer, nullable=False),
     sa.Column("scope", sa.Text, nullable=False),
+    # The run, or the job or dataset whose declaration it is. A run's flow has the run as
+    # its owner, not stored again (`owned_run`, migration 0030); declared lineage has none,
+    # and every window includes it.
     sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
     sa.Column("source_dataset_id", sa.Uuid, nullable=False),
     sa.Column("target_dataset_id", sa.Uuid, nullable=False),
     # NULL for a DatasetEvent's declaration, which names no job.
     sa.Column("job_id", sa.Uuid),
-    # NULL for declared lineage, which every window includes.
-    sa.Column("run_id", sa.Uuid),
     # Made by the inputs x outputs product rather than stated by the producer.
     sa.Column("inferred", sa.Boolean, nullable=False),
     # Copies of the run's span, so the window is tested on the flow row itself.

@@ -29,7 +29,7 @@ from upstream.store.window import (
 def flow_in_window(flow: Any, window: Bounds | None) -> sa.ColumnElement[bool]:
     """Declared flows (no run) are always in; a run's flow when its run overlaps `window`
     (started before the end, not finished before the start: design §4.1) and had started by
-    its `as_of` time (design §4.5). `flow` is the columns of `flows` (or `flows_as_of`)."""
+    its `as_of` time (design §4.5). `flow` is the columns of `flows_as_of`."""
     if window is None:
         return sa.true()
     return sa.or_(

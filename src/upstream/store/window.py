@@ -91,13 +91,20 @@ def relations_as_of(window: Bounds | None) -> sa.FromClause:
     return _with_declarations(t.relations, t.declared_relations, current_runs, as_of)
 
 
+#: The flows with their run (`schema.owned_run`), and the declarations' with none.
+_FLOWS = sa.select(*t.flows.c, t.owned_run(t.flows).label("run_id")).subquery("flows")
+_DECLARED_FLOWS = sa.select(*t.declared_flows.c, sa.null().label("run_id")).subquery(
+    "declared_flows"
+)
+
+
 def flows_as_of(window: Bounds | None) -> sa.FromClause:
     """The `flows` an answer reads, as `edges_as_of` does for edges: runs' flows and those of
-    the declarations in force at the window's `as_of` time."""
+    the declarations in force at the window's `as_of` time, each with its run (`run_id`)."""
     as_of = window.as_of if window is not None else None
     if as_of is None:
-        return t.flows
-    return _with_declarations(t.flows, t.declared_flows, t.flows.c.run_id.is_not(None), as_of)
+        return _FLOWS
+    return _with_declarations(_FLOWS, _DECLARED_FLOWS, _FLOWS.c.scope == "run", as_of)
 
 
 def in_force(as_of: datetime) -> sa.ColumnElement[bool]:
@@ -108,7 +115,7 @@ def in_force(as_of: datetime) -> sa.ColumnElement[bool]:
 
 def _with_declarations(
     current: sa.FromClause,
-    history: sa.Table,
+    history: sa.Table | sa.Subquery,
     run_rows: sa.ColumnElement[bool],
     as_of: datetime,
     names: Sequence[str] | None = None,
