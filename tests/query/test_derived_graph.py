@@ -53,7 +53,9 @@ def flow_rows(store: Store) -> set[tuple[Any, ...]]:
         names = {r.id: r.name for r in conn.execute(sa.select(t.datasets.c.id, t.datasets.c.name))}
         jobs = {r.id: r.name for r in conn.execute(sa.select(t.jobs.c.id, t.jobs.c.name))}
         run = t.owned_run(t.flows).label("run_id")
-        rows = conn.execute(sa.select(t.flows, run)).mappings().all()
+        spans = (t.runs.c.started_at, t.runs.c.ended_at)
+        query = sa.select(t.flows, run, *spans).select_from(t.flows_with_runs())
+        rows = conn.execute(query).mappings().all()
     return {
         (
             r["scope"],

@@ -208,9 +208,16 @@ class _Rows:
             self.deleted = set(conn.execute(sa.select(t.deletions.c.entity_id)).scalars())
             in_force = self._declarations(conn, window)
             self.relations = self._rows(conn, t.relations, t.declared_relations, in_force, window)
-            # A run's flow names its run as its owner (`schema.owned_run`); a declaration's none.
-            flows = sa.select(*t.flows.c, t.owned_run(t.flows).label("run_id")).subquery()
-            declared = sa.select(*t.declared_flows.c, sa.null().label("run_id")).subquery()
+            # A run's flow names its run as its owner (`schema.owned_run`), whose row holds
+            # the span; a declaration's has neither.
+            run = t.owned_run(t.flows).label("run_id")
+            flows = (
+                sa.select(*t.flows.c, run, t.runs.c.started_at, t.runs.c.ended_at)
+                .select_from(t.flows_with_runs())
+                .subquery()
+            )
+            nothing = (sa.null().label(name) for name in ("run_id", "started_at", "ended_at"))
+            declared = sa.select(*t.declared_flows.c, *nothing).subquery()
             self.flows = self._rows(conn, flows, declared, in_force, window, "scope")
             edges = [
                 e

@@ -83,7 +83,7 @@ def _flows(declaration: Declaration, edge_rows: list[Row], relation_rows: list[R
         ),
         edges=tuple(dataset_edge(r) for r in edge_rows),
     )
-    return [flow_row(lineage, flow, (None, None)) for flow in derive_flows(lineage)]
+    return [flow_row(lineage, flow) for flow in derive_flows(lineage)]
 
 
 def _chain(conn: Connection, scope: str, owner: uuid.UUID) -> None:

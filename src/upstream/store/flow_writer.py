@@ -12,7 +12,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -64,16 +64,12 @@ def rederive_flows(conn: Connection, owners: Owners) -> None:
     ]
     for matches in id_filters(conn, t.flows.c.owner_id, every):
         conn.execute(t.flows.delete().where(matches))
-    rows = [
-        flow_row(lineage, flow, runs[lineage.owner_id].span if lineage.scope == "run" else _NO_SPAN)
-        for lineage in lineages
-        for flow in derive_flows(lineage)
-    ]
+    rows = [flow_row(lineage, flow) for lineage in lineages for flow in derive_flows(lineage)]
     insert_rows(conn, t.flows, with_months(conn, t.flows, rows))
 
 
-def flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[str, Any]:
-    """A row of `flows` for one flow of `lineage`, with its run's (start, end)."""
+def flow_row(lineage: OwnerLineage, flow: Flow) -> dict[str, Any]:
+    """A row of `flows` for one flow of `lineage` (its run's span is the run's row's)."""
     return {
         "scope": lineage.scope,
         "owner_id": lineage.owner_id,
@@ -81,38 +77,21 @@ def flow_row(lineage: OwnerLineage, flow: Flow, span: tuple[Any, Any]) -> dict[s
         "target_dataset_id": flow.target,
         "job_id": flow.job_id,
         "inferred": flow.inferred,
-        "started_at": span[0],
-        "ended_at": span[1],
     }
 
 
-class _Run(NamedTuple):
-    """What a run's flows copy or depend on of its row."""
-
-    #: (started_at, ended_at), copied into each of its flows.
-    span: tuple[Any, Any]
-    #: Its events carry the lineage facet: no inputs x outputs product (flow rules).
-    has_lineage_facet: bool
-
-
-_NO_SPAN: tuple[Any, Any] = (None, None)
-
-
-_SPANS = ByIds(
-    t.runs.c.id,
-    lambda ids: sa.select(
-        t.runs.c.id, t.runs.c.started_at, t.runs.c.ended_at, t.runs.c.has_lineage_facet
-    ).where(ids),
+_LINEAGE_FACETS = ByIds(
+    t.runs.c.id, lambda ids: sa.select(t.runs.c.id, t.runs.c.has_lineage_facet).where(ids)
 )
 
 
-def _runs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, _Run]:
-    """What the flows of each of `run_ids` take from its row (one without a stored row has
-    no span and no lineage facet), in one statement."""
-    runs = dict.fromkeys(run_ids, _Run(_NO_SPAN, False))
-    for rows in _SPANS.run(conn, run_ids):
+def _runs(conn: Connection, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, bool]:
+    """Whether the events of each of `run_ids` carry the lineage facet (then no inputs x
+    outputs product, flow rules; a run without a stored row has none), in one statement."""
+    runs = dict.fromkeys(run_ids, False)
+    for rows in _LINEAGE_FACETS.run(conn, run_ids):
         for row in rows:
-            runs[row.id] = _Run((row.started_at, row.ended_at), bool(row.has_lineage_facet))
+            runs[row.id] = bool(row.has_lineage_facet)
     return runs
 
 
@@ -191,7 +170,7 @@ def dataset_edge(row: Mapping[Any, Any]) -> DatasetEdge:
     )
 
 
-def _run_lineages(conn: Connection, runs: Mapping[uuid.UUID, _Run]) -> Iterable[OwnerLineage]:
+def _run_lineages(conn: Connection, runs: Mapping[uuid.UUID, bool]) -> Iterable[OwnerLineage]:
     accesses = _accesses(conn, t.relations.c.run_id, runs)
     edges = _edges(conn, runs, "run")
     for run_id in in_id_order(runs):
@@ -199,7 +178,7 @@ def _run_lineages(conn: Connection, runs: Mapping[uuid.UUID, _Run]) -> Iterable[
             scope="run",
             owner_id=run_id,
             run_id=run_id,
-            no_product=runs[run_id].has_lineage_facet,
+            no_product=runs[run_id],
             accesses=tuple(accesses.get(run_id, ())),
             edges=tuple(edges.get(run_id, ())),
         )

@@ -207,21 +207,26 @@ def flow_rows(
 ) -> Iterator[list[FlowRow]]:
     """Flows as `relation_rows` reads relations, each with its run's span."""
     dialect = conn.dialect.name
-    f, h, d = t.flows.c, t.declared_flows.c, t.declarations.c
+    f, h, d, run = t.flows.c, t.declared_flows.c, t.declarations.c, t.runs.c
 
-    def columns(owner: Any, c: Any, run: Any) -> list[Any]:
-        ids = _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, run)
-        return [*ids, c.inferred, _when(c.started_at, dialect), _when(c.ended_at, dialect)]
+    def columns(owner: Any, c: Any, run_id: Any) -> list[Any]:
+        return _ids(dialect, owner, c.source_dataset_id, c.target_dataset_id, c.job_id, run_id)
 
     # A run's flows are its own (their owner is the run, `schema.owned_run`): found by the
-    # owners' index.
-    current = columns(f.owner_id, f, t.owned_run(t.flows))
+    # owners' index, with the run's span from its row.
+    current = [
+        *columns(f.owner_id, f, t.owned_run(t.flows)),
+        f.inferred,
+        _when(run.started_at, dialect),
+        _when(run.ended_at, dialect),
+    ]
     for condition in _owned(conn, f.scope == "run", f.owner_id, f.owner_id, runs, owners):
-        query = sa.select(*current, *_no_interval()).where(condition)
-        yield from _in_chunks(conn, query)
+        query = sa.select(*current, *_no_interval()).select_from(t.flows_with_runs())
+        yield from _in_chunks(conn, query.where(condition))
+    history = [*columns(d.owner_id, h, sa.null()), h.inferred, sa.null(), sa.null()]
     for matches in _history_of(conn, runs, owners):
         query = (
-            sa.select(*columns(d.owner_id, h, sa.null()), *_in_force(dialect))
+            sa.select(*history, *_in_force(dialect))
             .join_from(t.declared_flows, t.declarations, d.id == h.declaration_id)
             .where(matches)
         )

@@ -355,13 +355,23 @@ flows = sa.Table(
     sa.Column("job_id", sa.Uuid),
     # Made by the inputs x outputs product rather than stated by the producer.
     sa.Column("inferred", sa.Boolean, nullable=False),
-    # Copies of the run's span, so the window is tested on the flow row itself.
-    sa.Column("started_at", Timestamp),
-    sa.Column("ended_at", Timestamp),
+    # A run's flow is in a window when its run is: readers take the span from the run's row
+    # (`flows_with_runs`), not from a copy in each flow (migration 0030).
     # No index by source or target (migration 0027): walks run on the graph index, which
     # loads flows by run or owner (`upstream.store.graph_rows`); only `store.walks`' check
     # reads of the stored rows ask by dataset, and they read nearly every flow.
 )
+
+
+def flows_with_runs() -> sa.Join:
+    """The flows, each with its run's row (none for a declaration's flow): where a run's
+    flow finds its run (the same month: both are kept under the run's, `store.months`)."""
+    run = runs.c
+    return flows.outerjoin(
+        runs,
+        sa.and_(flows.c.scope == "run", run.id == flows.c.owner_id, run.month == flows.c.month),
+    )
+
 
 job_dependencies = sa.Table(
     "job_dependencies",

@@ -91,11 +91,22 @@ def relations_as_of(window: Bounds | None) -> sa.FromClause:
     return _with_declarations(t.relations, t.declared_relations, current_runs, as_of)
 
 
-#: The flows with their run (`schema.owned_run`), and the declarations' with none.
-_FLOWS = sa.select(*t.flows.c, t.owned_run(t.flows).label("run_id")).subquery("flows")
-_DECLARED_FLOWS = sa.select(*t.declared_flows.c, sa.null().label("run_id")).subquery(
-    "declared_flows"
+#: The flows with their run (`schema.owned_run`) and its span, and the declarations' with
+#: none.
+_FLOWS = (
+    sa.select(
+        *t.flows.c,
+        t.owned_run(t.flows).label("run_id"),
+        t.runs.c.started_at,
+        t.runs.c.ended_at,
+    )
+    .select_from(t.flows_with_runs())
+    .subquery("flows")
 )
+_DECLARED_FLOWS = sa.select(
+    *t.declared_flows.c,
+    *(sa.null().label(name) for name in ("run_id", "started_at", "ended_at")),
+).subquery("declared_flows")
 
 
 def flows_as_of(window: Bounds | None) -> sa.FromClause:
