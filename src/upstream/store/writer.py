@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from upstream.model.facts import (
@@ -28,6 +29,7 @@ from upstream.model.facts import (
     RunFact,
 )
 from upstream.model.identity import DatasetRef, namespace_id
+from upstream.model.json_text import parse
 from upstream.model.merge_rules import (
     DATASET_CONTENT,
     JOB_CONTENT,
@@ -145,8 +147,12 @@ def apply_facts(
         named[at(f)].update(j.ref.id for j in f.jobs)
     for moment, ids in named.items():
         revive(conn, ids, moment)
-    runs = _merge(conn, t.runs, _run_rows(batch, at), merge_run)
-    _break_parent_loops(conn, batch)
+    runs, stored_runs = _merge_rows(
+        conn, t.runs, _run_rows(batch, at), merge_run, changes=lambda run: run["has_events"]
+    )
+    _break_parent_loops(
+        conn, batch, {key: row["parent_run_id"] for key, row in stored_runs.items()}
+    )
     described = _runs_described(batch)
     # Every run the batch may re-derive, locked before its stored lineage is read.
     advisory_xact_locks(conn, described)
@@ -275,7 +281,21 @@ def _merge(
     content: tuple[str, ...] | None = None,
 ) -> set[uuid.UUID]:
     """Insert rows that are new; merge the rest into what is stored, updating what changed.
-    Returns the ids of the rows inserted or changed.
+    Returns the ids of the rows inserted or changed (`_merge_rows` says more)."""
+    return _merge_rows(conn, table, rows, merge, content=content)[0]
+
+
+def _merge_rows(
+    conn: Connection,
+    table: sa.Table,
+    rows: dict[uuid.UUID, R],
+    merge: Callable[[R, R], R],
+    *,
+    content: tuple[str, ...] | None = None,
+    changes: Callable[[R], bool] | None = None,
+) -> tuple[set[uuid.UUID], dict[uuid.UUID, R]]:
+    """`_merge`, and the rows it inserted or read as they are stored after it (the runs'
+    parents, which `_break_parent_loops` climbs from without reading them again).
 
     Most rows a batch names are already stored as they are (the workflow job every task
     names as parent, the datasets every run reads), so the rows are first read without a
@@ -285,31 +305,42 @@ def _merge(
 
     `content`: the columns `merge` may change, for a table whose rows most events name again
     (jobs and datasets). Each row keeps the hash of those columns (`content_digest`); a row
-    named again with the hash stored is left alone without being read back, and only the
-    others are read (their facets parsed) and merged. Other tables' rows are mostly new:
-    inserted first, and only the ones already there read."""
+    named again with the hash stored is left alone without its documents being parsed, and
+    only the others are parsed and merged — all read in one statement (`_current`). Other
+    tables' rows are mostly new: inserted first, and only the ones already there read.
+
+    `changes`: whether a row's merge changes what is stored whatever it is (a run's later
+    event: its state, its end). On PostgreSQL such rows are read locked at once, in the
+    statement that reads the others (`_stored_partly_locked`), not read and then read again
+    locked."""
     if not rows:
-        return set()
+        return set(), {}
+    locked: set[uuid.UUID] = set()
     if content is not None:
         for row in rows.values():
             held = cast(Row, row)
             if held.get("content_digest") is None:  # else hashed once, with its part
                 held["content_digest"] = content_digest(row, content)
         merge = _hashing(merge, content)
-        digests = _stored_digests(conn, table, in_id_order(rows))
-        missing = {key: row for key, row in rows.items() if key not in digests}
+        current = _current(conn, table, rows)
+        missing = {key: row for key, row in rows.items() if key not in current}
         inserted = _insert_ignoring(conn, table, missing)
         raced = set(missing) - inserted
-        differing = {key for key, held in digests.items() if held != rows[key]["content_digest"]}
-        stored = _stored(conn, table, in_id_order(differing | raced), lock=False)
+        stored = {key: row for key, row in current.items() if row is not None}
+        if raced:
+            stored |= _stored(conn, table, in_id_order(raced), lock=False)
     else:
         inserted = _insert_ignoring(conn, table, rows)
         raced = set(rows) - inserted
+        if changes is not None and conn.dialect.name == "postgresql":
+            locked = {key for key in raced if changes(rows[key])}
         # Stored before (or by a concurrent writer meanwhile).
-        stored = _stored(conn, table, in_id_order(raced), lock=False) if raced else {}
+        stored = _stored_partly_locked(conn, table, raced, locked) if raced else {}
     changing = _changed(stored, rows, merge)
-    if changing and conn.dialect.name == "postgresql":
-        changing = _changed(_stored(conn, table, in_id_order(changing), lock=True), rows, merge)
+    unlocked = [key for key in in_id_order(changing) if key not in locked]
+    if unlocked and conn.dialect.name == "postgresql":
+        again = _changed(_stored(conn, table, unlocked, lock=True), rows, merge)
+        changing = {key: row for key, row in changing.items() if key in locked} | again
     updates = list(changing.values())
     if updates:
         # A row kept by month is found in its month's partition alone.
@@ -322,7 +353,8 @@ def _merge(
         )
         stored_rows = packed_rows(conn, table, updates)
         conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in stored_rows])
-    return inserted | set(changing)
+    after = {key: rows[key] for key in inserted} | stored | changing
+    return inserted | set(changing), after
 
 
 def _hashing(merge: Callable[[R, R], R], content: tuple[str, ...]) -> Callable[[R, R], R]:
@@ -336,13 +368,23 @@ def _hashing(merge: Callable[[R, R], R], content: tuple[str, ...]) -> Callable[[
     return merged
 
 
-def _stored_digests(
-    conn: Connection, table: sa.Table, ids: list[uuid.UUID]
-) -> dict[uuid.UUID, str | None]:
-    """The content hash of each stored row among `ids` (None: written before hashes were)."""
-    found: dict[uuid.UUID, str | None] = {}
-    for rows in _lookup(table, "digests").run(conn, ids):
-        found.update({row.id: row.content_digest for row in rows})
+def _current(
+    conn: Connection, table: sa.Table, rows: Mapping[uuid.UUID, Mapping[str, Any]]
+) -> dict[uuid.UUID, Any]:
+    """The stored rows among `rows`' ids, read in one statement, as `_stored` gives them;
+    None for a row whose stored content hash is the one `rows` holds (the merge changes
+    nothing), whose JSON documents are then not parsed: they come as text."""
+    found: dict[uuid.UUID, Any] = {}
+    documents = [c.name for c in table.columns if isinstance(c.type, sa.JSON)]
+    for result in _lookup(table, "current").run(conn, rows):
+        for row in result.mappings():
+            if row["content_digest"] == rows[row["id"]]["content_digest"]:
+                found[row["id"]] = None
+                continue
+            record = dict(row)
+            for name in documents:
+                record[name] = parse(record[name])
+            found[row["id"]] = record
     return found
 
 
@@ -360,21 +402,42 @@ def _stored(
     return found
 
 
-#: The lookups of `_stored_digests` and `_stored`, by table and kind (`_lookup`).
+def _stored_partly_locked(
+    conn: Connection, table: sa.Table, ids: set[uuid.UUID], locked: set[uuid.UUID]
+) -> dict[uuid.UUID, Any]:
+    """`_stored` of `ids`, those among them in `locked` locked (PostgreSQL), in one
+    statement: the locked ones, in id order, then the others."""
+    if not locked or locked == ids:
+        return _stored(conn, table, in_id_order(ids), lock=bool(locked))
+    found: dict[uuid.UUID, Any] = {}
+    others = ids - locked
+    for result in _lookup(table, "partly locked").run(conn, others, locked=list(locked)):
+        rows = [dict(row) for row in result.mappings()]
+        unpacked_rows(conn, table, rows)
+        found.update((row["id"], row) for row in rows)
+    return found
+
+
+#: The lookups of `_current` and `_stored`, by table and kind (`_lookup`).
 _LOOKUPS: dict[tuple[str, str], ByIds] = {}
 
 
 def _lookup(table: sa.Table, kind: str) -> ByIds:
-    """The statement, made once, that reads `table`'s rows by id: their content hashes
-    (`digests`), the whole rows in id order (`rows`), or those rows locked (`locked`,
+    """The statement, made once, that reads `table`'s rows by id: the whole rows with their
+    JSON documents as text (`current`), the whole rows in id order (`rows`), or those rows
+    locked (`locked`,
     PostgreSQL's FOR NO KEY UPDATE: the key checks of writers whose rows name them do not
     wait)."""
     made = _LOOKUPS.get((table.name, kind))
     if made is None:
-        if kind == "digests":
-            made = ByIds(
-                table.c.id, lambda ids: sa.select(table.c.id, table.c.content_digest).where(ids)
-            )
+        if kind == "partly locked":
+            made = ByIds(table.c.id, _partly_locked(table))
+        elif kind == "current":
+            as_text = [
+                sa.cast(c, sa.Text).label(c.name) if isinstance(c.type, sa.JSON) else c
+                for c in table.columns
+            ]
+            made = ByIds(table.c.id, lambda ids: sa.select(*as_text).where(ids))
         else:
             locked = kind == "locked"
             made = ByIds(
@@ -387,6 +450,20 @@ def _lookup(table: sa.Table, kind: str) -> ByIds:
             )
         _LOOKUPS[(table.name, kind)] = made
     return made
+
+
+def _partly_locked(table: sa.Table) -> Callable[[sa.ColumnElement[bool]], sa.Executable]:
+    """PostgreSQL's read of the rows named by `ids` and, locked (FOR NO KEY UPDATE, in id
+    order), those named by the parameter `locked`."""
+    wanted = sa.bindparam("locked", type_=postgresql.ARRAY(table.c.id.type))
+    locked = (
+        sa.select(table)
+        .where(table.c.id == sa.any_(wanted))
+        .order_by(table.c.id)
+        .with_for_update(key_share=True)
+        .cte("locked")
+    )
+    return lambda ids: sa.select(locked).union_all(sa.select(table).where(ids))
 
 
 def _changed(
@@ -535,17 +612,21 @@ def _run_row(run: RunFact, now: datetime) -> RunRecord:
 _PARENTS = ByIds(t.runs.c.id, lambda ids: sa.select(t.runs.c.id, t.runs.c.parent_run_id).where(ids))
 
 
-def _break_parent_loops(conn: Connection, batch: list[EventFacts]) -> None:
+def _break_parent_loops(
+    conn: Connection, batch: list[EventFacts], known: Mapping[uuid.UUID, uuid.UUID | None]
+) -> None:
     """Parent chains never loop (design §3.4): a link that would close a cycle is dropped.
 
-    All chains of the batch climb together, one query per level of nesting."""
+    All chains of the batch climb together, one query per level of nesting, from the
+    parents `known` (the stored parent of each run the batch names, its parents included:
+    a task's run climbs to its workflow's run without a query) to those read."""
     climbing = {r.run_id: r.parent_run_id for f in batch for r in f.runs if r.parent_run_id}
     looped: set[uuid.UUID] = set()
     seen: dict[uuid.UUID, set[uuid.UUID]] = {child: {child} for child in climbing}
     frontier: dict[uuid.UUID, uuid.UUID] = {c: p for c, p in climbing.items() if p is not None}
+    parents = dict(known)
     while frontier:
-        parents: dict[uuid.UUID, uuid.UUID | None] = {}
-        for rows in _PARENTS.run(conn, frontier.values()):
+        for rows in _PARENTS.run(conn, {a for a in frontier.values() if a not in parents}):
             parents.update({row.id: row.parent_run_id for row in rows})
         next_frontier: dict[uuid.UUID, uuid.UUID] = {}
         for child, ancestor in frontier.items():
