@@ -144,3 +144,58 @@ def test_a_single_document_keeps_its_text_as_dumps_writes_it(text: str) -> None:
     assert document == json.loads(text)
     assert texts in ([json_text.dumps(document)], None)
     assert texts is not None or "big" in text  # beyond orjson: written later, by `json`
+
+
+def _counting_key_checks(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """The key counts the strict checks compare from now on."""
+    counted: list[int | None] = []
+    check = strict_json._check
+
+    def counting(document: Any, raw: bytes, keys: int | None) -> None:
+        counted.append(keys)
+        check(document, raw, keys)
+
+    monkeypatch.setattr(strict_json, "_check", counting)
+    return counted
+
+
+@pytest.mark.parametrize(
+    ("text", "counted"),
+    [
+        ('[{"a":1,"b":[1.5,"é"]},{"c":{"d":null}}]\n', 0),  # compact, as orjson writes it
+        ('{"a":1,"b":"x"}', 0),  # one compact document
+        ('[{"a": 1, "b": [1.5, "é"]}, {"c": {"d": null}}]', 1),  # spaces: keys counted
+        ('[{"b":1,"a":1.50}]', 1),  # a number written otherwise than orjson writes it
+    ],
+)
+def test_a_body_written_as_orjson_writes_it_is_taken_without_counting_its_keys(
+    monkeypatch: pytest.MonkeyPatch, text: str, counted: int
+) -> None:
+    """A client's compact JSON, byte for byte the text orjson writes of what it parsed,
+    holds no repeated key and no rounded number: its keys are not counted again."""
+    checks = _counting_key_checks(monkeypatch)
+    document, texts = parse_batch(text.encode())
+    assert document == json.loads(text)
+    items = document if isinstance(document, list) else [document]
+    assert texts == [json_text.dumps(item) for item in items]
+    assert len(checks) == counted
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('[{"a":1,"a":2}]', "[0].a"),  # orjson writes {"a":2}: not the body's text
+        ('[{"s":"\\u0000"}]', "[0].s"),
+    ],
+)
+def test_a_compact_body_is_still_refused_where_it_is_wrong(text: str, path: str) -> None:
+    with pytest.raises(MalformedDocument) as refused:
+        parse_batch(text.encode())
+    assert refused.value.problems[0].path == path
+
+
+def test_a_compact_body_s_integer_beyond_64_bits_is_read_exactly() -> None:
+    """orjson reads it as a float, and writes that otherwise than the body: `json` reads it."""
+    document, _ = parse_batch(b'[{"n":18446744073709551616}]')
+    assert document == [{"n": 18446744073709551616}]
+    assert isinstance(document[0]["n"], int)

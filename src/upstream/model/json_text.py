@@ -41,12 +41,17 @@ _VALUE_START = frozenset(b":,[")
 def loads(raw: bytes) -> Any | None:
     """The parsed JSON of `raw`, or None when orjson refuses it or might round one of its
     integers: the caller then parses it with `json` (which also says why it is invalid)."""
-    if _LONG_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+    if may_round(raw):
         return None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
+
+
+def may_round(raw: bytes) -> bool:
+    """Whether orjson might round an integer of `raw` (it holds a run of 19 or more digits)."""
+    return _LONG_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def parse(text: str | bytes) -> Any:

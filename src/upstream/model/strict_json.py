@@ -18,6 +18,12 @@ number of keys; and it refuses to write more than `ORJSON_DEPTH` levels, so the 
 wrapped in `ORJSON_DEPTH - MAX_JSON_DEPTH` arrays is written only when it nests no deeper than
 `MAX_JSON_DEPTH`. A document it cannot count so is walked.
 
+A batch a client sent as compact JSON is, byte for byte, the text orjson writes of what it
+parsed (`parse_batch` writes that text anyway: it is what each event is kept as). Such a text
+holds no key twice (orjson writes each key of a parsed object once) and no number orjson
+rounded (it would be written otherwise), so neither is counted or looked for: only its
+strings' suspect escapes are.
+
 Every refusal is a `MalformedDocument` located by its path into the document (`job.name`,
 `[2].run.facets.x`), or by `label` (`body`) when it concerns the text as a whole.
 """
@@ -69,9 +75,19 @@ def parse_batch(raw: bytes, label: str = "") -> tuple[Any, list[str] | None]:
     when the document is an array, else of the document itself (one event): the texts the
     checks count keys on are the ones the caller keeps, so each event is written once (kept
     as its payload). None for a document that is no array and that orjson cannot write."""
-    document = _parse(raw, label)
+    document = _orjson_or_none(raw)
+    written = None if document is None else _written(document)
+    if written is not None and _joined(written, document) == raw.strip(_WHITESPACE):
+        # orjson's own text of what it parsed: no key written twice, no number rounded.
+        _check_strings(document, raw)
+        return document, [text.decode() for text in written]
+    if document is not None and json_text.may_round(raw):
+        document = None
+    if document is None:
+        document = _parse_slowly(raw, label)
+        written = _written(document)
     is_array = isinstance(document, list)
-    texts = _item_texts(document) if is_array else _document_text(document)
+    texts = None if written is None else [text.decode() for text in written]
     if texts is None:
         check_document(document, raw)
         return document, [json_text.dumps(item) for item in document] if is_array else None
@@ -83,6 +99,34 @@ def parse_batch(raw: bytes, label: str = "") -> tuple[Any, list[str] | None]:
 def _parse(raw: bytes, label: str) -> Any:
     document = json_text.loads(raw)
     return _parse_slowly(raw, label) if document is None else document
+
+
+def _orjson_or_none(raw: bytes) -> Any:
+    """orjson's document of `raw`, None when it refuses it (its integers may be rounded:
+    see `json_text.may_round`)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _written(document: Any) -> list[bytes] | None:
+    """orjson's compact text of each item of `document` when it is an array, else of the
+    document itself; None when it nests deeper than MAX_JSON_DEPTH or orjson cannot write
+    it."""
+    return _item_texts(document) if isinstance(document, list) else _document_text(document)
+
+
+def _joined(written: list[bytes], document: Any) -> bytes:
+    """The compact text of the whole document, from `_written`'s."""
+    return b"[" + b",".join(written) + b"]" if isinstance(document, list) else written[0]
+
+
+def _check_strings(document: Any, raw: bytes) -> None:
+    """Refuse a key or value of `document` holding NUL or a lone surrogate, looked for only
+    when `raw` holds an escape that may decode to one."""
+    if _SUSPECT_ESCAPE.search(raw) is not None:
+        _walk(document, strings=True)
 
 
 def _parse_slowly(raw: bytes, label: str) -> Any:
@@ -151,14 +195,14 @@ def _written_keys(document: Any) -> int | None:
     return text.count(_KEY_END)
 
 
-def _document_text(document: Any) -> list[str] | None:
+def _document_text(document: Any) -> list[bytes] | None:
     """The document's own compact JSON text (as a list of one), written as `_written_keys`
     writes it (so only when it nests no deeper than MAX_JSON_DEPTH); None when it is not."""
     text = _wrapped_text(document)
     if text is None:
         return None
     around = ORJSON_DEPTH - MAX_JSON_DEPTH  # the brackets of the wrapping on each side
-    return [text[around:-around].decode()]
+    return [text[around:-around]]
 
 
 def _wrapped_text(document: Any) -> bytes | None:
@@ -173,7 +217,7 @@ def _wrapped_text(document: Any) -> bytes | None:
         return None
 
 
-def _item_texts(document: list[Any]) -> list[str] | None:
+def _item_texts(document: list[Any]) -> list[bytes] | None:
     """Each item's compact JSON text, written by orjson one level deeper than
     `_written_keys` writes the document (the items are in it), so that each is written only
     when the document nests no deeper than MAX_JSON_DEPTH; None when one is not."""
@@ -182,14 +226,14 @@ def _item_texts(document: list[Any]) -> list[str] | None:
     for _ in range(ORJSON_DEPTH - MAX_JSON_DEPTH):
         wrapped = [wrapped]
     around = ORJSON_DEPTH - MAX_JSON_DEPTH + 1  # the brackets of `wrapped` on each side
-    texts: list[str] = []
+    texts: list[bytes] = []
     for item in document:
         slot[0] = item
         try:
             text = orjson.dumps(wrapped)
         except orjson.JSONEncodeError:
             return None
-        texts.append(text[around:-around].decode())
+        texts.append(text[around:-around])
     return texts
 
 
