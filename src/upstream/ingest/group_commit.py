@@ -1,6 +1,6 @@
 """Group commit: posts that arrive while a write is in flight share the next transaction.
 
-One event per transaction costs ≈ 20 statements and a commit (an fsync) per event; eight
+One event per transaction costs about 27 statements and a commit (an fsync) per event; eight
 events in one transaction cost a third as much each (docs/performance.md). So each API
 process writes through one `GroupCommit`: a post that finds no write in flight is written at
 once, alone; posts that arrive meanwhile wait for it and then go together, up to
