@@ -22,7 +22,10 @@ DIFF = LINEAGE + "/diff"
 #: outside its window was.
 WINDOW = {"start": "2000-01-01T00:00:00Z"}
 #: The diff's windows: before the events, and holding them.
-WINDOWS = {"from": "2000-01-01T00:00:00Z..2001-01-01T00:00:00Z", "to": "2001-01-01T00:00:00Z..now"}
+WINDOWS = {
+    "from": "2000-01-01T00:00:00Z..2001-01-01T00:00:00Z",
+    "to": "2001-01-01T00:00:00Z..2030-01-01T00:00:00Z",
+}
 
 
 @pytest.fixture
