@@ -116,3 +116,70 @@ def _pooled(store: Store) -> int:
     pool = store.engine.pool
     assert isinstance(pool, sa.pool.QueuePool)
     return pool.checkedin()
+
+
+def test_a_read_of_one_statement_is_that_statement_alone(
+    postgres_server: str, tmp_path: Path
+) -> None:
+    """`read_once`: a read whose work makes one statement is one round trip, no BEGIN, no
+    COMMIT, and it still checks the pooled connection (no ping before it)."""
+    store = Store(postgres_server, pool_size=1)
+    try:
+        with traced(store, tmp_path / "trace"):
+            found = [store.read_once(position) for _ in range(2)]
+        assert exchanges(tmp_path / "trace") == ["SELECT"] * 2
+        assert found[0] == found[1]
+    finally:
+        store.dispose()
+
+
+def test_a_read_of_two_statements_starts_again_in_a_transaction(
+    postgres_server: str, tmp_path: Path
+) -> None:
+    """The second statement of a `read_once` would see a snapshot of its own: the work runs
+    again, whole, in a read transaction, where both statements see one snapshot."""
+    store = Store(postgres_server, pool_size=1)
+    runs: list[str] = []
+
+    def twice(conn: sa.Connection) -> tuple[str, str]:
+        runs.append("run")
+        first = conn.execute(sa.text("SELECT pg_current_snapshot()::text")).scalar_one()
+        return first, conn.execute(sa.text("SELECT pg_current_snapshot()::text")).scalar_one()
+
+    try:
+        with traced(store, tmp_path / "trace"):
+            first, second = store.read_once(twice)
+        assert exchanges(tmp_path / "trace") == ["SELECT", "BEGIN", "SELECT", "SELECT", "COMMIT"]
+        assert (first, runs) == (second, ["run", "run"])
+    finally:
+        store.dispose()
+
+
+def test_a_read_of_one_statement_cannot_write(postgres_server: str, tmp_path: Path) -> None:
+    """Outside a transaction nothing makes a statement read-only: one that is no SELECT is
+    sent in the read's read-only transaction, which refuses a write."""
+    store = Store(postgres_server, pool_size=1)
+    try:
+        with pytest.raises(sa.exc.InternalError, match="read-only transaction"):
+            store.read_once(lambda conn: conn.execute(sa.text("CREATE TABLE q31_never (x int)")))
+        with traced(store, tmp_path / "trace"):
+            store.read_once(lambda conn: conn.execute(sa.text("SHOW transaction_read_only")))
+        assert exchanges(tmp_path / "trace") == ["BEGIN", "SHOW", "COMMIT"]
+    finally:
+        store.dispose()
+
+
+def test_one_statement_reads_after_the_server_dropped_every_pooled_connection(
+    postgres_server: str,
+) -> None:
+    """A `read_once` on a pooled connection the server dropped begins again on a new one."""
+    store = Store(postgres_server, pool_size=3)
+    try:
+        with ExitStack() as held:  # three connections in the pool
+            for _ in range(3):
+                held.enter_context(store.read()).execute(sa.text("SELECT 1"))
+        end_other_connections(postgres_server)
+        for _ in range(4):
+            assert store.read_once(lambda c: c.execute(sa.text("SELECT 1")).scalar()) == 1
+    finally:
+        store.dispose()

@@ -39,6 +39,18 @@ def read(
     return JsonAnswer(answer)
 
 
+def read_walk(
+    store: Store,
+    service: Callable[Concatenate[Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> JsonAnswer[T]:
+    """`read`, for a service that walks the process's graph index and, once the index
+    and the names it keeps are current, reads nothing but its start's lookup: on
+    PostgreSQL that one statement is the read's one round trip (`Store.read_once`)."""
+    return JsonAnswer(store.read_once(lambda conn: service(conn, *args, **kwargs)))
+
+
 def read_shown(
     store: Store,
     shown_to: Visibility,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -55,6 +55,9 @@ _FIRST = "upstream_first_exchange"
 #: Set while a PostgreSQL read takes a connection from the pool: the read's own BEGIN finds a
 #: connection the server dropped, so the pool does not ask the server first (`_ping`).
 _CHECKED_BY_BEGIN: ContextVar[bool] = ContextVar("upstream_checked_by_begin", default=False)
+#: Execution option of a PostgreSQL read outside a transaction (`Store.read_once`): the list
+#: of the statements it has made, at most one, since that one's snapshot is the read's.
+_ONE_STATEMENT = "upstream_one_statement"
 #: Connections a PostgreSQL read tries before it gives up, as the pool's checkout does.
 _BEGIN_ATTEMPTS = 3
 #: What a PostgreSQL read sends first (see `Store.read`).
@@ -181,6 +184,32 @@ class Store:
                 return
         with self._guarded(None, long), self._snapshot(self.engine, long) as conn:
             yield conn
+
+    def read_once(self, work: Callable[[Connection], T]) -> T:
+        """`work(conn)` on one snapshot, as in `read`, for work whose database part is
+        mostly one statement (a lineage walk on the graph index: its start's lookup).
+        Reading the primary, `work` runs first on a connection outside any transaction for
+        as long as it makes one statement: a single statement sees one snapshot, so on
+        PostgreSQL the read is that one round trip where BEGIN, the statement and COMMIT
+        made three (and on SQLite it skips their two trips through SQLAlchemy). Should
+        `work` make a second statement, or the first find the pooled connection dropped
+        (it checks the connection, as `read`'s BEGIN does), `work` runs again, whole, in a
+        `read` transaction, within the same deadline: it must change nothing, as a read
+        does not. On replicas it is `read`."""
+        if self._replica_for_reads() is not None:
+            with self.read() as conn:
+                return work(conn)
+        with self._guarded(None):
+            try:
+                with _one_statement(self.engine) as conn:
+                    return work(conn)
+            except SecondStatement:
+                pass
+            except DBAPIError as exc:
+                if not exc.connection_invalidated:
+                    raise
+            with self._snapshot(self.engine) as conn:
+                return work(conn)
 
     def read_position(self, *, primary: bool = False) -> int:
         """The newest position reads see now: the primary's, or the replica's they use
@@ -366,6 +395,43 @@ def _begun_read(engine: Engine) -> Connection:
     raise AssertionError("unreachable")
 
 
+class SecondStatement(Exception):
+    """A read outside a transaction (`Store.read_once`) asked for a second statement, which
+    would not see its first one's snapshot, or for one that is no SELECT, which no read-only
+    transaction guards: the read starts again in a transaction."""
+
+
+@contextmanager
+def _one_statement(engine: Engine) -> Iterator[Connection]:
+    """A connection of `engine` outside any transaction for one statement, whose snapshot
+    is the read's (`Store.read_once`). On PostgreSQL that statement is the connection's
+    first exchange, so it is the check of the pooled connection, bounded as `_begun_read`'s
+    BEGIN is; on SQLite no BEGIN is sent (`_sqlite_engine`)."""
+    options: dict[str, Any] = {_SNAPSHOT: True, _ONE_STATEMENT: []}
+    if engine.dialect.name != "postgresql":
+        with engine.connect() as conn:
+            yield conn.execution_options(**options)
+        return
+    token = _CHECKED_BY_BEGIN.set(True)
+    try:
+        conn = engine.connect()
+    finally:
+        _CHECKED_BY_BEGIN.reset(token)
+    with conn:
+        yield conn.execution_options(isolation_level="AUTOCOMMIT", **options, **{_FIRST: True})
+
+
+def _one_more(options: Mapping[str, Any], statement: str) -> None:
+    """Count `statement` against a read outside a transaction (`_one_statement`), if the
+    execution `options` are one's: SecondStatement for its second, and for one that is no
+    SELECT (a read-only transaction refuses a write; outside one nothing does)."""
+    made = options.get(_ONE_STATEMENT)
+    if made is not None:
+        if made or not statement.startswith("SELECT"):
+            raise SecondStatement("a read outside a transaction needs one")
+        made.append(statement)
+
+
 def is_snapshot(conn: Connection) -> bool:
     """`conn` is a read's (`Store.read`): its snapshot stays what it was for its lifetime."""
     return bool(conn.get_execution_options().get(_SNAPSHOT, False))
@@ -527,7 +593,9 @@ def _postgresql_engine(
     @event.listens_for(engine, "before_cursor_execute")
     def _watch_statement(conn: Connection, *args: Any) -> None:
         context = args[3]
-        _watch(conn, context is not None and context.execution_options.get(_FIRST, False))
+        options = conn.get_execution_options() if context is None else context.execution_options
+        _one_more(options, args[1])
+        _watch(conn, options.get(_FIRST, False))
 
     # Every exchange with the server is watched: statements, and the commit or rollback that
     # ends a transaction (which stays watched until the connection is back in the pool).
@@ -589,13 +657,17 @@ def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        options = conn.get_execution_options()
+        if _ONE_STATEMENT in options:
+            return  # its one statement is a transaction of its own (`Store.read_once`)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE, False) else "BEGIN")
 
     @event.listens_for(engine, "before_cursor_execute")
-    def _start_clock(conn: Connection, *_args: Any) -> None:
+    def _start_clock(conn: Connection, *args: Any) -> None:
+        options = conn.get_execution_options()
+        _one_more(options, args[1])
         clock = conn.connection.info["statement_clock"]
-        if conn.get_execution_options().get(UNBOUNDED, False):
+        if options.get(UNBOUNDED, False):
             clock.stop()
         else:
             clock.start()

@@ -11,7 +11,7 @@ from upstream.api.errors import documented
 from upstream.api.json_answer import JsonAnswer
 from upstream.api.lineage_query import LineageParamsDep, asked
 from upstream.api.path_segments import EncodedSegmentsRoute
-from upstream.api.services import read
+from upstream.api.services import read_walk
 from upstream.model.errors import NotFound
 from upstream.query.answers import LineageAnswer, LineageDiffAnswer
 from upstream.query.dataset_lineage import dataset_lineage
@@ -40,7 +40,7 @@ def get_dataset_lineage(
 ) -> JsonAnswer[LineageAnswer]:
     """Relations (dataset, program, accesses, runs, components) around one dataset; for a
     token limited to some namespaces, only through what it may see, with how much it hid."""
-    return read(
+    return read_walk(
         reader.store,
         dataset_lineage,
         namespace,
@@ -68,7 +68,7 @@ def get_lineage_diff(
     """Relations and field edges `added` and `removed`, the runs of each kept relation on
     both sides, and the datasets and programs that appeared or disappeared."""
     params = DiffParams.parse(query, max_levels=reader.settings.max_levels)
-    return read(
+    return read_walk(
         reader.store,
         lineage_diff,
         namespace,
