@@ -19,8 +19,9 @@ NS = "shop"
 LINEAGE = f"/v3/namespaces/{NS}/datasets/totals/lineage"
 DIFF = LINEAGE + "/diff"
 #: A window holding the events' time: an answer with no relation asks when the latest run
-#: outside its window was.
-WINDOW = {"start": "2000-01-01T00:00:00Z"}
+#: outside its window was. Its end is fixed: one ending "now" moved by a second between two
+#: reads, and the two answers then differed in their `end`.
+WINDOW = {"start": "2000-01-01T00:00:00Z", "end": "2030-01-01T00:00:00Z"}
 #: The diff's windows: before the events, and holding them.
 WINDOWS = {
     "from": "2000-01-01T00:00:00Z..2001-01-01T00:00:00Z",
