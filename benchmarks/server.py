@@ -73,7 +73,32 @@ class Server:
                 time.sleep(0.2)
         if waiting:
             raise RuntimeError(f"server did not start within 300 s; see {self.log_path}")
+        for port in self.ports:
+            self._wait_until_ready(port, deadline)
         return self
+
+    def _wait_until_ready(self, port: int, deadline: float) -> None:
+        """Wait until `/ready` answers 200 on several fresh connections in a row.
+
+        Each worker loads its own lineage index, and `/health` answers while it loads; a
+        worker still loading answers lineage reads 503 once its wait is over, which on a busy
+        machine spoiled a benchmark's first reads. The workers share one listening socket, so
+        which one takes a fresh connection is the kernel's choice: eight answers in a row per
+        worker make one that is not yet ready very unlikely to go unseen."""
+        needed = 8 * self.workers
+        in_a_row = 0
+        while in_a_row < needed:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server not ready within 300 s; see {self.log_path}")
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=10)
+            except httpx.HTTPError:
+                answer = None
+            if answer is not None and answer.status_code == 200:
+                in_a_row += 1
+            else:
+                in_a_row = 0
+                time.sleep(0.2)
 
     @property
     def pids(self) -> set[int]:

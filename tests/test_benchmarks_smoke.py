@@ -403,3 +403,32 @@ def test_scoped_walks_measure_both_tokens_on_the_same_walks(tiny: Path, tmp_path
         assert row["scoped_relations"] <= row["full_relations"]
         assert row["ratio"] > 0
     assert any(row["hidden_nodes"] > 0 for row in rows)
+
+
+def test_a_benchmark_server_is_used_only_once_every_worker_is_ready(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`/health` answers while a worker still loads its lineage index; the benchmark waits for
+    `/ready` on enough fresh connections in a row that a worker still loading is seen."""
+    from benchmarks import server
+
+    answers_given = iter([200, 503, *([200] * 16)])
+    asked: list[str] = []
+
+    class Answer:
+        def __init__(self, status_code: int) -> None:
+            self.status_code = status_code
+
+    def get(url: str, timeout: float) -> Answer:
+        asked.append(url)
+        return Answer(next(answers_given))
+
+    monkeypatch.setattr(server.httpx, "get", get)
+    monkeypatch.setattr(server.time, "sleep", lambda seconds: None)
+    two_workers = server.Server("sqlite://", tmp_path, workers=2)
+    two_workers._wait_until_ready(two_workers.port, time.monotonic() + 60)
+    # one 200, then a 503 that starts the count again, then the 16 in a row two workers need
+    assert len(asked) == 18
+    assert all(url.endswith("/ready") for url in asked)
+    with pytest.raises(StopIteration):
+        next(answers_given)
