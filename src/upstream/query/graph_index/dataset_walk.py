@@ -558,9 +558,9 @@ def distinct_numbers(numbers: Ints, size: int) -> tuple[Ints, Ints]:
     if len(numbers) * _FLAGS_PER_NUMBER < size:
         present = numbers != NONE
         found = distinct(numbers[present])
-        places: Ints = np.searchsorted(found, numbers)
-        places[~present] = NONE
-        return found.astype(np.int64), places
+        at: Ints = np.searchsorted(found, numbers)
+        at[~present] = NONE
+        return found.astype(np.int64), at
     seen = np.zeros(size + 1, dtype=np.bool_)
     seen[numbers] = True  # NONE flags the last place, which no number holds
     seen[-1] = False
