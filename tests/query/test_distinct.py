@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from upstream.query.graph_index.dataset_walk import distinct
+from upstream.query.graph_index.dataset_walk import distinct, distinct_numbers
 
 
 def test_distinct_numbers_sorted() -> None:
@@ -23,6 +23,29 @@ def test_distinct_of_nothing_and_of_one() -> None:
 def test_distinct_is_numpy_unique(values: list[int]) -> None:
     numbers = np.array(values, dtype=np.int64)
     assert np.array_equal(distinct(numbers), np.unique(numbers))
+
+
+@given(
+    st.lists(st.integers(-1, 99)),
+    st.sampled_from([100, 1_000, 100_000]),
+)
+def test_distinct_numbers_and_their_places(values: list[int], size: int) -> None:
+    """Found by flags over the index's size or, for few numbers, by a sort: the same."""
+    numbers = np.array(values, dtype=np.int64)
+    found, places = distinct_numbers(numbers, size)
+    expected = np.unique(numbers[numbers != -1])
+    assert np.array_equal(found, expected)
+    assert found.dtype == places.dtype == np.int64
+    assert [found[p] if p != -1 else -1 for p in places.tolist()] == values
+
+
+def test_a_few_numbers_cost_nothing_in_proportion_to_the_index() -> None:
+    """A one-level answer's few numbers are not flagged over the whole index: an index of
+    a trillion runs (flags of a terabyte) answers at once."""
+    numbers = np.array([7, -1, 10**11, 7], dtype=np.int64)
+    found, places = distinct_numbers(numbers, 10**12)
+    assert found.tolist() == [7, 10**11]
+    assert places.tolist() == [0, -1, 1, 0]
 
 
 @given(

@@ -4,6 +4,7 @@ that database work may have filled."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated
@@ -81,34 +82,74 @@ PositionHeader = Annotated[
 ]
 
 
-async def read_after(
-    request: Request,
-    after: Annotated[
-        str | None,
-        Query(
-            description="Answer only once this server includes the write that answered with "
-            "this position (its X-Upstream-Position header: a change-log position, or a "
-            "publishing front's Kafka offsets): read your own writes",
-            pattern=PATTERN,
-        ),
-    ] = None,
-    position: PositionHeader = None,
-) -> None:
+class Documented:
+    """A dependency that reads its parameters from the request itself: FastAPI resolving
+    declared query and header parameters cost every read more than reading them (pydantic
+    validating each, per request). They are still declared, once, on `declared`, a function
+    FastAPI only documents: `upstream.api.openapi` puts them into the document where FastAPI
+    put a dependency's parameters. A coroutine, as every dependency is."""
+
+    def __init__(
+        self, read: Callable[[Request], Awaitable[None]], declared: Callable[..., None]
+    ) -> None:
+        self.read = read
+        self.declared = declared
+
+    async def __call__(self, request: Request) -> None:
+        await self.read(request)
+
+
+#: `after` as a read route documents it.
+AfterQuery = Annotated[
+    str | None,
+    Query(
+        description="Answer only once this server includes the write that answered with "
+        "this position (its X-Upstream-Position header: a change-log position, or a "
+        "publishing front's Kafka offsets): read your own writes",
+        pattern=PATTERN,
+    ),
+]
+
+
+def _after_declared(after: AfterQuery = None, position: PositionHeader = None) -> None:
+    """What a read route says of `?after=` and the position header (never called)."""
+
+
+def _position_declared(position: PositionHeader = None) -> None:
+    """What a Marquez read route says of the position header (never called)."""
+
+
+async def read_after(request: Request) -> None:
     """Wait until this server's view includes the write the read names (see
-    `upstream.query.positions`)."""
-    await _wait_for(request, parse_after(after, position))
+    `upstream.query.positions`): `?after=` (the last one given, as FastAPI read it) and the
+    position header; a value that is no position is refused naming `after`."""
+    given = request.query_params.get("after"), request.headers.get(POSITION_HEADER)
+    await _wait_for(request, parse_after(*given))
 
 
-async def read_after_in_marquez(request: Request, position: PositionHeader = None) -> None:
+async def read_after_in_marquez(request: Request) -> None:
     """`read_after` for Marquez's routes, where `after` may already mean something else (a
     time, for `/events/lineage`): such a route keeps its own `after` and takes the position
     from the header only; the others take `?after=` too."""
     route = request.scope.get("route")
-    owns_after = isinstance(route, APIRoute) and any(
-        p.alias == "after" for p in get_flat_params(route.dependant)
-    )
-    after = None if owns_after else request.query_params.get("after")
-    await _wait_for(request, parse_after(after, position))
+    after = None if _owns_after(route) else request.query_params.get("after")
+    await _wait_for(request, parse_after(after, request.headers.get(POSITION_HEADER)))
+
+
+#: Whether a Marquez route declares an `after` of its own, by route (held with its answer,
+#: so a number is never taken for another route's): worked out at the route's first read,
+#: where walking its dependencies at every read cost a read of Marquez's 12 µs.
+_OWNING_AFTER: dict[int, tuple[object, bool]] = {}
+
+
+def _owns_after(route: object) -> bool:
+    held = _OWNING_AFTER.get(id(route))
+    if held is None or held[0] is not route:
+        owns = isinstance(route, APIRoute) and any(
+            p.alias == "after" for p in get_flat_params(route.dependant)
+        )
+        held = _OWNING_AFTER[id(route)] = (route, owns)
+    return held[1]
 
 
 async def _wait_for(request: Request, wanted: ReadPosition | None) -> None:
@@ -120,9 +161,9 @@ async def _wait_for(request: Request, wanted: ReadPosition | None) -> None:
 
 
 #: Every read route depends on it: `?after=` and the position header.
-ReadAfter = Depends(read_after)
+ReadAfter = Depends(Documented(read_after, _after_declared))
 #: The same for Marquez's read routes.
-ReadAfterInMarquez = Depends(read_after_in_marquez)
+ReadAfterInMarquez = Depends(Documented(read_after_in_marquez, _position_declared))
 
 
 async def get_access(request: Request) -> Access:

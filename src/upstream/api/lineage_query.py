@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from fastapi import Depends, Query, Request
@@ -90,9 +90,10 @@ class Asked(Generic[Q, A]):
             for f in dataclasses.fields(question)  # type: ignore[arg-type]
         ]
 
-    @property
+    @cached_property
     def declared(self) -> Callable[..., Q]:
-        """What the OpenAPI document says of the question's parameters."""
+        """What the OpenAPI document says of the question's parameters (one function, which
+        `upstream.api.openapi` reads once)."""
         return _declared(self.question)
 
     async def __call__(self, request: Request) -> A:

@@ -11,25 +11,25 @@ the database unavailable, for a route that uses it; a body malformed, too large,
 not declared JSON, for a route that reads one), and a route adds only what its own service
 raises beyond them (`responses=documented(NotFound)`).
 
-The parameters of a lineage question, which the route reads from the query string itself
-(`upstream.api.lineage_query.Asked`), are documented here as FastAPI documents them.
+The parameters a dependency reads from the request itself rather than declaring them (a
+lineage question, `upstream.api.lineage_query.Asked`; the position a read waits for,
+`upstream.api.deps.Documented`), are documented here as FastAPI documents them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.routing import BaseRoute
 
 from upstream.api.deps import get_group_commit, get_reader, get_store
 from upstream.api.errors import documented, unsupported_media_type
-from upstream.api.lineage_query import Asked
 from upstream.model.errors import (
     DocumentTooLarge,
     InvalidInput,
@@ -75,7 +75,7 @@ def install_openapi(app: FastAPI, routes: Sequence[BaseRoute]) -> None:
                 routes=app.routes,
                 webhooks=app.webhooks.routes,
             )
-            questions_documented(routes, document)
+            questions_documented(app.routes, document)
             _stock_errors_removed(document)
             _route_errors_documented(routes, document)
             _levels_capped(document, app.state.settings.max_levels)
@@ -107,7 +107,7 @@ def _route_errors_documented(routes: Sequence[BaseRoute], document: dict[str, An
             operation = document["paths"][route.path_format][method.lower()]
             dependants = list(_with_dependencies(route.dependant))
             errors: list[type[ServiceError]] = []
-            if any(d.path_params or d.query_params or _asks(d) for d in dependants):
+            if any(d.path_params or d.query_params or _declared(d) for d in dependants):
                 errors.append(InvalidParameter)
             json_body = "requestBody" in operation
             if json_body:
@@ -122,34 +122,43 @@ def _route_errors_documented(routes: Sequence[BaseRoute], document: dict[str, An
 
 
 def questions_documented(routes: Sequence[BaseRoute], document: dict[str, Any]) -> None:
-    """Document the parameters of each question a route reads (`Asked`) where FastAPI put a
-    dependency's query parameters: after the route's own and those of its router."""
-    for route in routes:
-        if not (isinstance(route, APIRoute) and route.include_in_schema):
+    """Document the parameters each dependency of a route (its router's too) reads itself
+    (`_declared`) where FastAPI put a dependency's parameters: its query parameters after
+    the route's own and those of the dependencies before it, its headers after every query
+    parameter."""
+    for route in iter_route_contexts(routes):  # with the dependencies of their routers
+        if not (isinstance(route.original_route, APIRoute) and route.include_in_schema):
             continue
-        asked = [d.call for d in _with_dependencies(route.dependant) if _asks(d)]
-        for method in (route.methods or ()) if asked else ():
+        declared = [d for d in map(_declared, _with_dependencies(route.dependant)) if d]
+        for method in (route.methods or ()) if declared else ():
             operation = document["paths"][route.path_format][method.lower()]
             parameters = operation.setdefault("parameters", [])
-            for question in asked:
-                at = max(
-                    (i + 1 for i, p in enumerate(parameters) if p["in"] in ("path", "query")),
-                    default=0,
-                )
-                parameters[at:at] = _parameters_of(question)
+            for declaration in declared:
+                for parameter in _parameters_of(declaration):
+                    before = ("path", "query") + (
+                        ("header",) if parameter["in"] == "header" else ()
+                    )
+                    at = max(
+                        (i + 1 for i, p in enumerate(parameters) if p["in"] in before),
+                        default=0,
+                    )
+                    parameters.insert(at, parameter)
 
 
-def _asks(dependant: Dependant) -> bool:
-    return isinstance(dependant.call, Asked)
+def _declared(dependant: Dependant) -> Callable[..., Any] | None:
+    """The function declaring the parameters a dependency reads from the request itself
+    (only documented), if it is such a dependency."""
+    declared: Callable[..., Any] | None = getattr(dependant.call, "declared", None)
+    return declared
 
 
 @cache
-def _parameters_of(asked: Asked[Any, Any]) -> list[dict[str, Any]]:
-    """The parameters of `asked`'s question as FastAPI documents a dependency declaring
+def _parameters_of(declared: Callable[..., Any]) -> list[dict[str, Any]]:
+    """The parameters `declared` declares, as FastAPI documents a dependency declaring
     them."""
     probe = FastAPI()
-    probe.add_api_route("/", _probe, dependencies=[Depends(asked.declared)])
-    parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"]["parameters"]
+    probe.add_api_route("/", _probe, dependencies=[Depends(declared)])
+    parameters: list[dict[str, Any]] = probe.openapi()["paths"]["/"]["get"].get("parameters", [])
     return parameters
 
 

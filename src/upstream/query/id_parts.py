@@ -60,7 +60,9 @@ def kept(
             made = np.zeros(room, dtype=np.bool_)
             made[: len(held.made)] = held.made
             held.parts, held.made = parts, made
-        missing = distinct(numbers[~held.made[numbers]])
+        missing = numbers[~held.made[numbers]]
+        if len(missing):  # most answers name only what answers before them named
+            missing = distinct(missing)
         found: Parts = held.parts[numbers]
     if len(missing):
         pieces = np.empty(len(missing), dtype=np.object_)
