@@ -82,3 +82,15 @@ def id_parts(numbering: Numbering, numbers: Ints) -> Parts:
         return found
 
     return kept(numbering, "id", numbers, written)
+
+
+def listed_run_parts(numbering: Numbering, numbers: Ints) -> Parts:
+    """`["<id>"],"components":` (a listed entry's list of one run and the key after it) for
+    each of `numbers`, which `numbering` holds (no NONE)."""
+    texts = numbering.texts
+
+    def written(missing: list[int]) -> Parts:
+        found: Parts = json_parts([texts[n] for n in missing], b'["', b'"],"components":')[:-1]
+        return found
+
+    return kept(numbering, "listed run", numbers, written)
