@@ -81,16 +81,21 @@ def _key(text: str) -> bytes | None:
     return bytes.fromhex(text.replace("-", ""))
 
 
-def _texts_of(keys: Keys) -> list[str]:
-    """The canonical text of each 16-byte key, made together."""
-    if not len(keys):
-        return []
+def _text_rows(keys: Keys) -> Keys:
+    """The canonical text of each 16-byte key, as a row of 36 bytes."""
     digits = np.empty((len(keys), 32), dtype=np.uint8)
     digits[:, 0::2] = _DIGITS[keys >> 4]
     digits[:, 1::2] = _DIGITS[keys & 15]
     raw = np.full((len(keys), 36), ord("-"), dtype=np.uint8)
     raw[:, _DIGIT_PLACES] = digits
-    joined = raw.tobytes().decode("ascii")
+    return raw
+
+
+def _texts_of(keys: Keys) -> list[str]:
+    """The canonical text of each 16-byte key, made together."""
+    if not len(keys):
+        return []
+    joined = _text_rows(keys).tobytes().decode("ascii")
     return [joined[at : at + 36] for at in range(0, len(joined), 36)]
 
 
@@ -267,6 +272,14 @@ class Numbering:
                 if other is not None:
                     found[place] = other
         return found
+
+    def text_rows(self, numbers: npt.NDArray[np.int64]) -> Keys | None:
+        """The texts of `numbers` (each held) as rows of 36 ASCII bytes, made together from
+        their keys; None when the numbering holds an id that is no uuid's text (whose text
+        may be of any length)."""
+        if self._other_texts:
+            return None
+        return _text_rows(self._keys[numbers].view(np.uint8).reshape(-1, 16))
 
     def number(self, text: str | None) -> int:
         """The number of `text` (given one if new); NONE for None."""
