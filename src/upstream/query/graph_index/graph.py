@@ -310,7 +310,8 @@ class Graph:
 
     def deleted(self, flags: npt.NDArray[np.bool_], numbers: Column) -> npt.NDArray[np.bool_]:
         """`flags` (deleted datasets or jobs) of `numbers`; NONE is never deleted."""
-        return (numbers >= 0) & flags[np.minimum(np.maximum(numbers, 0), len(flags) - 1)]
+        # A number past the flags reads the last place (`take` clips), NONE the first.
+        return (numbers >= 0) & np.take(flags, numbers, mode="clip")
 
     def spans(self, runs: Column) -> tuple[Column, Column]:
         """The start and end of each run of `runs` (NONE: a declaration, always in)."""

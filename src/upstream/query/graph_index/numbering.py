@@ -445,7 +445,18 @@ class Numbering:
         if self._other_texts:
             return None
         order = self.text_order()
-        seen = np.zeros(len(order), dtype=np.bool_)
-        seen[order[numbers]] = True
-        ranks: npt.NDArray[np.int64] = (np.cumsum(seen) - 1)[order[numbers]]
-        return ranks
+        return places_among(order[numbers], len(order))
+
+
+def places_among(values: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.int64]:
+    """Each of `values`' (distinct, each below `size`) place among them sorted: by flags
+    over `size` when they are many of it (a walk's thousands of runs: linear time, a sixth
+    of a sort's), else by a sort."""
+    if len(values) * 32 < size:
+        places = np.empty(len(values), dtype=np.int64)
+        places[np.argsort(values)] = np.arange(len(values))
+        return places
+    seen = np.zeros(size, dtype=np.bool_)
+    seen[values] = True
+    found: npt.NDArray[np.int64] = (np.cumsum(seen) - 1)[values]
+    return found
