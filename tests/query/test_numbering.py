@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import uuid
+from random import Random
 
 import numpy as np
 import pytest
@@ -79,6 +80,27 @@ def test_a_numbering_answers_as_a_dictionary_and_a_list(
         assert order[-1] == len(model.texts)
         by_text = sorted(range(len(model.texts)), key=lambda n: model.texts[n][:36])
         assert np.argsort(order[:-1], kind="stable").tolist() == by_text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(UUIDS), max_size=12), max_size=8), st.randoms())
+def test_the_text_order_kept_as_uuids_are_numbered_is_their_sorted_order(
+    steps: list[list[str]], random: Random
+) -> None:
+    """Uuids numbered batch after batch: the order kept (each batch merged into it) and
+    the ranks of some numbers among them are those of their texts sorted."""
+    numbering, model = Numbering(), Model()
+    for batch in steps:
+        numbering.numbers(batch)
+        for text in batch:
+            model.number(text)
+        by_text = sorted(range(len(model.texts)), key=model.texts.__getitem__)
+        assert np.argsort(numbering.text_order()[:-1]).tolist() == by_text
+        some = sorted(random.sample(range(len(model.texts)), len(model.texts) // 2))
+        ranks = numbering.text_ranks(np.array(some, dtype=np.int64))
+        assert ranks is not None
+        chosen = [model.texts[n] for n in some]
+        assert [chosen[i] for i in np.argsort(ranks)] == sorted(chosen)
 
 
 def test_many_ids_numbered_in_chunks_keep_their_numbers() -> None:

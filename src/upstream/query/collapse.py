@@ -57,6 +57,12 @@ class KeyedRelations:
     run_ids: Sequence[str]
     components: Sequence[str]
     run_parts: npt.NDArray[np.object_] | None = None
+    #: Made already, for an answer collapsed by run written as text: each run code's
+    #: `,"<id>"` as a row of bytes, when every run's is as wide (`id_parts.id_rows`).
+    run_rows: npt.NDArray[np.uint8] | None = None
+    #: Made already, for a listed answer written as text: each run code's
+    #: `["<id>"],"components":` (`id_parts.listed_run_parts`).
+    listed_runs: npt.NDArray[np.object_] | None = None
     #: Each data and program code's place among their keys sorted, when the caller has
     #: them already (`ranks`).
     key_ranks: tuple[Ints, Ints] | None = None

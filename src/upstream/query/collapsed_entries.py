@@ -10,6 +10,7 @@ gives: no list of run ids per entry and no dictionary per entry is made.
 from __future__ import annotations
 
 from collections.abc import Collection
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -147,8 +148,6 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
     group, place = group[listed], place[listed]
     count = len(keys)
     sizes = np.bincount(group, minlength=count)
-    # Each group's pieces: its data, its program with its access, its runs, its end.
-    at = 3 * np.arange(count) + np.concatenate([[0], np.cumsum(sizes)[:-1]])
     code_of = np.empty(len(places), dtype=np.int64)
     code_of[places] = np.arange(len(places))
     data_code, program_code = np.argsort(data_ranks), np.argsort(program_ranks)
@@ -158,17 +157,38 @@ def _collapsed_by_run(relations: KeyedRelations, run_order: Ints | None) -> Writ
         json_parts(relations.program_keys, *program_head(b"write")),
     )
     program = program_code[(keys // 2) % programs]
-    placed = np.empty(3 * count + len(place), dtype=np.object_)
-    placed[at] = data_heads[data_code[keys // 2 // programs]]
-    placed[at + 1] = np.where(keys % 2 == 1, writing[program], reading[program])
-    run_parts = relations.run_parts
-    if run_parts is None:
-        run_parts = json_parts(relations.run_ids, b',"', b'"')
-    placed[np.arange(len(place)) + 3 * group + 2] = run_parts[code_of[place]]
-    # A list's first run opens it.
-    opening = at[sizes > 0] + 2
-    placed[opening] = [b"[" + piece[1:] for piece in placed[opening].tolist()]
-    placed[at + 2 + sizes] = _NO_COMPONENT[(sizes == 0).astype(np.int64)]
+    # Each group's pieces: its data, its program with its access, its runs, its end.
+    placed = np.empty(4 * count + 1, dtype=np.object_)
+    placed[0:-1:4] = data_heads[data_code[keys // 2 // programs]]
+    placed[1:-1:4] = np.where(keys % 2 == 1, writing[program], reading[program])
+    placed[2:-1:4] = _run_lists(relations, code_of[place], sizes)
+    placed[3:-1:4] = _NO_COMPONENT[(sizes == 0).astype(np.int64)]
     # The array opens where the first entry's comma stands: the text is joined once.
-    placed[0] = b"[" + placed[0][1:]
-    return Written(b"".join([*placed.tolist(), b"]"]), count)
+    placed[0], placed[-1] = b"[" + placed[0][1:], b"]"
+    return Written(b"".join(placed.tolist()), count)
+
+
+def _run_lists(relations: KeyedRelations, codes: Ints, sizes: Ints) -> list[bytes]:
+    """The text of each group's runs: `["a","b"` for the run `codes` of its list, group
+    after group (`sizes` runs each; `` for none). The runs' text is put in order as one
+    array of bytes (each run's row when every run's text is as wide, `run_rows`), its
+    lists' first commas made brackets at once, then cut once per group."""
+    if relations.run_rows is not None:
+        # `take` along the rows copies them whole, where indexing copies byte by byte.
+        text = np.take(relations.run_rows, codes, axis=0).reshape(-1)
+        ends = relations.run_rows.shape[1] * np.arange(len(codes) + 1)
+    else:
+        run_parts = relations.run_parts
+        if run_parts is None:
+            run_parts = json_parts(relations.run_ids, b',"', b'"')
+        pieces = run_parts[codes].tolist()
+        text = np.frombuffer(b"".join(pieces), dtype=np.uint8).copy()
+        ends = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)), out=ends[1:])
+    bounds = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    cuts = ends[bounds]
+    # A list's first run opens it.
+    text[cuts[:-1][sizes > 0]] = ord("[")
+    written = text.tobytes()
+    return [written[start:end] for start, end in pairwise(cuts.tolist())]

@@ -26,6 +26,10 @@ Ints = npt.NDArray[np.int64]
 Parts = npt.NDArray[np.object_]
 
 
+#: The width of a uuid's `,"<id>"`.
+ID_WIDTH = 39
+
+
 class _Held:
     """The pieces made so far of one kind for one numbering, by number, and which are made."""
 
@@ -84,3 +88,56 @@ def id_parts(numbering: Numbering, numbers: Ints) -> Parts:
         return found
 
     return kept(numbering, "id", numbers, written)
+
+
+def listed_run_parts(numbering: Numbering, numbers: Ints) -> Parts:
+    """`["<id>"],"components":` (a listed entry's list of one run and the key after it) for
+    each of `numbers`, which `numbering` holds (no NONE)."""
+    texts = numbering.texts
+
+    def written(missing: list[int]) -> Parts:
+        found: Parts = json_parts([texts[n] for n in missing], b'["', b'"],"components":')[:-1]
+        return found
+
+    return kept(numbering, "listed run", numbers, written)
+
+
+class _Rows:
+    """The `,"<id>"` rows made so far for one numbering, by number, and which are made."""
+
+    def __init__(self) -> None:
+        self.rows = np.zeros((0, ID_WIDTH), dtype=np.uint8)
+        self.made = np.zeros(0, dtype=np.bool_)
+
+
+_ROWS: WeakKeyDictionary[Numbering, _Rows] = WeakKeyDictionary()
+
+
+def id_rows(numbering: Numbering, numbers: Ints) -> npt.NDArray[np.uint8] | None:
+    """`,"<id>"` for each of `numbers` (held, no NONE) as a row of `ID_WIDTH` bytes, kept by
+    number as `id_parts` keeps its pieces: a collapsed answer's thousands of runs are then
+    one copy of their rows, not a piece of text each. None when the numbering holds an id
+    that is no uuid's text (its text has no fixed width)."""
+    with _LOCK:
+        held = _ROWS.setdefault(numbering, _Rows())
+        size = len(numbering)
+        if len(held.made) < size:
+            room = max(size, len(held.made) * 3 // 2)
+            rows = np.zeros((room, ID_WIDTH), dtype=np.uint8)
+            rows[: len(held.made)] = held.rows
+            made = np.zeros(room, dtype=np.bool_)
+            made[: len(held.made)] = held.made
+            held.rows, held.made = rows, made
+        missing = distinct(numbers[~held.made[numbers]])
+        if len(missing):
+            texts = numbering.text_rows(missing)
+            if texts is None:
+                return None
+            made_rows = np.empty((len(missing), ID_WIDTH), dtype=np.uint8)
+            made_rows[:, :2] = np.frombuffer(b',"', dtype=np.uint8)
+            made_rows[:, 2:-1] = texts
+            made_rows[:, -1] = ord('"')
+            held.rows[missing] = made_rows
+            held.made[missing] = True
+        found: npt.NDArray[np.uint8] = np.take(held.rows, numbers, axis=0)
+    return found

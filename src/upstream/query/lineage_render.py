@@ -36,7 +36,7 @@ from upstream.query.graph_index.index import names_of
 from upstream.query.graph_index.names import Name
 from upstream.query.graph_index.numbering import NONE
 from upstream.query.graph_index.workflows import job_kinds
-from upstream.query.id_parts import id_parts
+from upstream.query.id_parts import id_parts, id_rows, listed_run_parts
 from upstream.query.lineage_params import LineageParams
 from upstream.query.listed_entries import listed_entries
 from upstream.query.node_entries import (
@@ -134,11 +134,16 @@ def render(
         entries = collapse(keyed, params.collapse, run_order)
     elif params.collapse:
         runs = relations.runs.numbers
-        if "run" in params.collapse and np.all(runs != NONE):
+        if set(params.collapse) == {"run"} and np.all(runs != NONE):
+            keyed = replace(keyed, run_rows=id_rows(graph.ids.runs, runs))
+        if "run" in params.collapse and keyed.run_rows is None and np.all(runs != NONE):
             keyed = replace(keyed, run_parts=id_parts(graph.ids.runs, runs))
         # Only `model.json_text.answer_bytes` reads it: it places the text as it is.
         entries = cast(list[RelationEntry], collapsed_entries(keyed, params.collapse, run_order))
     else:
+        runs = relations.runs.numbers
+        if np.all(runs != NONE):
+            keyed = replace(keyed, listed_runs=listed_run_parts(graph.ids.runs, runs))
         entries = cast(list[RelationEntry], listed_entries(keyed))
     response = cast(
         LineageAnswer,

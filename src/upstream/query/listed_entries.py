@@ -49,7 +49,7 @@ def listed_entries(relations: KeyedRelations) -> Written:
     datasets = json_parts(relations.data_keys, b',{"data":"', b'","program":"')
     programs = json_parts(relations.program_keys, b"", b'","accesses":["read"],"runs":')
     writing = json_parts(relations.program_keys, b"", b'","accesses":["write"],"runs":')
-    runs = json_parts(relations.run_ids, b'["', b'"],"components":', b'[],"components":')
+    runs = _run_parts(relations)
     components = json_parts(relations.components, b'["', b'"]}', b"[]}")
     program = relations.program[first]
     columns = [
@@ -79,4 +79,19 @@ def json_parts(texts: Sequence[str], before: bytes, after: bytes, none: bytes = 
         written = orjson.dumps(list(texts))[2:-2].replace(b'","', after + _CUT + before)
         found[:-1] = (before + written + after).split(_CUT)
     found[-1] = none
+    return found
+
+
+#: A declared relation's list of runs and the key after it.
+_NO_RUN = b'[],"components":'
+
+
+def _run_parts(relations: KeyedRelations) -> Parts:
+    """Each run code's `["<id>"],"components":`, by code, the last place (NONE) a declared
+    relation's: kept by run number when the caller has them (`listed_runs`)."""
+    if relations.listed_runs is None:
+        return json_parts(relations.run_ids, b'["', b'"],"components":', _NO_RUN)
+    found = np.empty(len(relations.listed_runs) + 1, dtype=np.object_)
+    found[:-1] = relations.listed_runs
+    found[-1] = _NO_RUN
     return found

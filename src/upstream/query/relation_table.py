@@ -53,6 +53,12 @@ class NamedTexts(Sequence[str]):
     def __contains__(self, text: object) -> bool:
         return text in self._named
 
+    def ranks(self) -> Ints | None:
+        """Each text's place among them sorted, from the numbering's kept order of its ids
+        (`Numbering.text_ranks`): none made. None when the numbering holds a text that is no
+        uuid's."""
+        return self._texts.ranks(self._numbers)
+
 
 @dataclass(frozen=True)
 class Vocabulary:
@@ -135,7 +141,13 @@ class RelationTable:
 
 def text_ranks(texts: Sequence[str]) -> Ints:
     """The place of each of `texts` (distinct) in their sorted order: codes ordered by
-    their ranks are ordered as their texts."""
+    their ranks are ordered as their texts. The ids a walk names (`NamedTexts`) are ranked
+    by their numbering's kept order, without a text made: a listed answer's 18,000 run ids
+    took a tenth of its time to make and sort."""
+    if isinstance(texts, NamedTexts):
+        kept = texts.ranks()
+        if kept is not None:
+            return kept
     listed = list(texts)  # a list's own look-up, not a sequence's method per comparison
     ranks = np.empty(len(listed), dtype=np.int64)
     ranks[sorted(range(len(listed)), key=listed.__getitem__)] = np.arange(len(listed))

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from upstream.query.graph_index.graph import NO_START, Graph
 from upstream.query.graph_index.index import graph_of
-from upstream.query.graph_index.numbering import NONE
+from upstream.query.graph_index.numbering import NONE, places_among
 from upstream.query.relation_table import Ints, Vocabulary, id_ranks
 
 
@@ -22,7 +22,7 @@ def newest_first_places(graph: Graph, runs: Vocabulary) -> Ints:
     order = graph.newest_first
     if np.all((runs.numbers != NONE) & (runs.numbers < len(order))):
         # Runs of this version (a walk's): their order is the version's, worked out once.
-        return _places(np.argsort(order[runs.numbers]))
+        return places_among(order[runs.numbers], len(order))
     starts, _ = graph.spans(runs.numbers)
     unknown = (runs.numbers == NONE) | (starts == NO_START)
     newest = np.where(unknown, 0, -starts)

@@ -397,6 +397,11 @@ def _directed(
     frontier = np.array([seed], dtype=np.int64)
     job_frontier = np.zeros(0, dtype=np.int64)
     passes = _Passes(walk, flows_by, far)
+    # The flows of each level's datasets as read to step on, kept with the level they are
+    # shown at: what the relations shown are made of. A frontier not stepped on from (the
+    # last) is read after.
+    flows_read: list[tuple[Ints, int]] = []
+    pending, pending_level = frontier, 1
     for depth in range(levels):
         rows, _ = walk.edges(f"{near}_dataset", frontier, JOB)
         reached = e[f"{far}_job"][rows].astype(np.int64)
@@ -406,6 +411,8 @@ def _directed(
         if last and rollup is None:
             break
         rows, _ = walk.flows(flows_by, frontier)
+        flows_read.append((rows, depth + 1))
+        pending = NO_ROWS
         rows = rows[walk.passable_jobs(f["job"][rows].astype(np.int64))]
         edge_rows, _ = walk.edges(f"{near}_job", job_frontier, DATASET)
         reached = np.concatenate(
@@ -423,9 +430,13 @@ def _directed(
         rows, _ = walk.edges(f"{near}_job", job_frontier, JOB)
         next_jobs = e[f"{far}_job"][rows].astype(np.int64)
         frontier = _new(datasets, reached, depth + 1)
+        pending, pending_level = frontier, depth + 2
         job_frontier = _new(jobs, next_jobs[walk.passable_jobs(next_jobs)], depth + 1)
         if not (len(frontier) or len(job_frontier)):
             break
+    if len(pending):
+        rows, _ = walk.flows(flows_by, pending)
+        flows_read.append((rows, pending_level))
     dataset_nodes = np.flatnonzero(datasets[:-1] != _UNREACHED)
     job_nodes = np.flatnonzero(jobs[:-1] != _UNREACHED)
     dataset_levels = datasets[dataset_nodes] + 1
@@ -442,8 +453,8 @@ def _directed(
     rows, owner = rows[mine], owner[mine]
     add(r["dataset"][rows], r["job"][rows], r["run"][rows], near_write, dataset_levels[owner])
     # Both ends of every flow into (out of) a dataset of the level.
-    rows, owner = walk.flows(flows_by, dataset_nodes)
-    level = dataset_levels[owner]
+    rows = np.concatenate([read for read, _ in flows_read])
+    level = np.repeat([level for _, level in flows_read], [len(read) for read, _ in flows_read])
     ends = walk.live_datasets(f["source"][rows]) & walk.live_datasets(f["target"][rows])
     rows, level = rows[ends], level[ends]
     add(f["source"][rows], f["job"][rows], f["run"][rows], False, level)

@@ -81,16 +81,21 @@ def _key(text: str) -> bytes | None:
     return bytes.fromhex(text.replace("-", ""))
 
 
-def _texts_of(keys: Keys) -> list[str]:
-    """The canonical text of each 16-byte key, made together."""
-    if not len(keys):
-        return []
+def _text_rows(keys: Keys) -> Keys:
+    """The canonical text of each 16-byte key, as a row of 36 bytes."""
     digits = np.empty((len(keys), 32), dtype=np.uint8)
     digits[:, 0::2] = _DIGITS[keys >> 4]
     digits[:, 1::2] = _DIGITS[keys & 15]
     raw = np.full((len(keys), 36), ord("-"), dtype=np.uint8)
     raw[:, _DIGIT_PLACES] = digits
-    joined = raw.tobytes().decode("ascii")
+    return raw
+
+
+def _texts_of(keys: Keys) -> list[str]:
+    """The canonical text of each 16-byte key, made together."""
+    if not len(keys):
+        return []
+    joined = _text_rows(keys).tobytes().decode("ascii")
     return [joined[at : at + 36] for at in range(0, len(joined), 36)]
 
 
@@ -195,6 +200,10 @@ class IdTexts(Sequence[str]):
         """The texts of `numbers`, made together."""
         return self._numbering.take(np.asarray(numbers, dtype=np.int64))
 
+    def ranks(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """`Numbering.text_ranks` of `numbers`."""
+        return self._numbering.text_ranks(numbers)
+
     def take_repeated(self, numbers: npt.NDArray[np.integer]) -> list[str]:
         """`take` of numbers that repeat (the few datasets of many field edges): each
         distinct one's text made once."""
@@ -215,7 +224,13 @@ class Numbering:
         #: Ids that are not a uuid's canonical text, both ways.
         self._others: dict[str, int] = {}
         self._other_texts: dict[int, str] = {}
-        self._order: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        #: The numbers in their ids' text order and each number's place in it (one place
+        #: more, the last, for numbers given later), as of the first numbers; one tuple, so
+        #: a reader sees both parts of one state.
+        self._text_order: tuple[npt.NDArray[np.int64] | None, npt.NDArray[np.int64]] = (
+            np.zeros(0, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+        )
         #: Texts made lately, by number: an answer names the same few ids once for every
         #: row it shows, and making one from its bytes each time slowed answers by a third.
         self._made: dict[int, str] = {}
@@ -257,6 +272,14 @@ class Numbering:
                 if other is not None:
                     found[place] = other
         return found
+
+    def text_rows(self, numbers: npt.NDArray[np.int64]) -> Keys | None:
+        """The texts of `numbers` (each held) as rows of 36 ASCII bytes, made together from
+        their keys; None when the numbering holds an id that is no uuid's text (whose text
+        may be of any length)."""
+        if self._other_texts:
+            return None
+        return _text_rows(self._keys[numbers].view(np.uint8).reshape(-1, 16))
 
     def number(self, text: str | None) -> int:
         """The number of `text` (given one if new); NONE for None."""
@@ -385,21 +408,55 @@ class Numbering:
 
     def text_order(self) -> npt.NDArray[np.int64]:
         """The place of each number's id in the sorted ids, with one place more (the last)
-        for ids numbered later. Kept until an id is numbered: every version of the index
-        shares it, where sorting half a million run ids took each version a fifth of a
-        second. Uuids sort by their bytes as their canonical texts do."""
-        order = self._order
-        count = len(order) - 1
-        if count == self._count:
-            return order
+        for ids numbered later. Kept until an id is numbered, and then brought up to date
+        by merging the new ids into the order kept (a binary search each), not by sorting
+        every id again: every version of the index shares it, where sorting half a million
+        run ids took each change a fifth of a second. Uuids sort by their bytes as their
+        canonical texts do."""
+        ordered, order = self._text_order
+        known = len(order) - 1
         count = self._count
-        order = np.zeros(count + 1, dtype=np.int64)
+        if known == count:
+            return order
+        keys = self._keys
         if self._other_texts:
+            # Texts that are not all uuids: sorted as texts, every time.
             texts = np.array(self.texts[:count], dtype="U36")
-            order[np.argsort(texts, kind="stable")] = np.arange(count)
+            ordered, kept = np.argsort(texts, kind="stable"), None
         else:
-            halves = self._keys[:count].view(">u8")
-            order[np.lexsort((halves[:, 1], halves[:, 0]))] = np.arange(count)
+            halves = keys[known:count].view(">u8")
+            new = known + np.lexsort((halves[:, 1], halves[:, 0]))
+            if ordered is not None and known:
+                # Each new key after the held keys that sort before it (keys are distinct).
+                held = np.ascontiguousarray(keys[:known]).view("S16").ravel()[ordered]
+                places = np.searchsorted(held, keys[new].view("S16").ravel())
+                new = np.insert(ordered, places, new)
+            ordered = kept = new
+        order = np.empty(count + 1, dtype=np.int64)
+        order[ordered] = np.arange(count)
         order[-1] = count
-        self._order = order
+        self._text_order = (kept, order)
         return order
+
+    def text_ranks(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """The place of each of `numbers` (distinct, each held) among them when sorted by
+        their ids' text, from the kept text order (`text_order`): no text made and none
+        compared. None when some id is not a uuid's text (the caller sorts the texts)."""
+        if self._other_texts:
+            return None
+        order = self.text_order()
+        return places_among(order[numbers], len(order))
+
+
+def places_among(values: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.int64]:
+    """Each of `values`' (distinct, each below `size`) place among them sorted: by flags
+    over `size` when they are many of it (a walk's thousands of runs: linear time, a sixth
+    of a sort's), else by a sort."""
+    if len(values) * 32 < size:
+        places = np.empty(len(values), dtype=np.int64)
+        places[np.argsort(values)] = np.arange(len(values))
+        return places
+    seen = np.zeros(size, dtype=np.bool_)
+    seen[values] = True
+    found: npt.NDArray[np.int64] = (np.cumsum(seen) - 1)[values]
+    return found
