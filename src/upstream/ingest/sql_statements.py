@@ -369,7 +369,12 @@ def _normalize_into(
         _normalize_into(normalized, inner, (*keys, key), depth, dialect)  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=65_536)
+#: Names kept normalized per process: a name and its normal form, about 200 bytes each (3 MB
+#: at most); the 849 distinct facets of the medium workload name 551.
+NAMES_KEPT = 16_384
+
+
+@lru_cache(maxsize=NAMES_KEPT)
 def _normalized(name: str, dialect: str | None, is_table: bool) -> str:
     """A table's or column's name as sqlglot's schema normalizes it (read as SQL, then
     folded as `dialect` folds it); raises as sqlglot does for a name it cannot read."""
