@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlglot.schema import MappingSchema
 
 from upstream.ingest import sql_lineage as sql_lineage_module
+from upstream.ingest import sql_statements
 from upstream.ingest.context import Owner
 from upstream.ingest.sql_facet import sql_facet_text
 from upstream.ingest.sql_lineage import SqlLineage, clear_cache, sql_lineage
@@ -446,6 +448,44 @@ def test_the_same_text_is_analysed_afresh_with_each_schema() -> None:
     )
     assert [c.name for c in unexpanded.statements[0].columns] == [None]
     assert [c.name for c in expanded.statements[0].columns] == ["id", "amount"]
+
+
+@pytest.mark.parametrize("dialect", [None, "postgres", "snowflake", "bigquery", "tsql"])
+def test_the_schema_is_the_one_sqlglot_makes_of_the_same_names(dialect: str | None) -> None:
+    # Names as a producer's fields give them: mixed case, quotes, a space, a repeat; two
+    # tables that one dialect folds to the same name; a shorter name left out.
+    schema = {
+        TableName(("Shop", "Orders"), (False, True)): ["Id", '"Amount"', "a b", "id"],
+        TableName(("shop", "orders"), (False, False)): ["Extra", "ID"],
+        TableName(("x",), (False,)): ["y"],
+        TableName(("shop", "empty"), (False, False)): [],
+    }
+    nested = {
+        "Shop": {"Orders": dict.fromkeys(["Id", '"Amount"', "a b", "id"], "unknown")},
+        "shop": {"orders": dict.fromkeys(["Extra", "ID"], "unknown")},
+    }
+    made = sql_statements._sqlglot_schema(schema, dialect)
+    expected = MappingSchema(nested, dialect=dialect)
+    assert made.mapping == expected.mapping
+    assert made.normalize
+    assert made.dialect == expected.dialect
+    assert sql_statements._sqlglot_schema({}, dialect).mapping == MappingSchema({}).mapping
+
+
+def test_a_name_in_the_schema_is_normalized_once_per_process() -> None:
+    sql_statements._normalized.cache_clear()
+    orders = TableName(("orders",), (False,))
+
+    def schema_of(tables: frozenset[TableName]) -> dict[TableName, list[str]]:
+        return {orders: ["id", "amount"]}
+
+    first = parse("INSERT INTO out SELECT * FROM orders", "postgres", schema_of)
+    names = sql_statements._normalized.cache_info().misses
+    again = parse("INSERT INTO out SELECT id, amount FROM orders", "postgres", schema_of)
+    assert names == 3  # orders, id, amount
+    assert sql_statements._normalized.cache_info().misses == names
+    assert [c.name for c in first.statements[0].columns] == ["id", "amount"]
+    assert [c.name for c in again.statements[0].columns] == ["id", "amount"]
 
 
 def test_a_schema_the_statement_contradicts_is_not_used() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.dialect import Dialect
@@ -21,6 +22,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, build_scope
+from sqlglot.schema import MappingSchema, normalize_name
 
 #: (type, subtype) of one transformation, e.g. ("DIRECT", "IDENTITY").
 Transformation = tuple[str, str]
@@ -183,7 +185,7 @@ def _qualified(
         try:
             return qualify(
                 query if number == 0 else again(),
-                schema=_sqlglot_schema(known),
+                schema=_sqlglot_schema(known, dialect),
                 dialect=dialect,
                 qualify_columns=qualify_columns,
                 expand_stars=qualify_columns,
@@ -320,13 +322,19 @@ def _update_query(
     return table_name(tree.this), query, names, False
 
 
-def _sqlglot_schema(schema: Mapping[TableName, Sequence[str]]) -> dict[str, object]:
-    """Nested {catalog: {db: {table: {column: type}}}} as sqlglot wants it; every table at
-    the same depth (sqlglot refuses a mix), so shorter names are left out when they clash."""
-    if not schema:
-        return {}
-    depth = max(len(name.parts) for name in schema)
+def _sqlglot_schema(
+    schema: Mapping[TableName, Sequence[str]], dialect: str | None
+) -> MappingSchema:
+    """The tables' columns as sqlglot's schema: nested {catalog: {db: {table: {column:
+    type}}}}, every table at the same depth (sqlglot refuses a mix), so shorter names are
+    left out when they clash.
+
+    It is the schema `MappingSchema(nested, dialect=dialect)` makes, its names normalized
+    as that would, but each name through a cache of the process (`_normalized`): sqlglot
+    parses every table and column name it is given as SQL, which cost a quarter of
+    qualifying a statement, although the datasets' columns repeat from facet to facet."""
     nested: dict[str, object] = {}
+    depth = max((len(name.parts) for name in schema), default=0)
     for name, columns in schema.items():
         if len(name.parts) != depth or not columns:
             continue
@@ -334,7 +342,43 @@ def _sqlglot_schema(schema: Mapping[TableName, Sequence[str]]) -> dict[str, obje
         for part in name.parts[:-1]:
             level = level.setdefault(part, {})  # type: ignore[assignment]
         level[name.parts[-1]] = dict.fromkeys(columns, "unknown")
-    return nested
+    normalized: dict[str, object] = {}
+    _normalize_into(normalized, nested, (), depth, dialect)
+    made = MappingSchema(normalized, dialect=dialect, normalize=False)
+    made.normalize = True  # its lookups normalize the names they are given, as before
+    return made
+
+
+def _normalize_into(
+    normalized: dict[str, object],
+    level: Mapping[str, object],
+    keys: tuple[str, ...],
+    depth: int,
+    dialect: str | None,
+) -> None:
+    """Each table of `level` (nested `depth` deep, within `keys`) with its columns, names
+    normalized, into `normalized`, in the order and with the merges of sqlglot's own."""
+    if len(keys) == depth:
+        into = normalized
+        for key in keys:
+            into = into.setdefault(_normalized(key, dialect, True), {})  # type: ignore[assignment]
+        for column, kind in level.items():
+            into[_normalized(column, dialect, False)] = kind
+        return
+    for key, inner in level.items():
+        _normalize_into(normalized, inner, (*keys, key), depth, dialect)  # type: ignore[arg-type]
+
+
+#: Names kept normalized per process: a name and its normal form, about 200 bytes each (3 MB
+#: at most); the 849 distinct facets of the medium workload name 551.
+NAMES_KEPT = 16_384
+
+
+@lru_cache(maxsize=NAMES_KEPT)
+def _normalized(name: str, dialect: str | None, is_table: bool) -> str:
+    """A table's or column's name as sqlglot's schema normalizes it (read as SQL, then
+    folded as `dialect` folds it); raises as sqlglot does for a name it cannot read."""
+    return normalize_name(name, dialect=dialect, is_table=is_table).name
 
 
 # -- tracing columns --------------------------------------------------------------------------
