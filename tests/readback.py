@@ -14,6 +14,29 @@ from upstream.store.packed_facets import unpacked_rows
 from upstream.store.walks import flows
 
 
+def stored_id(value: Any) -> Any:
+    """An id as any revision's store hands it back to a table read as it is (reflected): its
+    32 hex digits on SQLite before migration 0031, its 16 bytes after, a `uuid.UUID` on
+    PostgreSQL; as one `uuid.UUID` for all three, and any other value as it is."""
+    if isinstance(value, bytes) and len(value) == 16:
+        return uuid.UUID(bytes=value)
+    if isinstance(value, str) and len(value) == 32:
+        return uuid.UUID(hex=value)
+    return value
+
+
+def stored_dataset_flows(store: Store) -> set[tuple[str, str]]:
+    """`dataset_flows` of every dataset read by joining the stored ids, which holds at any
+    revision (the readers bind ids as the newest revision stores them)."""
+    query = (
+        "SELECT s.namespace || '/' || s.name, d.namespace || '/' || d.name FROM flows AS f "
+        "JOIN datasets AS s ON s.id = f.source_dataset_id "
+        "JOIN datasets AS d ON d.id = f.target_dataset_id"
+    )
+    with store.read() as conn:
+        return {(source, target) for source, target in conn.exec_driver_sql(query)}
+
+
 def _names(conn: sa.Connection) -> tuple[dict[Any, str], dict[Any, str]]:
     datasets = {r.id: f"{r.namespace}/{r.name}" for r in conn.execute(sa.select(t.datasets))}
     jobs = {r.id: f"{r.namespace}/{r.name}" for r in conn.execute(sa.select(t.jobs))}

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from tests.builders import ds, run_event
 from upstream.ingest.service import ingest_documents
+from upstream.store import schema as t
 from upstream.store.engine import Store
 
 PARENT = ("airflow://host", "daily")
@@ -157,11 +158,7 @@ def test_a_loop_closed_across_posts_is_broken(store: Store) -> None:
     for run, parent in ((a, b), (b, c), (c, a)):
         event = run_event(("w", run[:2]), run_id=run, parent=(("w", parent[:2]), parent))
         ingest_documents(store, [event], batch=False)
+    r = t.runs.c
     with store.engine.connect() as conn:
-        parents = dict(conn.execute(sa.text("SELECT id, parent_run_id FROM runs")).tuples().all())
-    found = {str(k).replace("-", ""): v and str(v).replace("-", "") for k, v in parents.items()}
-    assert found == {
-        a.replace("-", ""): b.replace("-", ""),
-        b.replace("-", ""): c.replace("-", ""),
-        c.replace("-", ""): None,
-    }
+        parents = dict(conn.execute(sa.select(r.id, r.parent_run_id)).tuples().all())
+    assert parents == {uuid.UUID(a): uuid.UUID(b), uuid.UUID(b): uuid.UUID(c), uuid.UUID(c): None}

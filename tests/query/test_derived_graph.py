@@ -349,12 +349,13 @@ def second_db_url(db_url: str, tmp_path: Path) -> Iterator[str]:
     admin.dispose()
 
 
-#: The events table as revision 0001 made it: the payload kept as text.
+#: The events table as revision 0001 made it: the payload kept as text, the run's id as
+#: SQLAlchemy's `Uuid` (32 hex digits on SQLite until 0031).
 EVENTS_0001 = sa.table(
     "events",
     sa.column("payload", sa.Text()),
     *(
-        sa.column(c.name, c.type)
+        sa.column(c.name, sa.Uuid() if c.type is t.Id else c.type)
         for c in t.events.columns
         if c.name not in ("payload_zstd", "month", "namespaces", "io_namespaces")
     ),

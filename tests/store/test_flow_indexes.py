@@ -9,7 +9,7 @@ from alembic import command
 
 from tests.builders import ds, run_event
 from tests.query.test_derived_graph import second_db_url
-from tests.readback import dataset_flows
+from tests.readback import dataset_flows, stored_dataset_flows
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
@@ -48,7 +48,7 @@ def test_the_migration_drops_the_indexes_and_keeps_every_flow(second_db_url: str
             command.downgrade(alembic_config(conn), "0026")
             conn.commit()
         assert _flow_indexes(store) == {"ix_flows_owner_id", *DROPPED}
-        assert dataset_flows(store) == before
+        assert stored_dataset_flows(store) == before
         upgrade(store)
         assert _flow_indexes(store) == {"ix_flows_owner_id"}
         assert dataset_flows(store) == before

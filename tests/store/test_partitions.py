@@ -29,6 +29,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.builders import ds, job_event, run_event
+from tests.readback import stored_id
 from upstream.cli import app as cli_app
 from upstream.ingest.rebuild import rebuild
 from upstream.ingest.service import prepare
@@ -201,7 +202,8 @@ def table_rows(
     A version's fields and facets are read through its content (kept apart since 0023), an
     event's payload as the text it keeps (compressed since 0025), fields and facets as the
     canonical text of their document (compressed since 0026, before as `jsonb` on
-    PostgreSQL, which orders keys its own way)."""
+    PostgreSQL, which orders keys its own way), ids as `stored_id` reads them (bytes on SQLite
+    since 0031)."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
     with store.read() as conn:
         for name in RUN_COLUMN:
@@ -228,6 +230,8 @@ def table_rows(
             for row in found:
                 for column in {"fields", "facets"} & row.keys():
                     row[column] = _document(conn, row[column])
+            for row in found:
+                row.update({c: stored_id(v) for c, v in row.items() if c.endswith("id")})
             rows[name] = sorted(
                 tuple(sorted((k, repr(v)) for k, v in row.items())) for row in found
             )

@@ -10,6 +10,7 @@ from alembic import command
 
 from tests.builders import column_lineage, ds, run_event
 from tests.query.test_derived_graph import second_db_url
+from tests.readback import stored_id
 from upstream.ingest.service import ingest_documents
 from upstream.store import schema as t
 from upstream.store.engine import Store
@@ -28,11 +29,15 @@ DROPPED = {
 
 
 def _rows(store: Store) -> dict[str, list[tuple[object, ...]]]:
+    """The rows as stored (the columns the tables have now), ids as `stored_id` reads them
+    at any revision."""
+    rows: dict[str, list[tuple[object, ...]]] = {}
     with store.read() as conn:
-        return {
-            table.name: sorted(tuple(row) for row in conn.execute(sa.select(table)))
-            for table in (t.lineage_links, t.runs)
-        }
+        for table in (t.lineage_links, t.runs):
+            stored = sa.Table(table.name, sa.MetaData(), autoload_with=conn)
+            query = sa.select(*(stored.c[column.name] for column in table.c))
+            rows[table.name] = sorted(tuple(map(stored_id, row)) for row in conn.execute(query))
+    return rows
 
 
 def _indexes(store: Store) -> dict[str, set[str]]:

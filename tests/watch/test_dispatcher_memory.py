@@ -41,13 +41,21 @@ def statements(store: Store) -> Iterator[list[str]]:
     seen: list[str] = []
 
     def record(*args: Any) -> None:
-        seen.append(f"{args[2]} {args[3]!r}")  # the statement and its parameters
+        # The statement and its parameters; an id SQLite is given as bytes, as hex digits.
+        parameters = args[3]
+        if isinstance(parameters, tuple | list):
+            parameters = [_hex_bytes(value) for value in parameters]
+        seen.append(f"{args[2]} {parameters!r}")
 
     sa.event.listen(store.engine, "before_cursor_execute", record)
     try:
         yield seen
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", record)
+
+
+def _hex_bytes(value: Any) -> Any:
+    return bytes(value).hex() if isinstance(value, bytes | memoryview) else value
 
 
 def reading(column: str) -> Callable[[str], bool]:

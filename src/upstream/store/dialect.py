@@ -282,7 +282,7 @@ def text_id_filters(
 ) -> Iterator[sa.ColumnElement[bool]]:
     """`id_filters` for ids given as their hyphenated text (`id_text`), which the database
     compares without a `uuid.UUID` being made for each: PostgreSQL casts one text array,
-    SQLite compares its stored hex digits."""
+    SQLite compares its stored 16 bytes with each text's."""
     wanted = set(ids)
     if not wanted:
         return
@@ -290,9 +290,9 @@ def text_id_filters(
         array = sa.bindparam(None, list(wanted), type_=postgresql.ARRAY(sa.Text))
         yield column == sa.any_(sa.cast(array, postgresql.ARRAY(sa.Uuid)))
         return
-    stored = sa.type_coerce(column, sa.Text)
-    for part in chunks(sorted(text.replace("-", "") for text in wanted)):
-        yield stored.in_(part)
+    stored = sa.type_coerce(column, sa.LargeBinary)
+    for part in chunks(sorted(bytes.fromhex(text.replace("-", "")) for text in wanted)):
+        yield stored.in_(sa.bindparam(None, part, expanding=True, type_=sa.LargeBinary))
 
 
 def id_groups(conn: Connection, ids: Iterable[str]) -> Iterator[list[str]]:
@@ -308,17 +308,20 @@ def id_groups(conn: Connection, ids: Iterable[str]) -> Iterator[list[str]]:
 
 def id_text(column: Any, dialect: str) -> sa.ColumnElement[str]:
     """The hyphenated text of a uuid column (NULL stays NULL), the form answers show:
-    PostgreSQL casts it; SQLite keeps uuids as 32 hex digits, which are cut into the same
-    groups. Text costs a fraction of `uuid.UUID` to make, hash and compare (its hash is
-    Python code), and a walk does that tens of thousands of times."""
+    PostgreSQL casts it; SQLite keeps a uuid's 16 bytes (`schema.Id`), whose 32 hex digits
+    are cut into the same groups. Text costs a fraction of `uuid.UUID` to make, hash and
+    compare (its hash is Python code), and a walk does that tens of thousands of times."""
     if dialect == "postgresql":
         return sa.cast(column, sa.Text)
-    hex_digits = sa.type_coerce(column, sa.Text)
-    groups = [sa.func.substr(hex_digits, start, size) for start, size in _UUID_GROUPS]
+    groups = [
+        sa.func.hex(sa.func.substr(column, start, size), type_=sa.Text)
+        for start, size in _UUID_GROUPS
+    ]
     joined: sa.ColumnElement[str] = groups[0]
     for group in groups[1:]:
         joined = joined + "-" + group
-    return joined
+    # hex() makes '' of NULL, and capitals.
+    return sa.case((column.is_not(None), sa.func.lower(joined, type_=sa.Text)))
 
 
 def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
@@ -333,8 +336,8 @@ def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
     return seconds * 1_000_000 + sa.cast(sa.func.substr(text, 21, 6), sa.BigInteger)
 
 
-#: Where each group of a uuid's hyphenated text starts in its 32 hex digits, and its length.
-_UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+#: Where each group of a uuid's hyphenated text starts in its 16 bytes, and its length.
+_UUID_GROUPS = ((1, 4), (5, 2), (7, 2), (9, 2), (11, 6))
 
 
 #: A UUID's integer, which `UUID.__lt__` compares (in Python, a call per comparison).

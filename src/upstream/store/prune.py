@@ -43,7 +43,7 @@ RUN_SCOPED: tuple[tuple[sa.Table, str], ...] = (
 _DOOMED = sa.Table(
     "prune_runs",
     sa.MetaData(),
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", t.Id, primary_key=True),
     prefixes=["TEMPORARY"],
 )
 

@@ -2,13 +2,15 @@
 
 Entity ids are deterministic UUIDs computed from natural keys (see `upstream.model.identity`),
 so every API process derives the same id without a round trip and batch writes need no
-lookups. The id is the uniqueness of a name, so no index holds the names themselves: names
-of any length are accepted (a B-tree entry on PostgreSQL is limited to about 2.7 kB).
+lookups; every id column is an `Id`, 16 bytes on both databases. The id is the uniqueness of
+a name, so no index holds the names themselves: names of any length are accepted (a B-tree
+entry on PostgreSQL is limited to about 2.7 kB).
 Timestamps are stored in UTC and read back timezone-aware in UTC on both databases (`Timestamp`).
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +34,44 @@ Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 NullableJson = sa.JSON(none_as_null=True).with_variant(
     postgresql.JSONB(none_as_null=True), "postgresql"
 )
+
+
+class _BlobId(sa.TypeDecorator[uuid.UUID]):
+    """A uuid as its 16 bytes in a BLOB, SQLite's form of `Id`. SQLAlchemy's own `Uuid` keeps
+    32 hex digits there (CHAR(32)): twice the bytes in every row and every index that holds
+    an id, which made most of the difference between the two stores (migration 0031)."""
+
+    impl = sa.LargeBinary
+    cache_ok = True
+
+    @property
+    def python_type(self) -> type[uuid.UUID]:
+        return uuid.UUID
+
+    def bind_processor(self, dialect: Any) -> Any:
+        return _id_bytes
+
+    def result_processor(self, dialect: Any, coltype: Any) -> Any:
+        return _bytes_id
+
+    def literal_processor(self, dialect: Any) -> Any:
+        return _id_literal
+
+
+def _id_bytes(value: uuid.UUID | None) -> bytes | None:
+    return None if value is None else value.bytes
+
+
+def _bytes_id(value: bytes | None) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(bytes=value)
+
+
+def _id_literal(value: uuid.UUID) -> str:
+    return f"X'{value.hex}'"
+
+
+#: An id: PostgreSQL's native `uuid`, SQLite's 16-byte BLOB (`_BlobId`); `uuid.UUID` in Python.
+Id = sa.Uuid().with_variant(_BlobId(), "sqlite")
 
 
 class Timestamp(sa.TypeDecorator[datetime]):
@@ -60,7 +100,7 @@ def _checked_at_commit(target: str) -> sa.ForeignKey:
 namespaces = sa.Table(
     "namespaces",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("description", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
@@ -80,8 +120,8 @@ def _content_digest() -> sa.Column[str]:
 datasets = sa.Table(
     "datasets",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("namespace_id", sa.Uuid, sa.ForeignKey("namespaces.id"), nullable=False),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("namespace_id", Id, sa.ForeignKey("namespaces.id"), nullable=False),
     sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("description", sa.Text),
@@ -101,8 +141,8 @@ datasets = sa.Table(
 jobs = sa.Table(
     "jobs",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("namespace_id", sa.Uuid, sa.ForeignKey("namespaces.id"), nullable=False),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("namespace_id", Id, sa.ForeignKey("namespaces.id"), nullable=False),
     sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("description", sa.Text),
@@ -125,15 +165,15 @@ jobs = sa.Table(
 runs = sa.Table(
     "runs",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
+    sa.Column("job_id", Id, _checked_at_commit("jobs.id"), nullable=False, index=True),
     # Parent run (the workflow run, or an intermediate task) and the root of the chain. No
     # index: a run's children are found in the graph index, which reads every run's parent
     # (`upstream.store.graph_rows`), never by a query (migration 0028).
-    sa.Column("parent_run_id", sa.Uuid),
-    sa.Column("root_run_id", sa.Uuid),
+    sa.Column("parent_run_id", Id),
+    sa.Column("root_run_id", Id),
     # Latest eventType by eventTime: START, RUNNING, COMPLETE, FAIL, ABORT, OTHER.
     sa.Column("state", sa.Text),
     sa.Column("state_time", Timestamp),
@@ -157,12 +197,12 @@ relations = sa.Table(
     metadata,
     # CDAP's access relation (dataset, job, run, access, component). run_id is NULL for the
     # inputs/outputs a JobEvent declares.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False, index=True),
-    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("dataset_id", Id, _checked_at_commit("datasets.id"), nullable=False, index=True),
+    sa.Column("job_id", Id, _checked_at_commit("jobs.id"), nullable=False, index=True),
+    sa.Column("run_id", Id, index=True),
     sa.Column("access", sa.Text, nullable=False),
     sa.Column("component", sa.Text, nullable=False),
     # Every lifecycleStateChange this run reported for the output, each once and sorted, so
@@ -225,15 +265,15 @@ def _edge_ends() -> list[sa.Column[object]]:
         # A dataset->dataset edge that exists because field edges connect the two datasets.
         sa.Column("implied", sa.Boolean, nullable=False),
         sa.Column("source_type", sa.Text, nullable=False),
-        sa.Column("source_dataset_id", sa.Uuid, index=True),
+        sa.Column("source_dataset_id", Id, index=True),
         sa.Column("source_field", sa.Text),
-        sa.Column("source_job_id", sa.Uuid),
-        sa.Column("source_run_id", sa.Uuid),
+        sa.Column("source_job_id", Id),
+        sa.Column("source_run_id", Id),
         sa.Column("target_type", sa.Text, nullable=False),
-        sa.Column("target_dataset_id", sa.Uuid, index=True),
+        sa.Column("target_dataset_id", Id, index=True),
         sa.Column("target_field", sa.Text),
-        sa.Column("target_job_id", sa.Uuid),
-        sa.Column("target_run_id", sa.Uuid),
+        sa.Column("target_job_id", Id),
+        sa.Column("target_run_id", Id),
     ]
 
 
@@ -248,10 +288,10 @@ lineage_sets = sa.Table(
     # What one owner stated about one output, stored once per distinct content (design §6,
     # `upstream.model.lineage_sets`): ten runs that send the same columnLineage share a set.
     # The id is made from the checksum of the set's edges.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("checksum", sa.Text, nullable=False),
     # The output the set describes (NULL for edges into a job) and its highest rank.
-    sa.Column("target_dataset_id", sa.Uuid),
+    sa.Column("target_dataset_id", Id),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
@@ -261,11 +301,11 @@ lineage_set_edges = sa.Table(
     metadata,
     # The explicit data flow of a set, source -> target, where either end is a dataset, a
     # dataset field or a job (design §2, §3.2), in the set's canonical order.
-    sa.Column("set_id", sa.Uuid, sa.ForeignKey("lineage_sets.id"), primary_key=True),
+    sa.Column("set_id", Id, sa.ForeignKey("lineage_sets.id"), primary_key=True),
     sa.Column("position", sa.Integer, primary_key=True),
     *_edge_ends(),
     # Its transformations, kept once per distinct value (`edge_transformations`).
-    sa.Column("transformations_id", sa.Uuid, nullable=False),
+    sa.Column("transformations_id", Id, nullable=False),
     *_job_end_indexes("lineage_set_edges"),
     # The few edges with a job end, which every dataset walk steps over: without these the
     # walk's recursive statement scanned every field edge for them at each call.
@@ -290,7 +330,7 @@ edge_transformations = sa.Table(
     # all of the medium benchmark's 65,000 edges, 59 bytes a row as `jsonb`. The id is the
     # hash of the value's JSON text (`upstream.store.lineage_writer`). A row is never deleted
     # (not by a rebuild, not by a prune), so the edges need no foreign key to find theirs.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     _transformations(),
 )
 
@@ -300,18 +340,18 @@ lineage_links = sa.Table(
     # Which owner stated which set for which output: one row per (scope, owner, output).
     # "run": observed in run_id; "job": declared by a JobEvent of job_id; "dataset": declared
     # by a DatasetEvent for the output. The id hashes those three.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
     # The run, the job or the dataset: what a declaration replaces as a whole. A "run" link's
     # run is its owner, not stored again (`owned_run`, migration 0030).
-    sa.Column("owner_id", sa.Uuid, index=True),
+    sa.Column("owner_id", Id, index=True),
     # The job that stated the set: no read asks for a job's links, so no index (migration
     # 0028).
-    sa.Column("job_id", sa.Uuid),
-    sa.Column("target_dataset_id", sa.Uuid),
-    sa.Column("set_id", sa.Uuid, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
+    sa.Column("job_id", Id),
+    sa.Column("target_dataset_id", Id),
+    sa.Column("set_id", Id, _checked_at_commit("lineage_sets.id"), nullable=False, index=True),
     sa.Column("rank", sa.SmallInteger, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
 )
@@ -348,11 +388,11 @@ flows = sa.Table(
     # The run, or the job or dataset whose declaration it is. A run's flow has the run as
     # its owner, not stored again (`owned_run`, migration 0030); declared lineage has none,
     # and every window includes it.
-    sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("source_dataset_id", sa.Uuid, nullable=False),
-    sa.Column("target_dataset_id", sa.Uuid, nullable=False),
+    sa.Column("owner_id", Id, nullable=False, index=True),
+    sa.Column("source_dataset_id", Id, nullable=False),
+    sa.Column("target_dataset_id", Id, nullable=False),
     # NULL for a DatasetEvent's declaration, which names no job.
-    sa.Column("job_id", sa.Uuid),
+    sa.Column("job_id", Id),
     # Made by the inputs x outputs product rather than stated by the producer.
     sa.Column("inferred", sa.Boolean, nullable=False),
     # A run's flow is in a window when its run is: readers take the span from the run's row
@@ -380,14 +420,14 @@ job_dependencies = sa.Table(
     # upstream job (run) runs before the downstream one. One row per stating run and pair of
     # ends (`upstream.model.job_dependencies`); derived, written when its run's event is, and
     # removed with that run. No dataset walk reads it.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The run whose facet states the edge; its span places the edge in a window.
-    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("upstream_job_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("run_id", Id, nullable=False, index=True),
+    sa.Column("upstream_job_id", Id, nullable=False, index=True),
     # NULL when the statement names no run of that job.
-    sa.Column("upstream_run_id", sa.Uuid, index=True),
-    sa.Column("downstream_job_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("downstream_run_id", sa.Uuid, index=True),
+    sa.Column("upstream_run_id", Id, index=True),
+    sa.Column("downstream_job_id", Id, nullable=False, index=True),
+    sa.Column("downstream_run_id", Id, index=True),
     # DIRECT_INVOCATION, IMPLICIT_DEPENDENCY… as the producer names it.
     sa.Column("dependency_type", sa.Text),
     sa.Column("sequence_trigger_rule", sa.Text),
@@ -412,9 +452,9 @@ declarations = sa.Table(
     # Every JobEvent's or DatasetEvent's declared lineage, kept after a later one replaces it,
     # so lineage can be answered as it stood at a time (design §4.5). `lineage_links` and
     # `relations` hold only the declarations in force now; these three tables hold all of them.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
-    sa.Column("owner_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("owner_id", Id, nullable=False, index=True),
     sa.Column("declared_at", Timestamp, nullable=False),
     # The next declaration's event time: in force from declared_at until then (NULL: now).
     sa.Column("replaced_at", Timestamp),
@@ -431,7 +471,7 @@ def _declared_copy(name: str, table: sa.Table) -> sa.Table:
         *(column._copy() for column in table.columns if column.name != "month"),
         sa.Column(
             "declaration_id",
-            sa.Uuid,
+            Id,
             sa.ForeignKey("declarations.id"),
             nullable=False,
             index=True,
@@ -443,16 +483,14 @@ declared_edges = sa.Table(
     "declared_edges",
     metadata,
     # Every declaration's edges (see `declarations`), as readers see an edge.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("scope", sa.Text, nullable=False),
-    sa.Column("run_id", sa.Uuid, index=True),
-    sa.Column("job_id", sa.Uuid, index=True),
+    sa.Column("run_id", Id, index=True),
+    sa.Column("job_id", Id, index=True),
     *_edge_ends(),
     _transformations(),
     sa.Column("created_at", Timestamp, nullable=False),
-    sa.Column(
-        "declaration_id", sa.Uuid, sa.ForeignKey("declarations.id"), nullable=False, index=True
-    ),
+    sa.Column("declaration_id", Id, sa.ForeignKey("declarations.id"), nullable=False, index=True),
     *_job_end_indexes("declared_edges"),
 )
 declared_relations = _declared_copy("declared_relations", relations)
@@ -462,13 +500,13 @@ dataset_versions = sa.Table(
     "dataset_versions",
     metadata,
     # One version per (dataset, writing run), as Marquez versions datasets.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, _checked_at_commit("datasets.id"), nullable=False, index=True),
-    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("dataset_id", Id, _checked_at_commit("datasets.id"), nullable=False, index=True),
+    sa.Column("run_id", Id, nullable=False, index=True),
     # Its fields and facets, kept once per distinct content (`version_contents`).
-    sa.Column("content_id", sa.Uuid, _checked_at_commit("version_contents.id"), nullable=False),
+    sa.Column("content_id", Id, _checked_at_commit("version_contents.id"), nullable=False),
     sa.Column("lifecycle", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
 )
@@ -479,7 +517,7 @@ version_contents = sa.Table(
     # A dataset version's fields and facets, once per distinct content: the id is the hash
     # of their text (`upstream.store.version_contents`). A COMPLETE repeats its START's
     # version, and every run of a job writes what the last one did.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # Both compressed, as a run's facets are (`store.packed_facets`).
     sa.Column("fields", sa.LargeBinary, nullable=False),
     sa.Column("facets", sa.LargeBinary, nullable=False),
@@ -488,8 +526,8 @@ version_contents = sa.Table(
 dataset_symlinks = sa.Table(
     "dataset_symlinks",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("dataset_id", Id, sa.ForeignKey("datasets.id"), nullable=False, index=True),
     sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("type", sa.Text),
@@ -501,8 +539,8 @@ dataset_aliases = sa.Table(
     # The groups of identities that `symlinks` facets make one dataset (design §3.3;
     # `upstream.store.aliases`): one row per identity in a group, with the group's canonical
     # identity, which every derived row names. No foreign key: an alias may never be stored.
-    sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("canonical_id", sa.Uuid, nullable=False, index=True),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("canonical_id", Id, nullable=False, index=True),
     sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     # This identity reported a symlinks facet (only reporters can be canonical).
@@ -513,8 +551,8 @@ operation_sets = sa.Table(
     "operation_sets",
     metadata,
     # The ordered field operations recorded for one destination, once per checksum.
-    sa.Column("id", sa.Uuid, primary_key=True),
-    sa.Column("dataset_id", sa.Uuid, sa.ForeignKey("datasets.id"), nullable=False, index=True),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("dataset_id", Id, sa.ForeignKey("datasets.id"), nullable=False, index=True),
     sa.Column("checksum", sa.Text, nullable=False),
     sa.Column("operations", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
@@ -524,18 +562,18 @@ operation_sets = sa.Table(
 run_operation_sets = sa.Table(
     "run_operation_sets",
     metadata,
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     # The month the row's run was first received in (`upstream.store.months`); part of the key.
     sa.Column("month", sa.Integer, primary_key=True),
     sa.Column(
         "operation_set_id",
-        sa.Uuid,
+        Id,
         _checked_at_commit("operation_sets.id"),
         nullable=False,
         index=True,
     ),
-    sa.Column("run_id", sa.Uuid, nullable=False, index=True),
-    sa.Column("job_id", sa.Uuid, _checked_at_commit("jobs.id"), nullable=False),
+    sa.Column("run_id", Id, nullable=False, index=True),
+    sa.Column("job_id", Id, _checked_at_commit("jobs.id"), nullable=False),
     sa.Column("component", sa.Text, nullable=False),
     sa.Column("event_time", Timestamp, nullable=False),
 )
@@ -559,7 +597,7 @@ events = sa.Table(
     sa.Column("event_kind", sa.Text),
     sa.Column("event_time", Timestamp, nullable=False, index=True),
     sa.Column("received_at", Timestamp, nullable=False),
-    sa.Column("run_id", sa.Uuid, index=True),
+    sa.Column("run_id", Id, index=True),
     sa.Column("job_namespace", sa.Text),
     sa.Column("job_name", sa.Text),
     sa.Column("dataset_namespace", sa.Text),
@@ -596,7 +634,7 @@ run_months = sa.Table(
     metadata,
     # The month each run's rows are kept under, decided by the first write that names the run
     # (`upstream.store.months`). Not derived: a rebuild files each run under the same month.
-    sa.Column("run_id", sa.Uuid, primary_key=True),
+    sa.Column("run_id", Id, primary_key=True),
     sa.Column("month", sa.Integer, nullable=False),
 )
 
@@ -606,7 +644,7 @@ deletions = sa.Table(
     # Soft deletion (design §4.5) of a namespace, dataset or job, by its id. People delete, not
     # events, so this is no derived table: a rebuild keeps it, and only an event received after
     # `deleted_at` that names the entity ends the deletion.
-    sa.Column("entity_id", sa.Uuid, primary_key=True),
+    sa.Column("entity_id", Id, primary_key=True),
     sa.Column("kind", sa.Text, nullable=False),
     sa.Column("deleted_at", Timestamp, nullable=False),
 )
@@ -626,7 +664,7 @@ dataset_tags = sa.Table(
     metadata,
     # No foreign key to datasets: people tag, not events, and a rebuild re-creates the dataset
     # rows (with the same ids, made from the names) while the tags stay.
-    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", Id, primary_key=True),
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),
 )
@@ -635,7 +673,7 @@ job_tags = sa.Table(
     "job_tags",
     metadata,
     # A tag on a job; like `dataset_tags`, no foreign key to the jobs a rebuild re-creates.
-    sa.Column("job_id", sa.Uuid, primary_key=True),
+    sa.Column("job_id", Id, primary_key=True),
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),
 )
@@ -644,7 +682,7 @@ field_tags = sa.Table(
     "field_tags",
     metadata,
     # A tag on one field of a dataset; `field` is the field's name as the dataset lists it.
-    sa.Column("dataset_id", sa.Uuid, primary_key=True),
+    sa.Column("dataset_id", Id, primary_key=True),
     sa.Column("field", sa.Text, primary_key=True),
     sa.Column("tag", sa.Text, sa.ForeignKey("tags.name"), primary_key=True, index=True),
     sa.Column("tagged_at", Timestamp, nullable=False),
@@ -688,7 +726,7 @@ published_batches = sa.Table(
     # are stored) or abandoned (none is), decided once by whoever inserts the row first: the
     # front after Kafka acknowledged every event, a consumer once its deadline passed
     # (`upstream.store.published_batches`). Bookkeeping of how events came: a rebuild keeps it.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("committed", sa.Boolean, nullable=False),
     # Unix time after which the front may no longer commit it, and of a committed batch the
     # newest offset Kafka gave its events in each partition, [[topic, partition, offset]…]:
@@ -704,7 +742,7 @@ access_tokens = sa.Table(
     # secret, and its first characters (`prefix`) so people can tell tokens apart. People
     # make them, not events: no derived table, a rebuild keeps it. A revoked token keeps its
     # row (the audit trail names it).
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("prefix", sa.Text, nullable=False),
     sa.Column("digest", sa.Text, nullable=False, unique=True),
@@ -721,7 +759,7 @@ subscriptions = sa.Table(
     # events: no derived table, a rebuild keeps them. `radius` is what the dispatcher last saw
     # of the watched lineage, the "before" of the next change; `version` rises with every
     # radius stored, so a dispatcher parses again only the radii another process changed.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column("spec", Json, nullable=False),
     sa.Column("secret", sa.Text, nullable=False),
     sa.Column("radius", Json, nullable=False),
@@ -746,10 +784,10 @@ notifications = sa.Table(
     metadata,
     # One message to one subscription's receiver: its exact body, and its delivery state
     # (pending, delivered, dead); a sender holds it while `leased_until` is ahead.
-    sa.Column("id", sa.Uuid, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
     sa.Column(
         "subscription_id",
-        sa.Uuid,
+        Id,
         sa.ForeignKey("subscriptions.id", ondelete="CASCADE"),
         nullable=False,
         index=True,
@@ -769,7 +807,7 @@ delivery_attempts = sa.Table(
     # Every try to deliver a notification: the receiver's status, or the error.
     sa.Column(
         "notification_id",
-        sa.Uuid,
+        Id,
         sa.ForeignKey("notifications.id", ondelete="CASCADE"),
         primary_key=True,
     ),
