@@ -502,20 +502,6 @@ def health_round_trip(client: httpx.Client, repetitions: int) -> float:
     return statistics.median(samples)
 
 
-def wait_until_ready(client: httpx.Client, workers: int) -> None:
-    """Until `/ready` answers 200 often enough in a row that every worker has loaded its
-    index (a worker still loading answers 503; which worker answers is the kernel's
-    choice), within ten minutes."""
-    deadline = time.monotonic() + 600
-    in_a_row = 0
-    while in_a_row < 10 * workers:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the server's workers did not load their index within 600 s")
-        in_a_row = in_a_row + 1 if client.get("/ready").status_code == 200 else 0
-        if not in_a_row:
-            time.sleep(0.2)
-
-
 def judged(row: dict[str, Any], health_ms: float) -> dict[str, Any]:
     """`row` with its target and the walk limit (`WALK_FACTOR` x walk + `/health`)."""
     limit = WALK_FACTOR * row["baseline_median_ms"] + health_ms
@@ -570,7 +556,6 @@ def run_queries(
         Server(url, work_dir, workers, processes=processes) as server,
         httpx.Client(base_url=server.url, timeout=300) as client,
     ):
-        wait_until_ready(client, workers)
         health_ms = health_round_trip(client, repetitions)
         for query in queries:
 

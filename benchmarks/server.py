@@ -83,9 +83,9 @@ class Server:
         Each worker loads its own lineage index, and `/health` answers while it loads; a
         worker still loading answers lineage reads 503 once its wait is over, which on a busy
         machine spoiled a benchmark's first reads. The workers share one listening socket, so
-        which one takes a fresh connection is the kernel's choice: eight answers in a row per
+        which one takes a fresh connection is the kernel's choice: ten answers in a row per
         worker make one that is not yet ready very unlikely to go unseen."""
-        needed = 8 * self.workers
+        needed = 10 * self.workers
         in_a_row = 0
         while in_a_row < needed:
             if time.monotonic() > deadline:

@@ -412,7 +412,7 @@ def test_a_benchmark_server_is_used_only_once_every_worker_is_ready(
     `/ready` on enough fresh connections in a row that a worker still loading is seen."""
     from benchmarks import server
 
-    answers_given = iter([200, 503, *([200] * 16)])
+    answers_given = iter([200, 503, *([200] * 20)])
     asked: list[str] = []
 
     class Answer:
@@ -427,8 +427,8 @@ def test_a_benchmark_server_is_used_only_once_every_worker_is_ready(
     monkeypatch.setattr(server.time, "sleep", lambda seconds: None)
     two_workers = server.Server("sqlite://", tmp_path, workers=2)
     two_workers._wait_until_ready(two_workers.port, time.monotonic() + 60)
-    # one 200, then a 503 that starts the count again, then the 16 in a row two workers need
-    assert len(asked) == 18
+    # one 200, then a 503 that starts the count again, then the 20 in a row two workers need
+    assert len(asked) == 22
     assert all(url.endswith("/ready") for url in asked)
     with pytest.raises(StopIteration):
         next(answers_given)
