@@ -308,20 +308,26 @@ def id_groups(conn: Connection, ids: Iterable[str]) -> Iterator[list[str]]:
 
 def id_text(column: Any, dialect: str) -> sa.ColumnElement[str]:
     """The hyphenated text of a uuid column (NULL stays NULL), the form answers show:
-    PostgreSQL casts it; SQLite keeps a uuid's 16 bytes (`schema.Id`), whose 32 hex digits
-    are cut into the same groups. Text costs a fraction of `uuid.UUID` to make, hash and
-    compare (its hash is Python code), and a walk does that tens of thousands of times."""
+    PostgreSQL casts it; SQLite keeps a uuid's 16 bytes (`schema.Id`), which `uuid_text`
+    writes (a function each SQLite connection of a store registers). Text costs a fraction of
+    `uuid.UUID` to make, hash and compare (its hash is Python code), and a walk does that
+    tens of thousands of times."""
     if dialect == "postgresql":
         return sa.cast(column, sa.Text)
-    groups = [
-        sa.func.hex(sa.func.substr(column, start, size), type_=sa.Text)
-        for start, size in _UUID_GROUPS
-    ]
-    joined: sa.ColumnElement[str] = groups[0]
-    for group in groups[1:]:
-        joined = joined + "-" + group
-    # hex() makes '' of NULL, and capitals.
-    return sa.case((column.is_not(None), sa.func.lower(joined, type_=sa.Text)))
+    return sa.func.uuid_text(column, type_=sa.Text)
+
+
+def uuid_text(stored: bytes | None) -> str | None:
+    """A uuid's 16 bytes as its hyphenated text, SQLite's `uuid_text(column)`: one Python
+    call a value took 0.15 s for the 175,640 ids of medium's flows, where SQLite's own
+    `hex`, `substr` and `lower` for each of the five groups took 0.26 s, and the graph index
+    reads ids this way every time it loads."""
+    if stored is None:
+        return None
+    return (
+        f"{stored[:4].hex()}-{stored[4:6].hex()}-{stored[6:8].hex()}-"
+        f"{stored[8:10].hex()}-{stored[10:].hex()}"
+    )
 
 
 def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
@@ -334,10 +340,6 @@ def epoch_microseconds(column: Any, dialect: str) -> sa.ColumnElement[int]:
     # Whole seconds of the text without its fraction (with it, SQLite rounds toward zero).
     seconds = sa.cast(sa.func.strftime("%s", sa.func.substr(text, 1, 19)), sa.BigInteger)
     return seconds * 1_000_000 + sa.cast(sa.func.substr(text, 21, 6), sa.BigInteger)
-
-
-#: Where each group of a uuid's hyphenated text starts in its 16 bytes, and its length.
-_UUID_GROUPS = ((1, 4), (5, 2), (7, 2), (9, 2), (11, 6))
 
 
 #: A UUID's integer, which `UUID.__lt__` compares (in Python, a call per comparison).

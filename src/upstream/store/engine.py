@@ -32,6 +32,7 @@ from sqlalchemy.exc import TimeoutError as TimeoutError_
 from upstream.model.json_text import dumps, parse
 from upstream.store.change_log import append_recorded, position
 from upstream.store.deadlines import OperationClock, SqliteStatementClock, Watchdog
+from upstream.store.dialect import uuid_text
 from upstream.store.outage import OutageBreaker, outage_guard
 from upstream.store.replicas import (
     Fallback,
@@ -651,6 +652,7 @@ def _sqlite_engine(url: sa.URL, timeouts: Timeouts, echo: bool) -> Engine:
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute(f"PRAGMA busy_timeout={_ms(timeouts.lock)}")
         cursor.close()
+        dbapi_connection.create_function("uuid_text", 1, uuid_text, deterministic=True)
         clock = SqliteStatementClock(timeouts.statement)
         dbapi_connection.set_progress_handler(clock, SqliteStatementClock.INSTRUCTIONS)
         record.info["statement_clock"] = clock
