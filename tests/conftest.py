@@ -194,6 +194,35 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
     return url
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+) -> Iterator[str]:
+    """A migrated database for the tests of one module to share, once SQLite, once PostgreSQL:
+    for servers that a module's tests share, which only tests that write names of their own
+    and read nothing but those may use. On PostgreSQL it is a database of its own, not
+    `db_url`'s, which every test that uses that truncates."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("module") / "upstream.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    session_url = sa.make_url(request.getfixturevalue("postgres_server"))
+    name = f"{session_url.database}_{request.module.__name__.rsplit('.', 1)[-1]}"[:63]
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = session_url.set(database=name).render_as_string(hide_password=False)
+    store = Store(url)
+    upgrade(store)
+    store.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
     store = Store(db_url)
@@ -253,6 +282,11 @@ class LiveServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, *extra: str) -> LiveServer:
+        return self.launch(*extra).await_health()
+
+    def launch(self, *extra: str) -> LiveServer:
+        """Start the process without waiting for it: servers launched together import and
+        load at once (each start costs about 2 s of imports), then `await_health` each."""
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -270,6 +304,12 @@ class LiveServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        return self
+
+    def await_health(self) -> LiveServer:
+        """Return once the launched server answers /health; stop it and raise if it exits or
+        does not answer within 60 s."""
+        assert self.process is not None, "launch the server first"
         deadline = time.monotonic() + 60  # workers start slowly on a busy machine
         # One client for every look: each new one loads the CA certificates (tens of ms).
         with httpx.Client(base_url=self.url, timeout=1) as http:
