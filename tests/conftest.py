@@ -104,27 +104,49 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -allowed(item)))
 
 
+def create_database(name: str, template: str | None = None) -> str:
+    """(Re)create database `name` on the PostgreSQL server, empty or a copy of `template`
+    (which nobody may be connected to); its URL."""
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        copied = f' TEMPLATE "{template}"' if template else ""
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"{copied}'))
+    admin.dispose()
+    return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(name: str) -> None:
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A database of our own on the PostgreSQL server, dropped at the end of the session."""
+def postgres_template() -> Iterator[str]:
+    """The name of a migrated database of this session's on the PostgreSQL server that no
+    test connects to: `CREATE DATABASE … TEMPLATE` copies it, so a database at the newest
+    revision costs a copy, not every migration from the first."""
     problem = _postgres_problem()
     if problem:
         if IN_CI:
             pytest.fail(f"CI must run the PostgreSQL tests: {problem}")
         pytest.skip(problem)
-    name = f"upstream_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}"
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    store = Store(url)
+    name = f"upstream_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}_template"
+    store = Store(create_database(name))
     upgrade(store)
     store.dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    yield name
+    drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_template: str) -> Iterator[str]:
+    """A database of our own on the PostgreSQL server, dropped at the end of the session."""
+    name = postgres_template.removesuffix("_template")
+    yield create_database(name, template=postgres_template)
+    drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -207,20 +229,30 @@ def module_db_url(
         shutil.copy(sqlite_template, path)
         yield f"sqlite:///{path}"
         return
-    session_url = sa.make_url(request.getfixturevalue("postgres_server"))
-    name = f"{session_url.database}_{request.module.__name__.rsplit('.', 1)[-1]}"[:63]
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = session_url.set(database=name).render_as_string(hide_password=False)
-    store = Store(url)
-    upgrade(store)
-    store.dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    template: str = request.getfixturevalue("postgres_template")
+    name = f"{template.removesuffix('_template')}_{request.module.__name__.rsplit('.', 1)[-1]}"
+    yield create_database(name[:63], template=template)
+    drop_database(name[:63])
+
+
+@pytest.fixture
+def migrated_copy_url(
+    request: pytest.FixtureRequest, db_url: str, tmp_path: Path, sqlite_template: Path
+) -> Iterator[str]:
+    """Another migrated database of `db_url`'s kind, of this test's own, for a test that
+    takes its schema down to an old revision and up again (a failure half-way must not leave
+    `db_url`'s database at that revision for the next tests). It is a copy of the migrated
+    template (a file copy on SQLite, `CREATE DATABASE … TEMPLATE` on PostgreSQL): only the
+    migrations under test run, not every one from the first."""
+    if db_url.startswith("sqlite"):
+        path = tmp_path / "copy.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    template: str = request.getfixturevalue("postgres_template")
+    name = template.removesuffix("_template") + "_copy"
+    yield create_database(name, template=template)
+    drop_database(name)
 
 
 @pytest.fixture
