@@ -104,27 +104,49 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (item.get_closest_marker("slow") is None, -allowed(item)))
 
 
+def create_database(name: str, template: str | None = None) -> str:
+    """(Re)create database `name` on the PostgreSQL server, empty or a copy of `template`
+    (which nobody may be connected to); its URL."""
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        copied = f' TEMPLATE "{template}"' if template else ""
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"{copied}'))
+    admin.dispose()
+    return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(name: str) -> None:
+    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A database of our own on the PostgreSQL server, dropped at the end of the session."""
+def postgres_template() -> Iterator[str]:
+    """The name of a migrated database of this session's on the PostgreSQL server that no
+    test connects to: `CREATE DATABASE … TEMPLATE` copies it, so a database at the newest
+    revision costs a copy, not every migration from the first."""
     problem = _postgres_problem()
     if problem:
         if IN_CI:
             pytest.fail(f"CI must run the PostgreSQL tests: {problem}")
         pytest.skip(problem)
-    name = f"upstream_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}"
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    url = sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    store = Store(url)
+    name = f"upstream_test_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}_template"
+    store = Store(create_database(name))
     upgrade(store)
     store.dispose()
-    yield url
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    yield name
+    drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_template: str) -> Iterator[str]:
+    """A database of our own on the PostgreSQL server, dropped at the end of the session."""
+    name = postgres_template.removesuffix("_template")
+    yield create_database(name, template=postgres_template)
+    drop_database(name)
 
 
 @pytest.fixture(scope="session")
@@ -194,6 +216,45 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
     return url
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+) -> Iterator[str]:
+    """A migrated database for the tests of one module to share, once SQLite, once PostgreSQL:
+    for servers that a module's tests share, which only tests that write names of their own
+    and read nothing but those may use. On PostgreSQL it is a database of its own, not
+    `db_url`'s, which every test that uses that truncates."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("module") / "upstream.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    template: str = request.getfixturevalue("postgres_template")
+    name = f"{template.removesuffix('_template')}_{request.module.__name__.rsplit('.', 1)[-1]}"
+    yield create_database(name[:63], template=template)
+    drop_database(name[:63])
+
+
+@pytest.fixture
+def migrated_copy_url(
+    request: pytest.FixtureRequest, db_url: str, tmp_path: Path, sqlite_template: Path
+) -> Iterator[str]:
+    """Another migrated database of `db_url`'s kind, of this test's own, for a test that
+    takes its schema down to an old revision and up again (a failure half-way must not leave
+    `db_url`'s database at that revision for the next tests). It is a copy of the migrated
+    template (a file copy on SQLite, `CREATE DATABASE … TEMPLATE` on PostgreSQL): only the
+    migrations under test run, not every one from the first."""
+    if db_url.startswith("sqlite"):
+        path = tmp_path / "copy.db"
+        shutil.copy(sqlite_template, path)
+        yield f"sqlite:///{path}"
+        return
+    template: str = request.getfixturevalue("postgres_template")
+    name = template.removesuffix("_template") + "_copy"
+    yield create_database(name, template=template)
+    drop_database(name)
+
+
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
     store = Store(db_url)
@@ -253,6 +314,11 @@ class LiveServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, *extra: str) -> LiveServer:
+        return self.launch(*extra).await_health()
+
+    def launch(self, *extra: str) -> LiveServer:
+        """Start the process without waiting for it: servers launched together import and
+        load at once (each start costs about 2 s of imports), then `await_health` each."""
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [
@@ -270,6 +336,12 @@ class LiveServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        return self
+
+    def await_health(self) -> LiveServer:
+        """Return once the launched server answers /health; stop it and raise if it exits or
+        does not answer within 60 s."""
+        assert self.process is not None, "launch the server first"
         deadline = time.monotonic() + 60  # workers start slowly on a busy machine
         # One client for every look: each new one loads the CA certificates (tens of ms).
         with httpx.Client(base_url=self.url, timeout=1) as http:

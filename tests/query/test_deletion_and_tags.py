@@ -5,10 +5,12 @@ worked out by hand from the events each test posts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from marquez_client import MarquezClient
 from typer.testing import CliRunner
@@ -193,14 +195,28 @@ def test_tagging_refuses_what_is_not_there(client: TestClient) -> None:
     assert ok(client.get(f"{base}/sales.orders"))["tags"] == []
 
 
-def test_the_marquez_python_client_tags(live_server: LiveServer) -> None:
+@pytest.fixture(scope="module")
+def shared_server(
+    module_db_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """One server for the module's tests that need a process of their own, on each store (a
+    start costs about 2 s of imports). Sharing is safe: of them only the Marquez client's
+    test makes tags (and reads the list of them), and each test posts the `etl.load_orders`
+    it deletes or tags, which a later event revives, so what another left changes nothing
+    it reads."""
+    server = LiveServer(module_db_url, tmp_path_factory.mktemp("server")).start()
+    yield server
+    server.stop()
+
+
+def test_the_marquez_python_client_tags(shared_server: LiveServer) -> None:
     """`create_tag`, `list_tags`, `tag_dataset` and `tag_dataset_field` of the real client."""
     event = run_event(
         (ETL, "load_orders"),
         outputs=[ds(W, "sales.orders", schema=schema_facet(("id", "int"), ("email", "text")))],
     )
-    assert httpx.post(f"{live_server.url}/api/v1/lineage", json=event).status_code == 201
-    marquez = MarquezClient(live_server.url)
+    assert httpx.post(f"{shared_server.url}/api/v1/lineage", json=event).status_code == 201
+    marquez = MarquezClient(shared_server.url)
     assert marquez.create_tag("PII", "personal data") == {
         "name": "PII",
         "description": "personal data",
@@ -236,14 +252,14 @@ def test_the_delete_command_on_a_database(client: TestClient, db_url: str) -> No
     assert client.get(f"/api/v1/namespaces/{WE}/datasets").status_code == 404
 
 
-def test_the_delete_command_on_a_server(live_server: LiveServer) -> None:
+def test_the_delete_command_on_a_server(shared_server: LiveServer) -> None:
     event = run_event((ETL, "load_orders"), outputs=[ds(W, "sales.orders")])
-    assert httpx.post(f"{live_server.url}/api/v1/lineage", json=event).status_code == 201
+    assert httpx.post(f"{shared_server.url}/api/v1/lineage", json=event).status_code == 201
     runner = CliRunner()
-    args = ["--url", live_server.url]
+    args = ["--url", shared_server.url]
     done = runner.invoke(cli_app, ["delete", "job", ETL, "load_orders", *args])
     assert done.exit_code == 0, done.output
-    jobs = httpx.get(f"{live_server.url}/api/v1/namespaces/{ETL}/jobs").json()
+    jobs = httpx.get(f"{shared_server.url}/api/v1/namespaces/{ETL}/jobs").json()
     assert jobs["totalCount"] == 0
     missing = runner.invoke(cli_app, ["delete", "dataset", W, "nothing", *args])
     assert missing.exit_code == 1

@@ -29,7 +29,13 @@ from tests.builders import (
     lineage_facet,
     run_event,
 )
-from tests.conftest import PG_ADMIN_URL, end_other_connections, post, truncate_tables
+from tests.conftest import (
+    create_database,
+    drop_database,
+    end_other_connections,
+    post,
+    truncate_tables,
+)
 from upstream.api.app import create_app
 from upstream.ingest import rebuild as rebuild_module
 from upstream.ingest.documents import event_record
@@ -339,14 +345,8 @@ def second_db_url(db_url: str, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'old.db'}"
         return
     name = f"{sa.make_url(db_url).database}_old"
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield sa.make_url(db_url).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    yield create_database(name)
+    drop_database(name)
 
 
 #: The events table as revision 0001 made it: the payload kept as text, the run's id as

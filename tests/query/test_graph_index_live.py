@@ -38,16 +38,28 @@ NS = "shop"
 WINDOW = {"start": (BASE_TIME - hours(48)).isoformat(), "end": (BASE_TIME + hours(48)).isoformat()}
 
 
-@pytest.fixture
-def servers(db_url: str, tmp_path: Path) -> Iterator[tuple[LiveServer, LiveServer]]:
-    first = LiveServer(db_url, tmp_path).start()
-    second = LiveServer(db_url, tmp_path)
+@pytest.fixture(scope="module")
+def servers(
+    module_db_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Two servers on one database, launched together and shared by the module's tests on
+    each store (each start costs about 2 s of imports). Sharing is safe because every test
+    that uses them writes datasets and jobs of names no other test writes, and reads only
+    walks from those and the tag only it sets, so what another left in the store changes no
+    answer; a rebuild or prune of the whole store by one test (`db rebuild`, `db prune`)
+    only removes what earlier tests no longer read. The store is never emptied under the
+    servers: their indexes follow the change log's position, which emptying sets back."""
+    log_dir = tmp_path_factory.mktemp("servers")
+    pair = LiveServer(module_db_url, log_dir), LiveServer(module_db_url, log_dir)
     try:
-        second.start()
-        yield first, second
+        for server in pair:
+            server.launch()
+        for server in pair:
+            server.await_health()
+        yield pair
     finally:
-        second.stop()
-        first.stop()
+        for server in pair:
+            server.stop()
 
 
 def _post(server: LiveServer, *events: dict[str, Any]) -> None:
@@ -101,7 +113,7 @@ def _cli(db_url: str, *arguments: str) -> None:
 
 
 def test_a_write_through_another_server_is_read_at_once(
-    servers: tuple[LiveServer, LiveServer], db_url: str
+    servers: tuple[LiveServer, LiveServer], module_db_url: str
 ) -> None:
     reader, writer = servers
     _post(reader, _copy("load", "raw", "clean"))
@@ -131,14 +143,14 @@ def test_a_write_through_another_server_is_read_at_once(
     assert _downstream(reader, "raw") == both
 
     # A rebuild from the command line derives everything again: the same answer.
-    _cli(db_url, "db", "rebuild")
+    _cli(module_db_url, "db", "rebuild")
     assert _downstream(reader, "raw") == both
     loaded = {_relation("raw", "load", "read"), _relation("clean", "load", "write")}
     assert _downstream(reader, "clean", "upstream") == loaded
 
     # A prune of the runs that ended before the last one removes their lineage: nothing
     # wrote `clean` any more.
-    _cli(db_url, "db", "prune", "--before", (BASE_TIME + hours(1.5)).isoformat())
+    _cli(module_db_url, "db", "prune", "--before", (BASE_TIME + hours(1.5)).isoformat())
     assert _downstream(reader, "clean", "upstream") == set()
     assert _downstream(reader, "clean") == {
         _relation("clean", "report", "read"),
@@ -150,39 +162,49 @@ def test_a_dataset_deleted_elsewhere_is_not_walked_through(
     servers: tuple[LiveServer, LiveServer],
 ) -> None:
     reader, writer = servers
-    _post(writer, _copy("load", "raw", "clean"), _copy("report", "clean", "summary", at=1))
-    assert len(_downstream(reader, "raw")) == 4
-    deleted = httpx.delete(f"{writer.url}/api/v1/namespaces/{NS}/datasets/clean", timeout=30)
+    _post(
+        writer,
+        _copy("load_orders", "orders", "orders_clean"),
+        _copy("report_orders", "orders_clean", "orders_summary", at=1),
+    )
+    assert len(_downstream(reader, "orders")) == 4
+    deleted = httpx.delete(f"{writer.url}/api/v1/namespaces/{NS}/datasets/orders_clean", timeout=30)
     assert deleted.status_code == 200, deleted.text
-    assert _downstream(reader, "raw") == {_relation("raw", "load", "read")}
+    assert _downstream(reader, "orders") == {_relation("orders", "load_orders", "read")}
 
 
 def test_a_write_through_the_kafka_consumer_is_read_at_once(
-    kafka_broker: TansuBroker, db_url: str, store: Store, tmp_path: Path
+    kafka_broker: TansuBroker,
+    servers: tuple[LiveServer, LiveServer],
+    module_db_url: str,
+    tmp_path: Path,
 ) -> None:
-    reader = LiveServer(db_url, tmp_path).start()
+    reader = servers[0]
+    store = Store(module_db_url)
     topic = kafka_broker.create_topic()
     consumer = ConsumerProcess(
-        db_url, kafka_broker.bootstrap, topic, "index", tmp_path / "consume.log"
+        module_db_url, kafka_broker.bootstrap, topic, "index", tmp_path / "consume.log"
     )
     try:
-        _post(reader, _copy("load", "raw", "clean"))
-        assert _downstream(reader, "raw") == {
-            _relation("raw", "load", "read"),
-            _relation("clean", "load", "write"),
+        _post(reader, _copy("load_clicks", "clicks", "clicks_clean"))
+        assert _downstream(reader, "clicks") == {
+            _relation("clicks", "load_clicks", "read"),
+            _relation("clicks_clean", "load_clicks", "write"),
         }
-        kafka_broker.produce(topic, [json.dumps(_copy("report", "clean", "summary", 1)).encode()])
-        eventually(lambda: counts(store)["events"] == 2, "the consumer stored the event")
+        stored = counts(store)["events"]
+        event = _copy("report_clicks", "clicks_clean", "clicks_summary", 1)
+        kafka_broker.produce(topic, [json.dumps(event).encode()])
+        eventually(lambda: counts(store)["events"] == stored + 1, "the consumer stored the event")
         # Stored by the consumer's own process: the reader's very next read walks it.
-        assert _downstream(reader, "raw") == {
-            _relation("raw", "load", "read"),
-            _relation("clean", "load", "write"),
-            _relation("clean", "report", "read"),
-            _relation("summary", "report", "write"),
+        assert _downstream(reader, "clicks") == {
+            _relation("clicks", "load_clicks", "read"),
+            _relation("clicks_clean", "load_clicks", "write"),
+            _relation("clicks_clean", "report_clicks", "read"),
+            _relation("clicks_summary", "report_clicks", "write"),
         }
     finally:
         stopped = consumer.stop()
-        reader.stop()
+        store.dispose()
     assert stopped == 0
 
 
@@ -257,12 +279,14 @@ def _reach(server: LiveServer, tag: str) -> tuple[list[Any], list[Any]]:
     return response.json()["tagged"], response.json()["reach"]
 
 
-def test_a_server_started_during_a_long_ingest_converges(db_url: str, tmp_path: Path) -> None:
+def test_a_server_started_during_a_long_ingest_converges(
+    servers: tuple[LiveServer, LiveServer], module_db_url: str, tmp_path: Path
+) -> None:
     """Batches keep arriving through one server while a second starts and loads its index,
     and for a while after it is ready: once the last is stored, the second's next read has
     every one of them."""
-    writer = LiveServer(db_url, tmp_path).start()
-    reader = LiveServer(db_url, tmp_path)
+    writer = servers[0]
+    reader = LiveServer(module_db_url, tmp_path)
     ready = threading.Event()
 
     def start_reader() -> None:
@@ -275,8 +299,8 @@ def test_a_server_started_during_a_long_ingest_converges(db_url: str, tmp_path: 
     jobs: list[str] = []
 
     def post_batch() -> None:
-        batch = [f"copy{len(jobs) + n}" for n in range(10)]
-        _post(writer, *(_copy(job, "raw", f"out_{job}") for job in batch))
+        batch = [f"feed_copy{len(jobs) + n}" for n in range(10)]
+        _post(writer, *(_copy(job, "feed", f"out_{job}") for job in batch))
         jobs.extend(batch)
 
     try:
@@ -288,18 +312,17 @@ def test_a_server_started_during_a_long_ingest_converges(db_url: str, tmp_path: 
         for _ in range(3):
             post_batch()
         starting.join()
-        assert _downstream(reader, "raw", levels=1) == {
+        assert _downstream(reader, "feed", levels=1) == {
             relation
             for job in jobs
             for relation in (
-                _relation("raw", job, "read"),
+                _relation("feed", job, "read"),
                 _relation(f"out_{job}", job, "write"),
             )
         }
     finally:
         starting.join(120)
         reader.stop()
-        writer.stop()
 
 
 # -- loading --------------------------------------------------------------------------------

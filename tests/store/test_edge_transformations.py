@@ -10,14 +10,11 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import PRODUCER, ds, run_event
-from tests.query.test_derived_graph import second_db_url
 from tests.readback import edge_rows
 from upstream.ingest.service import ingest_documents
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 IDENTITY = [{"type": "DIRECT", "subtype": "IDENTITY"}]
 SUM = [{"type": "DIRECT", "subtype": "AGGREGATION", "description": "sum", "masking": False}]
@@ -97,12 +94,11 @@ def test_a_value_stored_again_by_another_write_is_not_kept_twice(store: Store) -
     assert _kept(store) == sorted([[], IDENTITY, SUM, MASKED_SUM], key=repr)
 
 
-def test_the_migration_keeps_every_edge_with_its_transformations(second_db_url: str) -> None:
+def test_the_migration_keeps_every_edge_with_its_transformations(migrated_copy_url: str) -> None:
     """Down to 0028 each edge holds its transformations again; up again they are kept once,
     and every edge reads back the same."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         ingest_documents(store, _events(), batch=True)
         before = _field_edges(store)
         with session_lock(store, 0) as conn:

@@ -8,13 +8,10 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import ds, run_event
-from tests.query.test_derived_graph import second_db_url
 from tests.readback import dataset_flows, stored_dataset_flows
 from upstream.ingest.service import ingest_documents
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 DROPPED = {"ix_flows_source", "ix_flows_target"}
 
@@ -28,12 +25,11 @@ def test_a_new_store_keeps_flows_with_no_index_by_dataset(store: Store) -> None:
     assert _flow_indexes(store) == {"ix_flows_owner_id"}
 
 
-def test_the_migration_drops_the_indexes_and_keeps_every_flow(second_db_url: str) -> None:
+def test_the_migration_drops_the_indexes_and_keeps_every_flow(migrated_copy_url: str) -> None:
     """Down to 0026 the two indexes are back; up again they go, and the flows read back by
     dataset are the ones stored before."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         ingest_documents(
             store,
             [

@@ -11,15 +11,12 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import column_lineage, ds, job_event, run_event
-from tests.query.test_derived_graph import second_db_url
 from tests.readback import dataset_flows, edges, relations, stored_id
 from upstream.ingest.service import ingest_documents
 from upstream.store import graph_rows
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 RUN = "0b0e7d1c-5c1b-4f51-9d1e-2f3c4d5e6f70"
 PARENT = "7a1e2b3c-4d5e-4f60-8172-8394a5b6c7d8"
@@ -148,13 +145,12 @@ def _downgrade(store: Store, revision: str) -> None:
         conn.commit()
 
 
-def test_the_migration_keeps_every_row_and_answer(second_db_url: str) -> None:
+def test_the_migration_keeps_every_row_and_answer(migrated_copy_url: str) -> None:
     """Down to 0030 the ids are hex digits again, as SQLAlchemy's `Uuid` wrote them; up
     again they are bytes, with every row, index, key and the planner's statistics kept, and
     the same answers."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         ingest_documents(store, _events(), batch=True)
         sqlite = store.dialect == "sqlite"
         if sqlite:
@@ -184,13 +180,12 @@ def _statistics(store: Store) -> list[tuple[Any, ...]]:
         return sorted(tuple(row) for row in conn.exec_driver_sql("SELECT * FROM sqlite_stat1"))
 
 
-def test_a_migration_stopped_before_its_stamp_runs_again(second_db_url: str) -> None:
+def test_a_migration_stopped_before_its_stamp_runs_again(migrated_copy_url: str) -> None:
     """On SQLite the tables are made again in a transaction of their own, committed before
     Alembic records the revision: a process stopped between the two leaves a store of bytes
     marked 0030, and the next start finds nothing left to convert."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         ingest_documents(store, _events(), batch=True)
         before = (_answers(store), _rows(store))
         store.write(

@@ -16,7 +16,6 @@ from alembic import command
 from fastapi.testclient import TestClient
 
 from tests.builders import BASE_TIME, ds, hours, job_event, run_event, schema_facet
-from tests.query.test_derived_graph import second_db_url
 from upstream.ingest.service import ingest_documents
 from upstream.model import json_text
 from upstream.query.marquez.runs import run_docs
@@ -24,8 +23,6 @@ from upstream.store import packed_facets, payloads
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 #: The events a dictionary is trained on, in these tests (the store's is 2,000).
 TRAINING = 12
@@ -131,13 +128,12 @@ def test_a_runs_facets_merge_across_its_events(store: Store) -> None:
     assert _documents(store, t.relations) == ['{"x":{"v":1},"y":{"v":2}}']
 
 
-def test_the_migration_converts_stored_facets_and_back(second_db_url: str) -> None:
+def test_the_migration_converts_stored_facets_and_back(migrated_copy_url: str) -> None:
     """Down to 0025 the facets are JSON documents again, the same ones; up again each is
     packed with the store's latest dictionary, those packed without one before too; the
     Marquez answers of the store are the same throughout."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         declared = job_event(
             ("jobs", "declared"),
             inputs=[{**ds("lake", "raw"), "inputFacets": {"d": {"v": 1}}}],
@@ -166,7 +162,7 @@ def test_the_migration_converts_stored_facets_and_back(second_db_url: str) -> No
                 expected = [json_text.parse(d) for d in before[table.name, column]]
                 assert found == expected, (table.name, column)
         upgrade(store)
-        fresh = Store(second_db_url)  # a process that never saw the store before
+        fresh = Store(migrated_copy_url)  # a process that never saw the store before
         try:
             for table, column in tables:
                 frames = _frames(fresh, table, column)

@@ -11,14 +11,11 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import BASE_TIME, column_lineage, ds, hours, job_event, run_event
-from tests.query.test_derived_graph import second_db_url
 from tests.readback import edge_rows
 from upstream.ingest.service import ingest_documents
 from upstream.store import graph_rows
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 #: What a flow no longer stores but its owner: its run and the run's span.
 COPIES = ("run_id", "started_at", "ended_at")
@@ -116,12 +113,11 @@ def _stored_spans(store: Store) -> list[tuple[str, Any, Any]]:
     )
 
 
-def test_the_migration_keeps_every_row_with_its_run(second_db_url: str) -> None:
+def test_the_migration_keeps_every_row_with_its_run(migrated_copy_url: str) -> None:
     """Down to 0029 the flows and links hold their run again, and the flows an id; up
     again they go, and the graph index loads the same rows."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         ingest_documents(store, _events(), batch=True)
         before, edges = _graph(store), _runs_by_scope(store)
         with session_lock(store, 0) as conn:

@@ -9,14 +9,11 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import column_lineage, ds, run_event
-from tests.query.test_derived_graph import second_db_url
 from tests.readback import stored_id
 from upstream.ingest.service import ingest_documents
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 KEPT = {
     "lineage_links": {"ix_lineage_links_owner_id", "ix_lineage_links_set_id"},
@@ -52,12 +49,11 @@ def test_a_new_store_keeps_links_and_runs_with_only_the_indexes_read(store: Stor
     assert _indexes(store) == KEPT
 
 
-def test_the_migration_drops_the_indexes_and_keeps_every_row(second_db_url: str) -> None:
+def test_the_migration_drops_the_indexes_and_keeps_every_row(migrated_copy_url: str) -> None:
     """Down to 0027 the indexes are back; up again they go, and the links and runs are the
     ones stored before."""
-    store = Store(second_db_url)
+    store = Store(migrated_copy_url)
     try:
-        upgrade(store)
         lineage = column_lineage({"id": [("lake", "raw", "id")]})
         workflow = ("jobs", "flow"), "0b0e7d1c-5c1b-4f51-9d1e-2f3c4d5e6f70"
         ingest_documents(

@@ -14,7 +14,6 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.builders import BASE_TIME, ds, hours, run_event, schema_facet
-from tests.query.test_derived_graph import second_db_url
 from upstream.ingest.documents import translate_document
 from upstream.ingest.recipe import apply_recipe
 from upstream.ingest.service import ingest_documents
@@ -23,8 +22,6 @@ from upstream.query.marquez.datasets import list_dataset_versions
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.migrate import alembic_config, session_lock, upgrade
-
-__all__ = ["second_db_url"]
 
 NS = "versions"
 
@@ -114,12 +111,11 @@ def test_a_content_written_by_a_rolled_back_write_is_written_again(store: Store)
     assert len(_versions(store)["versions"]) == 1
 
 
-def test_the_migration_keeps_every_versions_content_readable(second_db_url: str) -> None:
+def test_the_migration_keeps_every_versions_content_readable(migrated_copy_url: str) -> None:
     """Down to 0022, where each version held its fields and facets, and up again: the
     contents are moved out once each, and every version reads back as it did."""
-    old = Store(second_db_url)
+    old = Store(migrated_copy_url)
     try:
-        upgrade(old)
         ingest_documents(old, [_load(1, event_type="START"), _load(1)], batch=True)
         ingest_documents(old, [_load(2), _load(3, field="ie")], batch=True)
         before = _versions(old)
