@@ -3,13 +3,20 @@ hash, the order of its edges, and what a later statement does to the set an owne
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
+from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.json_values import json_values
 from upstream.model.facts import DatasetNode, EdgeFact, JobNode, Origin
 from upstream.model.identity import DatasetRef, JobRef
 from upstream.model.lineage_sets import (
     LinkKey,
+    SetEdge,
     change,
     group_edges,
     lineage_set,
@@ -143,3 +150,23 @@ def test_edges_into_a_job_have_no_output_and_no_precedence() -> None:
     assert not link.precedence
     assert stated.edges[0].target_job_id == JOB.id
     assert stated.edges[0].target_run_id == RUN_A
+
+
+IDS = st.none() | st.integers(0, 2**128 - 1).map(lambda n: uuid.UUID(int=n))
+
+
+@given(
+    st.sampled_from(["column_lineage", "sql", "lineage_facet"]),
+    st.booleans(),
+    st.tuples(st.text(), IDS, st.none() | st.text(), IDS, IDS),
+    st.tuples(st.text(), IDS, st.none() | st.text(), IDS, IDS),
+    st.lists(st.dictionaries(st.text(), json_values()), max_size=3),
+)
+def test_an_edges_canonical_text_is_the_standard_librarys(
+    origin: str, implied: bool, source: tuple[Any, ...], target: tuple[Any, ...], how: Any
+) -> None:
+    # A set's checksum (its id) is hashed from these texts: they must never change.
+    edge = SetEdge(origin, implied, *source, *target, how)
+    values = [str(v) if isinstance(v, uuid.UUID) else v for v in edge]
+    standard = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert edge.canonical() == standard

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -73,15 +74,24 @@ def dumps(value: Any) -> str:
 def canonical(value: Any) -> bytes:
     """The canonical UTF-8 text of `value`: keys sorted, no spaces, non-ASCII kept, exactly as
     `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` writes it
-    (the form events have always been keyed by)."""
+    (the form events have always been keyed by). A uuid is written as its text, as orjson
+    writes it: a lineage set's edges hold ids."""
     try:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         text = None
     if text is None or _writes_a_small_float(text):
-        standard = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        standard = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_uuid_text
+        )
         return standard.encode("utf-8")
     return text
+
+
+def _uuid_text(value: object) -> str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _writes_a_small_float(text: bytes) -> bool:

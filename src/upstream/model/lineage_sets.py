@@ -16,12 +16,12 @@ content hash is, and how a later event of the same owner changes the set it link
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, cast
 
+from upstream.model import json_text
 from upstream.model.facts import ORIGIN_RANK, DatasetNode, EdgeFact, JobNode, Node
 from upstream.model.identity import stable_id
 
@@ -53,12 +53,10 @@ class SetEdge(NamedTuple):
         return (*self[2:7], *self[7:12])
 
     def canonical(self) -> str:
-        """The edge as canonical JSON text: what the set's hash and order are made of."""
-        return _CANONICAL.encode([str(v) if isinstance(v, uuid.UUID) else v for v in self])
-
-
-#: One encoder for every edge: making one per call cost as much as the encoding.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        """The edge as canonical JSON text (ids as their text): what the set's hash and order
+        are made of. Written as an event's canonical text is, by orjson wherever it writes what
+        `json` does: four times faster than `json`, for every edge of every new set."""
+        return json_text.canonical(tuple(self)).decode()
 
 
 class LinkKey(NamedTuple):
