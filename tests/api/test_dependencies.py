@@ -13,7 +13,7 @@ from fastapi.dependencies.utils import get_dependant
 from fastapi.routing import APIRoute
 
 from upstream.api.app import create_app
-from upstream.api.routes import dataset_lineage, field_lineage
+from upstream.api.routes import dataset_lineage, field_lineage, openlineage
 from upstream.settings import Settings
 
 
@@ -63,3 +63,15 @@ def test_a_lineage_read_resolves_few_dependencies_and_no_question_parameters() -
         assert len(dependants) <= 3, (route.path, [d.call for d in dependants])
         queries = {p.alias for d in dependants for p in d.query_params}
         assert queries <= {"prefix", "includeCurrent", "direction"}, (route.path, queries)
+
+
+def test_a_lineage_post_resolves_one_dependency_and_no_declared_parameter() -> None:
+    """A single post paid FastAPI's resolution of the writer, the settings and the token's
+    access as dependencies of their own, and pydantic's validation of a declared `atomic`,
+    on every event: the route reads them from the app and the request itself, `atomic` in
+    one dependency (documented as before, `upstream.api.deps.Documented`)."""
+    [route] = openlineage.router.routes
+    assert isinstance(route, APIRoute)
+    dependants = [route.dependant, *(d for _, d in _within(route.path, route.dependant))]
+    assert len(dependants) == 2, [d.call for d in dependants]
+    assert [p.alias for d in dependants for p in d.query_params + d.header_params] == []

@@ -7,10 +7,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import ds, run_event
@@ -199,3 +201,26 @@ def test_serve_makes_a_shared_metrics_directory_only_for_several_workers(
     with multiprocess_directory(3):
         assert os.environ[MULTIPROCESS_ENV] == str(tmp_path)  # the operator's choice is kept
     assert tmp_path.is_dir()
+
+
+def test_each_series_is_looked_up_once(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A post's request count, latency, events and `sql` statements are four metrics and six
+    series: `labels()` checks the labels and takes a lock at each call, so each series is
+    looked up at its first use only."""
+    body = json.dumps(run_event(("metrics", "once"), outputs=[ds("pg://db", "t")]))
+    headers = {"content-type": "application/json"}
+    assert client.post("/api/v1/lineage", content=body, headers=headers).status_code == 201
+    looked_up: list[tuple[str, ...]] = []
+    real = MetricWrapperBase.labels
+
+    def counting(metric: MetricWrapperBase, *labels: str) -> Any:
+        looked_up.append(labels)
+        return real(metric, *labels)
+
+    monkeypatch.setattr(MetricWrapperBase, "labels", counting)
+    assert client.post("/api/v1/lineage", content=body, headers=headers).status_code == 201
+    assert looked_up == []
+    samples = scrape(client)
+    assert value(samples, "upstream_events_ingested_total", result="duplicate") == 1
+    route = {"method": "POST", "route": "/api/v1/lineage"}
+    assert value(samples, "upstream_http_requests_total", **route, status="201") == 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Generic, TypeVar
 
 from fastapi import Depends, Header, Query, Request, Response
 from fastapi.dependencies.utils import get_flat_params
@@ -21,6 +21,8 @@ from upstream.query.positions import Views, parse_after
 from upstream.settings import Settings
 from upstream.store.engine import Store
 from upstream.store.replicas import reads_must_include
+
+T = TypeVar("T")
 
 
 async def get_store(request: Request) -> Store:
@@ -52,7 +54,6 @@ async def current_time() -> datetime:
 StoreDep = Annotated[Store, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GroupCommitDep = Annotated[GroupCommit, Depends(get_group_commit)]
-EventWriterDep = Annotated[EventWriter, Depends(get_event_writer)]
 NowDep = Annotated[datetime, Depends(current_time)]
 
 
@@ -82,21 +83,22 @@ PositionHeader = Annotated[
 ]
 
 
-class Documented:
+class Documented(Generic[T]):
     """A dependency that reads its parameters from the request itself: FastAPI resolving
     declared query and header parameters cost every read more than reading them (pydantic
     validating each, per request). They are still declared, once, on `declared`, a function
     FastAPI only documents: `upstream.api.openapi` puts them into the document where FastAPI
-    put a dependency's parameters. A coroutine, as every dependency is."""
+    put a dependency's parameters. A coroutine, as every dependency is; its value is what
+    `read` returns."""
 
     def __init__(
-        self, read: Callable[[Request], Awaitable[None]], declared: Callable[..., None]
+        self, read: Callable[[Request], Awaitable[T]], declared: Callable[..., None]
     ) -> None:
         self.read = read
         self.declared = declared
 
-    async def __call__(self, request: Request) -> None:
-        await self.read(request)
+    async def __call__(self, request: Request) -> T:
+        return await self.read(request)
 
 
 #: `after` as a read route documents it.

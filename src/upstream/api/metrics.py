@@ -17,11 +17,13 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -172,6 +174,9 @@ class Metrics:
             registry=self.registry,
         )
         self._pool: _PoolCollector | None = None
+        #: Each series' child, by its labels, looked up once: `labels()` checks the labels
+        #: and takes a lock at every call, several times a request.
+        self._children: dict[tuple[object, ...], Any] = {}
 
     def watch_pool(self, store: Store) -> None:
         """Report `store`'s connection pool from now on (one store per app)."""
@@ -180,22 +185,30 @@ class Metrics:
         self._pool = _PoolCollector(store)
         self.registry.register(self._pool)
 
+    def _series(self, metric: MetricWrapperBase, *labels: str) -> Any:
+        """`metric.labels(*labels)`, made at its first use only."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def count_ingested(self, result: WriteResult) -> None:
-        self.events_ingested.labels("stored").inc(result.stored)
-        self.events_ingested.labels("duplicate").inc(result.duplicates)
+        self._series(self.events_ingested, "stored").inc(result.stored)
+        self._series(self.events_ingested, "duplicate").inc(result.duplicates)
 
     def count_sql(self, facts: Sequence[EventFacts]) -> None:
-        self.sql_statements.labels("parsed").inc(sum(f.sql_parsed for f in facts))
-        self.sql_statements.labels("unparsed").inc(sum(f.sql_unparsed for f in facts))
+        self._series(self.sql_statements, "parsed").inc(sum(f.sql_parsed for f in facts))
+        self._series(self.sql_statements, "unparsed").inc(sum(f.sql_unparsed for f in facts))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Account one answered request; a refused POST is a refused ingestion."""
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        self._series(self.requests, method, route, str(status)).inc()
+        self._series(self.latency, method, route).observe(seconds)
         if method == "POST" and route != UNMATCHED_ROUTE and status >= 400:
-            self.ingest_rejected.labels(rejection_reason(status)).inc()
+            self._series(self.ingest_rejected, rejection_reason(status)).inc()
         if status in (401, 403):
-            self.access_refused.labels(str(status)).inc()
+            self._series(self.access_refused, str(status)).inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text of every metric, summed over workers in multiprocess mode."""

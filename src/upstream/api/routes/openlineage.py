@@ -5,17 +5,20 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from upstream.api.body import read_events
 from upstream.api.deps import (
     POSITION_DOC,
-    AccessDep,
-    EventWriterDep,
-    SettingsDep,
+    Documented,
     answer_position,
+    get_access,
+    get_event_writer,
+    get_settings,
     get_store,
 )
 from upstream.api.errors import status_of
@@ -30,6 +33,38 @@ from upstream.model.read_position import ReadPosition
 from upstream.model.write_scope import writable_events
 
 router = APIRouter(tags=["openlineage"])
+
+_BOOLEAN = TypeAdapter(bool)
+
+
+def _atomic_declared(
+    atomic: Annotated[
+        bool,
+        Query(
+            description="true (default): a batch is stored whole or not at all; false: the "
+            "good events are stored and the answer is 207 with one outcome per event"
+        ),
+    ] = True,
+) -> None:
+    """What the route says of `?atomic=` (never called)."""
+
+
+async def read_atomic(request: Request) -> bool:
+    """`?atomic=` as FastAPI reads a declared boolean, without its per-request machinery:
+    the last one given, pydantic's booleans (`true`, `0`, `off`, …), true when absent, and
+    anything else refused naming `atomic` (400)."""
+    given = request.query_params.get("atomic")
+    if given is None:
+        return True
+    try:
+        return _BOOLEAN.validate_python(given)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("query", "atomic")} for error in exc.errors()]
+        ) from None
+
+
+AtomicDep = Annotated[bool, Depends(Documented(read_atomic, _atomic_declared))]
 
 
 @router.post(
@@ -64,22 +99,14 @@ router = APIRouter(tags=["openlineage"])
         )
     },
 )
-async def post_lineage(
-    request: Request,
-    writer: EventWriterDep,
-    settings: SettingsDep,
-    access: AccessDep,
-    atomic: Annotated[
-        bool,
-        Query(
-            description="true (default): a batch is stored whole or not at all; false: the "
-            "good events are stored and the answer is 207 with one outcome per event"
-        ),
-    ] = True,
-) -> Response:
+async def post_lineage(request: Request, atomic: AtomicDep) -> Response:
     """Store a RunEvent, JobEvent or DatasetEvent, or a JSON array of them: all-or-nothing,
     or, with atomic=false, each event on its own."""
     arrived = time.monotonic()  # its time to wait for the database counts from here
+    # Read from the app, not resolved as dependencies: FastAPI resolving each cost every
+    # post more than the read itself.
+    writer, settings = await get_event_writer(request), await get_settings(request)
+    access = await get_access(request)
     # From here the watcher's rounds wait for it: decoding and preparing the events take
     # more of the process's CPU than storing them.
     with (await get_store(request)).taking_write(), batch_in_flight():
