@@ -9,17 +9,16 @@ import uuid
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
 
 from tests.builders import column_lineage, ds, run_event
 from tests.store.test_graph_rows import _plan, _scans, _statements
-from tests.store.test_ids_as_bytes import _answers, _events, _rows
+from tests.store.test_ids_as_bytes import _answers, _rows, downgrade, filled
 from upstream.ingest.service import ingest_documents
 from upstream.store import graph_rows
 from upstream.store import schema as t
 from upstream.store.engine import Store
 from upstream.store.lineage_writer import set_edges
-from upstream.store.migrate import alembic_config, session_lock, upgrade
+from upstream.store.migrate import upgrade
 
 EDGE_INDEXES = {
     "ix_lineage_set_edges_set_id",
@@ -101,24 +100,15 @@ def test_a_sets_edges_are_found_by_its_index_in_their_order(store: Store) -> Non
     assert scans == []
 
 
-def _downgrade(store: Store, revision: str) -> None:
-    with session_lock(store, 0) as conn:
-        command.downgrade(alembic_config(conn), revision)
-        conn.commit()
-
-
 def test_the_migration_keeps_every_row_and_answer(migrated_copy_url: str) -> None:
     """Down to 0031 the edges are keyed by (set, position) again, and SQLite's run months
     kept by row id; up again the layout is a new store's, with every row, set (in its order)
     and answer, and on SQLite the planner's statistics of the edges' new index."""
-    store = Store(migrated_copy_url)
+    store = filled(migrated_copy_url)
     try:
-        ingest_documents(store, _events(), batch=True)
         sqlite = store.dialect == "sqlite"
-        if sqlite:
-            store.write(lambda conn: conn.exec_driver_sql("ANALYZE"))
         before = (_answers(store), _rows(store), _sets(store))
-        _downgrade(store, "0031")
+        downgrade(store, "0031")
         old: dict[str, Any] = {
             "edge key": ["set_id", "position"],
             "edge indexes": EDGE_INDEXES - {"ix_lineage_set_edges_set_id"},
