@@ -139,25 +139,32 @@ def _schema(store: Store) -> list[tuple[str, str]]:
         return [(name, sql) for name, sql in conn.exec_driver_sql(query)]
 
 
-def _downgrade(store: Store, revision: str) -> None:
+def downgrade(store: Store, revision: str) -> None:
     with session_lock(store, 0) as conn:
         command.downgrade(alembic_config(conn), revision)
         conn.commit()
+
+
+def filled(url: str) -> Store:
+    """A store at `url` holding `_events()`, analysed on SQLite (the planner's statistics,
+    which a migration that makes tables again keeps)."""
+    store = Store(url)
+    ingest_documents(store, _events(), batch=True)
+    if store.dialect == "sqlite":
+        store.write(lambda conn: conn.exec_driver_sql("ANALYZE"))
+    return store
 
 
 def test_the_migration_keeps_every_row_and_answer(migrated_copy_url: str) -> None:
     """Down to 0030 the ids are hex digits again, as SQLAlchemy's `Uuid` wrote them; up
     again they are bytes, with every row, index, key and the planner's statistics kept, and
     the same answers."""
-    store = Store(migrated_copy_url)
+    store = filled(migrated_copy_url)
     try:
-        ingest_documents(store, _events(), batch=True)
         sqlite = store.dialect == "sqlite"
-        if sqlite:
-            store.write(lambda conn: conn.exec_driver_sql("ANALYZE"))
         before = (_answers(store), _rows(store), _schema(store) if sqlite else None)
         statistics = _statistics(store) if sqlite else None
-        _downgrade(store, "0030")
+        downgrade(store, "0030")
         if sqlite:
             assert _declared_types(store) == {"CHAR(32)"}
             assert _stored_forms(store) == {("text", 32)}

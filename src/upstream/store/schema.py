@@ -300,9 +300,13 @@ lineage_set_edges = sa.Table(
     "lineage_set_edges",
     metadata,
     # The explicit data flow of a set, source -> target, where either end is a dataset, a
-    # dataset field or a job (design §2, §3.2), in the set's canonical order.
-    sa.Column("set_id", Id, sa.ForeignKey("lineage_sets.id"), primary_key=True),
-    sa.Column("position", sa.Integer, primary_key=True),
+    # dataset field or a job (design §2, §3.2), in the set's canonical order (`position`).
+    # A set's edges are written once, all together, and read and deleted only as a whole set,
+    # so they have no key: an index of their set alone is all any read needs, and on
+    # PostgreSQL it keeps each set's id once with its rows' places (a B-tree deduplicates
+    # equal keys), a fifth of what a key of (set, position) took (migration 0032).
+    sa.Column("set_id", Id, sa.ForeignKey("lineage_sets.id"), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),
     *_edge_ends(),
     # Its transformations, kept once per distinct value (`edge_transformations`).
     sa.Column("transformations_id", Id, nullable=False),
@@ -636,6 +640,9 @@ run_months = sa.Table(
     # (`upstream.store.months`). Not derived: a rebuild files each run under the same month.
     sa.Column("run_id", Id, primary_key=True),
     sa.Column("month", sa.Integer, nullable=False),
+    # On SQLite the rows are kept in the key's own B-tree: a table with a row id kept them
+    # in one and the key again, with the row id, in an index (migration 0032).
+    sqlite_with_rowid=False,
 )
 
 deletions = sa.Table(

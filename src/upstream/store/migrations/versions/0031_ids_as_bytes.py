@@ -22,12 +22,12 @@ Create Date: 2026-12-05
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
 
 from alembic import op
 from sqlalchemy.engine import Connection
+
+from upstream.store.sqlite_tables import quoted, remake, without_foreign_keys
 
 revision = "0031"
 down_revision = "0030"
@@ -131,32 +131,9 @@ def _retype(bind: Connection, old: str, new: str, convert: Callable[[str], str])
     raw = bind.connection.dbapi_connection
     assert raw is not None
     raw.create_function(_UNHEX, 1, _unhex, deterministic=True)
-    with _without_foreign_keys(bind):
+    with without_foreign_keys(bind):
         for table, columns in ID_COLUMNS.items():
             _remake(bind, table, columns, old, new, convert)
-
-
-@contextmanager
-def _without_foreign_keys(bind: Connection) -> Iterator[None]:
-    """Foreign keys off, in a transaction of its own: SQLite changes `foreign_keys` only
-    outside a transaction, so what the migration's transaction holds is committed first, and
-    it goes on after (in SQLite's terms, under the same SQLAlchemy transaction)."""
-    raw: Any = bind.connection.dbapi_connection
-    was_open = raw.in_transaction
-    if was_open:
-        raw.execute("COMMIT")
-    raw.execute("PRAGMA foreign_keys = OFF")
-    raw.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        raw.execute("COMMIT")
-    except BaseException:
-        raw.execute("ROLLBACK")
-        raise
-    finally:
-        raw.execute("PRAGMA foreign_keys = ON")
-        if was_open:
-            raw.execute("BEGIN")
 
 
 def _remake(
@@ -168,64 +145,21 @@ def _remake(
     convert: Callable[[str], str],
 ) -> None:
     """`table` made again with `new` for the type of `columns` (when they are of `old`)."""
-    quoted = _quoted(table)
-    [made] = bind.exec_driver_sql(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-    ).scalars()
-    typed = {row[1]: row[2] for row in bind.exec_driver_sql(f"PRAGMA table_info({quoted})")}
+    typed = {row[1]: row[2] for row in bind.exec_driver_sql(f"PRAGMA table_info({quoted(table)})")}
     if any(typed[column] != old for column in columns):
         return
-    indexes = list(
-        bind.exec_driver_sql(
-            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
-            "AND sql IS NOT NULL",
-            (table,),
-        ).scalars()
-    )
-    statistics = _statistics(bind, table)
-    aside = f"_{table}_{revision}"
-    statement = re.sub(
-        rf"^CREATE TABLE\s+(\"?){re.escape(table)}\1", f"CREATE TABLE {_quoted(aside)}", made
-    )
-    for column in columns:
-        statement, found = re.subn(
-            rf"([\s,(]\"?{re.escape(column)}\"?\s+){re.escape(old)}", rf"\g<1>{new}", statement
-        )
-        assert found == 1, (table, column)
-    bind.exec_driver_sql(statement)
-    names = ", ".join(_quoted(name) for name in typed)
-    values = ", ".join(
-        f"CASE WHEN {_quoted(name)} IS NULL THEN NULL ELSE {convert(_quoted(name))} END"
-        if name in columns
-        else _quoted(name)
-        for name in typed
-    )
-    bind.exec_driver_sql(f"INSERT INTO {_quoted(aside)} ({names}) SELECT {values} FROM {quoted}")
-    bind.exec_driver_sql(f"DROP TABLE {quoted}")
-    bind.exec_driver_sql(f"ALTER TABLE {_quoted(aside)} RENAME TO {quoted}")
-    for index in indexes:
-        bind.exec_driver_sql(index)
-    for stat, rows in statistics.items():
-        for row in rows:
-            marks = ", ".join("?" * len(row))
-            bind.exec_driver_sql(f"INSERT INTO {stat} VALUES ({marks})", tuple(row))
 
+    def retyped(statement: str) -> str:
+        for column in columns:
+            statement, found = re.subn(
+                rf"([\s,(]\"?{re.escape(column)}\"?\s+){re.escape(old)}", rf"\g<1>{new}", statement
+            )
+            assert found == 1, (table, column)
+        return statement
 
-def _statistics(bind: Connection, table: str) -> dict[str, list[tuple[Any, ...]]]:
-    """The planner's statistics of `table` (`ANALYZE`'s rows in sqlite_stat1, and in
-    sqlite_stat4 where SQLite keeps it), which dropping it deletes: the same rows, with the
-    same index names, hold for the new table."""
-    held = bind.exec_driver_sql(
-        "SELECT name FROM sqlite_master WHERE name IN ('sqlite_stat1', 'sqlite_stat4')"
-    ).scalars()
-    return {
-        stat: [
-            tuple(row)
-            for row in bind.exec_driver_sql(f"SELECT * FROM {stat} WHERE tbl = ?", (table,))
-        ]
-        for stat in held.all()
-    }
+    def value(name: str) -> str:
+        if name not in columns:
+            return quoted(name)
+        return f"CASE WHEN {quoted(name)} IS NULL THEN NULL ELSE {convert(quoted(name))} END"
 
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    remake(bind, table, f"_{table}_{revision}", retyped, value)
