@@ -5,8 +5,10 @@ turns, so exactly one of them migrates; on an SQLite file, a lock on a file besi
 
 Alembic finds what to run by importing every migration module (compiling each, where Python
 keeps no bytecode), tens of milliseconds of a server's start. A store already at the head,
-as the migration files name it (`schema_revision.head_from_files`), is left to the work at
-the head only; one that is not is migrated by Alembic, which loads the modules once.
+as the migration files name it (`schema_revision.head_from_files`) and its version table
+holds it (`schema_revision.stored_revision`), is left to the work at the head only, without
+loading Alembic at all (its machinery, Mako and Pygments are a tenth of a second of CPU of
+every start); one that is not is migrated by Alembic, which loads the modules once.
 """
 
 from __future__ import annotations
@@ -15,12 +17,8 @@ import fcntl
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -28,13 +26,18 @@ from sqlalchemy.exc import DBAPIError
 from upstream.store.change_log import RELOAD, append_recorded, record
 from upstream.store.engine import UNBOUNDED, Store, sqlite_file
 from upstream.store.partitions import make_ahead
-from upstream.store.schema_revision import head_from_files
+from upstream.store.schema_revision import head_from_files, stored_revision
 from upstream.store.state import stamp_if_empty
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 _LOCK_KEY = 0x55505354  # "UPST"
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     config.attributes["connection"] = connection
@@ -46,10 +49,15 @@ def upgrade(store: Store, revision: str = "head") -> None:
     store that was migrated tells the readers of its change log to read everything again:
     a migration may change derived rows."""
     with session_lock(store, _LOCK_KEY) as conn:
-        before = MigrationContext.configure(conn).get_current_revision()
         head = head_from_files()
-        if revision != "head" or head is None or before != head:
-            command.upgrade(alembic_config(conn), revision)
+        if revision == "head" and head is not None and stored_revision(store) == head:
+            before: str | None = head
+        else:
+            from alembic import command
+
+            before = _revision_of(conn)
+            if revision != "head" or head is None or before != head:
+                command.upgrade(alembic_config(conn), revision)
         if revision == "head":
             stamp_if_empty(conn)
             make_ahead(conn)
@@ -118,8 +126,17 @@ def _locked(path: Path) -> Iterator[IO[bytes]]:
 
 def current_revision(store: Store) -> str | None:
     with store.engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return _revision_of(conn)
+
+
+def _revision_of(conn: Connection) -> str | None:
+    """The revision Alembic reads on `conn` (None before the first migration)."""
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(conn).get_current_revision()
 
 
 def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head()

@@ -16,14 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 from sqlalchemy.engine import Connection
 
 from upstream.model.watch import SIGNATURE_HEADER, RetryPolicy, SubscriptionSpec, retryable, sign
 from upstream.store import subscriptions as rows
 from upstream.store.engine import Store
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("upstream.watch")
 
@@ -59,13 +61,18 @@ class WebhookSink:
 
     @cached_property
     def client(self) -> httpx.Client:
-        """Made at the first delivery: loading the CA certificates costs a server start a
-        few tenths of a second, and most servers never deliver."""
+        """Made at the first delivery, and HTTPX imported then: loading the CA certificates
+        costs a server start a few tenths of a second, importing HTTPX 60 ms of CPU, and
+        most servers never deliver."""
+        import httpx
+
         return httpx.Client(timeout=self.timeout, follow_redirects=False)
 
     def send(
         self, spec: SubscriptionSpec, subscription: uuid.UUID, body: str, secret: str
     ) -> Outcome:
+        import httpx
+
         data = body.encode()
         headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, data)}
         try:
