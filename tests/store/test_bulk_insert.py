@@ -168,7 +168,8 @@ def test_json_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None
 
 def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
     """A set's edges: NULLs, booleans and ids stored as their columns store them, in
-    more rows than one SQLite statement takes; the same row twice is refused, not ignored."""
+    more rows than one SQLite statement takes; a row naming no stored set is refused (its
+    foreign key), not ignored."""
     rows = edge_rows(1203)
     set_id, target = SET_ID, rows[0]["target_dataset_id"]
     lineage_set = {"id": set_id, "checksum": "c", "target_dataset_id": target, "rank": 2}
@@ -182,8 +183,9 @@ def test_rows_without_a_key_are_all_inserted_as_given(store: Store) -> None:
             )
         ]
     assert stored == rows
+    orphan = {**rows[5], "set_id": uuid.uuid5(uuid.NAMESPACE_URL, "no such set")}
     with pytest.raises(sa.exc.IntegrityError):
-        store.write(lambda c: insert_rows(c, t.lineage_set_edges, rows[5:6]))
+        store.write(lambda c: insert_rows(c, t.lineage_set_edges, [orphan]))
     store.write(lambda c: insert_rows(c, t.lineage_set_edges, []))  # nothing to insert
     with store.read() as conn:
         count = conn.execute(sa.select(sa.func.count()).select_from(t.lineage_set_edges))
