@@ -301,7 +301,8 @@ lineage_set_edges = sa.Table(
     metadata,
     # The explicit data flow of a set, source -> target, where either end is a dataset, a
     # dataset field or a job (design §2, §3.2), in the set's canonical order (`position`).
-    # A set's edges are written once, all together, and read and deleted only as a whole set,
+    # A set's edges are written once, all together, by the one writer whose insert of the
+    # set's row took (`lineage_writer`), and read and deleted only as a whole set,
     # so they have no key: an index of their set alone is all any read needs, and on
     # PostgreSQL it keeps each set's id once with its rows' places (a B-tree deduplicates
     # equal keys), a fifth of what a key of (set, position) took (migration 0032).
